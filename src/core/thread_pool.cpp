@@ -1,0 +1,70 @@
+#include "core/thread_pool.h"
+
+#include <algorithm>
+
+namespace nextn {
+
+ThreadPool::ThreadPool(int n_threads) {
+    if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    n_threads_ = n_threads;
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+        generation_.fetch_add(1);
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::run_share(int index) {
+    int64_t per = (n_items_ + n_threads_ - 1) / n_threads_;
+    int64_t begin = std::min<int64_t>(n_items_, per * index);
+    int64_t end = std::min<int64_t>(n_items_, begin + per);
+    if (begin < end) thunk_(ctx_, begin, end);
+}
+
+void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx) {
+    if (n_items <= 0) return;
+    if (n_threads_ == 1 || n_items == 1) {
+        thunk(ctx, 0, n_items);
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        thunk_ = thunk;
+        ctx_ = ctx;
+        n_items_ = n_items;
+        pending_.store(n_threads_ - 1);
+        generation_.fetch_add(1);
+    }
+    wake_.notify_all();
+    run_share(0);
+    // Workers finish quickly for decode-sized jobs; spin before yielding the core.
+    for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+        if (spins > 2000) std::this_thread::yield();
+    }
+}
+
+void ThreadPool::worker_loop(int index) {
+    uint64_t seen = 0;
+    for (;;) {
+        // Spin a little for back-to-back jobs, then sleep.
+        for (int spins = 0; spins < 20000 && generation_.load(std::memory_order_acquire) == seen;
+             ++spins) {
+        }
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            wake_.wait(lock, [&] { return generation_.load() != seen; });
+            seen = generation_.load();
+            if (stopping_) return;
+        }
+        run_share(index);
+        pending_.fetch_sub(1, std::memory_order_release);
+    }
+}
+
+}  // namespace nextn

@@ -1,0 +1,51 @@
+#pragma once
+// A persistent pool of worker threads. run(n, fn) splits [0, n) into one contiguous range per
+// thread and calls fn(begin, end) on each; the calling thread takes the first range. Ranges
+// depend only on n and the thread count, and each item is handled by exactly one thread, so
+// kernels that write disjoint outputs stay bitwise reproducible for any thread count.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace nextn {
+
+class ThreadPool {
+public:
+    explicit ThreadPool(int n_threads = 0);  // 0: one per core
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return n_threads_; }
+
+    template <class Fn>
+    void run(int64_t n_items, Fn&& fn) {
+        auto thunk = [](void* ctx, int64_t begin, int64_t end) {
+            (*static_cast<std::remove_reference_t<Fn>*>(ctx))(begin, end);
+        };
+        dispatch(n_items, thunk, &fn);
+    }
+
+private:
+    using Thunk = void (*)(void*, int64_t, int64_t);
+    void dispatch(int64_t n_items, Thunk thunk, void* ctx);
+    void worker_loop(int index);
+    void run_share(int index);
+
+    int n_threads_ = 1;
+    std::vector<std::thread> workers_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::atomic<uint64_t> generation_{0};
+    std::atomic<int> pending_{0};
+    bool stopping_ = false;
+    // The job being run; written by dispatch() before the generation bump.
+    Thunk thunk_ = nullptr;
+    void* ctx_ = nullptr;
+    int64_t n_items_ = 0;
+};
+
+}  // namespace nextn

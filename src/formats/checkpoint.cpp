@@ -1,0 +1,29 @@
+#include "formats/checkpoint.h"
+
+#include "core/error.h"
+#include "formats/gguf_checkpoint.h"
+
+namespace nextn {
+
+const RawTensor* Checkpoint::find(const std::string& name) const {
+    auto it = tensors.find(name);
+    return it == tensors.end() ? nullptr : &it->second;
+}
+
+const RawTensor& Checkpoint::require(const std::string& name) const {
+    const RawTensor* t = find(name);
+    if (!t) fail(path, ": missing tensor '", name, "'");
+    return *t;
+}
+
+Checkpoint load_checkpoint(const std::string& path, const LoadOptions& options) {
+    if (is_directory(path)) {
+        if (!file_exists(path + "/config.json")) fail(path, ": no config.json in model directory");
+        return load_hf_checkpoint(path, options);
+    }
+    if (!file_exists(path)) fail("model path '", path, "' does not exist");
+    if (is_gguf_file(path)) return load_gguf_checkpoint(path, options);
+    fail(path, ": unrecognised model file (expected a model directory with config.json, or a .gguf file)");
+}
+
+}  // namespace nextn

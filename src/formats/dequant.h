@@ -1,0 +1,12 @@
+#pragma once
+// Dequantization of block-quantized checkpoint tensors (GGUF ggml blocks, MLX affine) to f32,
+// exactly as the reference implementations define it (ggml's dequantize_row_*, MLX's
+// w = scale * q + bias in f32).
+#include "formats/raw_tensor.h"
+
+namespace nextn {
+
+// Writes all t.numel() values of a quantized tensor to out. Throws Error for types it lacks.
+void dequantize_to_f32(const RawTensor& t, float* out);
+
+}  // namespace nextn
