@@ -98,11 +98,13 @@ Checkpoint load_hf_checkpoint(const std::string& dir, const LoadOptions& options
     // Split fused MoE expert tensors ([E, 2I, H] gate|up and [E, H, I] down) into per-expert views.
     if (ck.config.moe) {
         std::vector<std::string> fused_names;
+        const std::string fused_suffix = "mlp.experts.gate_up_proj";
         for (auto& [name, t] : ck.tensors)
-            if (name.size() > 22 && name.substr(name.size() - 22) == "mlp.experts.gate_up_proj")
+            if (name.size() >= fused_suffix.size() &&
+                name.compare(name.size() - fused_suffix.size(), fused_suffix.size(), fused_suffix) == 0)
                 fused_names.push_back(name);
         for (const auto& name : fused_names) {
-            std::string prefix = name.substr(0, name.size() - 22) + "mlp.";
+            std::string prefix = name.substr(0, name.size() - fused_suffix.size()) + "mlp.";
             const RawTensor gate_up = ck.tensors[name];
             auto down_it = ck.tensors.find(prefix + "experts.down_proj");
             std::optional<RawTensor> down;

@@ -26,6 +26,9 @@ struct ModelConfig {
     int gdn_k_dim = 0;    // Dk
     int gdn_v_dim = 0;    // Dv
     int conv_kernel = 4;
+    // Value-head order: false = grouped (HF/MLX: v-head j uses k-head j / (Hv/Hk)),
+    // true = tiled (GGUF: v-head j uses k-head j % Hk).
+    bool gdn_tiled_heads = false;
     // FFN
     int64_t ffn_size = 0;  // dense SwiGLU width
     bool moe = false;

@@ -1,0 +1,26 @@
+#include "cache/sequence_state.h"
+
+#include <algorithm>
+
+namespace nextn {
+
+int64_t SequenceState::snapshot_bytes() const {
+    int64_t total = 0;
+    for (const auto& r : recurrent)
+        if (r.state_size) total += int64_t(max_width) * r.state_size * int64_t(sizeof(float));
+    return total;
+}
+
+void SequenceState::reset() {
+    n_past = 0;
+    uncommitted = 0;
+    for (auto& r : recurrent) {
+        if (!r.state_size) continue;
+        r.current = 0;
+        std::fill(r.slots.begin(), r.slots.begin() + r.state_size, 0.0f);
+        std::fill(r.conv.begin(), r.conv.end(), 0.0f);
+        r.pending = 0;
+    }
+}
+
+}  // namespace nextn

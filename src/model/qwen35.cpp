@@ -1,0 +1,160 @@
+#include "model/qwen35.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/kernels.h"
+#include "model/ops.h"
+
+namespace nextn {
+
+Qwen35Model::Qwen35Model(ModelConfig config, ModelWeights weights, ThreadPool& pool)
+    : config_(std::move(config)), weights_(std::move(weights)), pool_(pool) {}
+
+SequenceState Qwen35Model::new_state(int64_t max_positions, int max_width) const {
+    const ModelConfig& c = config_;
+    SequenceState s;
+    s.max_positions = max_positions;
+    s.max_width = std::max(1, max_width);
+    auto make_attention = [&](AttentionCache& a) {
+        a.capacity = max_positions;
+        a.k.assign(size_t(max_positions * c.n_kv_heads * c.head_dim), 0.0f);
+        a.v.assign(size_t(max_positions * c.n_kv_heads * c.head_dim), 0.0f);
+    };
+    s.attention.resize(size_t(c.n_layers));
+    s.recurrent.resize(size_t(c.n_layers));
+    for (int i = 0; i < c.n_layers; ++i) {
+        if (c.is_linear[i]) {
+            RecurrentState& r = s.recurrent[size_t(i)];
+            r.state_size = int64_t(c.gdn_v_heads) * c.gdn_k_dim * c.gdn_v_dim;
+            r.slots.assign(size_t((1 + s.max_width) * r.state_size), 0.0f);
+            r.conv.assign(size_t((c.conv_kernel - 1) * c.gdn_conv_dim()), 0.0f);
+            r.pending_qkv.assign(size_t(s.max_width * c.gdn_conv_dim()), 0.0f);
+        } else {
+            make_attention(s.attention[size_t(i)]);
+        }
+    }
+    if (has_mtp()) make_attention(s.mtp_attention);
+    return s;
+}
+
+void Qwen35Model::logits(const float* hidden, int64_t n, float* out) const {
+    matmul(weights_.lm_head, hidden, n, out, pool_);
+}
+
+void Qwen35Model::decoder_layer(const LayerWeights& lw, AttentionCache* attn,
+                                RecurrentState* rec, float* x, int64_t T, int64_t pos0,
+                                bool snapshots) const {
+    const int64_t H = config_.hidden_size;
+    std::vector<float> xn(size_t(T * H)), out(size_t(T * H));  // [T, H]
+    for (int64_t t = 0; t < T; ++t)
+        ops::rmsnorm(x + t * H, lw.input_norm.data(), H, config_.rms_eps, xn.data() + t * H);
+    if (lw.linear) {
+        gated_deltanet(lw, *rec, xn.data(), T, snapshots, out.data());
+    } else {
+        attention(lw, *attn, xn.data(), T, pos0, out.data());
+    }
+    for (int64_t i = 0; i < T * H; ++i) x[i] += out[size_t(i)];
+    for (int64_t t = 0; t < T; ++t)
+        ops::rmsnorm(x + t * H, lw.post_norm.data(), H, config_.rms_eps, xn.data() + t * H);
+    ffn(lw.ffn, xn.data(), T, out.data());
+    for (int64_t i = 0; i < T * H; ++i) x[i] += out[size_t(i)];
+}
+
+void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T,
+                          const ForwardOutputs& out, bool snapshots) const {
+    const ModelConfig& c = config_;
+    const int64_t H = c.hidden_size;
+    if (T <= 0) return;
+    if (state.uncommitted) fail("forward: the previous verify forward was not committed");
+    if (state.n_past + T > state.max_positions)
+        fail("sequence of ", state.n_past + T, " tokens exceeds the context size ",
+             state.max_positions);
+    if (snapshots && T > state.max_width)
+        fail("verify width ", T, " exceeds the snapshot capacity ", state.max_width);
+    if (out.n_logits > T) fail("forward: n_logits ", out.n_logits, " > tokens ", T);
+    std::vector<float> x(size_t(T * H));  // [T, H] residual stream
+    for (int64_t t = 0; t < T; ++t) {
+        if (tokens[t] < 0 || tokens[t] >= c.vocab_size)
+            fail("token id ", tokens[t], " is outside the vocabulary [0, ", c.vocab_size, ")");
+        weight_row_f32(weights_.embed, tokens[t], x.data() + t * H);
+    }
+    for (int i = 0; i < c.n_layers; ++i)
+        decoder_layer(weights_.layers[size_t(i)], &state.attention[size_t(i)],
+                      &state.recurrent[size_t(i)], x.data(), T, state.n_past, snapshots);
+    // Final norm; the normed hidden is both the LM-head input and the MTP head's input.
+    for (int64_t t = 0; t < T; ++t)
+        ops::rmsnorm(x.data() + t * H, weights_.final_norm.data(), H, c.rms_eps, x.data() + t * H);
+    if (out.hidden) std::memcpy(out.hidden, x.data(), size_t(T * H) * sizeof(float));
+    if (out.logits && out.n_logits > 0)
+        logits(x.data() + (T - out.n_logits) * H, out.n_logits, out.logits);
+    state.n_past += T;
+    if (snapshots) state.uncommitted = T;
+}
+
+void Qwen35Model::commit(SequenceState& state, int64_t n_keep) const {
+    const int64_t T = state.uncommitted;
+    if (T == 0) fail("commit: no verify forward to commit");
+    if (n_keep < 1 || n_keep > T) fail("commit: keep ", n_keep, " of ", T, " positions");
+    state.n_past -= T - n_keep;
+    state.uncommitted = 0;
+    const int64_t C = config_.gdn_conv_dim(), Km1 = config_.conv_kernel - 1;
+    for (auto& r : state.recurrent) {
+        if (!r.state_size) continue;
+        r.current = int(n_keep);  // slot n holds the state after the n-th position
+        // conv state = last K-1 rows of [old conv state; kept qkv rows]
+        std::vector<float> joined(size_t((Km1 + n_keep) * C));
+        std::memcpy(joined.data(), r.conv.data(), size_t(Km1 * C) * sizeof(float));
+        std::memcpy(joined.data() + Km1 * C, r.pending_qkv.data(),
+                    size_t(n_keep * C) * sizeof(float));
+        std::memcpy(r.conv.data(), joined.data() + n_keep * C, size_t(Km1 * C) * sizeof(float));
+        r.pending = 0;
+    }
+}
+
+void Qwen35Model::mtp_forward(SequenceState& state, const float* hidden, const int32_t* tokens,
+                              int64_t T, int64_t pos0, const ForwardOutputs& out) const {
+    const ModelConfig& c = config_;
+    const MtpWeights& m = weights_.mtp;
+    if (!m.present) fail("this model has no MTP head");
+    if (pos0 < 0 || pos0 + T > state.mtp_attention.capacity)
+        fail("MTP positions [", pos0, ", ", pos0 + T, ") exceed the context size ",
+             state.mtp_attention.capacity);
+    const int64_t H = c.hidden_size;
+    std::vector<float> cat(size_t(T * 2 * H));  // [T, 2H] = [embedding | hidden] per row
+    std::vector<float> x(size_t(T * H));        // [T, H]
+    for (int64_t t = 0; t < T; ++t) {
+        if (tokens[t] < 0 || tokens[t] >= c.vocab_size)
+            fail("token id ", tokens[t], " is outside the vocabulary [0, ", c.vocab_size, ")");
+        float* row = cat.data() + t * 2 * H;
+        weight_row_f32(weights_.embed, tokens[t], row);
+        ops::rmsnorm(row, m.pre_fc_norm_embedding.data(), H, c.rms_eps, row);
+        ops::rmsnorm(hidden + t * H, m.pre_fc_norm_hidden.data(), H, c.rms_eps, row + H);
+    }
+    matmul(m.fc, cat.data(), T, x.data(), pool_);
+    decoder_layer(m.layer, &state.mtp_attention, nullptr, x.data(), T, pos0, false);
+    for (int64_t t = 0; t < T; ++t)
+        ops::rmsnorm(x.data() + t * H, m.norm.data(), H, c.rms_eps, x.data() + t * H);
+    if (out.hidden) std::memcpy(out.hidden, x.data(), size_t(T * H) * sizeof(float));
+    if (out.logits && out.n_logits > 0)
+        logits(x.data() + (T - out.n_logits) * H, out.n_logits, out.logits);
+}
+
+LoadedModel load_model(const std::string& path, const ModelOptions& options) {
+    LoadedModel lm;
+    LoadOptions lo;
+    lo.load_mtp = options.load_mtp;
+    lo.draft_model = options.draft_model;
+    lm.checkpoint = load_checkpoint(path, lo);
+    lm.checkpoint.config.gdn_tiled_heads = lm.checkpoint.gdn_tiled_heads;
+    BindOptions bo;
+    bo.load_mtp = options.load_mtp;
+    bo.matrix_type = options.matrix_type;
+    ModelWeights w = bind_weights(lm.checkpoint, bo);
+    lm.pool = std::make_unique<ThreadPool>(options.threads);
+    lm.model = std::make_unique<Qwen35Model>(lm.checkpoint.config, std::move(w), *lm.pool);
+    return lm;
+}
+
+}  // namespace nextn

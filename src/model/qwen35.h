@@ -1,0 +1,84 @@
+#pragma once
+// The Qwen3.5 / Qwen3.6 text model (dense and MoE) and its MTP head, on the CPU in f32.
+//
+// forward() runs the trunk over a run of tokens at the sequence's next positions; with
+// `snapshots` it leaves the run uncommitted so that commit() can keep any prefix of it (the
+// speculative verify path). mtp_forward() runs the MTP head over (hidden, next token) pairs.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/sequence_state.h"
+#include "core/thread_pool.h"
+#include "formats/checkpoint.h"
+#include "model/weights.h"
+
+namespace nextn {
+
+struct ForwardOutputs {
+    float* hidden = nullptr;  // [T, H] trunk hidden after the final norm (optional)
+    float* logits = nullptr;  // [n_logits, V] logits of the last n_logits positions (optional)
+    int64_t n_logits = 0;
+};
+
+class Qwen35Model {
+public:
+    Qwen35Model(ModelConfig config, ModelWeights weights, ThreadPool& pool);
+
+    const ModelConfig& config() const { return config_; }
+    const ModelWeights& weights() const { return weights_; }
+    bool has_mtp() const { return weights_.mtp.present; }
+    ThreadPool& pool() const { return pool_; }
+
+    // Fresh caches for sequences of up to max_positions tokens, verify forwards up to max_width.
+    SequenceState new_state(int64_t max_positions, int max_width) const;
+
+    // Trunk forward over tokens[0..T) at positions state.n_past... With snapshots (T <=
+    // state.max_width) the positions stay uncommitted until commit(); without, they are
+    // committed at once.
+    void forward(SequenceState& state, const int32_t* tokens, int64_t T, const ForwardOutputs& out,
+                 bool snapshots = false) const;
+    // Keeps the first n_keep positions of the last snapshot forward and drops the rest.
+    void commit(SequenceState& state, int64_t n_keep) const;
+
+    // MTP head over T pairs: row t pairs trunk hidden[t] (post final norm) with tokens[t] (the
+    // token at the next position) at RoPE position pos0 + t, writing MTP KV entries pos0 + t and
+    // attending to entries [0, pos0 + t]. hidden_out [T, H] is the head's output after mtp.norm
+    // (the input of a chained step); logits [n_logits, V] for the last n_logits rows.
+    void mtp_forward(SequenceState& state, const float* hidden, const int32_t* tokens, int64_t T,
+                     int64_t pos0, const ForwardOutputs& out) const;
+
+private:
+    void decoder_layer(const LayerWeights& lw, AttentionCache* attn, RecurrentState* rec,
+                       float* x, int64_t T, int64_t pos0, bool snapshots) const;
+    void attention(const LayerWeights& lw, AttentionCache& cache, const float* xn, int64_t T,
+                   int64_t pos0, float* out) const;
+    void gated_deltanet(const LayerWeights& lw, RecurrentState& rec, const float* xn, int64_t T,
+                        bool snapshots, float* out) const;
+    void ffn(const FfnWeights& f, const float* xn, int64_t T, float* out) const;
+    void logits(const float* hidden, int64_t n, float* out) const;
+
+    ModelConfig config_;
+    ModelWeights weights_;
+    ThreadPool& pool_;
+};
+
+struct ModelOptions {
+    int threads = 0;          // 0: one per core
+    bool load_mtp = true;
+    std::string draft_model;  // --draft-model
+    WType matrix_type = WType::F32;
+};
+
+// A loaded model with everything it needs alive: checkpoint maps, weights, thread pool.
+struct LoadedModel {
+    Checkpoint checkpoint;
+    std::unique_ptr<ThreadPool> pool;
+    std::unique_ptr<Qwen35Model> model;
+};
+
+// The architecture registry: opens any supported checkpoint and builds its model.
+LoadedModel load_model(const std::string& path, const ModelOptions& options);
+
+}  // namespace nextn

@@ -1,0 +1,166 @@
+#include "model/weights.h"
+
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+
+namespace nextn {
+
+namespace {
+
+// Tracks which canonical tensors were bound, so inspect can list the rest.
+class Binder {
+public:
+    Binder(const Checkpoint& ck, const BindOptions& options) : ck_(ck), options_(options) {}
+
+    const RawTensor& raw(const std::string& name) {
+        used_.insert(name);
+        return ck_.require(name);
+    }
+    bool has(const std::string& name) const { return ck_.find(name) != nullptr; }
+
+    WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
+        const RawTensor& t = raw(name);
+        check_shape(t, rows, cols);
+        return make_weight(t, rows, cols, options_.matrix_type);
+    }
+
+    std::vector<float> vec(const std::string& name, int64_t n) {
+        const RawTensor& t = raw(name);
+        if (t.numel() != n)
+            fail(t.file, ": tensor '", t.name, "' has shape ", t.shape_str(), ", expected ", n,
+                 " values");
+        return tensor_to_f32(t);
+    }
+
+    // A (1+w) norm: adds 1 unless the file already stores the shifted value.
+    std::vector<float> shifted_norm(const std::string& name, int64_t n) {
+        std::vector<float> w = vec(name, n);
+        if (!ck_.norms_already_shifted.count(name))
+            for (float& x : w) x += 1.0f;
+        return w;
+    }
+
+    std::vector<std::string> unused() const {
+        std::vector<std::string> out;
+        for (const auto& [name, t] : ck_.tensors)
+            if (!used_.count(name)) out.push_back(name);
+        return out;
+    }
+
+private:
+    static void check_shape(const RawTensor& t, int64_t rows, int64_t cols) {
+        // Accept [rows, cols] and, for single-row matrices, [cols].
+        bool ok = (t.shape.size() == 2 && t.shape[0] == rows && t.shape[1] == cols) ||
+                  (t.shape.size() == 1 && rows == 1 && t.shape[0] == cols);
+        if (!ok)
+            fail(t.file, ": tensor '", t.name, "' has shape ", t.shape_str(), ", expected [", rows,
+                 ", ", cols, "]");
+    }
+
+    const Checkpoint& ck_;
+    const BindOptions& options_;
+    std::set<std::string> used_;
+};
+
+FfnWeights bind_ffn(Binder& b, const ModelConfig& c, const std::string& p) {
+    FfnWeights f;
+    const int64_t H = c.hidden_size;
+    f.moe = c.moe;
+    if (!c.moe) {
+        f.gate = b.matrix(p + "mlp.gate_proj.weight", c.ffn_size, H);
+        f.up = b.matrix(p + "mlp.up_proj.weight", c.ffn_size, H);
+        f.down = b.matrix(p + "mlp.down_proj.weight", H, c.ffn_size);
+        return f;
+    }
+    const int64_t I = c.expert_ffn_size;
+    f.router = b.matrix(p + "mlp.gate.weight", c.n_experts, H);
+    for (int e = 0; e < c.n_experts; ++e) {
+        std::string ep = p + "mlp.experts." + std::to_string(e) + ".";
+        ExpertWeights ew;
+        ew.gate = b.matrix(ep + "gate_proj.weight", I, H);
+        ew.up = b.matrix(ep + "up_proj.weight", I, H);
+        ew.down = b.matrix(ep + "down_proj.weight", H, I);
+        f.experts.push_back(std::move(ew));
+    }
+    if (c.shared_expert_ffn_size > 0) {
+        const int64_t Is = c.shared_expert_ffn_size;
+        f.shared_gate = b.matrix(p + "mlp.shared_expert.gate_proj.weight", Is, H);
+        f.shared_up = b.matrix(p + "mlp.shared_expert.up_proj.weight", Is, H);
+        f.shared_down = b.matrix(p + "mlp.shared_expert.down_proj.weight", H, Is);
+        f.shared_expert_gate = b.matrix(p + "mlp.shared_expert_gate.weight", 1, H);
+    }
+    return f;
+}
+
+void bind_attention(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& l) {
+    const int64_t H = c.hidden_size, D = c.head_dim;
+    l.q_proj = b.matrix(p + "self_attn.q_proj.weight", int64_t(c.n_q_heads) * 2 * D, H);
+    l.k_proj = b.matrix(p + "self_attn.k_proj.weight", int64_t(c.n_kv_heads) * D, H);
+    l.v_proj = b.matrix(p + "self_attn.v_proj.weight", int64_t(c.n_kv_heads) * D, H);
+    l.o_proj = b.matrix(p + "self_attn.o_proj.weight", H, int64_t(c.n_q_heads) * D);
+    l.q_norm = b.shifted_norm(p + "self_attn.q_norm.weight", D);
+    l.k_norm = b.shifted_norm(p + "self_attn.k_norm.weight", D);
+}
+
+void bind_gdn(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& l) {
+    const int64_t H = c.hidden_size, Hv = c.gdn_v_heads;
+    const int64_t conv_dim = c.gdn_conv_dim(), vdim = c.gdn_value_dim();
+    l.in_qkv = b.matrix(p + "linear_attn.in_proj_qkv.weight", conv_dim, H);
+    l.in_z = b.matrix(p + "linear_attn.in_proj_z.weight", vdim, H);
+    l.in_b = b.matrix(p + "linear_attn.in_proj_b.weight", Hv, H);
+    l.in_a = b.matrix(p + "linear_attn.in_proj_a.weight", Hv, H);
+    l.out_proj = b.matrix(p + "linear_attn.out_proj.weight", H, vdim);
+    l.conv = b.vec(p + "linear_attn.conv1d.weight", conv_dim * c.conv_kernel);
+    if (b.has(p + "linear_attn.A")) {
+        l.neg_exp_a = b.vec(p + "linear_attn.A", Hv);  // already -exp(A_log)
+    } else {
+        std::vector<float> a_log = b.vec(p + "linear_attn.A_log", Hv);
+        l.neg_exp_a.resize(size_t(Hv));
+        for (int64_t j = 0; j < Hv; ++j) l.neg_exp_a[j] = -std::exp(a_log[j]);
+    }
+    l.dt_bias = b.vec(p + "linear_attn.dt_bias", Hv);
+    l.gdn_norm = b.vec(p + "linear_attn.norm.weight", c.gdn_v_dim);
+}
+
+LayerWeights bind_layer(Binder& b, const ModelConfig& c, const std::string& p, bool linear) {
+    LayerWeights l;
+    l.linear = linear;
+    l.input_norm = b.shifted_norm(p + "input_layernorm.weight", c.hidden_size);
+    l.post_norm = b.shifted_norm(p + "post_attention_layernorm.weight", c.hidden_size);
+    if (linear) {
+        bind_gdn(b, c, p, l);
+    } else {
+        bind_attention(b, c, p, l);
+    }
+    l.ffn = bind_ffn(b, c, p);
+    return l;
+}
+
+}  // namespace
+
+ModelWeights bind_weights(const Checkpoint& ck, const BindOptions& options) {
+    const ModelConfig& c = ck.config;
+    Binder b(ck, options);
+    ModelWeights w;
+    const int64_t H = c.hidden_size, V = c.vocab_size;
+    w.embed = b.matrix("embed_tokens.weight", V, H);
+    w.lm_head = c.tied_embeddings ? w.embed : b.matrix("lm_head.weight", V, H);
+    w.final_norm = b.shifted_norm("norm.weight", H);
+    for (int i = 0; i < c.n_layers; ++i)
+        w.layers.push_back(bind_layer(b, c, "layers." + std::to_string(i) + ".", c.is_linear[i]));
+    if (options.load_mtp && b.has("mtp.fc.weight")) {
+        MtpWeights& m = w.mtp;
+        m.present = true;
+        m.pre_fc_norm_embedding = b.shifted_norm("mtp.pre_fc_norm_embedding.weight", H);
+        m.pre_fc_norm_hidden = b.shifted_norm("mtp.pre_fc_norm_hidden.weight", H);
+        m.norm = b.shifted_norm("mtp.norm.weight", H);
+        m.fc = b.matrix("mtp.fc.weight", H, 2 * H);
+        m.layer = bind_layer(b, c, "mtp.layers.0.", /*linear=*/false);
+    }
+    w.unused_tensors = b.unused();
+    return w;
+}
+
+}  // namespace nextn

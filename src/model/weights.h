@@ -1,0 +1,83 @@
+#pragma once
+// Qwen3.5 weights bound from a canonical Checkpoint and converted once, at load, into the forms
+// the forward reads: matrices for the kernels, f32 vectors for norms and gates. Norm vectors
+// hold the multiplier the forward applies, i.e. (1 + w) for zero-centred norms.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats/checkpoint.h"
+#include "kernels/weight.h"
+
+namespace nextn {
+
+struct ExpertWeights {
+    WeightMatrix gate;  // [I_e, H]
+    WeightMatrix up;    // [I_e, H]
+    WeightMatrix down;  // [H, I_e]
+};
+
+struct FfnWeights {
+    bool moe = false;
+    // dense SwiGLU
+    WeightMatrix gate, up;  // [I, H]
+    WeightMatrix down;      // [H, I]
+    // MoE
+    WeightMatrix router;                // [E, H]
+    std::vector<ExpertWeights> experts;  // E
+    WeightMatrix shared_gate, shared_up;  // [I_s, H]
+    WeightMatrix shared_down;             // [H, I_s]
+    WeightMatrix shared_expert_gate;      // [1, H]
+};
+
+struct LayerWeights {
+    bool linear = false;  // Gated DeltaNet (true) or gated full attention
+    std::vector<float> input_norm;  // [H], (1+w)
+    std::vector<float> post_norm;   // [H], (1+w)
+    // Gated DeltaNet
+    WeightMatrix in_qkv;           // [conv_dim, H] rows: q (Hk*Dk) | k (Hk*Dk) | v (Hv*Dv)
+    WeightMatrix in_z;             // [Hv*Dv, H]
+    WeightMatrix in_b;             // [Hv, H]
+    WeightMatrix in_a;             // [Hv, H]
+    WeightMatrix out_proj;         // [H, Hv*Dv]
+    std::vector<float> conv;       // [conv_dim, K]; tap K-1 multiplies the current token
+    std::vector<float> neg_exp_a;  // [Hv], -exp(A_log)
+    std::vector<float> dt_bias;    // [Hv]
+    std::vector<float> gdn_norm;   // [Dv], plain weight of the gated RMSNorm
+    // full attention
+    WeightMatrix q_proj;  // [Nq*2*D, H], per head [query D | gate D]
+    WeightMatrix k_proj;  // [Nkv*D, H]
+    WeightMatrix v_proj;  // [Nkv*D, H]
+    WeightMatrix o_proj;  // [H, Nq*D]
+    std::vector<float> q_norm, k_norm;  // [D], (1+w)
+    FfnWeights ffn;
+};
+
+struct MtpWeights {
+    bool present = false;
+    std::vector<float> pre_fc_norm_embedding;  // [H], (1+w)
+    std::vector<float> pre_fc_norm_hidden;     // [H], (1+w)
+    std::vector<float> norm;                   // [H], (1+w)
+    WeightMatrix fc;                           // [H, 2H], input = [embedding | hidden]
+    LayerWeights layer;                        // always full attention
+};
+
+struct ModelWeights {
+    WeightMatrix embed;     // [V, H]
+    WeightMatrix lm_head;   // [V, H]; shares embed's data when tied
+    std::vector<float> final_norm;  // [H], (1+w)
+    std::vector<LayerWeights> layers;
+    MtpWeights mtp;
+    std::vector<std::string> unused_tensors;  // canonical names present but not bound
+};
+
+struct BindOptions {
+    WType matrix_type = WType::F32;  // --quant target for f32/bf16 sources
+    bool load_mtp = true;
+};
+
+// Binds and converts every tensor; throws Error naming the tensor on a missing tensor or a
+// wrong shape.
+ModelWeights bind_weights(const Checkpoint& ck, const BindOptions& options);
+
+}  // namespace nextn

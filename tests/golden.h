@@ -1,0 +1,63 @@
+#pragma once
+// Reading the golden outputs of ../shared/fixtures/*/golden (raw little-endian f32 files plus an
+// index.json that gives prompts, shapes and greedy tokens).
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/mapped_file.h"
+#include "test_paths.h"
+
+namespace nextn::test {
+
+struct GoldenModel {
+    std::string model_dir;   // HF checkpoint directory
+    std::string golden_dir;  // its golden/ directory
+    nlohmann::json index;
+};
+
+// Full fixture set when present, else the committed subset in tests/data.
+inline GoldenModel golden_model(const std::string& name) {
+    GoldenModel g;
+    std::string fixtures = fixtures_dir();
+    g.model_dir = fixtures.empty() ? data_dir() + "/" + name : fixtures + "/" + name;
+    g.golden_dir = g.model_dir + "/golden";
+    g.index = nlohmann::json::parse(read_text_file(g.golden_dir + "/index.json"));
+    return g;
+}
+
+inline bool golden_has_prompt(const GoldenModel& g, const std::string& prompt) {
+    return is_directory(g.golden_dir + "/" + prompt);
+}
+
+inline std::vector<float> read_f32(const std::string& path) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) fail("cannot open ", path);
+    std::vector<float> v(size_t(in.tellg()) / 4);
+    in.seekg(0);
+    in.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * 4));
+    return v;
+}
+
+inline std::vector<float> golden_tensor(const GoldenModel& g, const std::string& prompt,
+                                        const std::string& key) {
+    return read_f32(g.golden_dir + "/" + g.index["prompts"][prompt]["files"][key]["file"].get<std::string>());
+}
+
+inline std::vector<int32_t> json_ids(const nlohmann::json& j) {
+    std::vector<int32_t> out;
+    for (const auto& v : j) out.push_back(v.get<int32_t>());
+    return out;
+}
+
+inline int argmax(const float* x, int64_t n) {
+    int best = 0;
+    for (int64_t i = 1; i < n; ++i)
+        if (x[i] > x[best]) best = int(i);
+    return best;
+}
+
+}  // namespace nextn::test
