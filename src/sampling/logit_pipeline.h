@@ -1,0 +1,56 @@
+#pragma once
+// The one logit -> distribution pipeline used by plain decoding, by the draft (q) and by the
+// target (p) under speculation, so that p and q always come from the same processors:
+//
+//   1. logit_bias        logit[id] += bias
+//   2. penalties         over the last penalty_last_n history tokens, per distinct token with
+//                        count c > 0:  repeat (llama.cpp): logit > 0 ? logit / r : logit * r,
+//                        then logit -= presence * 1 + frequency * c  (OpenAI)
+//   3. temperature       T = 0: greedy, the result is one-hot at the argmax of step 2 (ties to
+//                        the lowest id) and steps 4-6 are skipped. Otherwise logits / T.
+//   4. top-k             keep the k largest (ties to the lower id)
+//   5. top-p             keep the smallest prefix, in descending probability (ties to the lower
+//                        id), whose mass under the softmax of the survivors is >= top_p
+//   6. min-p             keep tokens with p >= min_p * max p
+//   7. softmax over the survivors -> Distribution (tokens with p == 0 are dropped).
+//
+// Temperature comes before the filters (HF transformers / vLLM order; llama.cpp's default chain
+// applies it last), so top-p and min-p see the tempered probabilities.
+//
+// History: the tokens the penalties count. Under speculation it must include the in-flight
+// draft tokens before the position being scored. Token ids the logits do not cover (a draft
+// head scoring only the first N ids) carry no penalty and no bias; negative ids are an error.
+//
+// Cost for V = 248k: one pass for steps 1-3; top-k uses a size-k heap (partial selection, no
+// full sort); top-p without top-k sorts only as large a leading chunk as it needs.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sampling/distribution.h"
+#include "sampling/sampler_params.h"
+
+namespace nextn {
+
+// Steps 1-2 (no temperature): writes the biased, penalized logits into out, [V].
+void apply_bias_and_penalties(std::span<const float> logits, std::span<const int32_t> history,
+                              const SamplerParams& params, std::vector<float>& out);
+
+// Steps 1-7. Validates params. Throws nextn::Error on NaN / +inf logits or when every token has
+// a -inf logit.
+Distribution process(std::span<const float> logits, std::span<const int32_t> history,
+                     const SamplerParams& params);
+
+// Same, reusing `workspace` for the [V] buffer; afterwards workspace holds the output of steps
+// 1-2 (e.g. for logprobs_from_logits).
+Distribution process(std::span<const float> logits, std::span<const int32_t> history,
+                     const SamplerParams& params, std::vector<float>& workspace);
+
+// Steps 3-7 on already biased / penalized logits.
+Distribution distribution_from_logits(std::span<const float> logits, const SamplerParams& params);
+
+// Ids of the k largest logits, sorted by (logit descending, id ascending); -inf logits are
+// never selected, so fewer than k come back when fewer are finite.
+std::vector<int32_t> top_k_ids(std::span<const float> logits, int64_t k);
+
+}  // namespace nextn
