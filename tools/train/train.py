@@ -19,6 +19,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import fastblas  # noqa: E402,F401  (re-exec with OpenBLAS if available)
 from model import Config, Qwen35  # noqa: E402
 
 
