@@ -2,7 +2,7 @@
 # Installs the Debian packages the build needs, only when some are missing.
 set -euo pipefail
 packages=(build-essential cmake libgtest-dev libbenchmark-dev nlohmann-json3-dev
-          libcpp-httplib-dev libpcre2-dev)
+          libcpp-httplib-dev libpcre2-dev libicu-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

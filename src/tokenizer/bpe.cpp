@@ -1,0 +1,186 @@
+#include "tokenizer/bpe.h"
+
+#include <algorithm>
+#include <climits>
+#include <queue>
+
+#include "core/error.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/utf8.h"
+
+namespace nextn {
+
+BpeModel::BpeModel(std::vector<std::string> vocab,
+                   const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
+                   const std::string& where)
+    : id_to_token_(std::move(vocab)), ignore_merges_(ignore_merges) {
+    token_to_id_.reserve(id_to_token_.size() * 2);
+    for (std::size_t id = 0; id < id_to_token_.size(); ++id) {
+        if (id_to_token_[id].empty()) continue;
+        token_to_id_.emplace(id_to_token_[id], static_cast<int32_t>(id));
+    }
+    for (int b = 0; b < 256; ++b) {
+        std::string ch;
+        utf8::append(ch, byte_level::char_for_byte(static_cast<uint8_t>(b)));
+        byte_ids_[b] = token_to_id(ch);
+    }
+    merges_.reserve(merges.size() * 2);
+    for (std::size_t rank = 0; rank < merges.size(); ++rank) {
+        const auto& [left, right] = merges[rank];
+        int32_t l = token_to_id(left), r = token_to_id(right), m = token_to_id(left + right);
+        if (l < 0 || r < 0 || m < 0)
+            fail(where, ": merge #", rank, " \"", left, " ", right, "\" uses a token missing from the vocab");
+        // A repeated pair keeps its first (best) rank, as HF does when building its map.
+        merges_.emplace(pair_key(l, r), Merge{static_cast<int32_t>(rank), m});
+    }
+}
+
+BpeModel::BpeModel(BpeModel&& o) noexcept
+    : id_to_token_(std::move(o.id_to_token_)),
+      token_to_id_(std::move(o.token_to_id_)),
+      merges_(std::move(o.merges_)),
+      ignore_merges_(o.ignore_merges_),
+      cache_(std::move(o.cache_)) {
+    std::copy(std::begin(o.byte_ids_), std::end(o.byte_ids_), byte_ids_);
+}
+
+BpeModel& BpeModel::operator=(BpeModel&& o) noexcept {
+    id_to_token_ = std::move(o.id_to_token_);
+    token_to_id_ = std::move(o.token_to_id_);
+    merges_ = std::move(o.merges_);
+    ignore_merges_ = o.ignore_merges_;
+    cache_ = std::move(o.cache_);
+    std::copy(std::begin(o.byte_ids_), std::end(o.byte_ids_), byte_ids_);
+    return *this;
+}
+
+int32_t BpeModel::token_to_id(std::string_view token) const {
+    auto it = token_to_id_.find(std::string(token));
+    return it == token_to_id_.end() ? -1 : it->second;
+}
+
+const std::string& BpeModel::id_to_token(int32_t id) const {
+    static const std::string empty;
+    if (id < 0 || id >= size()) return empty;
+    return id_to_token_[id];
+}
+
+const BpeModel::Merge* BpeModel::find_merge(int32_t left, int32_t right) const {
+    auto it = merges_.find(pair_key(left, right));
+    return it == merges_.end() ? nullptr : &it->second;
+}
+
+// O(n^2) in cheap steps but no heap: the rank of every adjacent pair is kept in `ranks`, so each
+// round is one scan plus two hash look-ups. Best for the short pieces that make up most text.
+void BpeModel::merge_small(std::vector<int32_t>& sym) const {
+    constexpr int32_t kNone = INT32_MAX;
+    std::vector<int32_t> ranks(sym.size(), kNone);  // ranks[i]: pair (sym[i], sym[i+1])
+    std::vector<int32_t> merged(sym.size(), -1);
+    auto refresh = [&](std::size_t i) {
+        const Merge* m = i + 1 < sym.size() ? find_merge(sym[i], sym[i + 1]) : nullptr;
+        ranks[i] = m ? m->rank : kNone;
+        merged[i] = m ? m->merged_id : -1;
+    };
+    for (std::size_t i = 0; i < sym.size(); ++i) refresh(i);
+    while (sym.size() > 1) {
+        std::size_t best = 0;
+        for (std::size_t i = 1; i + 1 < sym.size(); ++i)
+            if (ranks[i] < ranks[best]) best = i;  // strict: leftmost wins a tie
+        if (ranks[best] == kNone) break;
+        sym[best] = merged[best];
+        sym.erase(sym.begin() + best + 1);
+        ranks.erase(ranks.begin() + best + 1);
+        merged.erase(merged.begin() + best + 1);
+        refresh(best);
+        if (best > 0) refresh(best - 1);
+    }
+}
+
+// Linked list plus a min-heap of candidate pairs ordered by (rank, position); stale entries are
+// skipped when popped. O(n log n) for long pieces (runs of thousands of bytes).
+void BpeModel::merge_large(std::vector<int32_t>& sym) const {
+    const int32_t n = static_cast<int32_t>(sym.size());
+    std::vector<int32_t> prev(n), next(n);
+    std::vector<bool> alive(n, true);
+    for (int32_t i = 0; i < n; ++i) {
+        prev[i] = i - 1;
+        next[i] = i + 1 < n ? i + 1 : -1;
+    }
+    struct Candidate {
+        int32_t rank, pos, left_id, right_id, merged_id;
+        bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    };
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
+    auto push = [&](int32_t i) {
+        if (i < 0 || next[i] < 0) return;
+        if (const Merge* m = find_merge(sym[i], sym[next[i]]))
+            heap.push({m->rank, i, sym[i], sym[next[i]], m->merged_id});
+    };
+    for (int32_t i = 0; i + 1 < n; ++i) push(i);
+    while (!heap.empty()) {
+        Candidate c = heap.top();
+        heap.pop();
+        int32_t j = next[c.pos];
+        if (!alive[c.pos] || j < 0 || sym[c.pos] != c.left_id || sym[j] != c.right_id) continue;
+        sym[c.pos] = c.merged_id;
+        alive[j] = false;
+        next[c.pos] = next[j];
+        if (next[j] >= 0) prev[next[j]] = c.pos;
+        push(prev[c.pos]);
+        push(c.pos);
+    }
+    std::vector<int32_t> out;
+    for (int32_t i = 0; i >= 0 && i < n; i = next[i]) out.push_back(sym[i]);
+    sym.swap(out);
+}
+
+void BpeModel::encode_piece(std::string_view bytes, bool prefix_space, std::vector<int32_t>& out) const {
+    std::size_t n = bytes.size() + (prefix_space ? 1 : 0);
+    if (n == 0) return;
+    if (n == 1) {
+        int32_t id = byte_ids_[static_cast<uint8_t>(prefix_space ? ' ' : bytes[0])];
+        if (id >= 0) out.push_back(id);
+        return;
+    }
+    std::string key;
+    bool cacheable = n <= kCacheMaxPieceBytes;
+    if (cacheable || ignore_merges_) {
+        key.reserve(n);
+        if (prefix_space) key.push_back(' ');
+        key.append(bytes);
+    }
+    if (cacheable) {
+        std::lock_guard lock(cache_mutex_);
+        auto it = cache_.find(key);
+        if (it != cache_.end()) {
+            out.insert(out.end(), it->second.begin(), it->second.end());
+            return;
+        }
+    }
+    if (ignore_merges_) {
+        if (int32_t id = token_to_id(byte_level::encode(key)); id >= 0) {
+            out.push_back(id);
+            return;
+        }
+    }
+    std::vector<int32_t> sym;
+    sym.reserve(n);
+    auto add_byte = [&](uint8_t b) {
+        // A byte whose token is missing from the vocab cannot be encoded (no unk token in
+        // byte-level vocabularies); it is dropped, as HF does without an unk token.
+        if (byte_ids_[b] >= 0) sym.push_back(byte_ids_[b]);
+    };
+    if (prefix_space) add_byte(' ');
+    for (char c : bytes) add_byte(static_cast<uint8_t>(c));
+    if (sym.size() <= 48)
+        merge_small(sym);
+    else
+        merge_large(sym);
+    out.insert(out.end(), sym.begin(), sym.end());
+    if (cacheable) {
+        std::lock_guard lock(cache_mutex_);
+        if (cache_.size() < kCacheCapacity) cache_.emplace(std::move(key), std::move(sym));
+    }
+}
+
+}  // namespace nextn
