@@ -1,43 +1,199 @@
+// Chooses the kernel table once, and the threaded drivers over it.
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
+#include "kernels/x86/x86_kernels.h"
 
 namespace nextn {
 
-const KernelTable& reference_kernels() {
+namespace {
+
+struct Candidate {
+    const char* name;
+    bool (*supported)();
+    const KernelTable* (*table)();
+};
+
+bool always() { return true; }
+
+const KernelTable* scalar_table() {
     static const KernelTable table = [] {
         KernelTable t;
         t.isa = "scalar";
         t.gemm_rows = ref::gemm_rows;
+        t.rmsnorm = ref::rmsnorm;
+        t.l2norm = ref::l2norm;
+        t.silu = ref::silu;
+        t.sigmoid = ref::sigmoid;
+        t.swiglu = ref::swiglu;
+        t.softmax = ref::softmax;
+        t.gdn_recurrence = ref::gdn_recurrence;
+        t.gdn_recurrence_heads = ref::gdn_recurrence_heads;
+        t.stream_sum = ref::stream_sum;
         return t;
     }();
-    return table;
+    return &table;
+}
+
+// Built here, in a translation unit without ISA flags (see x86/x86_kernels.h).
+const KernelTable* avx2_table() {
+    static const KernelTable table = [] {
+        KernelTable t;
+        t.isa = "avx2";
+        t.gemm_rows = avx2::gemm_rows;
+        t.rmsnorm = avx2::rmsnorm;
+        t.l2norm = avx2::l2norm;
+        t.silu = avx2::silu;
+        t.sigmoid = avx2::sigmoid;
+        t.swiglu = avx2::swiglu;
+        t.softmax = avx2::softmax;
+        t.gdn_recurrence = avx2::gdn_recurrence;
+        t.gdn_recurrence_heads = avx2::gdn_recurrence_heads;
+        t.stream_sum = avx2::stream_sum;
+        return t;
+    }();
+    return &table;
+}
+
+const KernelTable* avx512_table() {
+    static const KernelTable table = [] {
+        KernelTable t;
+        t.isa = "avx512";
+        t.gemm_rows = avx512::gemm_rows;
+        t.rmsnorm = avx512::rmsnorm;
+        t.l2norm = avx512::l2norm;
+        t.silu = avx512::silu;
+        t.sigmoid = avx512::sigmoid;
+        t.swiglu = avx512::swiglu;
+        t.softmax = avx512::softmax;
+        t.gdn_recurrence = avx512::gdn_recurrence;
+        t.gdn_recurrence_heads = avx512::gdn_recurrence_heads;
+        t.stream_sum = avx512::stream_sum;
+        return t;
+    }();
+    return &table;
+}
+
+// Worst to best. A NEON or CUDA back-end adds its entry here (guarded by its architecture).
+constexpr Candidate kCandidates[] = {
+    {"scalar", always, scalar_table},
+    {"avx2", x86::cpu_supports_avx2, avx2_table},
+    {"avx512", x86::cpu_supports_avx512, avx512_table},
+};
+
+std::string candidate_names() {
+    std::string names;
+    for (const Candidate& c : kCandidates) names += (names.empty() ? "" : ", ") + std::string(c.name);
+    return names;
+}
+
+}  // namespace
+
+const KernelTable& reference_kernels() { return *scalar_table(); }
+
+std::vector<std::string> available_isas() {
+    std::vector<std::string> names;
+    for (const Candidate& c : kCandidates)
+        if (c.supported()) names.push_back(c.name);
+    return names;
+}
+
+const KernelTable& kernels_for(const std::string& isa) {
+    for (const Candidate& c : kCandidates) {
+        if (isa != c.name) continue;
+        if (!c.supported())
+            fail("kernel ISA '", isa, "' is not supported by this CPU (available: ",
+                 [] {
+                     std::string s;
+                     for (const std::string& n : available_isas()) s += (s.empty() ? "" : ", ") + n;
+                     return s;
+                 }(),
+                 ")");
+        return *c.table();
+    }
+    fail("unknown kernel ISA '", isa, "' (known: ", candidate_names(), ")");
 }
 
 const KernelTable& kernels() {
     static const KernelTable& chosen = []() -> const KernelTable& {
         const char* forced = std::getenv("NEXTN_ISA");
-        if (forced && std::string(forced) != "scalar" && std::string(forced) != "")
-            fail("NEXTN_ISA=", forced, " is not available (available: scalar)");
-        return reference_kernels();
+        if (forced && *forced) {
+            try {
+                return kernels_for(forced);
+            } catch (const Error& e) {
+                fail("NEXTN_ISA=", forced, ": ", e.what());
+            }
+        }
+        return kernels_for(available_isas().back());
     }();
     return chosen;
 }
 
+namespace {
+
+void check_weight(const WeightMatrix& w) {
+    if (w.empty() || w.rows <= 0 || w.cols <= 0)
+        fail("matmul: empty weight matrix [", w.rows, ", ", w.cols, "]");
+    const size_t expect = wtype_row_bytes(w.type, w.cols);
+    if (expect == 0 || w.row_bytes < expect)
+        fail("matmul: a ", wtype_name(w.type), " weight cannot have ", w.cols, " columns and ",
+             w.row_bytes, "-byte rows");
+}
+
+}  // namespace
+
 void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t n, float* y,
             ThreadPool& pool) {
+    if (n <= 0) return;
+    check_weight(w);
     // Split rows in blocks of 16 so each thread gets whole blocks; a row is always computed by
     // one thread with the same code, whatever the split.
     const int64_t block = 16;
     const int64_t n_blocks = (w.rows + block - 1) / block;
     pool.run(n_blocks, [&](int64_t b0, int64_t b1) {
-        int64_t r1 = b1 * block < w.rows ? b1 * block : w.rows;
+        const int64_t r1 = std::min(b1 * block, w.rows);
         k.gemm_rows(w, x, n, y, w.rows, b0 * block, r1);
     });
+}
+
+void gdn_recurrence(const KernelTable& kt, const float* state_in, float* state_out,
+                    int64_t out_stride, const float* q, const float* k, const float* v,
+                    const float* g, const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
+                    bool tiled_heads, float* out, ThreadPool& pool) {
+    if (Hk <= 0 || Hv <= 0 || Hv % Hk || Dk <= 0 || Dv <= 0)
+        fail("gdn_recurrence: bad head layout Hk=", Hk, " Hv=", Hv, " Dk=", Dk, " Dv=", Dv);
+    pool.run(Hv, [&](int64_t j0, int64_t j1) {
+        kt.gdn_recurrence_heads(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv, Dk,
+                                Dv, tiled_heads, out, int(j0), int(j1));
+    });
+}
+
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes) {
+    const KernelTable& k = kernels();
+    const int64_t n = int64_t(buffer_bytes / sizeof(float));
+    std::vector<float> buffer(size_t(n), 1.0f);  // touching every page before timing
+    const int threads = pool.size();
+    const int64_t per = (n / threads) / 64 * 64;
+    std::vector<float> sums(size_t(threads), 0.0f);
+    double best = 0.0;
+    for (int rep = 0; rep < 5; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        pool.run(threads, [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; ++i) sums[size_t(i)] += k.stream_sum(buffer.data() + i * per, per);
+        });
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        best = std::max(best, double(per) * threads * sizeof(float) / s / 1e9);
+    }
+    volatile float sink = sums[0];  // the sums are the point of the reads; keep them observable
+    (void)sink;
+    return best;
 }
 
 }  // namespace nextn

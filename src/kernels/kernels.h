@@ -3,12 +3,17 @@
 // CPU's features (or NEXTN_ISA). The scalar reference (ref/) is always built and is the oracle
 // every faster variant is tested against.
 //
+// Seam for other back-ends: this header is ISA-neutral. An ISA contributes a KernelTable from
+// its own translation units (x86/avx2, x86/avx512 today; arm/neon or cuda/ later) and registers
+// it in dispatch.cpp's candidate list with its CPU-feature check. Nothing here may assume x86.
+//
 // Batch invariance: for every kernel, the arithmetic that produces one output element (its
 // reduction order) depends only on that element's inputs, never on the batch width n, the
 // element's position in the batch, or the thread count. Greedy speculative decoding relies on
-// this to produce bit-identical tokens.
+// this to produce bit-identical tokens. (Different ISAs may round differently from each other.)
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/weight.h"
 
@@ -18,16 +23,60 @@ class ThreadPool;
 
 struct KernelTable {
     const char* isa = "scalar";
+
     // y[j, r] = sum_k W[r, k] * x[j, k] for rows r in [r0, r1), batch j in [0, n).
-    // x: [n, w.cols], y: [n, ldy]. One call handles one thread's share of rows.
+    // x: [n, w.cols], y: [n, ldy]. One call handles one thread's share of rows. Every weight
+    // block is decoded once per group of up to 4..8 columns, so n <= 8 streams W once.
     void (*gemm_rows)(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                       int64_t r0, int64_t r1) = nullptr;
+
+    // y[i, :] = x[i, :] * rsqrt(mean(x[i, :]^2) + eps) * w     x, y: [n_rows, d]; w: [d]
+    // (y may equal x.)
+    void (*rmsnorm)(const float* x, const float* w, int64_t n_rows, int64_t d, float eps,
+                    float* y) = nullptr;
+    // y[i, :] = x[i, :] * rsqrt(sum(x[i, :]^2) + eps)           x, y: [n_rows, d]
+    void (*l2norm)(const float* x, int64_t n_rows, int64_t d, float eps, float* y) = nullptr;
+    // Elementwise over n values (y may equal x): silu(x) = x * sigmoid(x).
+    void (*silu)(const float* x, float* y, int64_t n) = nullptr;
+    void (*sigmoid)(const float* x, float* y, int64_t n) = nullptr;
+    // y = silu(gate) * up (SwiGLU), n values; y may equal gate or up.
+    void (*swiglu)(const float* gate, const float* up, float* y, int64_t n) = nullptr;
+    // In place, per row: x = exp(x - max) / sum.                  x: [n_rows, d]
+    void (*softmax)(float* x, int64_t n_rows, int64_t d) = nullptr;
+
+    // Gated-DeltaNet recurrence with per-token state snapshots.
+    //   state [Hv, Dk, Dv] fp32, k-major (S[j][d][e]); q, k: [T, Hk, Dk] (l2-normalised, q
+    //   already scaled by Dk^-0.5); v, out: [T, Hv, Dv]; g (log-decay), beta: [T, Hv].
+    //   Value head j uses key head (tiled_heads ? j % Hk : j / (Hv / Hk)).
+    //   Token t reads state (t == 0 ? state_in : state_out + (t-1)*out_stride) and writes
+    //   state_out + t*out_stride; out_stride == 0 runs in place (state_in may equal state_out).
+    //   Per head and value column e:  S[:,e] *= exp(g);  mem = sum_d S[d,e] k[d];
+    //   delta = (v[e] - mem) * beta;  S[:,e] += k * delta;  out[e] = sum_d S[d,e] q[d].
+    // Sums run over d in order with fused multiply-adds, so every ISA gives the scalar
+    // reference's bits, and T tokens at once equal T calls of one token.
+    void (*gdn_recurrence)(const float* state_in, float* state_out, int64_t out_stride,
+                           const float* q, const float* k, const float* v, const float* g,
+                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
+                           bool tiled_heads, float* out) = nullptr;
+    // The same for value heads [j0, j1) only (threading over heads).
+    void (*gdn_recurrence_heads)(const float* state_in, float* state_out, int64_t out_stride,
+                                 const float* q, const float* k, const float* v, const float* g,
+                                 const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
+                                 bool tiled_heads, float* out, int j0, int j1) = nullptr;
+
+    // Sums a buffer of n floats with this ISA's widest loads (bandwidth measurement only).
+    float (*stream_sum)(const float* x, int64_t n) = nullptr;
 };
 
-// The table in use (chosen once; NEXTN_ISA=scalar|avx2|avx512 forces one).
+// The table in use, chosen once: NEXTN_ISA=scalar|avx2|avx512 forces one (Error if unknown or
+// not supported by this CPU), else the best this CPU supports.
 const KernelTable& kernels();
 // The scalar reference table, always available.
 const KernelTable& reference_kernels();
+// Names of the tables this CPU can run, best last (always starts with "scalar").
+std::vector<std::string> available_isas();
+// The table with this name; Error if unknown or unsupported by this CPU.
+const KernelTable& kernels_for(const std::string& isa);
 
 // y[n, w.rows] = x[n, w.cols] · Wᵀ, threaded over output rows.
 void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t n, float* y,
@@ -35,5 +84,15 @@ void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t
 inline void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
     matmul(kernels(), w, x, n, y, pool);
 }
+
+// gdn_recurrence split over value heads on the pool (bitwise equal to the single-thread call).
+void gdn_recurrence(const KernelTable& kt, const float* state_in, float* state_out,
+                    int64_t out_stride, const float* q, const float* k, const float* v,
+                    const float* g, const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
+                    bool tiled_heads, float* out, ThreadPool& pool);
+
+// Measured sustained read bandwidth in GB/s (10^9 bytes/s): streams a buffer much larger than
+// the caches with the best table's stream_sum on every thread of the pool; best of a few runs.
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes = size_t(256) << 20);
 
 }  // namespace nextn

@@ -1,11 +1,13 @@
 #include "kernels/weight.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "core/error.h"
 #include "core/half.h"
 #include "formats/dequant.h"
+#include "kernels/quant.h"
 
 namespace nextn {
 
@@ -16,18 +18,127 @@ const char* wtype_name(WType t) {
         case WType::F16: return "f16";
         case WType::Q8_0: return "q8_0";
         case WType::Q4_0: return "q4_0";
+        case WType::Native: return "native";
     }
     return "?";
 }
 
+WType parse_wtype(const std::string& name) {
+    if (name == "f32") return WType::F32;
+    if (name == "bf16") return WType::BF16;
+    if (name == "f16") return WType::F16;
+    if (name == "q8_0" || name == "q8") return WType::Q8_0;
+    if (name == "q4_0" || name == "q4") return WType::Q4_0;
+    if (name == "native") return WType::Native;
+    fail("unknown weight type '", name, "' (supported: f32, bf16, f16, q8_0, q4, native)");
+}
+
+size_t wtype_row_bytes(WType t, int64_t cols) {
+    if (cols <= 0) return 0;
+    switch (t) {
+        case WType::F32: return size_t(cols) * 4;
+        case WType::BF16:
+        case WType::F16: return size_t(cols) * 2;
+        case WType::Q8_0:
+            return cols % kQuantBlock ? 0 : size_t(cols / kQuantBlock) * sizeof(BlockQ8_0);
+        case WType::Q4_0:
+            return cols % kQuantBlock ? 0 : size_t(cols / kQuantBlock) * sizeof(BlockQ4_0);
+        case WType::Native: return 0;
+    }
+    return 0;
+}
+
+namespace {
+
+// The DType a WType's bytes correspond to, for "keep as is" decisions.
+bool same_layout(DType d, WType w) {
+    return (d == DType::F32 && w == WType::F32) || (d == DType::BF16 && w == WType::BF16) ||
+           (d == DType::F16 && w == WType::F16) || (d == DType::Q8_0 && w == WType::Q8_0) ||
+           (d == DType::Q4_0 && w == WType::Q4_0);
+}
+
+WType native_type(DType d) {
+    switch (d) {
+        case DType::BF16: return WType::BF16;
+        case DType::F16: return WType::F16;
+        case DType::Q8_0: return WType::Q8_0;
+        case DType::Q4_0: return WType::Q4_0;
+        default: return WType::F32;
+    }
+}
+
+// Rows start 64-byte aligned only if row_bytes is; the buffer itself always is.
+WeightMatrix allocate(WType type, int64_t rows, int64_t cols) {
+    WeightMatrix w;
+    w.type = type;
+    w.rows = rows;
+    w.cols = cols;
+    w.row_bytes = wtype_row_bytes(type, cols);
+    const size_t bytes = (w.nbytes() + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, bytes ? bytes : 64);
+    if (!p) fail("out of memory allocating a ", rows, "x", cols, " ", wtype_name(type), " weight");
+    std::memset(p, 0, bytes ? bytes : 64);
+    w.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+    w.data = static_cast<const uint8_t*>(p);
+    return w;
+}
+
+uint8_t* mutable_data(WeightMatrix& w) { return const_cast<uint8_t*>(w.data); }
+
+// Converts f32 rows into `type` (which must be able to hold cols values per row).
+void encode_rows(const float* values, WeightMatrix& w) {
+    uint8_t* base = mutable_data(w);
+    for (int64_t r = 0; r < w.rows; ++r) {
+        const float* x = values + r * w.cols;
+        uint8_t* dst = base + size_t(r) * w.row_bytes;
+        switch (w.type) {
+            case WType::F32: std::memcpy(dst, x, w.row_bytes); break;
+            case WType::BF16:
+                for (int64_t i = 0; i < w.cols; ++i) {
+                    const uint16_t h = f32_to_bf16(x[i]);
+                    std::memcpy(dst + 2 * i, &h, 2);
+                }
+                break;
+            case WType::F16:
+                for (int64_t i = 0; i < w.cols; ++i) {
+                    const uint16_t h = f32_to_f16(x[i]);
+                    std::memcpy(dst + 2 * i, &h, 2);
+                }
+                break;
+            case WType::Q8_0:
+                quantize_row_q8_0(x, w.cols, reinterpret_cast<BlockQ8_0*>(dst));
+                break;
+            case WType::Q4_0:
+                quantize_row_q4_0(x, w.cols, reinterpret_cast<BlockQ4_0*>(dst));
+                break;
+            case WType::Native: fail("encode_rows: Native is not a storage type");
+        }
+    }
+}
+
+WType resolve_target(WType target, DType source, int64_t cols) {
+    WType type = target == WType::Native ? native_type(source) : target;
+    if (wtype_row_bytes(type, cols) == 0) type = WType::F32;  // block type, cols % 32 != 0
+    return type;
+}
+
+}  // namespace
+
 std::vector<float> tensor_to_f32(const RawTensor& t) {
     std::vector<float> out(size_t(t.numel()));
     const int64_t n = t.numel();
+    auto need_bytes = [&](size_t bytes) {
+        if (t.nbytes < bytes)
+            fail(t.file, ": tensor '", t.name, "' holds ", t.nbytes, " bytes, its ",
+                 dtype_name(t.dtype), " shape ", t.shape_str(), " needs ", bytes);
+    };
     switch (t.dtype) {
         case DType::F32:
+            need_bytes(size_t(n) * 4);
             std::memcpy(out.data(), t.data, size_t(n) * 4);
             break;
         case DType::BF16:
+            need_bytes(size_t(n) * 2);
             for (int64_t i = 0; i < n; ++i) {
                 uint16_t h;
                 std::memcpy(&h, t.data + 2 * i, 2);
@@ -35,12 +146,32 @@ std::vector<float> tensor_to_f32(const RawTensor& t) {
             }
             break;
         case DType::F16:
+            need_bytes(size_t(n) * 2);
             for (int64_t i = 0; i < n; ++i) {
                 uint16_t h;
                 std::memcpy(&h, t.data + 2 * i, 2);
                 out[i] = f16_to_f32(h);
             }
             break;
+        case DType::Q8_0:
+        case DType::Q4_0: {
+            if (n % kQuantBlock)
+                fail(t.file, ": tensor '", t.name, "' of type ", dtype_name(t.dtype), " has ", n,
+                     " values, not a multiple of ", kQuantBlock);
+            const bool q8 = t.dtype == DType::Q8_0;
+            need_bytes(size_t(n / kQuantBlock) * (q8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0)));
+            // Blocks may sit at any byte offset in a GGUF file; copy to aligned storage first.
+            if (q8) {
+                std::vector<BlockQ8_0> blocks(size_t(n / kQuantBlock));
+                std::memcpy(blocks.data(), t.data, blocks.size() * sizeof(BlockQ8_0));
+                dequantize_row_q8_0(blocks.data(), n, out.data());
+            } else {
+                std::vector<BlockQ4_0> blocks(size_t(n / kQuantBlock));
+                std::memcpy(blocks.data(), t.data, blocks.size() * sizeof(BlockQ4_0));
+                dequantize_row_q4_0(blocks.data(), n, out.data());
+            }
+            break;
+        }
         case DType::U32:
         case DType::I32:
             fail(t.file, ": tensor '", t.name, "' has integer type ", dtype_name(t.dtype),
@@ -52,19 +183,26 @@ std::vector<float> tensor_to_f32(const RawTensor& t) {
 }
 
 WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target) {
-    if (t.numel() != rows * cols)
+    if (rows <= 0 || cols <= 0 || t.numel() != rows * cols)
         fail(t.file, ": tensor '", t.name, "' has shape ", t.shape_str(), ", expected [", rows,
              ", ", cols, "]");
-    WeightMatrix w;
-    w.rows = rows;
-    w.cols = cols;
-    // Only f32 is implemented in this layer for now; everything is widened once at load.
-    (void)target;
-    auto data = std::make_shared<std::vector<float>>(tensor_to_f32(t));
-    w.type = WType::F32;
-    w.data = reinterpret_cast<const uint8_t*>(data->data());
-    w.row_bytes = size_t(cols) * 4;
-    w.owner = data;
+    const WType type = resolve_target(target, t.dtype, cols);
+    if (same_layout(t.dtype, type)) {  // keep the file's bytes (rounding already done)
+        WeightMatrix w = allocate(type, rows, cols);
+        if (t.nbytes < w.nbytes())
+            fail(t.file, ": tensor '", t.name, "' holds ", t.nbytes, " bytes, its ",
+                 dtype_name(t.dtype), " shape ", t.shape_str(), " needs ", w.nbytes());
+        std::memcpy(mutable_data(w), t.data, w.nbytes());
+        return w;
+    }
+    const std::vector<float> values = tensor_to_f32(t);
+    return make_weight_f32(values.data(), rows, cols, type);
+}
+
+WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target) {
+    if (rows <= 0 || cols <= 0) fail("make_weight_f32: bad shape [", rows, ", ", cols, "]");
+    WeightMatrix w = allocate(resolve_target(target, DType::F32, cols), rows, cols);
+    encode_rows(values, w);
     return w;
 }
 
@@ -72,12 +210,24 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     if (row < 0 || row >= w.rows) fail("row ", row, " out of range [0, ", w.rows, ")");
     const uint8_t* src = w.data + size_t(row) * w.row_bytes;
     switch (w.type) {
-        case WType::F32:
-            std::memcpy(out, src, size_t(w.cols) * 4);
+        case WType::F32: std::memcpy(out, src, size_t(w.cols) * 4); return;
+        case WType::BF16:
+        case WType::F16:
+            for (int64_t i = 0; i < w.cols; ++i) {
+                uint16_t h;
+                std::memcpy(&h, src + 2 * i, 2);
+                out[i] = w.type == WType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+            }
             return;
-        default:
-            fail("weight_row_f32: unsupported weight type ", wtype_name(w.type));
+        case WType::Q8_0:
+            dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(src), w.cols, out);
+            return;
+        case WType::Q4_0:
+            dequantize_row_q4_0(reinterpret_cast<const BlockQ4_0*>(src), w.cols, out);
+            return;
+        case WType::Native: break;
     }
+    fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));
 }
 
 }  // namespace nextn

@@ -1,10 +1,12 @@
 #pragma once
 // Weight matrices in the layouts the matmul kernels read. A WeightMatrix is W[rows, cols] with
 // y = x · Wᵀ (PyTorch's Linear convention): rows = output features, cols = input features.
+// Every type is converted once at load (make_weight); the kernels never convert layouts.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "formats/raw_tensor.h"
 
@@ -12,13 +14,21 @@ namespace nextn {
 
 enum class WType {
     F32,
-    BF16,
-    F16,
-    Q8_0,  // ggml block layout: 32 values, f16 scale + 32 x int8
-    Q4_0,  // ggml block layout: 32 values, f16 scale + 16 bytes of 4-bit codes
+    BF16,  // raw bf16 bits, row-major
+    F16,   // IEEE half bits, row-major
+    Q8_0,  // ggml block layout: 32 values, f16 scale + 32 x int8 (34 bytes); cols % 32 == 0
+    Q4_0,  // ggml block layout: 32 values, f16 scale + 16 bytes of 4-bit codes (18 bytes)
+    // Target only (never the type of a built WeightMatrix): keep the source's own type when a
+    // kernel reads it directly (F32, BF16, F16, Q8_0, Q4_0), else widen to F32.
+    Native,
 };
 
 const char* wtype_name(WType t);
+// Parses a --quant value: f32, bf16, f16, q8_0 (or q8), q4_0 (or q4), native. Throws Error.
+WType parse_wtype(const std::string& name);
+// Bytes of one row of `cols` values; 0 when the type cannot hold such a row (block types
+// need cols % 32 == 0).
+size_t wtype_row_bytes(WType t, int64_t cols);
 
 struct WeightMatrix {
     WType type = WType::F32;
@@ -29,14 +39,21 @@ struct WeightMatrix {
     std::shared_ptr<void> owner;    // keeps converted data alive (null when data is mapped)
 
     bool empty() const { return data == nullptr; }
+    size_t nbytes() const { return size_t(rows) * row_bytes; }
 };
 
 // Builds a kernel weight from a checkpoint tensor of shape [rows, cols] (or [rows] for vectors
-// treated as one column). `target` F32 converts anything to f32; other targets keep the data's
-// own type where the kernels read it directly and convert otherwise.
+// treated as one column), copied into 64-byte aligned memory owned by the result.
+//   target F32/BF16/F16/Q8_0/Q4_0: the result has that type (float sources are rounded or
+//     quantized; block sources are dequantized first, except that a GGUF Q8_0/Q4_0 source whose
+//     type equals the target keeps its blocks byte for byte). A block target with
+//     cols % 32 != 0 cannot be represented and falls back to F32 (check w.type).
+//   target Native: F32/BF16/F16/Q8_0/Q4_0 sources keep their type and bytes; others -> F32.
 WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target);
+// Same, from f32 values in memory ([rows, cols], row-major): synthetic models and tests.
+WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target);
 
-// Reads row r of W as f32 (embedding lookups, tests).
+// Reads row r of W as f32 (embedding lookups, tests). Exactly the values the kernels use.
 void weight_row_f32(const WeightMatrix& w, int64_t row, float* out);
 
 // Converts any checkpoint tensor to a dense f32 array (norm weights, small vectors).

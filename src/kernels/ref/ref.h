@@ -1,10 +1,28 @@
 #pragma once
-// Scalar reference kernels (plain C++, no intrinsics).
+// Scalar reference kernels (plain C++, no intrinsics): the oracle for every ISA variant.
+// Signatures are those of KernelTable (kernels/kernels.h).
 #include "kernels/kernels.h"
 
 namespace nextn::ref {
 
 void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                int64_t r0, int64_t r1);
+
+void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y);
+void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y);
+void silu(const float* x, float* y, int64_t n);
+void sigmoid(const float* x, float* y, int64_t n);
+void swiglu(const float* gate, const float* up, float* y, int64_t n);
+void softmax(float* x, int64_t n_rows, int64_t d);
+
+void gdn_recurrence(const float* state_in, float* state_out, int64_t out_stride, const float* q,
+                    const float* k, const float* v, const float* g, const float* beta, int64_t T,
+                    int Hk, int Hv, int Dk, int Dv, bool tiled_heads, float* out);
+void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
+                          const float* q, const float* k, const float* v, const float* g,
+                          const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
+                          bool tiled_heads, float* out, int j0, int j1);
+
+float stream_sum(const float* x, int64_t n);
 
 }  // namespace nextn::ref

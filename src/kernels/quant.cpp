@@ -1,0 +1,88 @@
+#include "kernels/quant.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/half.h"
+
+namespace nextn {
+
+uint16_t f32_to_f16(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    const uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
+    const uint32_t abs = bits & 0x7fffffffu;
+    if (abs >= 0x7f800000u)  // inf or NaN (keep NaN quiet and non-zero)
+        return uint16_t(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+    if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to >= 65536: inf
+    const int32_t exponent = int32_t(abs >> 23) - 127;
+    if (exponent >= -14) {  // normal f16: drop 13 mantissa bits with round-to-nearest-even
+        uint32_t h = ((uint32_t(exponent + 15)) << 10) | ((abs >> 13) & 0x3ffu);
+        const uint32_t rest = abs & 0x1fffu;
+        if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // carry may bump the exponent
+        return uint16_t(sign | h);
+    }
+    if (exponent < -25) return sign;  // below half the smallest subnormal: +-0
+    // Subnormal f16: value = m * 2^-24 with m = full 24-bit mantissa >> (-exponent - 1).
+    const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
+    const int shift = -exponent - 1;  // 14..24
+    uint32_t h = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1u);
+    const uint32_t half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (h & 1u))) ++h;
+    return uint16_t(sign | h);
+}
+
+void quantize_row_q8_0(const float* x, int64_t n, BlockQ8_0* out) {
+    for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+        const float* xb = x + b * kQuantBlock;
+        float amax = 0.0f;
+        for (int i = 0; i < kQuantBlock; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        out[b].d = f32_to_f16(d);
+        for (int i = 0; i < kQuantBlock; ++i) out[b].qs[i] = int8_t(std::round(xb[i] * id));
+    }
+}
+
+void quantize_row_q4_0(const float* x, int64_t n, BlockQ4_0* out) {
+    for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+        const float* xb = x + b * kQuantBlock;
+        float amax = 0.0f, max = 0.0f;
+        for (int i = 0; i < kQuantBlock; ++i) {
+            if (std::fabs(xb[i]) > amax) {
+                amax = std::fabs(xb[i]);
+                max = xb[i];
+            }
+        }
+        const float d = max / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        out[b].d = f32_to_f16(d);
+        auto code = [&](float v) {
+            const int c = int(v * id + 8.5f);  // truncation toward zero, as ggml's (int8_t) cast
+            return uint8_t(c < 15 ? (c < 0 ? 0 : c) : 15);
+        };
+        for (int i = 0; i < 16; ++i)
+            out[b].qs[i] = uint8_t(code(xb[i]) | (code(xb[i + 16]) << 4));
+    }
+}
+
+void dequantize_row_q8_0(const BlockQ8_0* blocks, int64_t n, float* out) {
+    for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+        const float d = f16_to_f32(blocks[b].d);
+        for (int i = 0; i < kQuantBlock; ++i) out[b * kQuantBlock + i] = float(blocks[b].qs[i]) * d;
+    }
+}
+
+void dequantize_row_q4_0(const BlockQ4_0* blocks, int64_t n, float* out) {
+    for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+        const float d = f16_to_f32(blocks[b].d);
+        float* o = out + b * kQuantBlock;
+        for (int i = 0; i < 16; ++i) {
+            o[i] = float(int(blocks[b].qs[i] & 15) - 8) * d;
+            o[i + 16] = float(int(blocks[b].qs[i] >> 4) - 8) * d;
+        }
+    }
+}
+
+}  // namespace nextn

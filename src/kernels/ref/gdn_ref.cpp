@@ -1,0 +1,59 @@
+// Scalar reference Gated-DeltaNet recurrence. The per-element operation sequence (one fused
+// multiply-add per term, sums over d in increasing order, decayed state stored before it is
+// read back) is the contract the vector versions reproduce bit for bit.
+#include <cmath>
+#include <vector>
+
+#include "kernels/ref/ref.h"
+
+namespace nextn::ref {
+
+void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
+                          const float* q, const float* k, const float* v, const float* g,
+                          const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
+                          bool tiled_heads, float* out, int j0, int j1) {
+    const int ratio = Hv / Hk;
+    const int64_t head_size = int64_t(Dk) * Dv;
+    std::vector<float> acc(static_cast<size_t>(Dv));  // [Dv] mem, then delta, then out
+    for (int64_t t = 0; t < T; ++t) {
+        const float* src = t == 0 ? state_in : state_out + (t - 1) * out_stride;
+        float* dst = state_out + t * out_stride;
+        for (int j = j0; j < j1; ++j) {
+            const int kh = tiled_heads ? j % Hk : j / ratio;
+            const float* qj = q + (t * Hk + kh) * Dk;
+            const float* kj = k + (t * Hk + kh) * Dk;
+            const float* vj = v + (t * Hv + j) * Dv;
+            const float decay = std::exp(g[t * Hv + j]);
+            const float b = beta[t * Hv + j];
+            const float* S0 = src + j * head_size;  // [Dk, Dv]
+            float* S1 = dst + j * head_size;        // [Dk, Dv]
+            float* oj = out + (t * Hv + j) * Dv;
+            for (int e = 0; e < Dv; ++e) acc[e] = 0.0f;
+            for (int d = 0; d < Dk; ++d) {
+                for (int e = 0; e < Dv; ++e) {
+                    const float s = S0[d * Dv + e] * decay;
+                    S1[d * Dv + e] = s;
+                    acc[e] = std::fma(s, kj[d], acc[e]);
+                }
+            }
+            for (int e = 0; e < Dv; ++e) acc[e] = (vj[e] - acc[e]) * b;  // delta
+            for (int e = 0; e < Dv; ++e) oj[e] = 0.0f;
+            for (int d = 0; d < Dk; ++d) {
+                for (int e = 0; e < Dv; ++e) {
+                    const float s = std::fma(kj[d], acc[e], S1[d * Dv + e]);
+                    S1[d * Dv + e] = s;
+                    oj[e] = std::fma(s, qj[d], oj[e]);
+                }
+            }
+        }
+    }
+}
+
+void gdn_recurrence(const float* state_in, float* state_out, int64_t out_stride, const float* q,
+                    const float* k, const float* v, const float* g, const float* beta, int64_t T,
+                    int Hk, int Hv, int Dk, int Dv, bool tiled_heads, float* out) {
+    gdn_recurrence_heads(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv, Dk, Dv,
+                         tiled_heads, out, 0, Hv);
+}
+
+}  // namespace nextn::ref

@@ -1,0 +1,58 @@
+// Scalar reference norms and activations. Sums in index order; no FMA contraction.
+#pragma GCC optimize("fp-contract=off")
+#include <cmath>
+
+#include "kernels/ref/ref.h"
+
+namespace nextn::ref {
+
+void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y) {
+    for (int64_t i = 0; i < n_rows; ++i) {
+        const float* xi = x + i * d;
+        float* yi = y + i * d;
+        float sum = 0.0f;
+        for (int64_t c = 0; c < d; ++c) sum += xi[c] * xi[c];
+        const float scale = 1.0f / std::sqrt(sum / float(d) + eps);
+        for (int64_t c = 0; c < d; ++c) yi[c] = xi[c] * scale * w[c];
+    }
+}
+
+void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y) {
+    for (int64_t i = 0; i < n_rows; ++i) {
+        const float* xi = x + i * d;
+        float* yi = y + i * d;
+        float sum = 0.0f;
+        for (int64_t c = 0; c < d; ++c) sum += xi[c] * xi[c];
+        const float scale = 1.0f / std::sqrt(sum + eps);
+        for (int64_t c = 0; c < d; ++c) yi[c] = xi[c] * scale;
+    }
+}
+
+void sigmoid(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+}
+
+void silu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
+void swiglu(const float* gate, const float* up, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void softmax(float* x, int64_t n_rows, int64_t d) {
+    for (int64_t i = 0; i < n_rows; ++i) {
+        float* xi = x + i * d;
+        float mx = xi[0];
+        for (int64_t c = 1; c < d; ++c) mx = xi[c] > mx ? xi[c] : mx;
+        float sum = 0.0f;
+        for (int64_t c = 0; c < d; ++c) {
+            xi[c] = std::exp(xi[c] - mx);
+            sum += xi[c];
+        }
+        const float inv = 1.0f / sum;
+        for (int64_t c = 0; c < d; ++c) xi[c] *= inv;
+    }
+}
+
+}  // namespace nextn::ref

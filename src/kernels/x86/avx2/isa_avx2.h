@@ -1,0 +1,147 @@
+#pragma once
+// AVX2+FMA+F16C vector primitives and weight decoders for the shared x86 templates
+// (gemm_tile.h, vec_ops.h). Include only from translation units in x86/avx2/.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/quant.h"
+
+namespace nextn::avx2 {
+
+struct Isa {
+    using V = __m256;
+    static constexpr int L = 8;
+    static constexpr int kRows = 2;     // weight rows per GEMM tile (16 ymm registers)
+    static constexpr int kMaxCols = 4;  // activation columns per GEMM tile
+
+    static __m256i mask(int n) {
+        return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    }
+    static V zero() { return _mm256_setzero_ps(); }
+    static V set1(float v) { return _mm256_set1_ps(v); }
+    static V load(const float* p) { return _mm256_loadu_ps(p); }
+    static V load_part(const float* p, int n) { return _mm256_maskload_ps(p, mask(n)); }
+    static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+    static void store_part(float* p, V v, int n) { _mm256_maskstore_ps(p, mask(n), v); }
+    static V keep(V v, int n) { return _mm256_and_ps(v, _mm256_castsi256_ps(mask(n))); }
+    static V add(V a, V b) { return _mm256_add_ps(a, b); }
+    static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+    static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+    static V div(V a, V b) { return _mm256_div_ps(a, b); }
+    static V max(V a, V b) { return _mm256_max_ps(a, b); }
+    static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }  // a * b + c, one rounding
+
+    // Fixed tree: halves of 256, of 128, then lane pairs.
+    static float hsum(V v) {
+        __m128 b = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+        b = _mm_add_ss(b, _mm_movehdup_ps(b));
+        return _mm_cvtss_f32(b);
+    }
+    static float hmax(V v) {
+        __m128 b = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        b = _mm_max_ps(b, _mm_movehl_ps(b, b));
+        b = _mm_max_ss(b, _mm_movehdup_ps(b));
+        return _mm_cvtss_f32(b);
+    }
+
+    // exp(x), ~2 ulp: x = n ln2 + r, |r| <= ln2/2, degree-7 Taylor polynomial, times 2^n applied
+    // as two exponent-field scalings (keeps 2^n representable at both ends of the range).
+    // Overflow gives +inf, x < -87.3 gives 0, NaN stays NaN.
+    static V exp(V x) {
+        const V xc = _mm256_min_ps(_mm256_max_ps(x, set1(-87.33654f)), set1(88.72283f));
+        const V n = _mm256_round_ps(_mm256_mul_ps(xc, set1(1.44269504f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        V r = _mm256_fnmadd_ps(n, set1(0.693145752f), xc);
+        r = _mm256_fnmadd_ps(n, set1(1.42860677e-6f), r);
+        V p = set1(1.0f / 5040.0f);
+        p = fma(p, r, set1(1.0f / 720.0f));
+        p = fma(p, r, set1(1.0f / 120.0f));
+        p = fma(p, r, set1(1.0f / 24.0f));
+        p = fma(p, r, set1(1.0f / 6.0f));
+        p = fma(p, r, set1(0.5f));
+        p = fma(p, r, set1(1.0f));
+        p = fma(p, r, set1(1.0f));
+        const __m256i ni = _mm256_cvtps_epi32(n);
+        const __m256i n1 = _mm256_srai_epi32(ni, 1);
+        const __m256i n2 = _mm256_sub_epi32(ni, n1);
+        auto pow2 = [](__m256i e) {
+            return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23));
+        };
+        V y = _mm256_mul_ps(_mm256_mul_ps(p, pow2(n1)), pow2(n2));
+        y = _mm256_blendv_ps(y, set1(__builtin_inff()), _mm256_cmp_ps(x, set1(88.72283f), _CMP_GT_OQ));
+        y = _mm256_blendv_ps(y, zero(), _mm256_cmp_ps(x, set1(-87.33654f), _CMP_LT_OQ));
+        return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    }
+};
+
+// Weight decoders: sub(row, b, s) is values [32b + 8s, 32b + 8s + 8) of the row as f32;
+// part(row, off, n) is values [off, off + n) zero-padded (float types only).
+struct DecodeF32 {
+    static __m256 sub(const uint8_t* row, int64_t b, int s) {
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + b * 32 + s * 8);
+    }
+    static __m256 part(const uint8_t* row, int64_t off, int n) {
+        return Isa::load_part(reinterpret_cast<const float*>(row) + off, n);
+    }
+};
+
+// The first n of 8 halves at p, zero-padded (no masked 16-bit loads in AVX2).
+inline __m128i load_halves_part(const uint8_t* p, int n) {
+    uint16_t tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    __builtin_memcpy(tmp, p, size_t(n) * 2);
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(tmp));
+}
+
+inline __m256 widen_bf16(__m128i h) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+struct DecodeBF16 {
+    static __m256 sub(const uint8_t* row, int64_t b, int s) {
+        return widen_bf16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + (b * 32 + s * 8) * 2)));
+    }
+    static __m256 part(const uint8_t* row, int64_t off, int n) {
+        return widen_bf16(load_halves_part(row + off * 2, n));
+    }
+};
+
+struct DecodeF16 {
+    static __m256 sub(const uint8_t* row, int64_t b, int s) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + (b * 32 + s * 8) * 2)));
+    }
+    static __m256 part(const uint8_t* row, int64_t off, int n) {
+        return _mm256_cvtph_ps(load_halves_part(row + off * 2, n));
+    }
+};
+
+inline float block_scale(const uint8_t* block) {
+    uint16_t d;
+    __builtin_memcpy(&d, block, 2);
+    return _cvtsh_ss(d);
+}
+
+struct DecodeQ8_0 {
+    static __m256 sub(const uint8_t* row, int64_t b, int s) {
+        const uint8_t* blk = row + b * int64_t(sizeof(BlockQ8_0));
+        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + s * 8));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)),
+                             _mm256_set1_ps(block_scale(blk)));
+    }
+    static __m256 part(const uint8_t*, int64_t, int) { return _mm256_setzero_ps(); }
+};
+
+struct DecodeQ4_0 {
+    static __m256 sub(const uint8_t* row, int64_t b, int s) {
+        const uint8_t* blk = row + b * int64_t(sizeof(BlockQ4_0));
+        __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + (s & 1) * 8));
+        if (s >= 2) bytes = _mm_srli_epi16(bytes, 4);  // values 16..31 are the high nibbles
+        const __m128i codes = _mm_and_si128(bytes, _mm_set1_epi8(15));
+        const __m256i q = _mm256_sub_epi32(_mm256_cvtepu8_epi32(codes), _mm256_set1_epi32(8));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(block_scale(blk)));
+    }
+    static __m256 part(const uint8_t*, int64_t, int) { return _mm256_setzero_ps(); }
+};
+
+}  // namespace nextn::avx2

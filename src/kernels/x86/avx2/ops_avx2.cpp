@@ -1,0 +1,39 @@
+// AVX2 norms, activations, Gated-DeltaNet recurrence (shared code in x86/vec_ops.h).
+#pragma GCC optimize("fp-contract=off")
+#include "kernels/x86/avx2/isa_avx2.h"
+#include "kernels/x86/vec_ops.h"
+#include "kernels/x86/x86_kernels.h"
+
+namespace nextn::avx2 {
+
+void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y) {
+    x86::rmsnorm<Isa>(x, w, n_rows, d, eps, y);
+}
+void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y) {
+    x86::l2norm<Isa>(x, n_rows, d, eps, y);
+}
+void silu(const float* x, float* y, int64_t n) { x86::silu<Isa>(x, y, n); }
+void sigmoid(const float* x, float* y, int64_t n) { x86::sigmoid<Isa>(x, y, n); }
+void swiglu(const float* gate, const float* up, float* y, int64_t n) {
+    x86::swiglu<Isa>(gate, up, y, n);
+}
+void softmax(float* x, int64_t n_rows, int64_t d) { x86::softmax<Isa>(x, n_rows, d); }
+
+void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
+                          const float* q, const float* k, const float* v, const float* g,
+                          const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
+                          bool tiled_heads, float* out, int j0, int j1) {
+    x86::gdn_recurrence_heads<Isa>(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv,
+                                   Dk, Dv, tiled_heads, out, j0, j1);
+}
+
+void gdn_recurrence(const float* state_in, float* state_out, int64_t out_stride, const float* q,
+                    const float* k, const float* v, const float* g, const float* beta, int64_t T,
+                    int Hk, int Hv, int Dk, int Dv, bool tiled_heads, float* out) {
+    x86::gdn_recurrence_heads<Isa>(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv,
+                                   Dk, Dv, tiled_heads, out, 0, Hv);
+}
+
+float stream_sum(const float* x, int64_t n) { return x86::stream_sum<Isa>(x, n); }
+
+}  // namespace nextn::avx2

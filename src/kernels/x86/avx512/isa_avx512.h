@@ -1,0 +1,134 @@
+#pragma once
+// AVX-512 vector primitives and weight decoders for the shared x86 templates (gemm_tile.h,
+// vec_ops.h). Include only from translation units in x86/avx512/.
+// GCC 12 reports the deliberately undefined pass-through operands inside the AVX-512 intrinsics
+// headers (_mm512_undefined_*) as uninitialized once they are inlined here; they are not.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/quant.h"
+
+namespace nextn::avx512 {
+
+struct Isa {
+    using V = __m512;
+    static constexpr int L = 16;
+    static constexpr int kRows = 4;     // weight rows per GEMM tile
+    static constexpr int kMaxCols = 4;  // activation columns per GEMM tile
+
+    static __mmask16 mask(int n) { return __mmask16((1u << n) - 1u); }
+    static V zero() { return _mm512_setzero_ps(); }
+    static V set1(float v) { return _mm512_set1_ps(v); }
+    static V load(const float* p) { return _mm512_loadu_ps(p); }
+    static V load_part(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+    static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+    static void store_part(float* p, V v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+    static V keep(V v, int n) { return _mm512_maskz_mov_ps(mask(n), v); }  // zero lanes >= n
+    static V add(V a, V b) { return _mm512_add_ps(a, b); }
+    static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+    static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+    static V div(V a, V b) { return _mm512_div_ps(a, b); }
+    static V max(V a, V b) { return _mm512_max_ps(a, b); }
+    static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }  // a * b + c, one rounding
+
+    // Fixed tree: halves of 512, of 256, of 128, then lane pairs.
+    static float hsum(V v) {
+        const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+        __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+        b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+        b = _mm_add_ss(b, _mm_movehdup_ps(b));
+        return _mm_cvtss_f32(b);
+    }
+    static float hmax(V v) { return _mm512_reduce_max_ps(v); }
+
+    // exp(x), ~2 ulp: x = n ln2 + r, |r| <= ln2/2, degree-7 Taylor polynomial, times 2^n.
+    // Overflow gives +inf, x < -87.3 gives 0 (no subnormal results), NaN stays NaN.
+    static V exp(V x) {
+        const V xc = _mm512_min_ps(_mm512_max_ps(x, set1(-87.33654f)), set1(88.72283f));
+        const V n = _mm512_roundscale_ps(_mm512_mul_ps(xc, set1(1.44269504f)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        V r = _mm512_fnmadd_ps(n, set1(0.693145752f), xc);
+        r = _mm512_fnmadd_ps(n, set1(1.42860677e-6f), r);
+        V p = set1(1.0f / 5040.0f);
+        p = fma(p, r, set1(1.0f / 720.0f));
+        p = fma(p, r, set1(1.0f / 120.0f));
+        p = fma(p, r, set1(1.0f / 24.0f));
+        p = fma(p, r, set1(1.0f / 6.0f));
+        p = fma(p, r, set1(0.5f));
+        p = fma(p, r, set1(1.0f));
+        p = fma(p, r, set1(1.0f));
+        V y = _mm512_scalef_ps(p, n);
+        y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, set1(88.72283f), _CMP_GT_OQ),
+                               set1(__builtin_inff()));
+        y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, set1(-87.33654f), _CMP_LT_OQ), zero());
+        return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+    }
+};
+
+// Weight decoders: sub(row, b, s) is values [32b + 16s, 32b + 16s + 16) of the row as f32;
+// part(row, off, n) is values [off, off + n) zero-padded (float types only).
+struct DecodeF32 {
+    static __m512 sub(const uint8_t* row, int64_t b, int s) {
+        return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + b * 32 + s * 16);
+    }
+    static __m512 part(const uint8_t* row, int64_t off, int n) {
+        return Isa::load_part(reinterpret_cast<const float*>(row) + off, n);
+    }
+};
+
+inline __m512 widen_bf16(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+struct DecodeBF16 {
+    static __m512 sub(const uint8_t* row, int64_t b, int s) {
+        return widen_bf16(_mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(row + (b * 32 + s * 16) * 2)));
+    }
+    static __m512 part(const uint8_t* row, int64_t off, int n) {
+        return widen_bf16(_mm256_maskz_loadu_epi16(Isa::mask(n), row + off * 2));
+    }
+};
+
+struct DecodeF16 {
+    static __m512 sub(const uint8_t* row, int64_t b, int s) {
+        return _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + (b * 32 + s * 16) * 2)));
+    }
+    static __m512 part(const uint8_t* row, int64_t off, int n) {
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(Isa::mask(n), row + off * 2));
+    }
+};
+
+inline float block_scale(const uint8_t* block) {
+    uint16_t d;
+    __builtin_memcpy(&d, block, 2);
+    return _cvtsh_ss(d);
+}
+
+struct DecodeQ8_0 {
+    static __m512 sub(const uint8_t* row, int64_t b, int s) {
+        const uint8_t* blk = row + b * int64_t(sizeof(BlockQ8_0));
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + s * 16));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)),
+                             _mm512_set1_ps(block_scale(blk)));
+    }
+    static __m512 part(const uint8_t*, int64_t, int) { return _mm512_setzero_ps(); }
+};
+
+struct DecodeQ4_0 {
+    static __m512 sub(const uint8_t* row, int64_t b, int s) {
+        const uint8_t* blk = row + b * int64_t(sizeof(BlockQ4_0));
+        __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+        if (s == 1) bytes = _mm_srli_epi16(bytes, 4);  // values 16..31 are the high nibbles
+        const __m128i codes = _mm_and_si128(bytes, _mm_set1_epi8(15));
+        const __m512i q = _mm512_sub_epi32(_mm512_cvtepu8_epi32(codes), _mm512_set1_epi32(8));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(block_scale(blk)));
+    }
+    static __m512 part(const uint8_t*, int64_t, int) { return _mm512_setzero_ps(); }
+};
+
+}  // namespace nextn::avx512

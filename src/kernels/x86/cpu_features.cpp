@@ -1,0 +1,26 @@
+// CPU feature checks for the x86 tables (compiled without ISA flags, so safe on any x86-64).
+#include "kernels/x86/x86_kernels.h"
+
+namespace nextn::x86 {
+
+#if defined(__x86_64__) || defined(__i386__)
+// __builtin_cpu_supports also checks that the OS saves the wider register state (XCR0).
+bool cpu_supports_avx2() {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+}
+
+// The avx512 translation units are compiled with F/BW/VL/DQ/VNNI/BF16, so the compiler may use
+// any of them; require all.
+bool cpu_supports_avx512() {
+    return cpu_supports_avx2() && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("avx512bf16");
+}
+#else
+bool cpu_supports_avx2() { return false; }
+bool cpu_supports_avx512() { return false; }
+#endif
+
+}  // namespace nextn::x86

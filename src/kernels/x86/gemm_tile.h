@@ -1,0 +1,103 @@
+#pragma once
+// The small-N GEMM shared by the x86 ISAs, written once over an ISA description `I` and a
+// weight decoder `D` (both defined per ISA in x86/<isa>/, so every instantiation is a distinct
+// symbol compiled with that ISA's flags). Include only from an ISA translation unit.
+//
+// Shape of the work: a tile is R weight rows x C activation columns. For each 32-value block of
+// the row, each row's block is decoded ONCE into K = 32 / I::L vectors and applied to all C
+// columns, so the weight bytes are streamed once for every C columns.
+//
+// Batch invariance: the output (r, j) is always computed the same way, whatever R, C, n, the
+// column's position or the row range: one accumulator vector, starting at zero, updated by
+// acc = fma(w_sub, x_sub, acc) for every sub-vector in order (tail sub-vectors zero-padded),
+// then I::hsum (a fixed tree). R and C only decide how many such chains run side by side.
+#include <cstdint>
+
+#include "kernels/weight.h"
+
+namespace nextn::x86 {
+
+template <class I, class D, int R, int C>
+void gemm_tile(const uint8_t* const* wrow, const float* const* xcol, int64_t cols, float* y,
+               int64_t ldy) {
+    using V = typename I::V;
+    constexpr int L = I::L;
+    constexpr int K = 32 / L;
+    V acc[R][C];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) acc[r][c] = I::zero();
+
+    const int64_t n_blocks = cols / 32;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+#pragma GCC unroll 4
+        for (int s = 0; s < K; ++s) {
+            V w[R];
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) w[r] = D::sub(wrow[r], b, s);
+#pragma GCC unroll 8
+            for (int c = 0; c < C; ++c) {
+                const V xv = I::load(xcol[c] + b * 32 + s * L);
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) acc[r][c] = I::fma(w[r], xv, acc[r][c]);
+            }
+        }
+    }
+    // Tail (float weight types only; block types have cols % 32 == 0).
+    for (int64_t off = n_blocks * 32; off < cols; off += L) {
+        const int len = cols - off < L ? int(cols - off) : L;
+        V w[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) w[r] = D::part(wrow[r], off, len);
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) {
+            const V xv = I::load_part(xcol[c] + off, len);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) acc[r][c] = I::fma(w[r], xv, acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) y[c * ldy + r] = I::hsum(acc[r][c]);
+}
+
+// Runs the tile for a column group of c columns, c in [1, Cmax].
+template <class I, class D, int R, int Cmax = I::kMaxCols>
+void gemm_tile_cols(const uint8_t* const* wrow, const float* const* xcol, int c, int64_t cols,
+                    float* y, int64_t ldy) {
+    if (c == Cmax) return gemm_tile<I, D, R, Cmax>(wrow, xcol, cols, y, ldy);
+    if constexpr (Cmax > 1) gemm_tile_cols<I, D, R, Cmax - 1>(wrow, xcol, c, cols, y, ldy);
+}
+
+// Rows [r0, r1) for all n columns: row groups of I::kRows rows (leftover rows one at a
+// time), column groups of up to I::kMaxCols inside each row group, so a row group's weights stay
+// in L1/L2 while every column group passes over them.
+template <class I, class D>
+void gemm_rows_impl(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1) {
+    constexpr int kRows = I::kRows;
+    const int64_t cols = w.cols;
+    const uint8_t* wrow[kRows];
+    const float* xcol[I::kMaxCols];
+    int64_t r = r0;
+    for (; r + kRows <= r1; r += kRows) {
+        for (int i = 0; i < kRows; ++i) wrow[i] = w.data + size_t(r + i) * w.row_bytes;
+        for (int64_t j0 = 0; j0 < n; j0 += I::kMaxCols) {
+            const int c = int(n - j0 < I::kMaxCols ? n - j0 : I::kMaxCols);
+            for (int i = 0; i < c; ++i) xcol[i] = x + (j0 + i) * cols;
+            gemm_tile_cols<I, D, kRows>(wrow, xcol, c, cols, y + j0 * ldy + r, ldy);
+        }
+    }
+    for (; r < r1; ++r) {
+        wrow[0] = w.data + size_t(r) * w.row_bytes;
+        for (int64_t j0 = 0; j0 < n; j0 += I::kMaxCols) {
+            const int c = int(n - j0 < I::kMaxCols ? n - j0 : I::kMaxCols);
+            for (int i = 0; i < c; ++i) xcol[i] = x + (j0 + i) * cols;
+            gemm_tile_cols<I, D, 1>(wrow, xcol, c, cols, y + j0 * ldy + r, ldy);
+        }
+    }
+}
+
+}  // namespace nextn::x86

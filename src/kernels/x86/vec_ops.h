@@ -1,0 +1,232 @@
+#pragma once
+// Norms, activations, the Gated-DeltaNet recurrence and a streaming sum, written once over an
+// ISA description `I` (x86/<isa>/isa_<isa>.h). Include only from an ISA translation unit; use
+// builtins rather than <cmath> so no inline library code is emitted with ISA flags.
+//
+// Tails use the same vector code with masked loads/stores, so an element's arithmetic never
+// depends on where it falls in a buffer (and hence never on the batch width).
+#include <cstdint>
+
+namespace nextn::x86 {
+
+// sum of x[i]^2 over one row: one accumulator, fma per vector, then I::hsum.
+template <class I>
+float sum_squares(const float* x, int64_t d) {
+    typename I::V acc = I::zero();
+    int64_t c = 0;
+    for (; c + I::L <= d; c += I::L) {
+        const auto v = I::load(x + c);
+        acc = I::fma(v, v, acc);
+    }
+    if (c < d) {
+        const auto v = I::load_part(x + c, int(d - c));
+        acc = I::fma(v, v, acc);
+    }
+    return I::hsum(acc);
+}
+
+// y = x * scale (* w when w is given), per vector, tails masked.
+template <class I>
+void scale_row(const float* x, const float* w, float scale, int64_t d, float* y) {
+    const auto s = I::set1(scale);
+    for (int64_t c = 0; c < d; c += I::L) {
+        const int len = d - c < I::L ? int(d - c) : I::L;
+        if (len == I::L) {
+            auto v = I::mul(I::load(x + c), s);
+            if (w) v = I::mul(v, I::load(w + c));
+            I::store(y + c, v);
+        } else {
+            auto v = I::mul(I::load_part(x + c, len), s);
+            if (w) v = I::mul(v, I::load_part(w + c, len));
+            I::store_part(y + c, v, len);
+        }
+    }
+}
+
+template <class I>
+void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y) {
+    for (int64_t i = 0; i < n_rows; ++i) {
+        const float ss = sum_squares<I>(x + i * d, d);
+        scale_row<I>(x + i * d, w, 1.0f / __builtin_sqrtf(ss / float(d) + eps), d, y + i * d);
+    }
+}
+
+template <class I>
+void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y) {
+    for (int64_t i = 0; i < n_rows; ++i) {
+        const float ss = sum_squares<I>(x + i * d, d);
+        scale_row<I>(x + i * d, nullptr, 1.0f / __builtin_sqrtf(ss + eps), d, y + i * d);
+    }
+}
+
+// Applies f to every vector of x (and u when given), tails masked.
+template <class I, class F>
+void map(const float* x, const float* u, float* y, int64_t n, F f) {
+    for (int64_t i = 0; i < n; i += I::L) {
+        const int len = n - i < I::L ? int(n - i) : I::L;
+        if (len == I::L) {
+            I::store(y + i, f(I::load(x + i), u ? I::load(u + i) : I::zero()));
+        } else {
+            I::store_part(y + i, f(I::load_part(x + i, len), u ? I::load_part(u + i, len) : I::zero()),
+                          len);
+        }
+    }
+}
+
+template <class I>
+typename I::V sigmoid_v(typename I::V x) {
+    return I::div(I::set1(1.0f), I::add(I::set1(1.0f), I::exp(I::sub(I::zero(), x))));
+}
+
+template <class I>
+typename I::V silu_v(typename I::V x) {
+    return I::div(x, I::add(I::set1(1.0f), I::exp(I::sub(I::zero(), x))));
+}
+
+template <class I>
+void sigmoid(const float* x, float* y, int64_t n) {
+    map<I>(x, nullptr, y, n, [](auto v, auto) { return sigmoid_v<I>(v); });
+}
+
+template <class I>
+void silu(const float* x, float* y, int64_t n) {
+    map<I>(x, nullptr, y, n, [](auto v, auto) { return silu_v<I>(v); });
+}
+
+template <class I>
+void swiglu(const float* gate, const float* up, float* y, int64_t n) {
+    map<I>(gate, up, y, n, [](auto g, auto u) { return I::mul(silu_v<I>(g), u); });
+}
+
+template <class I>
+void softmax(float* x, int64_t n_rows, int64_t d) {
+    for (int64_t i = 0; i < n_rows; ++i) {
+        float* xi = x + i * d;
+        // The maximum is exact in any order.
+        float mx = xi[0];
+        int64_t c = 0;
+        if (d >= I::L) {
+            auto m = I::load(xi);
+            for (c = I::L; c + I::L <= d; c += I::L) m = I::max(m, I::load(xi + c));
+            mx = I::hmax(m);
+        }
+        for (; c < d; ++c) mx = xi[c] > mx ? xi[c] : mx;
+        const auto vmx = I::set1(mx);
+        typename I::V sum = I::zero();
+        for (c = 0; c < d; c += I::L) {
+            const int len = d - c < I::L ? int(d - c) : I::L;
+            if (len == I::L) {
+                const auto e = I::exp(I::sub(I::load(xi + c), vmx));
+                I::store(xi + c, e);
+                sum = I::add(sum, e);
+            } else {
+                const auto e = I::keep(I::exp(I::sub(I::load_part(xi + c, len), vmx)), len);
+                I::store_part(xi + c, e, len);
+                sum = I::add(sum, e);
+            }
+        }
+        scale_row<I>(xi, nullptr, 1.0f / I::hsum(sum), d, xi);
+    }
+}
+
+// One value head, value columns [e0, e0 + U*L) (the last vector has `last` lanes, Partial when
+// last < L). Per lane e this is exactly the scalar reference's sequence (ref/gdn_ref.cpp).
+template <class I, int U, bool Partial>
+void gdn_columns(const float* S0, float* S1, int Dk, int Dv, int e0, int last, float decay,
+                 float beta, const float* kj, const float* qj, const float* vj, float* oj) {
+    using V = typename I::V;
+    auto load = [&](const float* p, int u) {
+        if constexpr (Partial) {
+            if (u == U - 1) return I::load_part(p, last);
+        }
+        return I::load(p);
+    };
+    auto store = [&](float* p, V v, int u) {
+        if constexpr (Partial) {
+            if (u == U - 1) return I::store_part(p, v, last);
+        }
+        I::store(p, v);
+    };
+    const V vdecay = I::set1(decay);
+    V acc[U];
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) acc[u] = I::zero();
+    for (int d = 0; d < Dk; ++d) {  // decay, store, mem = sum_d S[d,e] k[d]
+        const V kd = I::set1(kj[d]);
+        const int64_t row = int64_t(d) * Dv + e0;
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) {
+            const V s = I::mul(load(S0 + row + u * I::L, u), vdecay);
+            store(S1 + row + u * I::L, s, u);
+            acc[u] = I::fma(s, kd, acc[u]);
+        }
+    }
+    const V vbeta = I::set1(beta);
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) acc[u] = I::mul(I::sub(load(vj + e0 + u * I::L, u), acc[u]), vbeta);
+    V out[U];
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) out[u] = I::zero();
+    for (int d = 0; d < Dk; ++d) {  // S[d,e] += k[d] delta[e]; out = sum_d S[d,e] q[d]
+        const V kd = I::set1(kj[d]);
+        const V qd = I::set1(qj[d]);
+        const int64_t row = int64_t(d) * Dv + e0;
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) {
+            const V s = I::fma(kd, acc[u], load(S1 + row + u * I::L, u));
+            store(S1 + row + u * I::L, s, u);
+            out[u] = I::fma(s, qd, out[u]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) store(oj + e0 + u * I::L, out[u], u);
+}
+
+template <class I>
+void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
+                          const float* q, const float* k, const float* v, const float* g,
+                          const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
+                          bool tiled_heads, float* out, int j0, int j1) {
+    constexpr int U = 4;  // vectors of value columns per pass over the head's state
+    const int ratio = Hv / Hk;
+    const int64_t head_size = int64_t(Dk) * Dv;
+    for (int64_t t = 0; t < T; ++t) {
+        const float* src = t == 0 ? state_in : state_out + (t - 1) * out_stride;
+        float* dst = state_out + t * out_stride;
+        for (int j = j0; j < j1; ++j) {
+            const int kh = tiled_heads ? j % Hk : j / ratio;
+            const float* qj = q + (t * Hk + kh) * Dk;
+            const float* kj = k + (t * Hk + kh) * Dk;
+            const float* vj = v + (t * Hv + j) * Dv;
+            const float decay = __builtin_expf(g[t * Hv + j]);
+            const float b = beta[t * Hv + j];
+            const float* S0 = src + j * head_size;
+            float* S1 = dst + j * head_size;
+            float* oj = out + (t * Hv + j) * Dv;
+            int e0 = 0;
+            for (; e0 + U * I::L <= Dv; e0 += U * I::L)
+                gdn_columns<I, U, false>(S0, S1, Dk, Dv, e0, I::L, decay, b, kj, qj, vj, oj);
+            for (; e0 + I::L <= Dv; e0 += I::L)
+                gdn_columns<I, 1, false>(S0, S1, Dk, Dv, e0, I::L, decay, b, kj, qj, vj, oj);
+            if (e0 < Dv)
+                gdn_columns<I, 1, true>(S0, S1, Dk, Dv, e0, Dv - e0, decay, b, kj, qj, vj, oj);
+        }
+    }
+}
+
+template <class I>
+float stream_sum(const float* x, int64_t n) {
+    typename I::V a0 = I::zero(), a1 = I::zero(), a2 = I::zero(), a3 = I::zero();
+    int64_t i = 0;
+    for (; i + 4 * I::L <= n; i += 4 * I::L) {
+        a0 = I::add(a0, I::load(x + i));
+        a1 = I::add(a1, I::load(x + i + I::L));
+        a2 = I::add(a2, I::load(x + i + 2 * I::L));
+        a3 = I::add(a3, I::load(x + i + 3 * I::L));
+    }
+    float s = I::hsum(I::add(I::add(a0, a1), I::add(a2, a3)));
+    for (; i < n; ++i) s += x[i];
+    return s;
+}
+
+}  // namespace nextn::x86

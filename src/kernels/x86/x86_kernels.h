@@ -1,0 +1,59 @@
+#pragma once
+// Entry points of the x86 kernel translation units. Each ISA namespace is compiled with its own
+// flags (x86/avx2/: AVX2+FMA+F16C; x86/avx512/: adds AVX-512 F/BW/VL/DQ/VNNI/BF16) and must only
+// run after cpu_supports_*() said yes. The tables themselves are assembled in dispatch.cpp (a
+// generic translation unit) so that no inline code is ever emitted with ISA flags and shared.
+#include <cstdint>
+
+#include "kernels/weight.h"
+
+namespace nextn::x86 {
+
+// CPU (and OS register-state) support for everything the ISA's translation units are built with.
+bool cpu_supports_avx2();
+bool cpu_supports_avx512();
+
+}  // namespace nextn::x86
+
+// Same signatures as KernelTable (kernels/kernels.h).
+namespace nextn::avx2 {
+
+void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
+               int64_t r0, int64_t r1);
+void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y);
+void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y);
+void silu(const float* x, float* y, int64_t n);
+void sigmoid(const float* x, float* y, int64_t n);
+void swiglu(const float* gate, const float* up, float* y, int64_t n);
+void softmax(float* x, int64_t n_rows, int64_t d);
+void gdn_recurrence(const float* state_in, float* state_out, int64_t out_stride, const float* q,
+                    const float* k, const float* v, const float* g, const float* beta, int64_t T,
+                    int Hk, int Hv, int Dk, int Dv, bool tiled_heads, float* out);
+void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
+                          const float* q, const float* k, const float* v, const float* g,
+                          const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
+                          bool tiled_heads, float* out, int j0, int j1);
+float stream_sum(const float* x, int64_t n);
+
+}  // namespace nextn::avx2
+
+namespace nextn::avx512 {
+
+void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
+               int64_t r0, int64_t r1);
+void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y);
+void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y);
+void silu(const float* x, float* y, int64_t n);
+void sigmoid(const float* x, float* y, int64_t n);
+void swiglu(const float* gate, const float* up, float* y, int64_t n);
+void softmax(float* x, int64_t n_rows, int64_t d);
+void gdn_recurrence(const float* state_in, float* state_out, int64_t out_stride, const float* q,
+                    const float* k, const float* v, const float* g, const float* beta, int64_t T,
+                    int Hk, int Hv, int Dk, int Dv, bool tiled_heads, float* out);
+void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
+                          const float* q, const float* k, const float* v, const float* g,
+                          const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
+                          bool tiled_heads, float* out, int j0, int j1);
+float stream_sum(const float* x, int64_t n);
+
+}  // namespace nextn::avx512

@@ -1,0 +1,221 @@
+// Small-N GEMM: every ISA against the scalar reference (within a summation-order bound), the
+// reference against a double-precision sum, and bitwise batch invariance (width n vs n calls of
+// width 1, 1 vs 2 threads, any row split) for every weight type and ISA.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
+
+namespace nextn {
+namespace {
+
+std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) {
+        do x = dist(rng);
+        while (x == 0.0f);  // never zeros
+    }
+    return v;
+}
+
+const WType kTypes[] = {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType::Q4_0};
+
+bool is_block_type(WType t) { return t == WType::Q8_0 || t == WType::Q4_0; }
+
+// Shapes with row counts that leave remainders for every tile height and, for float types,
+// column counts that leave vector tails.
+struct Shape {
+    int64_t rows, cols;
+};
+std::vector<Shape> shapes_for(WType t) {
+    if (is_block_type(t)) return {{37, 96}, {19, 256}, {5, 32}};
+    return {{37, 100}, {19, 256}, {5, 7}, {3, 33}};
+}
+
+WeightMatrix random_weight(WType t, Shape s, uint32_t seed) {
+    const std::vector<float> w = random_values(size_t(s.rows * s.cols), seed);
+    WeightMatrix m = make_weight_f32(w.data(), s.rows, s.cols, t);
+    EXPECT_EQ(m.type, t);
+    return m;
+}
+
+std::vector<float> run(const KernelTable& k, const WeightMatrix& w, const std::vector<float>& x,
+                       int64_t n, int threads) {
+    ThreadPool pool(threads);
+    std::vector<float> y(size_t(n * w.rows), std::nanf(""));
+    matmul(k, w, x.data(), n, y.data(), pool);
+    return y;
+}
+
+// Any two summation orders of K terms each lie within gamma_K * sum|terms| of the exact sum
+// (Higham, Accuracy and Stability, eq. 3.5), so they differ by at most twice that.
+float order_bound(const std::vector<float>& wrow, const float* x, int64_t K) {
+    double mag = 0.0;
+    for (int64_t k = 0; k < K; ++k) mag += std::fabs(double(wrow[k]) * x[k]);
+    const double u = std::ldexp(1.0, -24);
+    return float(2.0 * (K * u / (1.0 - K * u)) * mag) + 1e-30f;
+}
+
+TEST(KernelsGemm, ReferenceMatchesDoubleSum) {
+    for (WType t : kTypes) {
+        for (Shape s : shapes_for(t)) {
+            const WeightMatrix w = random_weight(t, s, 1);
+            const int64_t n = 3;
+            const std::vector<float> x = random_values(size_t(n * s.cols), 2);
+            const std::vector<float> y = run(reference_kernels(), w, x, n, 1);
+            std::vector<float> row(size_t(s.cols));
+            for (int64_t r = 0; r < s.rows; ++r) {
+                weight_row_f32(w, r, row.data());
+                for (int64_t j = 0; j < n; ++j) {
+                    double exact = 0.0;
+                    for (int64_t k = 0; k < s.cols; ++k) exact += double(row[k]) * x[j * s.cols + k];
+                    EXPECT_NEAR(y[j * s.rows + r], exact, order_bound(row, &x[j * s.cols], s.cols) / 2)
+                        << wtype_name(t) << " r=" << r << " j=" << j;
+                }
+            }
+        }
+    }
+}
+
+TEST(KernelsGemm, EveryIsaMatchesReference) {
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        for (WType t : kTypes) {
+            for (Shape s : shapes_for(t)) {
+                const WeightMatrix w = random_weight(t, s, 3);
+                const int64_t n = 7;
+                const std::vector<float> x = random_values(size_t(n * s.cols), 4, -2.0f, 2.0f);
+                const std::vector<float> ref = run(reference_kernels(), w, x, n, 1);
+                const std::vector<float> got = run(k, w, x, n, 2);
+                std::vector<float> row(size_t(s.cols));
+                for (int64_t r = 0; r < s.rows; ++r) {
+                    weight_row_f32(w, r, row.data());
+                    for (int64_t j = 0; j < n; ++j)
+                        ASSERT_NEAR(got[j * s.rows + r], ref[j * s.rows + r],
+                                    order_bound(row, &x[j * s.cols], s.cols))
+                            << isa << " " << wtype_name(t) << " [" << s.rows << "x" << s.cols
+                            << "] r=" << r << " j=" << j;
+                }
+            }
+        }
+    }
+}
+
+TEST(KernelsGemm, BatchInvariantBitwise) {
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        for (WType t : kTypes) {
+            for (Shape s : shapes_for(t)) {
+                const WeightMatrix w = random_weight(t, s, 5);
+                const int64_t max_n = 16;
+                const std::vector<float> x = random_values(size_t(max_n * s.cols), 6, -3.0f, 3.0f);
+                // Width 1, one column at a time, single thread: the baseline bits.
+                std::vector<float> single(size_t(max_n * s.rows));
+                for (int64_t j = 0; j < max_n; ++j) {
+                    std::vector<float> xj(x.begin() + j * s.cols, x.begin() + (j + 1) * s.cols);
+                    const std::vector<float> yj = run(k, w, xj, 1, 1);
+                    std::memcpy(&single[j * s.rows], yj.data(), size_t(s.rows) * 4);
+                }
+                for (int64_t n = 1; n <= max_n; ++n) {
+                    for (int threads : {1, 2}) {
+                        const std::vector<float> y = run(k, w, x, n, threads);
+                        ASSERT_EQ(0, std::memcmp(y.data(), single.data(), size_t(n * s.rows) * 4))
+                            << isa << " " << wtype_name(t) << " [" << s.rows << "x" << s.cols
+                            << "] n=" << n << " threads=" << threads;
+                    }
+                }
+                // A column's bits do not depend on its neighbours either: shift by one column.
+                const std::vector<float> x_shift(x.begin() + s.cols, x.end());
+                const std::vector<float> y_shift = run(k, w, x_shift, max_n - 1, 2);
+                ASSERT_EQ(0, std::memcmp(y_shift.data(), &single[s.rows],
+                                         size_t((max_n - 1) * s.rows) * 4))
+                    << isa << " " << wtype_name(t) << " shifted columns";
+            }
+        }
+    }
+}
+
+// Row ranges that cut tiles anywhere (what other thread counts or pool splits would do) give
+// the same bits as one call over all rows.
+TEST(KernelsGemm, RowSplitInvariantBitwise) {
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        for (WType t : kTypes) {
+            const Shape s = shapes_for(t)[0];
+            const WeightMatrix w = random_weight(t, s, 7);
+            const int64_t n = 5;
+            const std::vector<float> x = random_values(size_t(n * s.cols), 8);
+            std::vector<float> whole(size_t(n * s.rows)), split(size_t(n * s.rows));
+            k.gemm_rows(w, x.data(), n, whole.data(), s.rows, 0, s.rows);
+            for (int64_t cut : {int64_t(1), int64_t(3), int64_t(5), s.rows - 2}) {
+                k.gemm_rows(w, x.data(), n, split.data(), s.rows, 0, cut);
+                k.gemm_rows(w, x.data(), n, split.data(), s.rows, cut, s.rows);
+                ASSERT_EQ(0, std::memcmp(whole.data(), split.data(), whole.size() * 4))
+                    << isa << " " << wtype_name(t) << " cut=" << cut;
+            }
+        }
+    }
+}
+
+// Widths beyond one tile (prefill) are column groups of the same tile.
+TEST(KernelsGemm, WideBatchMatchesColumns) {
+    const KernelTable& k = kernels();
+    const Shape s{21, 64};
+    const WeightMatrix w = random_weight(WType::Q8_0, s, 9);
+    const int64_t n = 37;
+    const std::vector<float> x = random_values(size_t(n * s.cols), 10);
+    const std::vector<float> y = run(k, w, x, n, 2);
+    for (int64_t j = 0; j < n; ++j) {
+        std::vector<float> xj(x.begin() + j * s.cols, x.begin() + (j + 1) * s.cols);
+        const std::vector<float> yj = run(k, w, xj, 1, 1);
+        ASSERT_EQ(0, std::memcmp(&y[j * s.rows], yj.data(), size_t(s.rows) * 4)) << "j=" << j;
+    }
+}
+
+TEST(KernelsGemm, RejectsMalformedWeight) {
+    ThreadPool pool(1);
+    WeightMatrix w;
+    float x = 1.0f, y = 0.0f;
+    EXPECT_THROW(matmul(w, &x, 1, &y, pool), Error);
+    std::vector<float> v(40, 1.0f);
+    w = make_weight_f32(v.data(), 1, 40, WType::F32);
+    w.type = WType::Q8_0;  // 40 columns cannot be Q8_0
+    EXPECT_THROW(matmul(w, v.data(), 1, &y, pool), Error);
+}
+
+TEST(KernelsDispatch, IsaSelection) {
+    const std::vector<std::string> isas = available_isas();
+    ASSERT_FALSE(isas.empty());
+    EXPECT_EQ(isas.front(), "scalar");
+    EXPECT_STREQ(kernels_for("scalar").isa, "scalar");
+    EXPECT_THROW(kernels_for("sse9"), Error);
+    const char* forced = std::getenv("NEXTN_ISA");
+    EXPECT_STREQ(kernels().isa, forced && *forced ? forced : isas.back().c_str());
+}
+
+TEST(KernelsDispatchDeathTest, UnknownForcedIsaIsAnError) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");  // fresh process: kernels() not yet chosen
+    EXPECT_EXIT(
+        {
+            setenv("NEXTN_ISA", "neon9", 1);
+            try {
+                kernels();
+            } catch (const Error& e) {
+                std::fprintf(stderr, "%s\n", e.what());
+                std::exit(3);
+            }
+            std::exit(0);
+        },
+        testing::ExitedWithCode(3), "NEXTN_ISA=neon9: unknown kernel ISA 'neon9'");
+}
+
+}  // namespace
+}  // namespace nextn
