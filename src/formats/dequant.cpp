@@ -1,12 +1,267 @@
 #include "formats/dequant.h"
 
+#include <cstring>
+
 #include "core/error.h"
+#include "core/half.h"
+#include "formats/ggml_types.h"
 
 namespace nextn {
 
+namespace {
+
+uint16_t load_u16(const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+}
+
+float load_f16(const uint8_t* p) { return f16_to_f32(load_u16(p)); }
+
+// ---- ggml blocks. Each decoder reads one block and writes block_size floats, evaluating the
+// same float expressions, in the same order, as ggml's dequantize_row_* so results are bitwise
+// identical (no FMA contraction: this file is built without -mfma).
+
+// Q8_0: f16 d, int8 q[32]; y = q * d.
+void block_q8_0(const uint8_t* b, float* y) {
+    const float d = load_f16(b);
+    const int8_t* q = reinterpret_cast<const int8_t*>(b + 2);
+    for (int j = 0; j < 32; ++j) y[j] = float(q[j]) * d;
+}
+
+// Q4_0: f16 d, 16 bytes of nibbles; element j in the low nibble of byte j, element j+16 in
+// the high nibble; y = (nibble - 8) * d.
+void block_q4_0(const uint8_t* b, float* y) {
+    const float d = load_f16(b);
+    const uint8_t* qs = b + 2;
+    for (int j = 0; j < 16; ++j) {
+        y[j] = float((qs[j] & 0x0F) - 8) * d;
+        y[j + 16] = float((qs[j] >> 4) - 8) * d;
+    }
+}
+
+// Q4_1: f16 d, f16 m, nibbles as Q4_0; y = nibble * d + m.
+void block_q4_1(const uint8_t* b, float* y) {
+    const float d = load_f16(b);
+    const float m = load_f16(b + 2);
+    const uint8_t* qs = b + 4;
+    for (int j = 0; j < 16; ++j) {
+        y[j] = float(qs[j] & 0x0F) * d + m;
+        y[j + 16] = float(qs[j] >> 4) * d + m;
+    }
+}
+
+// The fifth bit of Q5 element j (0..31) is bit j of the little-endian 32-bit qh word.
+uint32_t fifth_bits(const uint8_t* qh) {
+    return uint32_t(qh[0]) | uint32_t(qh[1]) << 8 | uint32_t(qh[2]) << 16 | uint32_t(qh[3]) << 24;
+}
+
+// Q5_0: f16 d, qh[4], nibbles; y = (nibble | bit<<4) - 16) * d.
+void block_q5_0(const uint8_t* b, float* y) {
+    const float d = load_f16(b);
+    const uint32_t qh = fifth_bits(b + 2);
+    const uint8_t* qs = b + 6;
+    for (int j = 0; j < 16; ++j) {
+        const int lo = int(qs[j] & 0x0F) | int((qh >> j) & 1u) << 4;
+        const int hi = int(qs[j] >> 4) | int((qh >> (j + 16)) & 1u) << 4;
+        y[j] = float(lo - 16) * d;
+        y[j + 16] = float(hi - 16) * d;
+    }
+}
+
+// Q5_1: f16 d, f16 m, qh[4], nibbles; y = (nibble | bit<<4) * d + m.
+void block_q5_1(const uint8_t* b, float* y) {
+    const float d = load_f16(b);
+    const float m = load_f16(b + 2);
+    const uint32_t qh = fifth_bits(b + 4);
+    const uint8_t* qs = b + 8;
+    for (int j = 0; j < 16; ++j) {
+        const int lo = int(qs[j] & 0x0F) | int((qh >> j) & 1u) << 4;
+        const int hi = int(qs[j] >> 4) | int((qh >> (j + 16)) & 1u) << 4;
+        y[j] = float(lo) * d + m;
+        y[j + 16] = float(hi) * d + m;
+    }
+}
+
+// K-quant super-blocks hold 8 sub-blocks of 32; their 6-bit scales and mins are packed in 12
+// bytes: sub-blocks 0..3 in the low 6 bits of bytes 0..3 (scale) and 4..7 (min); sub-blocks
+// 4..7 take their low 4 bits from the nibbles of bytes 8..11 and their top 2 bits from the
+// spare top bits of bytes 0..3 (scale) and 4..7 (min).
+void k_scale_min(int sub, const uint8_t* s, int* scale, int* min) {
+    if (sub < 4) {
+        *scale = s[sub] & 63;
+        *min = s[sub + 4] & 63;
+    } else {
+        *scale = (s[sub + 4] & 0x0F) | ((s[sub - 4] >> 6) << 4);
+        *min = (s[sub + 4] >> 4) | ((s[sub] >> 6) << 4);
+    }
+}
+
+// Q4_K: f16 d, f16 dmin, scales[12], qs[128]. Each 64-element chunk c uses 32 bytes of qs:
+// low nibbles are sub-block 2c, high nibbles sub-block 2c+1; y = (d*sc) * q - (dmin*m).
+void block_q4_k(const uint8_t* b, float* y) {
+    const float d = load_f16(b);
+    const float dmin = load_f16(b + 2);
+    const uint8_t* scales = b + 4;
+    const uint8_t* qs = b + 16;
+    for (int c = 0; c < 4; ++c) {
+        int sc, m;
+        k_scale_min(2 * c, scales, &sc, &m);
+        const float d1 = d * float(sc), m1 = dmin * float(m);
+        k_scale_min(2 * c + 1, scales, &sc, &m);
+        const float d2 = d * float(sc), m2 = dmin * float(m);
+        const uint8_t* q = qs + 32 * c;
+        for (int l = 0; l < 32; ++l) y[64 * c + l] = d1 * float(q[l] & 0x0F) - m1;
+        for (int l = 0; l < 32; ++l) y[64 * c + 32 + l] = d2 * float(q[l] >> 4) - m2;
+    }
+}
+
+// Q5_K: f16 d, f16 dmin, scales[12], qh[32], qs[128]. As Q4_K, plus a fifth bit: for sub-block
+// s it is bit s of qh[l].
+void block_q5_k(const uint8_t* b, float* y) {
+    const float d = load_f16(b);
+    const float dmin = load_f16(b + 2);
+    const uint8_t* scales = b + 4;
+    const uint8_t* qh = b + 16;
+    const uint8_t* qs = b + 48;
+    for (int c = 0; c < 4; ++c) {
+        int sc, m;
+        k_scale_min(2 * c, scales, &sc, &m);
+        const float d1 = d * float(sc), m1 = dmin * float(m);
+        k_scale_min(2 * c + 1, scales, &sc, &m);
+        const float d2 = d * float(sc), m2 = dmin * float(m);
+        const uint8_t* q = qs + 32 * c;
+        const int bit_lo = 2 * c, bit_hi = 2 * c + 1;
+        for (int l = 0; l < 32; ++l)
+            y[64 * c + l] = d1 * float((q[l] & 0x0F) + (((qh[l] >> bit_lo) & 1) << 4)) - m1;
+        for (int l = 0; l < 32; ++l)
+            y[64 * c + 32 + l] = d2 * float((q[l] >> 4) + (((qh[l] >> bit_hi) & 1) << 4)) - m2;
+    }
+}
+
+// Q6_K: ql[128], qh[64], int8 scales[16], f16 d. Two halves of 128; in half h, for l < 32:
+// the four values l, l+32, l+64, l+96 take low 4 bits from ql[64h+l] (low/high nibble) and
+// ql[64h+l+32], and 2 high bits from qh[32h+l] (bits 0-1, 2-3, 4-5, 6-7); each group of 16
+// has its own int8 scale; y = d * scale * (q - 32).
+void block_q6_k(const uint8_t* b, float* y) {
+    const uint8_t* ql_all = b;
+    const uint8_t* qh_all = b + 128;
+    const int8_t* sc_all = reinterpret_cast<const int8_t*>(b + 192);
+    const float d = load_f16(b + 208);
+    for (int h = 0; h < 2; ++h) {
+        const uint8_t* ql = ql_all + 64 * h;
+        const uint8_t* qh = qh_all + 32 * h;
+        const int8_t* sc = sc_all + 8 * h;
+        float* out = y + 128 * h;
+        for (int l = 0; l < 32; ++l) {
+            const int is = l / 16;
+            const int q1 = int((ql[l] & 0x0F) | ((qh[l] & 3) << 4)) - 32;
+            const int q2 = int((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+            const int q3 = int((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+            const int q4 = int((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+            out[l] = d * float(sc[is]) * float(q1);
+            out[l + 32] = d * float(sc[is + 2]) * float(q2);
+            out[l + 64] = d * float(sc[is + 4]) * float(q3);
+            out[l + 96] = d * float(sc[is + 6]) * float(q4);
+        }
+    }
+}
+
+using BlockDecoder = void (*)(const uint8_t*, float*);
+
+BlockDecoder decoder_for(DType t) {
+    switch (t) {
+        case DType::Q8_0: return block_q8_0;
+        case DType::Q4_0: return block_q4_0;
+        case DType::Q4_1: return block_q4_1;
+        case DType::Q5_0: return block_q5_0;
+        case DType::Q5_1: return block_q5_1;
+        case DType::Q4_K: return block_q4_k;
+        case DType::Q5_K: return block_q5_k;
+        case DType::Q6_K: return block_q6_k;
+        default: return nullptr;
+    }
+}
+
+float load_scale(const uint8_t* base, size_t index, DType t) {
+    switch (t) {
+        case DType::F32: {
+            float f;
+            std::memcpy(&f, base + 4 * index, 4);
+            return f;
+        }
+        case DType::F16: return f16_to_f32(load_u16(base + 2 * index));
+        default: return bf16_to_f32(load_u16(base + 2 * index));
+    }
+}
+
+// MLX affine: each row of `in` codes is a little-endian bit stream (code j occupies bits
+// [j*bits, (j+1)*bits) of the row's bytes); w = scale * q + bias per group, in f32.
+void dequantize_mlx_affine(const RawTensor& t, float* out) {
+    const int bits = t.bits, group = t.group_size;
+    if (bits < 1 || bits > 8 || group <= 0 || t.shape.empty())
+        fail(t.file, ": tensor '", t.name, "' has invalid MLX quantization (bits ", bits,
+             ", group size ", group, ")");
+    const int64_t in = t.shape.back();
+    if (in % group != 0 || (in * bits) % 32 != 0)
+        fail(t.file, ": tensor '", t.name, "' has ", in, " input columns, which ", bits,
+             "-bit groups of ", group, " cannot pack");
+    const int64_t rows = in ? t.numel() / in : 0;
+    const size_t row_bytes = size_t(in * bits / 8);
+    if (t.nbytes != size_t(rows) * row_bytes || !t.scales || !t.biases)
+        fail(t.file, ": tensor '", t.name, "' packed data does not match its shape ",
+             t.shape_str(), " at ", bits, " bits");
+    const int64_t groups = in / group;
+    const uint32_t mask = (1u << bits) - 1u;
+    for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t* row = t.data + size_t(r) * row_bytes;
+        for (int64_t g = 0; g < groups; ++g) {
+            const size_t gi = size_t(r * groups + g);
+            const float scale = load_scale(t.scales, gi, t.scale_dtype);
+            const float bias = load_scale(t.biases, gi, t.scale_dtype);
+            for (int64_t j = g * group; j < (g + 1) * group; ++j) {
+                const uint64_t bit = uint64_t(j) * uint64_t(bits);
+                // A code spans at most two bytes (bits <= 8).
+                uint32_t window = row[bit / 8];
+                if ((bit % 8) + uint64_t(bits) > 8) window |= uint32_t(row[bit / 8 + 1]) << 8;
+                const uint32_t q = (window >> (bit % 8)) & mask;
+                out[r * in + j] = scale * float(q) + bias;
+            }
+        }
+    }
+}
+
+}  // namespace
+
 void dequantize_to_f32(const RawTensor& t, float* out) {
-    fail(t.file, ": tensor '", t.name, "' has type ", dtype_name(t.dtype),
-         ", which cannot be dequantized yet");
+    const int64_t n = t.numel();
+    switch (t.dtype) {
+        case DType::F32:
+        case DType::F16:
+        case DType::BF16:
+            if (t.nbytes != size_t(n) * (t.dtype == DType::F32 ? 4 : 2))
+                fail(t.file, ": tensor '", t.name, "' holds ", t.nbytes, " bytes for shape ",
+                     t.shape_str());
+            for (int64_t i = 0; i < n; ++i) out[i] = load_scale(t.data, size_t(i), t.dtype);
+            return;
+        case DType::MLX_AFFINE:
+            dequantize_mlx_affine(t, out);
+            return;
+        default:
+            break;
+    }
+    BlockDecoder decode = decoder_for(t.dtype);
+    int64_t block = 0;
+    size_t block_bytes = 0;
+    if (!decode || !dtype_block_layout(t.dtype, &block, &block_bytes))
+        fail(t.file, ": tensor '", t.name, "' has type ", dtype_name(t.dtype),
+             ", which cannot be dequantized");
+    if (n % block != 0 || t.nbytes != size_t(n / block) * block_bytes)
+        fail(t.file, ": tensor '", t.name, "' of type ", dtype_name(t.dtype), " and shape ",
+             t.shape_str(), " holds ", t.nbytes, " bytes, expected ",
+             size_t(n / block) * block_bytes);
+    const int64_t blocks = n / block;
+    for (int64_t i = 0; i < blocks; ++i) decode(t.data + size_t(i) * block_bytes, out + i * block);
 }
 
 }  // namespace nextn
