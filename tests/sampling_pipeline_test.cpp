@@ -1,0 +1,371 @@
+// The logit pipeline against hand-computed math on small vectors, and against a naive
+// full-sort reference of the same stated rules on larger ones.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "sampling/logit_pipeline.h"
+#include "sampling/rng.h"
+
+namespace nextn {
+namespace {
+
+SamplerParams plain() {
+    SamplerParams p;  // temperature 1, every processor off
+    return p;
+}
+
+// softmax of the given logits, the hand-math reference.
+std::vector<double> softmax(const std::vector<double>& logits) {
+    double max = *std::max_element(logits.begin(), logits.end());
+    std::vector<double> out;
+    double sum = 0.0;
+    for (double l : logits) sum += std::exp(l - max);
+    for (double l : logits) out.push_back(std::exp(l - max) / sum);
+    return out;
+}
+
+std::vector<float> logs_of(const std::vector<double>& probs) {
+    std::vector<float> out;
+    for (double p : probs) out.push_back(static_cast<float>(std::log(p)));
+    return out;
+}
+
+void expect_distribution(const Distribution& d, const std::vector<int32_t>& ids,
+                         const std::vector<double>& probs, double tol = 1e-6) {
+    ASSERT_EQ(d.ids, ids);
+    ASSERT_EQ(d.probs.size(), probs.size());
+    for (size_t i = 0; i < probs.size(); ++i)
+        EXPECT_NEAR(d.probs[i], probs[i], tol) << "token " << ids[i];
+}
+
+TEST(SamplingPipeline, PlainSoftmaxAtTemperatureOne) {
+    const std::vector<float> logits = {1.0f, 2.0f, 3.0f, -1.0f};
+    Distribution d = process(logits, {}, plain());
+    expect_distribution(d, {0, 1, 2, 3}, softmax({1, 2, 3, -1}));
+    EXPECT_EQ(d.vocab_size, 4);
+}
+
+TEST(SamplingPipeline, TemperatureDividesLogits) {
+    SamplerParams params = plain();
+    params.temperature = 2.0f;
+    Distribution d = process(std::vector<float>{1.0f, 2.0f, 3.0f}, {}, params);
+    expect_distribution(d, {0, 1, 2}, softmax({0.5, 1.0, 1.5}));
+    params.temperature = 0.25f;
+    d = process(std::vector<float>{1.0f, 2.0f, 3.0f}, {}, params);
+    expect_distribution(d, {0, 1, 2}, softmax({4, 8, 12}));
+}
+
+TEST(SamplingPipeline, TinyTemperatureDoesNotOverflow) {
+    SamplerParams params = plain();
+    params.temperature = 1e-30f;
+    Distribution d = process(std::vector<float>{100.0f, 99.0f, 100.0f}, {}, params);
+    // Both maxima stay (exp(0) each), the rest underflows away.
+    expect_distribution(d, {0, 2}, {0.5, 0.5});
+}
+
+TEST(SamplingPipeline, LogitBiasAddsAndMinusInfinityBans) {
+    SamplerParams params = plain();
+    params.logit_bias = {{2, 1.0f}, {3, -INFINITY}};
+    Distribution d = process(std::vector<float>{0, 0, 0, 0}, {}, params);
+    const double e = std::exp(1.0);
+    expect_distribution(d, {0, 1, 2}, {1 / (2 + e), 1 / (2 + e), e / (2 + e)});
+}
+
+TEST(SamplingPipeline, RepeatPenaltyDividesPositiveMultipliesNegative) {
+    SamplerParams params = plain();
+    params.repeat_penalty = 2.0f;
+    std::vector<float> out;
+    const std::vector<int32_t> history = {0, 1, 1};
+    apply_bias_and_penalties(std::vector<float>{2.0f, -1.0f, 0.5f, 3.0f}, history, params, out);
+    // 0 and 1 were seen (1 twice: the repeat penalty ignores the count).
+    EXPECT_EQ(out, (std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f}));
+}
+
+TEST(SamplingPipeline, PresenceAndFrequencyPenaltiesFollowOpenAiFormula) {
+    SamplerParams params = plain();
+    params.presence_penalty = 0.5f;
+    params.frequency_penalty = 0.25f;
+    std::vector<float> out;
+    const std::vector<int32_t> history = {0, 0, 0, 2};
+    apply_bias_and_penalties(std::vector<float>{1, 1, 1, 1}, history, params, out);
+    // id 0: 1 - 0.5 - 3 * 0.25; id 2: 1 - 0.5 - 1 * 0.25
+    EXPECT_EQ(out, (std::vector<float>{-0.25f, 1.0f, 0.25f, 1.0f}));
+}
+
+TEST(SamplingPipeline, RepeatPenaltyComesBeforePresenceAndBiasBeforeBoth) {
+    SamplerParams params = plain();
+    params.repeat_penalty = 2.0f;
+    params.presence_penalty = 1.0f;
+    params.logit_bias = {{0, 2.0f}};
+    std::vector<float> out;
+    const std::vector<int32_t> history = {0};
+    apply_bias_and_penalties(std::vector<float>{2.0f, 0.0f}, history, params, out);
+    EXPECT_EQ(out[0], (2.0f + 2.0f) / 2.0f - 1.0f);
+}
+
+TEST(SamplingPipeline, PenaltyWindowCountsOnlyTheLastTokens) {
+    SamplerParams params = plain();
+    params.frequency_penalty = 1.0f;
+    const std::vector<int32_t> history = {0, 1, 2, 3, 3};
+    std::vector<float> out;
+    params.penalty_last_n = 2;  // only the two 3s
+    apply_bias_and_penalties(std::vector<float>{0, 0, 0, 0}, history, params, out);
+    EXPECT_EQ(out, (std::vector<float>{0, 0, 0, -2}));
+    params.penalty_last_n = -1;  // whole history
+    apply_bias_and_penalties(std::vector<float>{0, 0, 0, 0}, history, params, out);
+    EXPECT_EQ(out, (std::vector<float>{-1, -1, -1, -2}));
+    params.penalty_last_n = 0;  // off
+    apply_bias_and_penalties(std::vector<float>{0, 0, 0, 0}, history, params, out);
+    EXPECT_EQ(out, (std::vector<float>{0, 0, 0, 0}));
+    params.penalty_last_n = 100;  // longer than the history: all of it
+    apply_bias_and_penalties(std::vector<float>{0, 0, 0, 0}, history, params, out);
+    EXPECT_EQ(out, (std::vector<float>{-1, -1, -1, -2}));
+}
+
+TEST(SamplingPipeline, HistoryBeyondTheScoredVocabIsIgnoredNegativeIsAnError) {
+    SamplerParams params = plain();
+    params.presence_penalty = 1.0f;
+    params.logit_bias = {{7, 5.0f}};  // a draft head that scores only ids 0..2
+    std::vector<float> out;
+    const std::vector<int32_t> history = {1, 9};
+    apply_bias_and_penalties(std::vector<float>{0, 0, 0}, history, params, out);
+    EXPECT_EQ(out, (std::vector<float>{0, -1, 0}));
+    const std::vector<int32_t> bad = {1, -3};
+    EXPECT_THROW(apply_bias_and_penalties(std::vector<float>{0, 0, 0}, bad, params, out), Error);
+}
+
+TEST(SamplingPipeline, TopKKeepsExactlyKLargest) {
+    Rng rng(7);
+    std::vector<float> logits(1000);  // [V]
+    for (float& l : logits) l = static_cast<float>(rng.uniform() * 10.0);
+    std::vector<int32_t> order(logits.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+    for (int32_t k : {1, 10, 999}) {
+        SamplerParams params = plain();
+        params.top_k = k;
+        Distribution d = process(logits, {}, params);
+        std::vector<int32_t> expected(order.begin(), order.begin() + k);
+        std::sort(expected.begin(), expected.end());
+        ASSERT_EQ(d.ids, expected) << "k=" << k;
+        std::vector<double> kept;
+        for (int32_t id : expected) kept.push_back(logits[id]);
+        expect_distribution(d, expected, softmax(kept));
+    }
+}
+
+TEST(SamplingPipeline, TopKTiesGoToTheLowestIds) {
+    SamplerParams params = plain();
+    params.top_k = 3;
+    Distribution d = process(std::vector<float>(10, 1.0f), {}, params);
+    expect_distribution(d, {0, 1, 2}, {1.0 / 3, 1.0 / 3, 1.0 / 3});
+    params.top_k = 5000;  // the nth_element path
+    std::vector<float> flat(20000, 0.0f);
+    d = process(flat, {}, params);
+    ASSERT_EQ(d.ids.size(), 5000u);
+    EXPECT_EQ(d.ids.front(), 0);
+    EXPECT_EQ(d.ids.back(), 4999);
+}
+
+TEST(SamplingPipeline, TopPKeepsSmallestPrefixReachingP) {
+    // p = [0.1, 0.4, 0.2, 0.3] by id; in rank order: id1 0.4, id3 0.3, id2 0.2, id0 0.1.
+    const std::vector<float> logits = logs_of({0.1, 0.4, 0.2, 0.3});
+    SamplerParams params = plain();
+    params.top_p = 0.35f;  // 0.4 >= 0.35
+    expect_distribution(process(logits, {}, params), {1}, {1.0});
+    params.top_p = 0.65f;  // 0.4 < 0.65 <= 0.7
+    expect_distribution(process(logits, {}, params), {1, 3}, {4.0 / 7, 3.0 / 7});
+    params.top_p = 0.85f;  // 0.7 < 0.85 <= 0.9
+    expect_distribution(process(logits, {}, params), {1, 2, 3}, {4.0 / 9, 2.0 / 9, 3.0 / 9});
+    params.top_p = 0.95f;
+    expect_distribution(process(logits, {}, params), {0, 1, 2, 3}, {0.1, 0.4, 0.2, 0.3});
+}
+
+TEST(SamplingPipeline, TopPOnAFlatDistributionUsesTheLowestIds) {
+    // 5000 equal weights: mass of k tokens is k / 5000, so top_p = 0.5 keeps exactly 2500, and
+    // rank ties go to the lower id. Exercises several growing sort chunks.
+    SamplerParams params = plain();
+    params.top_p = 0.5f;
+    Distribution d = process(std::vector<float>(5000, 0.0f), {}, params);
+    ASSERT_EQ(d.ids.size(), 2500u);
+    EXPECT_EQ(d.ids.front(), 0);
+    EXPECT_EQ(d.ids.back(), 2499);
+    EXPECT_NEAR(d.probs[17], 1.0 / 2500, 1e-9);
+}
+
+TEST(SamplingPipeline, MinPIsRelativeToTheLargestProbability) {
+    const std::vector<float> logits = logs_of({0.1, 0.5, 0.15, 0.25});
+    SamplerParams params = plain();
+    params.min_p = 0.25f;  // threshold 0.125: drops 0.1
+    expect_distribution(process(logits, {}, params), {1, 2, 3}, {0.5 / 0.9, 0.15 / 0.9, 0.25 / 0.9});
+    params.min_p = 0.45f;  // threshold 0.225
+    expect_distribution(process(logits, {}, params), {1, 3}, {0.5 / 0.75, 0.25 / 0.75});
+    params.min_p = 1.0f;  // only the max survives
+    expect_distribution(process(logits, {}, params), {1}, {1.0});
+}
+
+TEST(SamplingPipeline, TopPIsMeasuredAfterTopKRenormalizes) {
+    // Rank order 0.4, 0.3, 0.2, 0.1. top_k = 2 renormalizes to 4/7, 3/7, so top_p = 0.5 keeps
+    // one token; top_p alone at 0.5 would need two (0.4 < 0.5).
+    const std::vector<float> logits = logs_of({0.4, 0.3, 0.2, 0.1});
+    SamplerParams params = plain();
+    params.top_p = 0.5f;
+    EXPECT_EQ(process(logits, {}, params).ids, (std::vector<int32_t>{0, 1}));
+    params.top_k = 2;
+    EXPECT_EQ(process(logits, {}, params).ids, (std::vector<int32_t>{0}));
+}
+
+TEST(SamplingPipeline, TemperatureComesBeforeTopP) {
+    // T = 1: [0.665, 0.245, 0.090] -> top_p 0.8 keeps 2. T = 0.5: [0.867, 0.117, 0.016] keeps 1.
+    const std::vector<float> logits = {2.0f, 1.0f, 0.0f};
+    SamplerParams params = plain();
+    params.top_p = 0.8f;
+    EXPECT_EQ(process(logits, {}, params).ids.size(), 2u);
+    params.temperature = 0.5f;
+    expect_distribution(process(logits, {}, params), {0}, {1.0});
+}
+
+TEST(SamplingPipeline, GreedyIsOneHotArgmaxAfterBiasAndPenalties) {
+    SamplerParams params = plain();
+    params.temperature = 0.0f;
+    params.top_k = 1;  // filters are irrelevant to greedy
+    params.top_p = 0.1f;
+    const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f};
+    expect_distribution(process(logits, {}, params), {1}, {1.0});  // tie 1 vs 3: lowest id
+    params.logit_bias = {{3, 0.5f}};
+    expect_distribution(process(logits, {}, params), {3}, {1.0});
+    params.logit_bias.clear();
+    params.repeat_penalty = 2.0f;
+    const std::vector<int32_t> history = {1, 3};  // 3 -> 1.5 each: now 2 wins
+    expect_distribution(process(logits, history, params), {2}, {1.0});
+}
+
+TEST(SamplingPipeline, BadLogitsAreErrors) {
+    EXPECT_THROW(process(std::vector<float>{0.0f, NAN}, {}, plain()), Error);
+    EXPECT_THROW(process(std::vector<float>{0.0f, INFINITY}, {}, plain()), Error);
+    EXPECT_THROW(process(std::vector<float>{-INFINITY, -INFINITY}, {}, plain()), Error);
+    EXPECT_THROW(process(std::vector<float>{}, {}, plain()), Error);
+}
+
+// Naive reference of the documented rules: full sort, then prefix scans.
+Distribution reference_pipeline(const std::vector<float>& logits, const SamplerParams& params) {
+    const size_t n = logits.size();
+    std::vector<int32_t> rank(n);
+    std::iota(rank.begin(), rank.end(), 0);
+    std::stable_sort(rank.begin(), rank.end(),
+                     [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+    if (params.top_k > 0 && static_cast<size_t>(params.top_k) < n) rank.resize(params.top_k);
+    const double max = logits[rank[0]];
+    std::vector<double> w;
+    for (int32_t id : rank) w.push_back(std::exp((logits[id] - max) / params.temperature));
+    if (params.top_p < 1.0f) {
+        double total = std::accumulate(w.begin(), w.end(), 0.0), cum = 0.0;
+        size_t keep = 0;
+        while (keep < w.size()) {
+            cum += w[keep++];
+            if (cum >= params.top_p * total) break;
+        }
+        rank.resize(keep);
+        w.resize(keep);
+    }
+    std::vector<std::pair<int32_t, double>> kept;
+    for (size_t i = 0; i < rank.size(); ++i)
+        if (w[i] >= params.min_p * w[0]) kept.push_back({rank[i], w[i]});
+    std::sort(kept.begin(), kept.end());
+    double total = 0.0;
+    for (auto& [id, weight] : kept) total += weight;
+    Distribution d;
+    for (auto& [id, weight] : kept) {
+        d.ids.push_back(id);
+        d.probs.push_back(static_cast<float>(weight / total));
+    }
+    return d;
+}
+
+TEST(SamplingPipeline, MatchesNaiveFullSortReference) {
+    Rng rng(1234);
+    // [V] a peaked model-like spread, and a flat one where top-p keeps tens of thousands of
+    // tokens (several sort chunks).
+    std::vector<float> peaked(50000), flat(50000);
+    for (float& l : peaked) l = static_cast<float>(-std::log(rng.uniform() + 1e-12) * 3.0);
+    for (float& l : flat) l = static_cast<float>(rng.uniform() * 0.5);
+    struct Case { const std::vector<float>* logits; float t; int32_t k; float p; float min_p; };
+    const Case cases[] = {{&peaked, 1.0f, 0, 0.9f, 0.0f},   {&peaked, 0.7f, 40, 0.95f, 0.0f},
+                          {&peaked, 1.3f, 0, 1.0f, 0.05f},  {&peaked, 0.8f, 0, 0.5f, 0.01f},
+                          {&peaked, 1.0f, 200, 1.0f, 0.0f}, {&peaked, 0.6f, 8000, 0.99f, 0.001f},
+                          {&flat, 1.0f, 0, 0.9f, 0.0f},     {&flat, 0.2f, 0, 0.3f, 0.2f},
+                          {&flat, 1.0f, 30000, 0.7f, 0.0f}, {&flat, 1.0f, 0, 1.0f, 0.0f}};
+    for (const Case& c : cases) {
+        SamplerParams params = plain();
+        params.temperature = c.t;
+        params.top_k = c.k;
+        params.top_p = c.p;
+        params.min_p = c.min_p;
+        Distribution got = process(*c.logits, {}, params);
+        Distribution want = reference_pipeline(*c.logits, params);
+        std::printf("  T=%.1f k=%d p=%.2f min_p=%.3f: support %zu\n", c.t, c.k, c.p, c.min_p,
+                    got.ids.size());
+        ASSERT_EQ(got.ids, want.ids) << "T=" << c.t << " k=" << c.k << " p=" << c.p;
+        for (size_t i = 0; i < want.probs.size(); ++i) ASSERT_NEAR(got.probs[i], want.probs[i], 1e-6);
+    }
+}
+
+void expect_error_naming(const SamplerParams& params, const std::string& field) {
+    try {
+        params.validate();
+        ADD_FAILURE() << "no error for bad " << field;
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+    // process() validates too.
+    EXPECT_THROW(process(std::vector<float>{0.0f, 1.0f}, {}, params), Error) << field;
+}
+
+TEST(SamplingParamsValidation, OutOfRangeValuesAreErrors) {
+    auto with = [](auto change) {
+        SamplerParams p;
+        change(p);
+        return p;
+    };
+    expect_error_naming(with([](SamplerParams& p) { p.temperature = -0.1f; }), "temperature");
+    expect_error_naming(with([](SamplerParams& p) { p.temperature = NAN; }), "temperature");
+    expect_error_naming(with([](SamplerParams& p) { p.temperature = INFINITY; }), "temperature");
+    expect_error_naming(with([](SamplerParams& p) { p.top_k = -1; }), "top_k");
+    expect_error_naming(with([](SamplerParams& p) { p.top_p = 0.0f; }), "top_p");
+    expect_error_naming(with([](SamplerParams& p) { p.top_p = 1.5f; }), "top_p");
+    expect_error_naming(with([](SamplerParams& p) { p.top_p = NAN; }), "top_p");
+    expect_error_naming(with([](SamplerParams& p) { p.min_p = -0.1f; }), "min_p");
+    expect_error_naming(with([](SamplerParams& p) { p.min_p = 1.1f; }), "min_p");
+    expect_error_naming(with([](SamplerParams& p) { p.repeat_penalty = 0.0f; }), "repeat_penalty");
+    expect_error_naming(with([](SamplerParams& p) { p.repeat_penalty = -1.0f; }), "repeat_penalty");
+    expect_error_naming(with([](SamplerParams& p) { p.penalty_last_n = -2; }), "penalty_last_n");
+    expect_error_naming(with([](SamplerParams& p) { p.presence_penalty = NAN; }), "presence_penalty");
+    expect_error_naming(with([](SamplerParams& p) { p.frequency_penalty = INFINITY; }),
+                        "frequency_penalty");
+    expect_error_naming(with([](SamplerParams& p) { p.logit_bias = {{-1, 1.0f}}; }), "logit_bias");
+    expect_error_naming(with([](SamplerParams& p) { p.logit_bias = {{0, INFINITY}}; }), "logit_bias");
+    expect_error_naming(with([](SamplerParams& p) { p.logit_bias = {{0, NAN}}; }), "logit_bias");
+}
+
+TEST(SamplingParamsValidation, BoundaryValuesAreAccepted) {
+    SamplerParams p;
+    p.temperature = 0.0f;
+    p.top_p = 1.0f;
+    p.min_p = 1.0f;
+    p.penalty_last_n = -1;
+    p.presence_penalty = -2.0f;
+    p.logit_bias = {{5, -INFINITY}};
+    EXPECT_NO_THROW(p.validate());
+    EXPECT_NO_THROW(p.validate_for_vocab(6));
+    EXPECT_THROW(p.validate_for_vocab(5), Error);
+}
+
+}  // namespace
+}  // namespace nextn
