@@ -24,34 +24,17 @@ BpeModel::BpeModel(std::vector<std::string> vocab,
         utf8::append(ch, byte_level::char_for_byte(static_cast<uint8_t>(b)));
         byte_ids_[b] = token_to_id(ch);
     }
-    merges_.reserve(merges.size() * 2);
+    std::size_t slots = 16;
+    while (slots < merges.size() * 2) slots <<= 1;  // load factor <= 1/2
+    merge_slots_.assign(slots, MergeSlot{});
+    merge_mask_ = slots - 1;
     for (std::size_t rank = 0; rank < merges.size(); ++rank) {
         const auto& [left, right] = merges[rank];
         int32_t l = token_to_id(left), r = token_to_id(right), m = token_to_id(left + right);
         if (l < 0 || r < 0 || m < 0)
             fail(where, ": merge #", rank, " \"", left, " ", right, "\" uses a token missing from the vocab");
-        // A repeated pair keeps its first (best) rank, as HF does when building its map.
-        merges_.emplace(pair_key(l, r), Merge{static_cast<int32_t>(rank), m});
+        insert_merge(pair_key(l, r), Merge{static_cast<int32_t>(rank), m});
     }
-}
-
-BpeModel::BpeModel(BpeModel&& o) noexcept
-    : id_to_token_(std::move(o.id_to_token_)),
-      token_to_id_(std::move(o.token_to_id_)),
-      merges_(std::move(o.merges_)),
-      ignore_merges_(o.ignore_merges_),
-      cache_(std::move(o.cache_)) {
-    std::copy(std::begin(o.byte_ids_), std::end(o.byte_ids_), byte_ids_);
-}
-
-BpeModel& BpeModel::operator=(BpeModel&& o) noexcept {
-    id_to_token_ = std::move(o.id_to_token_);
-    token_to_id_ = std::move(o.token_to_id_);
-    merges_ = std::move(o.merges_);
-    ignore_merges_ = o.ignore_merges_;
-    cache_ = std::move(o.cache_);
-    std::copy(std::begin(o.byte_ids_), std::end(o.byte_ids_), byte_ids_);
-    return *this;
 }
 
 int32_t BpeModel::token_to_id(std::string_view token) const {
@@ -65,35 +48,56 @@ const std::string& BpeModel::id_to_token(int32_t id) const {
     return id_to_token_[id];
 }
 
-const BpeModel::Merge* BpeModel::find_merge(int32_t left, int32_t right) const {
-    auto it = merges_.find(pair_key(left, right));
-    return it == merges_.end() ? nullptr : &it->second;
+void BpeModel::insert_merge(uint64_t key, Merge merge) {
+    for (uint64_t i = slot_hash(key) & merge_mask_;; i = (i + 1) & merge_mask_) {
+        if (merge_slots_[i].key == key) return;  // a repeated pair keeps its first (best) rank, as in HF
+        if (merge_slots_[i].key == kEmptyKey) {
+            merge_slots_[i] = {key, merge};
+            return;
+        }
+    }
 }
 
-// O(n^2) in cheap steps but no heap: the rank of every adjacent pair is kept in `ranks`, so each
-// round is one scan plus two hash look-ups. Best for the short pieces that make up most text.
-void BpeModel::merge_small(std::vector<int32_t>& sym) const {
+const BpeModel::Merge* BpeModel::find_merge(int32_t left, int32_t right) const {
+    uint64_t key = pair_key(left, right);
+    for (uint64_t i = slot_hash(key) & merge_mask_;; i = (i + 1) & merge_mask_) {
+        const MergeSlot& slot = merge_slots_[i];
+        if (slot.key == key) return &slot.merge;
+        if (slot.key == kEmptyKey) return nullptr;
+    }
+}
+
+// Merges out[first..] in place. O(n^2) in cheap steps but no heap: the rank of every adjacent
+// pair is kept in `ranks`, so each round is one scan plus two hash look-ups. Best for the short
+// pieces (at most 48 symbols) that make up most text.
+void BpeModel::merge_small(std::vector<int32_t>& out, std::size_t first) const {
     constexpr int32_t kNone = INT32_MAX;
-    std::vector<int32_t> ranks(sym.size(), kNone);  // ranks[i]: pair (sym[i], sym[i+1])
-    std::vector<int32_t> merged(sym.size(), -1);
+    int32_t* sym = out.data() + first;
+    std::size_t n = out.size() - first;
+    // ranks[i] / merged[i]: merge of the pair (sym[i], sym[i+1]); small pieces fit on the stack.
+    int32_t ranks[48], merged[48];
     auto refresh = [&](std::size_t i) {
-        const Merge* m = i + 1 < sym.size() ? find_merge(sym[i], sym[i + 1]) : nullptr;
+        const Merge* m = i + 1 < n ? find_merge(sym[i], sym[i + 1]) : nullptr;
         ranks[i] = m ? m->rank : kNone;
         merged[i] = m ? m->merged_id : -1;
     };
-    for (std::size_t i = 0; i < sym.size(); ++i) refresh(i);
-    while (sym.size() > 1) {
+    for (std::size_t i = 0; i < n; ++i) refresh(i);
+    while (n > 1) {
         std::size_t best = 0;
-        for (std::size_t i = 1; i + 1 < sym.size(); ++i)
+        for (std::size_t i = 1; i + 1 < n; ++i)
             if (ranks[i] < ranks[best]) best = i;  // strict: leftmost wins a tie
         if (ranks[best] == kNone) break;
         sym[best] = merged[best];
-        sym.erase(sym.begin() + best + 1);
-        ranks.erase(ranks.begin() + best + 1);
-        merged.erase(merged.begin() + best + 1);
+        for (std::size_t i = best + 1; i + 1 < n; ++i) {
+            sym[i] = sym[i + 1];
+            ranks[i] = ranks[i + 1];
+            merged[i] = merged[i + 1];
+        }
+        --n;
         refresh(best);
         if (best > 0) refresh(best - 1);
     }
+    out.resize(first + n);
 }
 
 // Linked list plus a min-heap of candidate pairs ordered by (rank, position); stale entries are
@@ -134,7 +138,8 @@ void BpeModel::merge_large(std::vector<int32_t>& sym) const {
     sym.swap(out);
 }
 
-void BpeModel::encode_piece(std::string_view bytes, bool prefix_space, std::vector<int32_t>& out) const {
+void BpeModel::encode_piece(std::string_view bytes, bool prefix_space, std::vector<int32_t>& out,
+                            PieceCache* cache) const {
     std::size_t n = bytes.size() + (prefix_space ? 1 : 0);
     if (n == 0) return;
     if (n == 1) {
@@ -142,18 +147,16 @@ void BpeModel::encode_piece(std::string_view bytes, bool prefix_space, std::vect
         if (id >= 0) out.push_back(id);
         return;
     }
-    std::string key;
-    bool cacheable = n <= kCacheMaxPieceBytes;
-    if (cacheable || ignore_merges_) {
-        key.reserve(n);
-        if (prefix_space) key.push_back(' ');
-        key.append(bytes);
+    std::string spaced;  // only built for the rare pieces that get a prefix space
+    std::string_view key = bytes;
+    if (prefix_space) {
+        spaced = " " + std::string(bytes);
+        key = spaced;
     }
-    if (cacheable) {
-        std::lock_guard lock(cache_mutex_);
-        auto it = cache_.find(key);
-        if (it != cache_.end()) {
-            out.insert(out.end(), it->second.begin(), it->second.end());
+    if (cache) {
+        std::size_t n_ids = 0;
+        if (const int32_t* ids = cache->find(key, n_ids)) {
+            out.insert(out.end(), ids, ids + n_ids);
             return;
         }
     }
@@ -163,24 +166,21 @@ void BpeModel::encode_piece(std::string_view bytes, bool prefix_space, std::vect
             return;
         }
     }
-    std::vector<int32_t> sym;
-    sym.reserve(n);
-    auto add_byte = [&](uint8_t b) {
-        // A byte whose token is missing from the vocab cannot be encoded (no unk token in
-        // byte-level vocabularies); it is dropped, as HF does without an unk token.
-        if (byte_ids_[b] >= 0) sym.push_back(byte_ids_[b]);
-    };
-    if (prefix_space) add_byte(' ');
-    for (char c : bytes) add_byte(static_cast<uint8_t>(c));
-    if (sym.size() <= 48)
-        merge_small(sym);
-    else
+    std::size_t first = out.size();
+    // A byte whose token is missing from the vocab cannot be encoded (byte-level vocabularies
+    // have no unk token); it is dropped, as HF does without an unk token.
+    for (char c : key)
+        if (int32_t id = byte_ids_[static_cast<uint8_t>(c)]; id >= 0) out.push_back(id);
+    std::size_t count = out.size() - first;
+    if (count <= 48) {
+        merge_small(out, first);
+    } else {
+        std::vector<int32_t> sym(out.begin() + first, out.end());
         merge_large(sym);
-    out.insert(out.end(), sym.begin(), sym.end());
-    if (cacheable) {
-        std::lock_guard lock(cache_mutex_);
-        if (cache_.size() < kCacheCapacity) cache_.emplace(std::move(key), std::move(sym));
+        out.resize(first);
+        out.insert(out.end(), sym.begin(), sym.end());
     }
+    if (cache) cache->store(key, out.data() + first, out.size() - first);
 }
 
 }  // namespace nextn

@@ -42,7 +42,7 @@ std::string normalize(NormalForm form, std::string_view text) {
     return out;
 }
 
-NormalForm parse_form(const nlohmann::ordered_json& spec, const std::string& where) {
+NormalForm parse_form(const nlohmann::json& spec, const std::string& where) {
     if (!spec.is_object() || !spec.contains("type") || !spec["type"].is_string())
         fail(where, ": normalizer entry without a \"type\" string");
     std::string type = spec["type"].get<std::string>();
@@ -55,7 +55,7 @@ NormalForm parse_form(const nlohmann::ordered_json& spec, const std::string& whe
 
 }  // namespace
 
-Normalizer Normalizer::from_json(const nlohmann::ordered_json& spec, const std::string& where) {
+Normalizer Normalizer::from_json(const nlohmann::json& spec, const std::string& where) {
     if (spec.is_null()) return {};
     std::vector<NormalForm> steps;
     if (spec.is_object() && spec.value("type", "") == "Sequence") {

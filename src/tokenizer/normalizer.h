@@ -17,7 +17,7 @@ public:
     explicit Normalizer(std::vector<NormalForm> steps) : steps_(std::move(steps)) {}
 
     // Reads the `normalizer` field (null -> no steps). `where` names the file for errors.
-    static Normalizer from_json(const nlohmann::ordered_json& spec, const std::string& where);
+    static Normalizer from_json(const nlohmann::json& spec, const std::string& where);
 
     bool empty() const { return steps_.empty(); }
 

@@ -37,11 +37,15 @@ SplitRegex::SplitRegex(const std::string& pattern, bool literal, const std::stri
 
 SplitRegex::~SplitRegex() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
 
-void SplitRegex::find_all(std::string_view text, uint32_t begin, uint32_t end,
-                          std::vector<std::pair<uint32_t, uint32_t>>& matches) const {
+void SplitRegex::for_each_match(std::string_view text, uint32_t begin, uint32_t end,
+                                const std::function<void(uint32_t, uint32_t)>& on_match) const {
     auto* code = static_cast<pcre2_code*>(code_);
     pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
     if (md == nullptr) fail(where_, ": out of memory for regex match data");
+    struct Free {
+        pcre2_match_data* md;
+        ~Free() { pcre2_match_data_free(md); }
+    } guard{md};
     auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     PCRE2_SIZE pos = begin;
     while (pos < end) {
@@ -50,14 +54,11 @@ void SplitRegex::find_all(std::string_view text, uint32_t begin, uint32_t end,
         if (rc == PCRE2_ERROR_JIT_STACKLIMIT)  // very long runs: fall back to the interpreter
             rc = pcre2_match(code, subject, end, pos, PCRE2_NO_JIT, md, nullptr);
         if (rc == PCRE2_ERROR_NOMATCH) break;
-        if (rc < 0) {
-            pcre2_match_data_free(md);
-            fail(where_, ": regex match failed: ", pcre2_message(rc));
-        }
+        if (rc < 0) fail(where_, ": regex match failed: ", pcre2_message(rc));
         PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
         PCRE2_SIZE s = ov[0], e = ov[1];
         if (e > s) {
-            matches.emplace_back(static_cast<uint32_t>(s), static_cast<uint32_t>(e));
+            on_match(static_cast<uint32_t>(s), static_cast<uint32_t>(e));
             pos = e;
         } else {
             // Empty match: step over one whole character.
@@ -65,10 +66,9 @@ void SplitRegex::find_all(std::string_view text, uint32_t begin, uint32_t end,
             while (pos < end && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
         }
     }
-    pcre2_match_data_free(md);
 }
 
-void PreTokenizer::add_step(const nlohmann::ordered_json& spec, const std::string& where) {
+void PreTokenizer::add_step(const nlohmann::json& spec, const std::string& where) {
     if (!spec.is_object() || !spec.contains("type") || !spec["type"].is_string())
         fail(where, ": pre_tokenizer entry without a \"type\" string");
     std::string type = spec["type"].get<std::string>();
@@ -83,13 +83,15 @@ void PreTokenizer::add_step(const nlohmann::ordered_json& spec, const std::strin
         step.add_prefix_space = spec.value("add_prefix_space", false);
         if (spec.value("use_regex", true))
             step.regex = std::make_shared<SplitRegex>(kGpt2Pattern, false, where);
-        steps_.push_back(std::move(step));
+        // Without regex or prefix space ByteLevel does nothing here: the byte mapping itself
+        // happens in the BPE model.
+        if (step.regex || step.add_prefix_space) steps_.push_back(std::move(step));
         return;
     }
     if (type != "Split")
         fail(where, ": unsupported pre_tokenizer type \"", type, "\" (supported: Sequence, Split, ByteLevel)");
     if (spec.value("invert", false)) fail(where, ": Split pre_tokenizer with invert=true is not supported");
-    const auto& pattern = spec.contains("pattern") ? spec["pattern"] : nlohmann::ordered_json();
+    const auto& pattern = spec.contains("pattern") ? spec["pattern"] : nlohmann::json();
     if (pattern.is_object() && pattern.contains("Regex") && pattern["Regex"].is_string())
         step.regex = std::make_shared<SplitRegex>(pattern["Regex"].get<std::string>(), false, where);
     else if (pattern.is_object() && pattern.contains("String") && pattern["String"].is_string())
@@ -106,7 +108,7 @@ void PreTokenizer::add_step(const nlohmann::ordered_json& spec, const std::strin
     steps_.push_back(std::move(step));
 }
 
-PreTokenizer PreTokenizer::from_json(const nlohmann::ordered_json& spec, const std::string& where) {
+PreTokenizer PreTokenizer::from_json(const nlohmann::json& spec, const std::string& where) {
     PreTokenizer p;
     if (!spec.is_null()) p.add_step(spec, where);
     return p;
@@ -116,85 +118,79 @@ PreTokenizer PreTokenizer::isolated_regex(const std::string& pattern, const std:
     PreTokenizer p;
     Step split;
     split.regex = std::make_shared<SplitRegex>(pattern, false, where);
-    p.steps_.push_back(std::move(split));
-    p.steps_.push_back(Step{});  // ByteLevel, use_regex=false: only the byte mapping
+    p.steps_.push_back(std::move(split));  // ByteLevel(use_regex=false) adds no step
     return p;
 }
 
-void PreTokenizer::split(std::string_view text, std::vector<PrePiece>& out) const {
-    out.clear();
-    if (text.empty()) return;
-    out.push_back({0, static_cast<uint32_t>(text.size()), false});
-    std::vector<PrePiece> next;
-    std::vector<std::pair<uint32_t, uint32_t>> matches;
-    for (const Step& step : steps_) {
-        if (!step.regex) {
-            if (step.add_prefix_space)
-                for (PrePiece& p : out)
-                    if (!p.prefix_space && (p.length == 0 || text[p.offset] != ' ')) p.prefix_space = true;
-            continue;
-        }
-        next.clear();
-        for (const PrePiece& piece : out) {
-            // A prefix space added by an earlier step stays on the first sub-piece.
-            bool pending_prefix = piece.prefix_space || (step.add_prefix_space && text[piece.offset] != ' ');
-            uint32_t begin = piece.offset, end = piece.offset + piece.length;
-            matches.clear();
-            step.regex->find_all(text, begin, end, matches);
-            if (step.behavior == Behavior::Isolated) {  // the common case, without temporaries
-                std::size_t first = next.size();
-                uint32_t cursor = begin;
-                for (auto [s, e] : matches) {
-                    if (s > cursor) next.push_back({cursor, s - cursor, false});
-                    next.push_back({s, e - s, false});
-                    cursor = e;
-                }
-                if (cursor < end) next.push_back({cursor, end - cursor, false});
-                if (next.size() > first) next[first].prefix_space = pending_prefix;
-                continue;
-            }
-            // Build (range, is_match) spans covering the piece, then apply the behavior.
-            std::vector<std::pair<PrePiece, bool>> spans;
-            uint32_t cursor = begin;
-            for (auto [s, e] : matches) {
-                if (s > cursor) spans.push_back({{cursor, s - cursor, false}, false});
-                spans.push_back({{s, e - s, false}, true});
-                cursor = e;
-            }
-            if (cursor < end) spans.push_back({{cursor, end - cursor, false}, false});
-            std::vector<PrePiece> pieces;
-            for (std::size_t i = 0; i < spans.size(); ++i) {
-                auto [range, is_match] = spans[i];
-                switch (step.behavior) {
-                    case Behavior::Isolated: pieces.push_back(range); break;
-                    case Behavior::Removed:
-                        if (!is_match) pieces.push_back(range);
-                        break;
-                    case Behavior::MergedWithPrevious:
-                        if (is_match && !pieces.empty() && !spans[i - 1].second)
-                            pieces.back().length += range.length;
-                        else
-                            pieces.push_back(range);
-                        break;
-                    case Behavior::MergedWithNext:
-                        if (i > 0 && spans[i - 1].second && !is_match)
-                            pieces.back().length += range.length;
-                        else
-                            pieces.push_back(range);
-                        break;
-                    case Behavior::Contiguous:
-                        if (is_match && i > 0 && spans[i - 1].second)
-                            pieces.back().length += range.length;
-                        else
-                            pieces.push_back(range);
-                        break;
-                }
-            }
-            if (!pieces.empty()) pieces.front().prefix_space = pending_prefix;
-            next.insert(next.end(), pieces.begin(), pieces.end());
-        }
-        out.swap(next);
+void PreTokenizer::apply_step(const Step& step, std::string_view text, const PrePiece& piece,
+                              const std::function<void(const PrePiece&)>& emit) {
+    bool prefix = piece.prefix_space || (step.add_prefix_space && text[piece.offset] != ' ');
+    if (!step.regex) {  // ByteLevel without regex: only the optional prefix space
+        emit({piece.offset, piece.length, prefix});
+        return;
     }
+    uint32_t begin = piece.offset, end = piece.offset + piece.length;
+    // A prefix space (added here or by an earlier step) goes on the first sub-piece.
+    auto out = [&](uint32_t s, uint32_t e) {
+        emit({s, e - s, prefix});
+        prefix = false;
+    };
+    if (step.behavior == Behavior::Isolated) {  // the common case, without temporaries
+        uint32_t cursor = begin;
+        step.regex->for_each_match(text, begin, end, [&](uint32_t s, uint32_t e) {
+            if (s > cursor) out(cursor, s);
+            out(s, e);
+            cursor = e;
+        });
+        if (cursor < end) out(cursor, end);
+        return;
+    }
+    // Other behaviors: list (range, is_match) spans covering the piece, then join them.
+    std::vector<std::pair<PrePiece, bool>> spans;
+    uint32_t cursor = begin;
+    step.regex->for_each_match(text, begin, end, [&](uint32_t s, uint32_t e) {
+        if (s > cursor) spans.push_back({{cursor, s - cursor, false}, false});
+        spans.push_back({{s, e - s, false}, true});
+        cursor = e;
+    });
+    if (cursor < end) spans.push_back({{cursor, end - cursor, false}, false});
+    std::vector<PrePiece> pieces;
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+        auto [range, is_match] = spans[i];
+        bool prev_match = i > 0 && spans[i - 1].second;
+        bool join = false;
+        switch (step.behavior) {
+            case Behavior::Isolated: break;
+            case Behavior::Removed:
+                if (is_match) continue;
+                break;
+            case Behavior::MergedWithPrevious: join = is_match && i > 0 && !prev_match; break;
+            case Behavior::MergedWithNext: join = !is_match && prev_match; break;
+            case Behavior::Contiguous: join = is_match && prev_match; break;
+        }
+        if (join && !pieces.empty())
+            pieces.back().length += range.length;
+        else
+            pieces.push_back(range);
+    }
+    for (const PrePiece& p : pieces) out(p.offset, p.offset + p.length);
+}
+
+void PreTokenizer::split(std::string_view text, const std::function<void(const PrePiece&)>& emit) const {
+    if (text.empty()) return;
+    PrePiece whole{0, static_cast<uint32_t>(text.size()), false};
+    if (steps_.empty()) {
+        emit(whole);
+        return;
+    }
+    // Every step but the last builds the list the next one consumes; the last one streams.
+    std::vector<PrePiece> cur{whole}, next;
+    for (std::size_t k = 0; k + 1 < steps_.size(); ++k) {
+        next.clear();
+        for (const PrePiece& p : cur) apply_step(steps_[k], text, p, [&](const PrePiece& q) { next.push_back(q); });
+        cur.swap(next);
+    }
+    for (const PrePiece& p : cur) apply_step(steps_.back(), text, p, emit);
 }
 
 }  // namespace nextn

@@ -4,6 +4,7 @@
 // a plain ByteLevel (with its GPT-2 regex when use_regex is true), and Split on its own. The
 // regex runs in PCRE2 with UTF | UCP so that \s, \p{L}, ... follow Unicode like Oniguruma does.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,10 +30,10 @@ public:
     SplitRegex(const SplitRegex&) = delete;
     SplitRegex& operator=(const SplitRegex&) = delete;
 
-    // Appends the matches in text[begin, end) as [start, end) byte ranges (absolute offsets),
-    // in order. Empty matches are skipped.
-    void find_all(std::string_view text, uint32_t begin, uint32_t end,
-                  std::vector<std::pair<uint32_t, uint32_t>>& matches) const;
+    // Calls on_match(start, end) for each match in text[begin, end) (absolute byte offsets), in
+    // order. Empty matches are skipped.
+    void for_each_match(std::string_view text, uint32_t begin, uint32_t end,
+                        const std::function<void(uint32_t, uint32_t)>& on_match) const;
 
 private:
     void* code_ = nullptr;  // pcre2_code_8*
@@ -44,12 +45,13 @@ class PreTokenizer {
 public:
     PreTokenizer() = default;
     // Reads the `pre_tokenizer` field; `where` names the file for errors.
-    static PreTokenizer from_json(const nlohmann::ordered_json& spec, const std::string& where);
+    static PreTokenizer from_json(const nlohmann::json& spec, const std::string& where);
     // Split(Regex, Isolated) followed by ByteLevel(use_regex=false), as Qwen uses.
     static PreTokenizer isolated_regex(const std::string& pattern, const std::string& where);
 
-    // Splits `text` (valid UTF-8) into pieces; `out` is cleared first.
-    void split(std::string_view text, std::vector<PrePiece>& out) const;
+    // Splits `text` (valid UTF-8) into pieces and hands them to `emit` in order. The last step
+    // streams its pieces, so no list of all pieces is built for one-step splits.
+    void split(std::string_view text, const std::function<void(const PrePiece&)>& emit) const;
 
 private:
     enum class Behavior { Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous };
@@ -58,7 +60,10 @@ private:
         Behavior behavior = Behavior::Isolated;
         bool add_prefix_space = false;            // ByteLevel only
     };
-    void add_step(const nlohmann::ordered_json& spec, const std::string& where);
+    void add_step(const nlohmann::json& spec, const std::string& where);
+    // Applies one step to one piece.
+    static void apply_step(const Step& step, std::string_view text, const PrePiece& piece,
+                           const std::function<void(const PrePiece&)>& emit);
     std::vector<Step> steps_;
 };
 

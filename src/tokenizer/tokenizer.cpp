@@ -55,7 +55,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool parse_special
     std::vector<int32_t> ids;
     ids.reserve(text.size() / 3 + 4);
     if (add_special && m.add_bos && m.bos_id >= 0) ids.push_back(m.bos_id);
-    std::vector<PrePiece> pieces;
+    CachePool::Lease cache = m.caches.take();
     auto encode_segment = [&](std::string_view segment) {
         if (segment.empty()) return;
         std::string normalized;
@@ -64,9 +64,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool parse_special
             normalized = m.normalizer.apply(segment);
             body = normalized;
         }
-        m.pre_tokenizer.split(body, pieces);
-        for (const PrePiece& p : pieces)
-            m.bpe.encode_piece(body.substr(p.offset, p.length), p.prefix_space, ids);
+        m.pre_tokenizer.split(body, [&](const PrePiece& p) {
+            m.bpe.encode_piece(body.substr(p.offset, p.length), p.prefix_space, ids, &*cache);
+        });
     };
     std::size_t pos = 0;
     while (pos < text.size()) {

@@ -7,6 +7,7 @@
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/normalizer.h"
+#include "tokenizer/piece_cache.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -30,6 +31,7 @@ struct Tokenizer::Impl {
     std::string bos_token, eos_token;
     bool add_bos = false, add_eos = false;
     std::string chat_template;
+    mutable CachePool caches;  // BPE piece caches lent to encode calls
 
     // Fills token_text / token_bytes / flags / matcher from bpe and added. Call once at the end.
     void finish(const std::string& where);

@@ -12,7 +12,9 @@
 namespace nextn {
 namespace {
 
-using Json = nlohmann::ordered_json;
+// Plain json (sorted std::map objects): ordered_json inserts in linear time, far too slow for a
+// 150k-entry vocab object.
+using Json = nlohmann::json;
 
 // Split regexes of the pre-tokenizers llama.cpp names in tokenizer.ggml.pre.
 constexpr const char* kQwen2Regex =
