@@ -1,0 +1,86 @@
+#include "spec/mtp_drafter.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace nextn {
+
+namespace {
+
+int32_t argmax(const float* x, int64_t n) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; ++i)
+        if (x[i] > x[best]) best = i;
+    return int32_t(best);
+}
+
+}  // namespace
+
+MtpDrafter::MtpDrafter(const Qwen35Model& model, SequenceState& state)
+    : model_(model), state_(state) {
+    if (!model.has_mtp()) fail("MtpDrafter: the model has no MTP head");
+    const auto& c = model.config();
+    last_hidden_.resize(size_t(c.hidden_size));
+    last_logits_.resize(size_t(c.vocab_size));
+    step_hidden_.resize(size_t(c.hidden_size));
+    step_logits_.resize(size_t(c.vocab_size));
+}
+
+void MtpDrafter::reset() {
+    pending_hidden_.clear();
+    pending_tokens_.clear();
+    last_pos_ = -1;
+}
+
+void MtpDrafter::on_commit(const float* hidden, const int32_t* next_tokens, int64_t n,
+                           int64_t pos0) {
+    const int64_t H = model_.config().hidden_size;
+    if (!pending_tokens_.empty() && pending_pos0_ + int64_t(pending_tokens_.size()) != pos0)
+        fail("MtpDrafter: committed positions are not contiguous");
+    if (pending_tokens_.empty()) pending_pos0_ = pos0;
+    pending_hidden_.insert(pending_hidden_.end(), hidden, hidden + n * H);
+    pending_tokens_.insert(pending_tokens_.end(), next_tokens, next_tokens + n);
+}
+
+void MtpDrafter::flush() {
+    const int64_t H = model_.config().hidden_size;
+    const int64_t total = int64_t(pending_tokens_.size());
+    for (int64_t begin = 0; begin < total; begin += kMaxFlush) {
+        const int64_t n = std::min(kMaxFlush, total - begin);
+        std::vector<float> out_hidden(size_t(n * H));
+        const bool last_chunk = begin + n == total;
+        model_.mtp_forward(state_, pending_hidden_.data() + begin * H,
+                           pending_tokens_.data() + begin, n, pending_pos0_ + begin,
+                           {out_hidden.data(), last_chunk ? last_logits_.data() : nullptr,
+                            last_chunk ? 1 : 0});
+        if (last_chunk) {
+            std::copy_n(out_hidden.data() + (n - 1) * H, H, last_hidden_.data());
+            last_pos_ = pending_pos0_ + total - 1;
+        }
+    }
+    pending_hidden_.clear();
+    pending_tokens_.clear();
+}
+
+std::vector<int32_t> MtpDrafter::draft(int k) {
+    std::vector<int32_t> drafts;
+    if (k <= 0) return drafts;
+    if (!pending_tokens_.empty()) flush();
+    if (last_pos_ < 0) return drafts;
+    const int64_t V = model_.config().vocab_size, H = model_.config().hidden_size;
+    drafts.push_back(argmax(last_logits_.data(), V));
+    std::vector<float> prev = last_hidden_;
+    for (int step = 1; step < k; ++step) {
+        const int64_t pos = last_pos_ + step;
+        if (pos >= state_.mtp_attention.capacity) break;
+        int32_t tok = drafts.back();
+        model_.mtp_forward(state_, prev.data(), &tok, 1, pos,
+                           {step_hidden_.data(), step_logits_.data(), 1});
+        drafts.push_back(argmax(step_logits_.data(), V));
+        std::copy_n(step_hidden_.data(), H, prev.data());
+    }
+    return drafts;
+}
+
+}  // namespace nextn

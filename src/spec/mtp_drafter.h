@@ -1,0 +1,39 @@
+#pragma once
+// Self-drafting with the checkpoint's MTP head. MTP KV slot p pairs trunk hidden p with the token
+// at p+1, so a pair is complete only once that token is known. Committed pairs are queued and
+// flushed into the head in batched forwards of at most kMaxFlush rows; the last flushed row's
+// logits give the first draft, and chained steps feed the head its own output hidden at
+// position + 1.
+#include <vector>
+
+#include "model/qwen35.h"
+#include "spec/drafter.h"
+
+namespace nextn {
+
+class MtpDrafter : public Drafter {
+public:
+    static constexpr int64_t kMaxFlush = 256;
+
+    MtpDrafter(const Qwen35Model& model, SequenceState& state);
+
+    void on_commit(const float* hidden, const int32_t* next_tokens, int64_t n,
+                   int64_t pos0) override;
+    std::vector<int32_t> draft(int k) override;
+    void reset() override;
+
+private:
+    void flush();
+
+    const Qwen35Model& model_;
+    SequenceState& state_;
+    std::vector<float> pending_hidden_;   // [n_pending, H]
+    std::vector<int32_t> pending_tokens_; // [n_pending]
+    int64_t pending_pos0_ = 0;
+    std::vector<float> last_hidden_;      // [H] MTP output hidden of the last flushed pair
+    std::vector<float> last_logits_;      // [V]
+    int64_t last_pos_ = -1;               // position of the last flushed pair
+    std::vector<float> step_hidden_, step_logits_;
+};
+
+}  // namespace nextn

@@ -1,0 +1,48 @@
+#pragma once
+// The draft -> verify -> commit loop. One round: the drafter proposes k tokens, the trunk runs
+// ONE forward over [current, d1..dk] with per-position GDN snapshots, the longest prefix of
+// drafts that the trunk agrees with is accepted, and the trunk's own token at the first
+// disagreement (or the bonus token after a full accept) is appended. Committing keeps exactly
+// those positions; nothing is re-run. With depth 0 (or no drafter) every round is plain
+// decoding through the same code path.
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "model/qwen35.h"
+#include "spec/drafter.h"
+
+namespace nextn {
+
+struct DecodeOptions {
+    int64_t max_new_tokens = 128;
+    int draft_depth = 3;  // drafts per round; 0 = plain decoding
+    std::vector<int32_t> stop_tokens;
+};
+
+struct DecodeStats {
+    int64_t prompt_tokens = 0;
+    int64_t generated = 0;
+    int64_t rounds = 0;  // verify forwards after the prefill
+    std::vector<int64_t> drafted;   // [depth]: rounds that proposed a draft at depth d+1
+    std::vector<int64_t> accepted;  // [depth]: ... and had it accepted
+    double prefill_seconds = 0;
+    double decode_seconds = 0;
+    bool stopped_by_token = false;
+    int64_t snapshot_bytes = 0;
+
+    double tokens_per_round() const { return rounds ? double(generated - 1) / double(rounds) : 0; }
+    double decode_tokens_per_second() const {
+        return decode_seconds > 0 ? double(generated - 1) / decode_seconds : 0;
+    }
+};
+
+// Called with each committed token in order; return false to stop after it.
+using TokenCallback = std::function<bool(int32_t)>;
+
+// Appends `prompt` to the sequence in `state` and generates greedily. `drafter` may be null.
+DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* drafter,
+                     const std::vector<int32_t>& prompt, const DecodeOptions& options,
+                     const TokenCallback& on_token);
+
+}  // namespace nextn

@@ -1,0 +1,170 @@
+// Speculative decoding is exact: greedy output with MTP drafts at every depth is token for token
+// the plain greedy output, rollback leaves the caches exactly as a fresh run would, and the
+// prefill / decode paths agree bitwise (batch invariance).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "golden.h"
+#include "model/qwen35.h"
+#include "spec/mtp_drafter.h"
+#include "spec/speculative_decoder.h"
+
+namespace nextn {
+namespace {
+
+std::vector<int32_t> run(const Qwen35Model& model, Drafter* (*make)(const Qwen35Model&, SequenceState&),
+                         const std::vector<int32_t>& prompt, int depth, int64_t n,
+                         DecodeStats* stats_out = nullptr) {
+    SequenceState state = model.new_state(int64_t(prompt.size()) + n + 8, 8);
+    std::unique_ptr<Drafter> drafter(make ? make(model, state) : nullptr);
+    DecodeOptions opts;
+    opts.max_new_tokens = n;
+    opts.draft_depth = depth;
+    std::vector<int32_t> out;
+    DecodeStats stats = generate(model, state, drafter.get(), prompt, opts, [&](int32_t t) {
+        out.push_back(t);
+        return true;
+    });
+    if (stats_out) *stats_out = stats;
+    return out;
+}
+
+Drafter* make_mtp(const Qwen35Model& model, SequenceState& state) {
+    return new MtpDrafter(model, state);
+}
+
+// Proposes the known plain-greedy continuation, corrupting every `corrupt_every`-th draft, so
+// rounds see full accepts, partial accepts and immediate rejections.
+class ScriptedDrafter : public Drafter {
+public:
+    ScriptedDrafter(std::vector<int32_t> prompt, std::vector<int32_t> truth, int corrupt_every)
+        : prompt_(std::move(prompt)), truth_(std::move(truth)), corrupt_every_(corrupt_every) {}
+    void on_commit(const float*, const int32_t* next, int64_t n, int64_t pos0) override {
+        committed_end_ = pos0 + n;  // the token after position committed_end_-1 is known
+        (void)next;
+    }
+    std::vector<int32_t> draft(int k) override {
+        std::vector<int32_t> d;
+        // Position committed_end_ holds generated token index (committed_end_ - prompt) which is
+        // "current"; drafts continue after it.
+        int64_t next_index = committed_end_ - int64_t(prompt_.size()) + 1;
+        for (int i = 0; i < k && next_index + i < int64_t(truth_.size()); ++i) {
+            int32_t t = truth_[size_t(next_index + i)];
+            if (corrupt_every_ > 0 && (++calls_ % corrupt_every_) == 0) t = (t + 1) % 1000;
+            d.push_back(t);
+        }
+        return d;
+    }
+    void reset() override {}
+
+private:
+    std::vector<int32_t> prompt_, truth_;
+    int corrupt_every_;
+    int64_t committed_end_ = 0;
+    int64_t calls_ = 0;
+};
+
+class SpecParity : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        g_ = test::golden_model(GetParam());
+        ModelOptions opts;
+        opts.threads = 2;
+        lm_ = load_model(g_.model_dir, opts);
+        prompt_ = test::json_ids(g_.index["prompts"]["p7"]["tokens"]);
+    }
+    test::GoldenModel g_;
+    LoadedModel lm_;
+    std::vector<int32_t> prompt_;
+};
+
+TEST_P(SpecParity, MtpGreedyEqualsPlainAtEveryDepth) {
+    const Qwen35Model& model = *lm_.model;
+    std::vector<int32_t> plain = run(model, nullptr, prompt_, 0, 48);
+    // The plain run is itself the independent reference's greedy continuation.
+    std::vector<int32_t> want = test::json_ids(g_.index["prompts"]["p7"]["greedy_tokens"]);
+    ASSERT_EQ(std::vector<int32_t>(want.begin(), want.begin() + 48), plain);
+    for (int depth = 1; depth <= 4; ++depth) {
+        DecodeStats stats;
+        std::vector<int32_t> spec = run(model, make_mtp, prompt_, depth, 48, &stats);
+        EXPECT_EQ(plain, spec) << "depth " << depth;
+        EXPECT_GT(stats.rounds, 0);
+        EXPECT_GE(stats.drafted[0], stats.rounds - 1) << "every round but a final one-token round drafts";
+    }
+}
+
+TEST_P(SpecParity, ScriptedDraftsWithRejectionsEqualPlain) {
+    const Qwen35Model& model = *lm_.model;
+    std::vector<int32_t> plain = run(model, nullptr, prompt_, 0, 40);
+    for (int corrupt : {0, 2, 3, 5}) {
+        for (int depth : {1, 3, 6}) {
+            SequenceState state = model.new_state(int64_t(prompt_.size()) + 48, 8);
+            ScriptedDrafter drafter(prompt_, plain, corrupt);
+            DecodeOptions opts;
+            opts.max_new_tokens = 40;
+            opts.draft_depth = depth;
+            std::vector<int32_t> out;
+            DecodeStats stats = generate(model, state, &drafter, prompt_, opts, [&](int32_t t) {
+                out.push_back(t);
+                return true;
+            });
+            EXPECT_EQ(plain, out) << "corrupt every " << corrupt << ", depth " << depth;
+            if (corrupt == 0) {
+                // A perfect drafter: every draft accepted, so each round commits depth + 1.
+                EXPECT_EQ(stats.accepted[0], stats.drafted[0]);
+                EXPECT_LE(stats.rounds, (40 + depth) / (depth + 1) + 1);
+            }
+        }
+    }
+}
+
+TEST_P(SpecParity, RollbackLeavesStateAsFreshRun) {
+    // Verify 5 arbitrary tokens, keep 2, then decode one token: the logits must be bitwise those
+    // of a fresh run that only ever saw the kept tokens.
+    const Qwen35Model& model = *lm_.model;
+    const int64_t V = model.config().vocab_size;
+    std::vector<int32_t> extra = {11, 700, 42, 9, 300};
+    SequenceState a = model.new_state(64, 8), b = model.new_state(64, 8);
+    model.forward(a, prompt_.data(), int64_t(prompt_.size()), {});
+    model.forward(b, prompt_.data(), int64_t(prompt_.size()), {});
+    std::vector<float> scratch(size_t(5 * V));
+    model.forward(a, extra.data(), 5, {nullptr, scratch.data(), 5}, /*snapshots=*/true);
+    model.commit(a, 2);
+    for (int i = 0; i < 2; ++i) model.forward(b, &extra[size_t(i)], 1, {});
+    std::vector<float> la(static_cast<size_t>(V)), lb(static_cast<size_t>(V));
+    int32_t next = 77;
+    model.forward(a, &next, 1, {nullptr, la.data(), 1});
+    model.forward(b, &next, 1, {nullptr, lb.data(), 1});
+    EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), size_t(V) * sizeof(float)));
+}
+
+TEST_P(SpecParity, PrefillThenDecodeEqualsTokenByToken) {
+    const Qwen35Model& model = *lm_.model;
+    const int64_t V = model.config().vocab_size;
+    const int64_t N = int64_t(prompt_.size());
+    SequenceState a = model.new_state(N + 2, 1), b = model.new_state(N + 2, 1);
+    std::vector<float> la(size_t(N * V)), lb(static_cast<size_t>(V));
+    model.forward(a, prompt_.data(), N, {nullptr, la.data(), N});
+    for (int64_t t = 0; t < N; ++t) {
+        model.forward(b, &prompt_[size_t(t)], 1, {nullptr, lb.data(), 1});
+        EXPECT_EQ(0, std::memcmp(la.data() + t * V, lb.data(), size_t(V) * sizeof(float)))
+            << "position " << t;
+    }
+    int32_t next = 5;
+    model.forward(a, &next, 1, {nullptr, la.data(), 1});
+    model.forward(b, &next, 1, {nullptr, lb.data(), 1});
+    EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), size_t(V) * sizeof(float)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, SpecParity,
+                         ::testing::Values("qwen35-dense-tiny", "qwen35-moe-tiny"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             for (char& ch : n)
+                                 if (ch == '-') ch = '_';
+                             return n;
+                         });
+
+}  // namespace
+}  // namespace nextn
