@@ -1,8 +1,6 @@
 // Chooses the kernel table once, and the threaded drivers over it.
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "core/error.h"
@@ -173,27 +171,6 @@ void gdn_recurrence(const KernelTable& kt, const float* state_in, float* state_o
         kt.gdn_recurrence_heads(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv, Dk,
                                 Dv, tiled_heads, out, int(j0), int(j1));
     });
-}
-
-double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes) {
-    const KernelTable& k = kernels();
-    const int64_t n = int64_t(buffer_bytes / sizeof(float));
-    std::vector<float> buffer(size_t(n), 1.0f);  // touching every page before timing
-    const int threads = pool.size();
-    const int64_t per = (n / threads) / 64 * 64;
-    std::vector<float> sums(size_t(threads), 0.0f);
-    double best = 0.0;
-    for (int rep = 0; rep < 5; ++rep) {
-        const auto t0 = std::chrono::steady_clock::now();
-        pool.run(threads, [&](int64_t i0, int64_t i1) {
-            for (int64_t i = i0; i < i1; ++i) sums[size_t(i)] += k.stream_sum(buffer.data() + i * per, per);
-        });
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        best = std::max(best, double(per) * threads * sizeof(float) / s / 1e9);
-    }
-    volatile float sink = sums[0];  // the sums are the point of the reads; keep them observable
-    (void)sink;
-    return best;
 }
 
 }  // namespace nextn

@@ -91,8 +91,4 @@ void gdn_recurrence(const KernelTable& kt, const float* state_in, float* state_o
                     const float* g, const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
                     bool tiled_heads, float* out, ThreadPool& pool);
 
-// Measured sustained read bandwidth in GB/s (10^9 bytes/s): streams a buffer much larger than
-// the caches with the best table's stream_sum on every thread of the pool; best of a few runs.
-double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes = size_t(256) << 20);
-
 }  // namespace nextn

@@ -206,6 +206,13 @@ WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WT
     return w;
 }
 
+WeightMatrix clone_weight(const WeightMatrix& w) {
+    WeightMatrix copy = allocate(w.type, w.rows, w.cols);
+    if (copy.row_bytes != w.row_bytes) fail("clone_weight: unexpected row stride");
+    std::memcpy(mutable_data(copy), w.data, w.nbytes());
+    return copy;
+}
+
 void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     if (row < 0 || row >= w.rows) fail("row ", row, " out of range [0, ", w.rows, ")");
     const uint8_t* src = w.data + size_t(row) * w.row_bytes;

@@ -53,6 +53,9 @@ WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType t
 // Same, from f32 values in memory ([rows, cols], row-major): synthetic models and tests.
 WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target);
 
+// A deep copy of w's bytes in new aligned memory (benchmarks rotate copies to defeat caches).
+WeightMatrix clone_weight(const WeightMatrix& w);
+
 // Reads row r of W as f32 (embedding lookups, tests). Exactly the values the kernels use.
 void weight_row_f32(const WeightMatrix& w, int64_t row, float* out);
 

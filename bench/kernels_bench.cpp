@@ -1,0 +1,86 @@
+// Kernel benchmarks: read bandwidth, small-N GEMM per weight type and width, and the verify
+// cost curve cost(N)/cost(1) at a decode-sized shape (2048 x 6144: a Qwen3.5-2B-like MLP
+// projection), all with the dispatch-chosen ISA (NEXTN_ISA to force one) on 2 threads.
+//
+//   build-*/kernels_bench --benchmark_filter=Curve     # the cost curves with %-of-bandwidth
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
+#include "kernels/measure.h"
+
+namespace nextn {
+namespace {
+
+constexpr int64_t kRows = 2048, kCols = 6144;
+constexpr int kThreads = 2;
+
+ThreadPool& pool() {
+    static ThreadPool p(kThreads);
+    return p;
+}
+
+double bandwidth_gbs() {
+    static const double gbs = measure_read_bandwidth_gbs(pool());
+    return gbs;
+}
+
+const WType kTypes[] = {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType::Q4_0};
+
+void BM_ReadBandwidth(benchmark::State& state) {
+    double gbs = 0.0;
+    for (auto _ : state) gbs = measure_read_bandwidth_gbs(pool(), size_t(256) << 20);
+    state.counters["GB/s"] = gbs;
+    state.SetLabel(kernels().isa);
+}
+BENCHMARK(BM_ReadBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// One matmul of width N on a weight that does not stay in cache (copies rotated).
+void BM_Gemm(benchmark::State& state) {
+    const WType type = kTypes[state.range(0)];
+    const int n = int(state.range(1));
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> values(size_t(kRows * kCols));
+    for (float& v : values) v = dist(rng);
+    std::vector<WeightMatrix> weights{make_weight_f32(values.data(), kRows, kCols, type)};
+    while (weights.size() * weights[0].nbytes() < (size_t(192) << 20))
+        weights.push_back(clone_weight(weights[0]));
+    std::vector<float> x(size_t(n * kCols)), y(size_t(n * kRows));
+    for (float& v : x) v = dist(rng);
+    size_t next = 0;
+    for (auto _ : state) {
+        matmul(weights[next], x.data(), n, y.data(), pool());
+        next = (next + 1) % weights.size();
+        benchmark::ClobberMemory();
+    }
+    const double bytes = double(weights[0].nbytes());
+    state.counters["GB/s"] = benchmark::Counter(bytes * double(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(kernels().isa) + " " + wtype_name(type));
+}
+BENCHMARK(BM_Gemm)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2, 4, 8, 16}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.3);
+
+// cost(N)/cost(1) for N = 1..8 and the N=1 streaming rate as a share of measured bandwidth.
+void BM_VerifyCostCurve(benchmark::State& state) {
+    const WType type = kTypes[state.range(0)];
+    GemmCost cost;
+    for (auto _ : state) cost = measure_gemm_cost(kernels(), type, kRows, kCols, 8, pool(), 0.15);
+    for (int n = 2; n <= 8; ++n) state.counters["cost" + std::to_string(n)] = cost.ratio(n);
+    state.counters["us1"] = cost.seconds[0] * 1e6;
+    state.counters["GB/s1"] = cost.gbs(1);
+    state.counters["pct_bw1"] = 100.0 * cost.gbs(1) / bandwidth_gbs();
+    state.SetLabel(std::string(kernels().isa) + " " + wtype_name(type));
+}
+BENCHMARK(BM_VerifyCostCurve)->DenseRange(0, 4)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace nextn
+
+BENCHMARK_MAIN();

@@ -1,0 +1,90 @@
+#include "kernels/measure.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace nextn {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes) {
+    return measure_read_bandwidth_gbs(kernels(), pool, buffer_bytes);
+}
+
+double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool, size_t buffer_bytes) {
+    const int threads = pool.size();
+    const int64_t per = int64_t(buffer_bytes / sizeof(float)) / threads / 64 * 64;
+    if (per <= 0) fail("measure_read_bandwidth_gbs: buffer of ", buffer_bytes, " bytes too small");
+    std::vector<float> buffer(size_t(per * threads), 1.0f);  // touches every page before timing
+    std::vector<float> sums(size_t(threads), 0.0f);
+    double best = 0.0;
+    for (int rep = 0; rep < 5; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        pool.run(threads, [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; ++i)
+                sums[size_t(i)] += k.stream_sum(buffer.data() + i * per, per);
+        });
+        best = std::max(best, double(buffer.size()) * sizeof(float) / seconds_since(t0) / 1e9);
+    }
+    volatile float sink = sums[0];  // the sums are the point of the reads; keep them observable
+    (void)sink;
+    return best;
+}
+
+GemmCost measure_gemm_cost(const KernelTable& k, WType type, int64_t rows, int64_t cols,
+                           int max_n, ThreadPool& pool, double min_seconds, size_t rotate_bytes) {
+    if (max_n < 1) fail("measure_gemm_cost: max_n must be >= 1");
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> values(size_t(rows * cols));
+    for (float& v : values) v = dist(rng);
+    // One quantization, then byte copies: enough weights that none stays in cache.
+    std::vector<WeightMatrix> weights{make_weight_f32(values.data(), rows, cols, type)};
+    const size_t bytes = weights[0].nbytes();
+    const size_t copies = std::max<size_t>(2, (rotate_bytes + bytes - 1) / bytes);
+    values.clear();
+    values.shrink_to_fit();
+    while (weights.size() < copies) weights.push_back(clone_weight(weights[0]));
+
+    std::vector<float> x(size_t(max_n * cols)), y(size_t(max_n * rows));  // [n, cols], [n, rows]
+    for (float& v : x) v = dist(rng);
+    GemmCost cost;
+    cost.type = weights[0].type;
+    cost.rows = rows;
+    cost.cols = cols;
+    cost.weight_bytes = bytes;
+    cost.seconds.assign(size_t(max_n), 0.0);
+    size_t next = 0;
+    auto one_call = [&](int n) {
+        matmul(k, weights[next], x.data(), n, y.data(), pool);
+        next = (next + 1) % weights.size();
+    };
+    for (size_t i = 0; i < weights.size(); ++i) one_call(1);  // warm up pages and threads
+    // Widths interleaved across repeats so that slow phases of a shared machine hit all alike.
+    for (int rep = 0; rep < 3; ++rep) {
+        for (int n = 1; n <= max_n; ++n) {
+            const auto t0 = std::chrono::steady_clock::now();
+            int64_t calls = 0;
+            do {
+                one_call(n);
+                ++calls;
+            } while (seconds_since(t0) < min_seconds || calls < int64_t(weights.size()));
+            const double per_call = seconds_since(t0) / double(calls);
+            double& best = cost.seconds[size_t(n - 1)];
+            best = best == 0.0 ? per_call : std::min(best, per_call);
+        }
+    }
+    return cost;
+}
+
+}  // namespace nextn

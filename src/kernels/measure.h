@@ -1,0 +1,37 @@
+#pragma once
+// Machine measurements for `nextn bench` and bench/kernels_bench.cpp: sustained read bandwidth
+// and the cost of one small-N GEMM per width (the verify cost curve cost(N)/cost(1)).
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace nextn {
+
+class ThreadPool;
+
+// Sustained read bandwidth in GB/s (10^9 bytes/s): every pool thread streams its share of a
+// buffer far larger than the caches with the table's stream_sum; best of 5 passes.
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes = size_t(256) << 20);
+double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool,
+                                  size_t buffer_bytes = size_t(256) << 20);
+
+struct GemmCost {
+    WType type = WType::F32;
+    int64_t rows = 0, cols = 0;
+    size_t weight_bytes = 0;      // bytes of one weight matrix
+    std::vector<double> seconds;  // seconds[n - 1]: one matmul of width n (best of repeats)
+
+    double ratio(int n) const { return seconds[size_t(n - 1)] / seconds[0]; }  // cost(n)/cost(1)
+    double gbs(int n) const { return double(weight_bytes) / seconds[size_t(n - 1)] / 1e9; }
+};
+
+// Times matmul of a random [rows, cols] weight of `type` for widths 1..max_n on the pool,
+// cycling through enough copies of the weight (>= rotate_bytes in all) that every call streams
+// it from memory as a decode step does. Each width runs for about min_seconds per repeat.
+GemmCost measure_gemm_cost(const KernelTable& k, WType type, int64_t rows, int64_t cols,
+                           int max_n, ThreadPool& pool, double min_seconds = 0.1,
+                           size_t rotate_bytes = size_t(192) << 20);
+
+}  // namespace nextn

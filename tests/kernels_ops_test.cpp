@@ -1,0 +1,302 @@
+// Norms, activations and the Gated-DeltaNet recurrence: every ISA against the scalar reference
+// (bitwise for the recurrence, within stated bounds for the rest), the reference against
+// double-precision math, and the invariances speculative decoding relies on.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
+
+namespace nextn {
+namespace {
+
+std::vector<float> random_values(size_t n, uint32_t seed, float lo, float hi) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) {
+        do x = dist(rng);
+        while (x == 0.0f);
+    }
+    return v;
+}
+
+const float kU = std::ldexp(1.0f, -24);  // unit roundoff of f32
+
+// Lengths with vector tails for both 8- and 16-lane ISAs.
+const int64_t kLengths[] = {1, 7, 16, 33, 100, 1000};
+
+TEST(KernelsOps, RmsnormMatchesReference) {
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        for (int64_t d : kLengths) {
+            const int64_t rows = 3;
+            const std::vector<float> x = random_values(size_t(rows * d), 1, -4.0f, 4.0f);
+            const std::vector<float> w = random_values(size_t(d), 2, 0.5f, 1.5f);
+            std::vector<float> ref(x.size()), got(x.size());
+            reference_kernels().rmsnorm(x.data(), w.data(), rows, d, 1e-6f, ref.data());
+            k.rmsnorm(x.data(), w.data(), rows, d, 1e-6f, got.data());
+            for (int64_t i = 0; i < rows * d; ++i) {
+                // The sums of squares (positive terms) differ by <= 2 gamma_d relative; the
+                // rsqrt halves that; plus a few roundings in the scale and products.
+                const float rel = d * kU + 8 * kU;
+                ASSERT_NEAR(got[i], ref[i], rel * std::fabs(ref[i])) << isa << " d=" << d << " i=" << i;
+                // And the reference is the formula, evaluated in double.
+                const int64_t r = i / d;
+                double ss = 0.0;
+                for (int64_t c = 0; c < d; ++c) ss += double(x[r * d + c]) * x[r * d + c];
+                const double exact = x[i] / std::sqrt(ss / d + 1e-6) * w[i % d];
+                ASSERT_NEAR(ref[i], exact, (d * kU + 8 * kU) * std::fabs(exact));
+            }
+            // In place gives the same bits.
+            std::vector<float> inplace = x;
+            k.rmsnorm(inplace.data(), w.data(), rows, d, 1e-6f, inplace.data());
+            ASSERT_EQ(0, std::memcmp(inplace.data(), got.data(), got.size() * 4)) << isa;
+        }
+    }
+}
+
+TEST(KernelsOps, L2normMatchesReference) {
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        for (int64_t d : kLengths) {
+            const std::vector<float> x = random_values(size_t(2 * d), 3, -2.0f, 2.0f);
+            std::vector<float> ref(x.size()), got(x.size());
+            reference_kernels().l2norm(x.data(), 2, d, 1e-6f, ref.data());
+            k.l2norm(x.data(), 2, d, 1e-6f, got.data());
+            for (size_t i = 0; i < x.size(); ++i) {
+                ASSERT_NEAR(got[i], ref[i], (d * kU + 8 * kU) * std::fabs(ref[i])) << isa << " d=" << d;
+                const int64_t r = int64_t(i) / d;
+                double ss = 0.0;
+                for (int64_t c = 0; c < d; ++c) ss += double(x[r * d + c]) * x[r * d + c];
+                ASSERT_NEAR(ref[i], x[i] / std::sqrt(ss + 1e-6), (d * kU + 8 * kU) * std::fabs(ref[i]));
+            }
+        }
+    }
+}
+
+// Activations: the vector exp is within ~2 ulp of libm's (degree-7 polynomial on |r| <= ln2/2,
+// truncation error < 1e-8 relative, plus rounding of ~10 operations); the division and the
+// final product add an ulp each. 16 ulp is a safe relative bound; outputs near 0 use an
+// absolute floor of 1e-30.
+TEST(KernelsOps, ActivationsMatchReference) {
+    const int64_t n = 1003;
+    std::vector<float> x = random_values(size_t(n), 4, -30.0f, 30.0f);
+    x[0] = -100.0f;  // exp overflow side: sigmoid -> 0
+    x[1] = 100.0f;
+    x[2] = 1e-7f;
+    const std::vector<float> up = random_values(size_t(n), 5, -3.0f, 3.0f);
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        const KernelTable& r = reference_kernels();
+        std::vector<float> a(x.size()), b(x.size());
+        auto check = [&](const char* what) {
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_NEAR(a[i], b[i], 16 * 2 * kU * std::fabs(b[i]) + 1e-30f)
+                    << isa << " " << what << " x=" << x[i];
+        };
+        r.sigmoid(x.data(), b.data(), n);
+        k.sigmoid(x.data(), a.data(), n);
+        check("sigmoid");
+        r.silu(x.data(), b.data(), n);
+        k.silu(x.data(), a.data(), n);
+        check("silu");
+        r.swiglu(x.data(), up.data(), b.data(), n);
+        k.swiglu(x.data(), up.data(), a.data(), n);
+        check("swiglu");
+        for (int64_t i = 0; i < n; ++i) {  // the reference is the formula
+            const double s = 1.0 / (1.0 + std::exp(-double(x[i])));
+            ASSERT_NEAR(b[i], x[i] * s * up[i], 8 * kU * std::fabs(x[i] * s * up[i]) + 1e-30);
+        }
+    }
+}
+
+TEST(KernelsOps, SoftmaxMatchesReference) {
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        for (int64_t d : kLengths) {
+            std::vector<float> x = random_values(size_t(3 * d), 6, -20.0f, 20.0f);
+            x[0] = -1e30f;  // a masked-out score
+            std::vector<float> ref = x, got = x;
+            reference_kernels().softmax(ref.data(), 3, d);
+            k.softmax(got.data(), 3, d);
+            for (int64_t r = 0; r < 3; ++r) {
+                float total = 0.0f;
+                for (int64_t c = 0; c < d; ++c) {
+                    const int64_t i = r * d + c;
+                    // exp differs by a few ulp, the sum by gamma_d relative.
+                    ASSERT_NEAR(got[i], ref[i], (d * kU + 16 * kU) * ref[i] + 1e-30f)
+                        << isa << " d=" << d << " i=" << i;
+                    total += got[i];
+                }
+                ASSERT_NEAR(total, 1.0f, (2 * d + 16) * kU);
+            }
+        }
+    }
+}
+
+// Elementwise results do not depend on where an element sits in the buffer (vector body vs
+// masked tail), so a row computed alone equals the same row inside a larger batch.
+TEST(KernelsOps, ElementwisePositionInvariantBitwise) {
+    const int64_t d = 37, rows = 5;
+    const std::vector<float> x = random_values(size_t(rows * d), 7, -8.0f, 8.0f);
+    const std::vector<float> w = random_values(size_t(d), 8, 0.5f, 1.5f);
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        std::vector<float> all(x.size()), one(static_cast<size_t>(d));
+        k.silu(x.data(), all.data(), rows * d);
+        for (int64_t r = 0; r < rows; ++r) {
+            k.silu(x.data() + r * d, one.data(), d);
+            ASSERT_EQ(0, std::memcmp(one.data(), all.data() + r * d, size_t(d) * 4)) << isa;
+        }
+        k.rmsnorm(x.data(), w.data(), rows, d, 1e-6f, all.data());
+        for (int64_t r = 0; r < rows; ++r) {
+            k.rmsnorm(x.data() + r * d, w.data(), 1, d, 1e-6f, one.data());
+            ASSERT_EQ(0, std::memcmp(one.data(), all.data() + r * d, size_t(d) * 4)) << isa;
+        }
+    }
+}
+
+// ---- Gated-DeltaNet recurrence ----
+
+struct GdnCase {
+    int Hk, Hv, Dk, Dv;
+    bool tiled;
+    int64_t T;
+};
+
+struct GdnInputs {
+    std::vector<float> state, q, k, v, g, beta;  // [Hv,Dk,Dv], [T,Hk,Dk] x2, [T,Hv,Dv], [T,Hv] x2
+};
+
+void l2_normalise(std::vector<float>& x, int64_t d, float scale) {
+    for (size_t i = 0; i < x.size(); i += size_t(d)) {
+        double ss = 0.0;
+        for (int64_t c = 0; c < d; ++c) ss += double(x[i + c]) * x[i + c];
+        for (int64_t c = 0; c < d; ++c) x[i + c] = float(x[i + c] / std::sqrt(ss) * scale);
+    }
+}
+
+GdnInputs gdn_inputs(const GdnCase& c, uint32_t seed) {
+    GdnInputs in;
+    in.state = random_values(size_t(c.Hv) * c.Dk * c.Dv, seed, -1.0f, 1.0f);
+    in.q = random_values(size_t(c.T * c.Hk * c.Dk), seed + 1, -1.0f, 1.0f);
+    in.k = random_values(size_t(c.T * c.Hk * c.Dk), seed + 2, -1.0f, 1.0f);
+    l2_normalise(in.q, c.Dk, 1.0f / std::sqrt(float(c.Dk)));
+    l2_normalise(in.k, c.Dk, 1.0f);
+    in.v = random_values(size_t(c.T * c.Hv * c.Dv), seed + 3, -2.0f, 2.0f);
+    in.g = random_values(size_t(c.T * c.Hv), seed + 4, -3.0f, -0.01f);
+    in.beta = random_values(size_t(c.T * c.Hv), seed + 5, 0.05f, 0.95f);
+    return in;
+}
+
+// Runs T tokens in one call with snapshots: returns [T, Hv, Dk, Dv] states and [T, Hv, Dv] out.
+void run_gdn(const KernelTable& kt, const GdnCase& c, const GdnInputs& in,
+             std::vector<float>& states, std::vector<float>& out) {
+    const int64_t S = int64_t(c.Hv) * c.Dk * c.Dv;
+    states.assign(size_t(c.T * S), std::nanf(""));
+    out.assign(size_t(c.T * c.Hv * c.Dv), std::nanf(""));
+    kt.gdn_recurrence(in.state.data(), states.data(), S, in.q.data(), in.k.data(), in.v.data(),
+                      in.g.data(), in.beta.data(), c.T, c.Hk, c.Hv, c.Dk, c.Dv, c.tiled, out.data());
+}
+
+const GdnCase kGdnCases[] = {
+    {2, 4, 32, 128, false, 5},  // full vectors
+    {2, 4, 24, 40, true, 5},    // tails on every ISA
+    {1, 3, 16, 7, false, 3},    // Dv below one vector
+    {4, 4, 128, 128, true, 2},  // Qwen3.5 head size
+};
+
+TEST(KernelsGdn, EveryIsaEqualsReferenceBitwise) {
+    for (const GdnCase& c : kGdnCases) {
+        const GdnInputs in = gdn_inputs(c, 11);
+        std::vector<float> ref_states, ref_out;
+        run_gdn(reference_kernels(), c, in, ref_states, ref_out);
+        for (const std::string& isa : available_isas()) {
+            std::vector<float> states, out;
+            run_gdn(kernels_for(isa), c, in, states, out);
+            ASSERT_EQ(0, std::memcmp(states.data(), ref_states.data(), states.size() * 4))
+                << isa << " Dk=" << c.Dk << " Dv=" << c.Dv;
+            ASSERT_EQ(0, std::memcmp(out.data(), ref_out.data(), out.size() * 4))
+                << isa << " Dk=" << c.Dk << " Dv=" << c.Dv;
+        }
+    }
+}
+
+// The reference computes the stated math: a double-precision recurrence agrees closely.
+TEST(KernelsGdn, ReferenceMatchesDoubleRecurrence) {
+    for (const GdnCase& c : kGdnCases) {
+        const GdnInputs in = gdn_inputs(c, 21);
+        std::vector<float> states, out;
+        run_gdn(reference_kernels(), c, in, states, out);
+        std::vector<double> S(in.state.begin(), in.state.end());
+        const int ratio = c.Hv / c.Hk;
+        for (int64_t t = 0; t < c.T; ++t) {
+            for (int j = 0; j < c.Hv; ++j) {
+                const int kh = c.tiled ? j % c.Hk : j / ratio;
+                const float* q = &in.q[(t * c.Hk + kh) * c.Dk];
+                const float* k = &in.k[(t * c.Hk + kh) * c.Dk];
+                double* Sj = &S[size_t(j) * c.Dk * c.Dv];
+                const double a = std::exp(double(in.g[t * c.Hv + j]));
+                for (int e = 0; e < c.Dv; ++e) {
+                    double mem = 0.0;
+                    for (int d = 0; d < c.Dk; ++d) mem += (Sj[d * c.Dv + e] *= a) * k[d];
+                    const double delta = (in.v[(t * c.Hv + j) * c.Dv + e] - mem) * in.beta[t * c.Hv + j];
+                    double o = 0.0;
+                    for (int d = 0; d < c.Dk; ++d) o += (Sj[d * c.Dv + e] += k[d] * delta) * q[d];
+                    const float got = out[(t * c.Hv + j) * c.Dv + e];
+                    // |S| entries stay O(1); each sum of Dk terms carries <= Dk*u relative error
+                    // per step, compounded over T steps.
+                    ASSERT_NEAR(got, o, 1e-5 * c.Dk * (t + 1)) << "t=" << t << " j=" << j << " e=" << e;
+                }
+            }
+        }
+    }
+}
+
+// Speculative rollback needs: T tokens at once == T calls of one token (bitwise), snapshots
+// equal to in-place states, and the threaded head split equal to one thread.
+TEST(KernelsGdn, ChunkedEqualsStepwiseBitwise) {
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& kt = kernels_for(isa);
+        for (const GdnCase& c : kGdnCases) {
+            const GdnInputs in = gdn_inputs(c, 31);
+            std::vector<float> states, out;
+            run_gdn(kt, c, in, states, out);
+            const int64_t S = int64_t(c.Hv) * c.Dk * c.Dv;
+            std::vector<float> state = in.state;  // in place, one token per call
+            std::vector<float> o(size_t(c.Hv * c.Dv));
+            for (int64_t t = 0; t < c.T; ++t) {
+                kt.gdn_recurrence(state.data(), state.data(), 0, &in.q[t * c.Hk * c.Dk],
+                                  &in.k[t * c.Hk * c.Dk], &in.v[t * c.Hv * c.Dv], &in.g[t * c.Hv],
+                                  &in.beta[t * c.Hv], 1, c.Hk, c.Hv, c.Dk, c.Dv, c.tiled, o.data());
+                ASSERT_EQ(0, std::memcmp(state.data(), &states[t * S], size_t(S) * 4)) << isa << " t=" << t;
+                ASSERT_EQ(0, std::memcmp(o.data(), &out[t * c.Hv * c.Dv], o.size() * 4)) << isa << " t=" << t;
+            }
+            // Whole chunk in place (out_stride 0) ends at the last snapshot.
+            std::vector<float> inplace = in.state, o_all(out.size());
+            kt.gdn_recurrence(inplace.data(), inplace.data(), 0, in.q.data(), in.k.data(), in.v.data(),
+                              in.g.data(), in.beta.data(), c.T, c.Hk, c.Hv, c.Dk, c.Dv, c.tiled,
+                              o_all.data());
+            ASSERT_EQ(0, std::memcmp(inplace.data(), &states[(c.T - 1) * S], size_t(S) * 4)) << isa;
+            ASSERT_EQ(0, std::memcmp(o_all.data(), out.data(), out.size() * 4)) << isa;
+            // Threaded over heads.
+            for (int threads : {1, 2}) {
+                ThreadPool pool(threads);
+                std::vector<float> st(states.size()), ot(out.size());
+                gdn_recurrence(kt, in.state.data(), st.data(), S, in.q.data(), in.k.data(),
+                               in.v.data(), in.g.data(), in.beta.data(), c.T, c.Hk, c.Hv, c.Dk,
+                               c.Dv, c.tiled, ot.data(), pool);
+                ASSERT_EQ(0, std::memcmp(st.data(), states.data(), st.size() * 4)) << isa;
+                ASSERT_EQ(0, std::memcmp(ot.data(), out.data(), ot.size() * 4)) << isa;
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace nextn

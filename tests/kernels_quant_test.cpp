@@ -1,0 +1,240 @@
+// Weight formats: f16 rounding, Q8_0/Q4_0 byte layout (hand-built ggml blocks), quantization
+// round-trip error bounds, and make_weight's conversion rules.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "kernels/quant.h"
+#include "kernels/weight.h"
+
+namespace nextn {
+namespace {
+
+std::vector<float> random_values(size_t n, uint32_t seed, float lo, float hi) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) {
+        do x = dist(rng);
+        while (x == 0.0f);
+    }
+    return v;
+}
+
+TEST(KernelsQuant, F16RoundTripsEveryHalf) {
+    for (uint32_t h = 0; h < 0x10000u; ++h) {
+        const float f = f16_to_f32(uint16_t(h));
+        if (std::isnan(f)) {
+            EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(f)))) << h;
+            continue;
+        }
+        ASSERT_EQ(f32_to_f16(f), h) << "half 0x" << std::hex << h;
+    }
+}
+
+TEST(KernelsQuant, F16RoundsToNearestEven) {
+    // Between 1 and the next half (1 + 2^-10): the midpoint goes to the even one (1).
+    EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+    EXPECT_EQ(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // midpoint 1 and 2: even
+    EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3c01);
+    EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);      // largest half
+    EXPECT_EQ(f32_to_f16(65519.0f), 0x7bff);      // below the midpoint to 2^16
+    EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);      // the midpoint rounds to even: infinity
+    EXPECT_EQ(f32_to_f16(-1e9f), 0xfc00);
+    EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);        // smallest subnormal
+    EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);        // half of it: even -> 0
+    EXPECT_EQ(f32_to_f16(std::ldexp(1.5f, -25)), 0x0001);
+    EXPECT_EQ(f32_to_f16(std::ldexp(3.0f, -25)), 0x0002);        // 1.5 subnormal ulps: even 2
+    EXPECT_EQ(f32_to_f16(std::ldexp(1023.5f, -24)), 0x0400);     // rounds up into the normals
+    // Every f32 rounds to the nearer neighbour.
+    for (float f : random_values(20000, 1, -70000.0f, 70000.0f)) {
+        const uint16_t h = f32_to_f16(f);
+        const float back = f16_to_f32(h);
+        if (std::isinf(back)) {
+            ASSERT_GE(std::fabs(f), 65520.0f);
+            continue;
+        }
+        const float up = f16_to_f32(uint16_t(h + 1)), down = f16_to_f32(uint16_t(h - 1));
+        ASSERT_LE(std::fabs(back - f), std::fabs(up - f)) << f;
+        ASSERT_LE(std::fabs(back - f), std::fabs(down - f)) << f;
+    }
+}
+
+// A ggml Q4_0 block built by hand: low nibbles are values 0..15, high nibbles 16..31.
+TEST(KernelsQuant, Q4_0LayoutMatchesGgml) {
+    uint8_t bytes[18];
+    const uint16_t d = 0x3800;  // 0.5
+    std::memcpy(bytes, &d, 2);
+    for (int i = 0; i < 16; ++i) bytes[2 + i] = uint8_t(i | ((15 - i) << 4));
+    BlockQ4_0 block;
+    std::memcpy(&block, bytes, sizeof block);
+    float out[32];
+    dequantize_row_q4_0(&block, 32, out);
+    for (int i = 0; i < 16; ++i) {
+        EXPECT_EQ(out[i], (i - 8) * 0.5f) << i;
+        EXPECT_EQ(out[i + 16], (7 - i) * 0.5f) << i;
+    }
+}
+
+TEST(KernelsQuant, Q8_0LayoutMatchesGgml) {
+    uint8_t bytes[34];
+    const uint16_t d = 0x3400;  // 0.25
+    std::memcpy(bytes, &d, 2);
+    for (int i = 0; i < 32; ++i) bytes[2 + i] = uint8_t(int8_t(i * 8 - 128));
+    BlockQ8_0 block;
+    std::memcpy(&block, bytes, sizeof block);
+    float out[32];
+    dequantize_row_q8_0(&block, 32, out);
+    for (int i = 0; i < 32; ++i) EXPECT_EQ(out[i], (i * 8 - 128) * 0.25f) << i;
+    // Quantizing: max |x| = 127 * 0.25 maps to code 127, scale 0.25 exactly.
+    float x[32];
+    for (int i = 0; i < 32; ++i) x[i] = (i - 16) * 0.25f * 127.0f / 16.0f;
+    BlockQ8_0 q;
+    quantize_row_q8_0(x, 32, &q);
+    EXPECT_EQ(q.d, f32_to_f16(16 * 0.25f * 127.0f / 16.0f / 127.0f));
+    EXPECT_EQ(q.qs[0], -127);
+    EXPECT_EQ(q.qs[16], 0);
+    EXPECT_EQ(q.qs[31], int8_t(std::round(15 * 127.0 / 16)));
+}
+
+// Round trip: Q8_0 |x - x'| <= d/2 (rounding to a code) + 127 |d - f16(d)| <= amax/254 +
+// amax * 2^-11 (f16 keeps 11 significant bits), with d = amax/127.
+TEST(KernelsQuant, Q8_0RoundTripWithinBound) {
+    const int64_t n = 32 * 64;
+    const std::vector<float> x = random_values(size_t(n), 2, -3.0f, 3.0f);
+    std::vector<BlockQ8_0> q(size_t(n / 32));
+    quantize_row_q8_0(x.data(), n, q.data());
+    std::vector<float> y(static_cast<size_t>(n));
+    dequantize_row_q8_0(q.data(), n, y.data());
+    for (int64_t b = 0; b < n / 32; ++b) {
+        float amax = 0.0f;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
+        const float bound = amax / 254.0f + amax * std::ldexp(1.0f, -11) + 1e-7f * amax;
+        for (int i = 0; i < 32; ++i) ASSERT_LE(std::fabs(x[b * 32 + i] - y[b * 32 + i]), bound);
+    }
+}
+
+// Q4_0: |d| = amax/8; codes round to nearest (error <= |d|/2) except the extreme opposite to
+// the max-magnitude value, which clamps from code 16 to 15 (error <= |d|); f16 scale adds
+// 8 |d| 2^-11.
+TEST(KernelsQuant, Q4_0RoundTripWithinBound) {
+    const int64_t n = 32 * 64;
+    const std::vector<float> x = random_values(size_t(n), 3, -3.0f, 3.0f);
+    std::vector<BlockQ4_0> q(size_t(n / 32));
+    quantize_row_q4_0(x.data(), n, q.data());
+    std::vector<float> y(static_cast<size_t>(n));
+    dequantize_row_q4_0(q.data(), n, y.data());
+    double sum_err = 0.0, sum_d = 0.0;
+    for (int64_t b = 0; b < n / 32; ++b) {
+        float amax = 0.0f;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
+        const float d = amax / 8.0f;
+        for (int i = 0; i < 32; ++i) {
+            const float err = std::fabs(x[b * 32 + i] - y[b * 32 + i]);
+            ASSERT_LE(err, d + 8 * d * std::ldexp(1.0f, -11) + 1e-7f * amax);
+            sum_err += err;
+            sum_d += d;
+        }
+    }
+    // Uniform data: the mean rounding error is about d/4.
+    EXPECT_LT(sum_err / sum_d, 0.3);
+}
+
+// A RawTensor over bytes in memory.
+RawTensor raw(DType type, std::vector<int64_t> shape, const std::vector<uint8_t>& bytes) {
+    RawTensor t;
+    t.name = "test.weight";
+    t.file = "memory";
+    t.dtype = type;
+    t.shape = std::move(shape);
+    t.data = bytes.data();
+    t.nbytes = bytes.size();
+    return t;
+}
+
+template <class T>
+std::vector<uint8_t> as_bytes(const std::vector<T>& v) {
+    std::vector<uint8_t> b(v.size() * sizeof(T));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+}
+
+TEST(KernelsQuant, MakeWeightConversions) {
+    const int64_t rows = 3, cols = 64;
+    const std::vector<float> x = random_values(size_t(rows * cols), 4, -1.0f, 1.0f);
+    const std::vector<uint8_t> f32_bytes = as_bytes(x);
+    const RawTensor f32 = raw(DType::F32, {rows, cols}, f32_bytes);
+
+    // f32 -> Q8_0 equals quantize_row_q8_0 per row.
+    const WeightMatrix q8 = make_weight(f32, rows, cols, WType::Q8_0);
+    ASSERT_EQ(q8.type, WType::Q8_0);
+    std::vector<BlockQ8_0> expect(size_t(rows * cols / 32));
+    for (int64_t r = 0; r < rows; ++r)
+        quantize_row_q8_0(&x[r * cols], cols, &expect[r * cols / 32]);
+    ASSERT_EQ(q8.nbytes(), expect.size() * sizeof(BlockQ8_0));
+    EXPECT_EQ(0, std::memcmp(q8.data, expect.data(), q8.nbytes()));
+
+    // A GGUF Q8_0 tensor keeps its bytes for target Q8_0 and Native, dequantizes for F32.
+    const std::vector<uint8_t> q8_bytes = as_bytes(expect);
+    const RawTensor gguf_q8 = raw(DType::Q8_0, {rows, cols}, q8_bytes);
+    for (WType target : {WType::Q8_0, WType::Native}) {
+        const WeightMatrix w = make_weight(gguf_q8, rows, cols, target);
+        ASSERT_EQ(w.type, WType::Q8_0);
+        EXPECT_EQ(0, std::memcmp(w.data, q8_bytes.data(), q8_bytes.size()));
+    }
+    const WeightMatrix widened = make_weight(gguf_q8, rows, cols, WType::F32);
+    ASSERT_EQ(widened.type, WType::F32);
+    std::vector<float> row(static_cast<size_t>(cols)), row_q(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+        weight_row_f32(widened, r, row.data());
+        weight_row_f32(q8, r, row_q.data());
+        EXPECT_EQ(0, std::memcmp(row.data(), row_q.data(), size_t(cols) * 4));
+    }
+    // GGUF Q8_0 requantized to Q4_0 goes through f32.
+    EXPECT_EQ(make_weight(gguf_q8, rows, cols, WType::Q4_0).type, WType::Q4_0);
+
+    // bf16 source: Native keeps the bits, F32 widens exactly.
+    std::vector<uint16_t> bf(x.size());
+    for (size_t i = 0; i < x.size(); ++i) bf[i] = f32_to_bf16(x[i]);
+    const std::vector<uint8_t> bf_bytes = as_bytes(bf);
+    const RawTensor bf16 = raw(DType::BF16, {rows, cols}, bf_bytes);
+    const WeightMatrix wb = make_weight(bf16, rows, cols, WType::Native);
+    ASSERT_EQ(wb.type, WType::BF16);
+    EXPECT_EQ(0, std::memcmp(wb.data, bf_bytes.data(), bf_bytes.size()));
+    const WeightMatrix wf = make_weight(bf16, rows, cols, WType::F32);
+    weight_row_f32(wf, 1, row.data());
+    for (int64_t c = 0; c < cols; ++c) EXPECT_EQ(row[c], bf16_to_f32(bf[cols + c]));
+
+    // f32 -> f16 rounds each value once.
+    const WeightMatrix wh = make_weight(f32, rows, cols, WType::F16);
+    ASSERT_EQ(wh.type, WType::F16);
+    weight_row_f32(wh, 2, row.data());
+    for (int64_t c = 0; c < cols; ++c) EXPECT_EQ(row[c], f16_to_f32(f32_to_f16(x[2 * cols + c])));
+
+    // Block targets need cols % 32 == 0; others fall back to f32.
+    const RawTensor odd = raw(DType::F32, {4, 48}, f32_bytes);
+    EXPECT_EQ(make_weight(odd, 4, 48, WType::Q4_0).type, WType::F32);
+    // A vector [rows] is one column.
+    const RawTensor vec = raw(DType::F32, {rows}, f32_bytes);
+    EXPECT_EQ(make_weight(vec, rows, 1, WType::Q8_0).type, WType::F32);
+}
+
+TEST(KernelsQuant, MakeWeightRejectsBadInput) {
+    const std::vector<uint8_t> bytes(64 * 4, 0);
+    EXPECT_THROW(make_weight(raw(DType::F32, {8, 8}, bytes), 4, 8, WType::F32), Error);
+    // Fewer bytes than the shape needs (a hostile file).
+    const std::vector<uint8_t> short_bytes(10, 0);
+    EXPECT_THROW(make_weight(raw(DType::Q8_0, {1, 32}, short_bytes), 1, 32, WType::Native), Error);
+    EXPECT_THROW(make_weight(raw(DType::BF16, {2, 32}, short_bytes), 2, 32, WType::F32), Error);
+    EXPECT_THROW(parse_wtype("q3"), Error);
+    EXPECT_EQ(parse_wtype("q4"), WType::Q4_0);
+    EXPECT_EQ(parse_wtype("q8_0"), WType::Q8_0);
+}
+
+}  // namespace
+}  // namespace nextn
