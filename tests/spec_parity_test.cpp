@@ -22,8 +22,8 @@ std::vector<int32_t> run(const Qwen35Model& model, Drafter* (*make)(const Qwen35
     opts.max_new_tokens = n;
     opts.draft_depth = depth;
     std::vector<int32_t> out;
-    DecodeStats stats = generate(model, state, drafter.get(), prompt, opts, [&](int32_t t) {
-        out.push_back(t);
+    DecodeStats stats = generate(model, state, drafter.get(), prompt, opts, [&](const EmittedToken& t) {
+        out.push_back(t.id);
         return true;
     });
     if (stats_out) *stats_out = stats;
@@ -44,15 +44,17 @@ public:
         committed_end_ = pos0 + n;  // the token after position committed_end_-1 is known
         (void)next;
     }
-    std::vector<int32_t> draft(int k) override {
-        std::vector<int32_t> d;
+    DraftProposal draft(const DraftRequest& request) override {
+        const int k = request.k;
+        DraftProposal d;
         // Position committed_end_ holds generated token index (committed_end_ - prompt) which is
         // "current"; drafts continue after it.
         int64_t next_index = committed_end_ - int64_t(prompt_.size()) + 1;
         for (int i = 0; i < k && next_index + i < int64_t(truth_.size()); ++i) {
             int32_t t = truth_[size_t(next_index + i)];
             if (corrupt_every_ > 0 && (++calls_ % corrupt_every_) == 0) t = (t + 1) % 1000;
-            d.push_back(t);
+            d.tokens.push_back(t);
+            d.q.push_back(Distribution::one_hot(1024, t));
         }
         return d;
     }
@@ -105,8 +107,8 @@ TEST_P(SpecParity, ScriptedDraftsWithRejectionsEqualPlain) {
             opts.max_new_tokens = 40;
             opts.draft_depth = depth;
             std::vector<int32_t> out;
-            DecodeStats stats = generate(model, state, &drafter, prompt_, opts, [&](int32_t t) {
-                out.push_back(t);
+            DecodeStats stats = generate(model, state, &drafter, prompt_, opts, [&](const EmittedToken& t) {
+                out.push_back(t.id);
                 return true;
             });
             EXPECT_EQ(plain, out) << "corrupt every " << corrupt << ", depth " << depth;

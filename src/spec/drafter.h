@@ -1,10 +1,27 @@
 #pragma once
 // A source of draft tokens for speculative decoding. The decoder tells it what was committed;
-// it proposes up to k tokens to follow the committed sequence.
+// it proposes up to k tokens to follow the committed sequence, each drawn from its own
+// distribution q after the same logit processors the target uses.
 #include <cstdint>
 #include <vector>
 
+#include "sampling/distribution.h"
+#include "sampling/rng.h"
+#include "sampling/sampler_params.h"
+
 namespace nextn {
+
+struct DraftRequest {
+    int k = 0;
+    const SamplerParams* params = nullptr;
+    const std::vector<int32_t>* history = nullptr;  // committed tokens, current token last
+    Rng* rng = nullptr;
+};
+
+struct DraftProposal {
+    std::vector<int32_t> tokens;  // [<= k]
+    std::vector<Distribution> q;  // [tokens.size()] the distribution each token was drawn from
+};
 
 class Drafter {
 public:
@@ -14,8 +31,7 @@ public:
     // once per committed run (prompt or verify round), in order.
     virtual void on_commit(const float* hidden, const int32_t* next_tokens, int64_t n,
                            int64_t pos0) = 0;
-    // Proposes up to k tokens to follow the committed sequence.
-    virtual std::vector<int32_t> draft(int k) = 0;
+    virtual DraftProposal draft(const DraftRequest& request) = 0;
     virtual void reset() = 0;
 };
 

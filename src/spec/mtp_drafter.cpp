@@ -3,19 +3,9 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "sampling/logit_pipeline.h"
 
 namespace nextn {
-
-namespace {
-
-int32_t argmax(const float* x, int64_t n) {
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; ++i)
-        if (x[i] > x[best]) best = i;
-    return int32_t(best);
-}
-
-}  // namespace
 
 MtpDrafter::MtpDrafter(const Qwen35Model& model, SequenceState& state)
     : model_(model), state_(state) {
@@ -63,24 +53,35 @@ void MtpDrafter::flush() {
     pending_tokens_.clear();
 }
 
-std::vector<int32_t> MtpDrafter::draft(int k) {
-    std::vector<int32_t> drafts;
-    if (k <= 0) return drafts;
+DraftProposal MtpDrafter::draft(const DraftRequest& request) {
+    DraftProposal proposal;
+    const int k = request.k;
+    if (k <= 0) return proposal;
     if (!pending_tokens_.empty()) flush();
-    if (last_pos_ < 0) return drafts;
+    if (last_pos_ < 0) return proposal;
     const int64_t V = model_.config().vocab_size, H = model_.config().hidden_size;
-    drafts.push_back(argmax(last_logits_.data(), V));
+    // Each draft is drawn from q = the same processors as the target, over the committed
+    // history plus the drafts before it (so penalties count in-flight drafts).
+    std::vector<int32_t> history = *request.history;
+    auto propose = [&](const float* logits) {
+        Distribution q = process({logits, size_t(V)}, history, *request.params, workspace_);
+        int32_t tok = sample(q, *request.rng);
+        proposal.tokens.push_back(tok);
+        proposal.q.push_back(std::move(q));
+        history.push_back(tok);
+    };
+    propose(last_logits_.data());
     std::vector<float> prev = last_hidden_;
     for (int step = 1; step < k; ++step) {
         const int64_t pos = last_pos_ + step;
         if (pos >= state_.mtp_attention.capacity) break;
-        int32_t tok = drafts.back();
+        int32_t tok = proposal.tokens.back();
         model_.mtp_forward(state_, prev.data(), &tok, 1, pos,
                            {step_hidden_.data(), step_logits_.data(), 1});
-        drafts.push_back(argmax(step_logits_.data(), V));
+        propose(step_logits_.data());
         std::copy_n(step_hidden_.data(), H, prev.data());
     }
-    return drafts;
+    return proposal;
 }
 
 }  // namespace nextn

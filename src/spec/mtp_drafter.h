@@ -19,7 +19,7 @@ public:
 
     void on_commit(const float* hidden, const int32_t* next_tokens, int64_t n,
                    int64_t pos0) override;
-    std::vector<int32_t> draft(int k) override;
+    DraftProposal draft(const DraftRequest& request) override;
     void reset() override;
 
 private:
@@ -34,6 +34,7 @@ private:
     std::vector<float> last_logits_;      // [V]
     int64_t last_pos_ = -1;               // position of the last flushed pair
     std::vector<float> step_hidden_, step_logits_;
+    std::vector<float> workspace_;  // [V] processed logits
 };
 
 }  // namespace nextn

@@ -4,6 +4,9 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "sampling/logit_pipeline.h"
+#include "sampling/rng.h"
+#include "sampling/speculative_accept.h"
 
 namespace nextn {
 
@@ -13,13 +16,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-int32_t argmax(const float* x, int64_t n) {
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; ++i)
-        if (x[i] > x[best]) best = i;
-    return int32_t(best);
 }
 
 // Prefill in chunks so activation buffers stay bounded on long prompts.
@@ -32,6 +28,8 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
                      const TokenCallback& on_token) {
     const ModelConfig& c = model.config();
     const int64_t H = c.hidden_size, V = c.vocab_size;
+    const SamplerParams& params = options.sampler;
+    params.validate_for_vocab(V);
     DecodeStats stats;
     stats.prompt_tokens = int64_t(prompt.size());
     if (prompt.empty()) fail("generate: the prompt is empty");
@@ -50,6 +48,21 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         return std::find(options.stop_tokens.begin(), options.stop_tokens.end(), t) !=
                options.stop_tokens.end();
     };
+    Rng rng(params.seed);
+    std::vector<int32_t> history = prompt;  // committed tokens the penalties look at
+    std::vector<float> workspace;           // [V] processed logits
+    LogprobReport report;
+    auto emit = [&](int32_t token, const float* logits) {
+        EmittedToken e;
+        e.id = token;
+        if (options.logprobs > 0) {
+            // Logprobs of the target's logits after bias and penalties (workspace holds them).
+            report = logprobs_from_logits({workspace.data(), size_t(V)}, token, options.logprobs);
+            e.logprobs = &report;
+        }
+        (void)logits;
+        return on_token(e);
+    };
 
     // Prefill.
     auto t0 = Clock::now();
@@ -64,7 +77,10 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         model.forward(state, prompt.data() + begin, n,
                       {drafter ? hidden.data() : nullptr, last ? logits.data() : nullptr,
                        last ? 1 : 0});
-        if (last) current = argmax(logits.data(), V);
+        if (last) {
+            Distribution p = process({logits.data(), size_t(V)}, history, params, workspace);
+            current = sample(p, rng);
+        }
         if (drafter) {
             // Pair position p with the token at p + 1 (the model's own first token at the end).
             std::vector<int32_t> next(prompt.begin() + int64_t(begin) + 1,
@@ -75,23 +91,25 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     }
     stats.prefill_seconds = seconds_since(t0);
     stats.generated = 1;
+    history.push_back(current);
     bool stop = is_stop(current);
     stats.stopped_by_token = stop;
-    if (!on_token(current)) stop = true;
+    if (!emit(current, logits.data())) stop = true;
 
     // Decode rounds.
     t0 = Clock::now();
     std::vector<float> round_logits, round_hidden;
+    std::vector<Distribution> targets;
+    std::vector<std::vector<float>> processed;  // [W][V] per-position processed logits
     while (!stop && stats.generated < options.max_new_tokens) {
         const int64_t room = std::min<int64_t>(options.max_new_tokens - stats.generated,
                                                state.max_positions - state.n_past);
         if (room <= 0) break;
-        int k = int(std::min<int64_t>(depth, room - 1));
+        const int k = int(std::min<int64_t>(depth, room - 1));
+        DraftProposal proposal;
+        if (k > 0) proposal = drafter->draft({k, &params, &history, &rng});
         std::vector<int32_t> batch{current};
-        if (k > 0) {
-            std::vector<int32_t> drafts = drafter->draft(k);
-            batch.insert(batch.end(), drafts.begin(), drafts.end());
-        }
+        batch.insert(batch.end(), proposal.tokens.begin(), proposal.tokens.end());
         const int64_t W = int64_t(batch.size());
         round_logits.resize(size_t(W * V));
         round_hidden.resize(size_t(W * H));
@@ -99,18 +117,21 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         model.forward(state, batch.data(), W,
                       {drafter ? round_hidden.data() : nullptr, round_logits.data(), W},
                       /*snapshots=*/true);
-        // Greedy acceptance: drafts while the trunk's argmax agrees, then the trunk's token.
-        std::vector<int32_t> emitted;
-        int64_t a = 0;
-        for (; a < W - 1; ++a) {
-            int32_t want = argmax(round_logits.data() + a * V, V);
-            if (want != batch[size_t(a + 1)]) break;
-            emitted.push_back(want);
+        // Target distributions p_j after the same processors as the drafts, with the drafts
+        // before position j counted in the history.
+        targets.clear();
+        processed.resize(size_t(W));
+        std::vector<int32_t> h = history;
+        for (int64_t j = 0; j < W; ++j) {
+            if (j > 0) h.push_back(batch[size_t(j)]);
+            targets.push_back(process({round_logits.data() + j * V, size_t(V)}, h, params,
+                                      processed[size_t(j)]));
         }
-        emitted.push_back(argmax(round_logits.data() + a * V, V));
+        DraftVerdict verdict = verify_draft(targets, proposal.q, proposal.tokens, rng);
+        const std::vector<int32_t>& emitted = verdict.tokens;
         for (int64_t d = 0; d < W - 1; ++d) {
             stats.drafted[size_t(d)]++;
-            if (d < a) stats.accepted[size_t(d)]++;
+            if (d < verdict.n_accepted) stats.accepted[size_t(d)]++;
         }
         // Tokens are committed before they are streamed; a stop inside the round keeps only
         // the positions up to it.
@@ -131,9 +152,13 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         }
         model.commit(state, m);
         if (drafter) drafter->on_commit(round_hidden.data(), emitted.data(), m, pos0);
+        history.insert(history.end(), emitted.begin(), emitted.begin() + m);
         stats.rounds++;
         for (int64_t i = 0; i < m; ++i) {
-            if (!on_token(emitted[size_t(i)])) {
+            workspace.swap(processed[size_t(i)]);
+            bool keep_going = emit(emitted[size_t(i)], round_logits.data() + i * V);
+            workspace.swap(processed[size_t(i)]);
+            if (!keep_going) {
                 stop = true;
                 break;
             }

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "model/qwen35.h"
+#include "sampling/logprobs.h"
+#include "sampling/sampler_params.h"
 #include "spec/drafter.h"
 
 namespace nextn {
@@ -18,6 +20,14 @@ struct DecodeOptions {
     int64_t max_new_tokens = 128;
     int draft_depth = 3;  // drafts per round; 0 = plain decoding
     std::vector<int32_t> stop_tokens;
+    SamplerParams sampler = greedy_params();
+    int logprobs = 0;  // top alternatives to report per token; 0 = no logprobs
+
+    static SamplerParams greedy_params() {
+        SamplerParams p;
+        p.temperature = 0.0f;
+        return p;
+    }
 };
 
 struct DecodeStats {
@@ -37,10 +47,20 @@ struct DecodeStats {
     }
 };
 
-// Called with each committed token in order; return false to stop after it.
-using TokenCallback = std::function<bool(int32_t)>;
+struct EmittedToken {
+    int32_t id = -1;
+    // With DecodeOptions::logprobs > 0: the target's log-probabilities at this position (log-
+    // softmax of its logits after bias and penalties, before temperature and filters), the
+    // same numbers with or without speculation.
+    const LogprobReport* logprobs = nullptr;
+};
 
-// Appends `prompt` to the sequence in `state` and generates greedily. `drafter` may be null.
+// Called with each committed token in order; return false to stop after it.
+using TokenCallback = std::function<bool(const EmittedToken&)>;
+
+// Appends `prompt` to the sequence in `state` and generates. Drafts are accepted by rejection
+// sampling against the target (greedy: exact match), so the output distribution is the plain
+// sampler's. `drafter` may be null (plain decoding).
 DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* drafter,
                      const std::vector<int32_t>& prompt, const DecodeOptions& options,
                      const TokenCallback& on_token);
