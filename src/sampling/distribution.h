@@ -2,8 +2,9 @@
 // A probability distribution over token ids, stored sparsely: only tokens with p > 0, in
 // ascending id order. The same type describes the target's distribution p and the draft's q,
 // and a greedy (temperature 0) distribution is one-hot.
+#include <cstddef>
+#include <cstddef>
 #include <cstdint>
-#include <span>
 #include <vector>
 
 namespace nextn {
@@ -32,9 +33,5 @@ int32_t sample_with_uniform(const Distribution& d, double u);
 // Draws one token from d using exactly one rng.uniform(), or none when d is one-hot (so the
 // greedy path never touches the generator).
 int32_t sample(const Distribution& d, Rng& rng);
-
-// Same as sample_with_uniform over raw, unnormalized non-negative weights (ids[i] has weight
-// weights[i]); used by the speculative residual. Requires a positive total.
-int32_t sample_weighted(std::span<const int32_t> ids, std::span<const double> weights, double u);
 
 }  // namespace nextn

@@ -64,7 +64,8 @@ DraftProposal MtpDrafter::draft(const DraftRequest& request) {
     // history plus the drafts before it (so penalties count in-flight drafts).
     std::vector<int32_t> history = *request.history;
     auto propose = [&](const float* logits) {
-        Distribution q = process({logits, size_t(V)}, history, *request.params, workspace_);
+        Distribution q;
+        process({logits, size_t(V)}, history, *request.params, workspace_, q);
         int32_t tok = sample(q, *request.rng);
         proposal.tokens.push_back(tok);
         proposal.q.push_back(std::move(q));

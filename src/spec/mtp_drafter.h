@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/qwen35.h"
+#include "sampling/logit_pipeline.h"
 #include "spec/drafter.h"
 
 namespace nextn {
@@ -34,7 +35,7 @@ private:
     std::vector<float> last_logits_;      // [V]
     int64_t last_pos_ = -1;               // position of the last flushed pair
     std::vector<float> step_hidden_, step_logits_;
-    std::vector<float> workspace_;  // [V] processed logits
+    SamplingWorkspace workspace_;
 };
 
 }  // namespace nextn

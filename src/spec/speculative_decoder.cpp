@@ -50,14 +50,15 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     };
     Rng rng(params.seed);
     std::vector<int32_t> history = prompt;  // committed tokens the penalties look at
-    std::vector<float> workspace;           // [V] processed logits
+    SamplingWorkspace workspace;            // its .logits: [V] after bias and penalties
     LogprobReport report;
     auto emit = [&](int32_t token, const float* logits) {
         EmittedToken e;
         e.id = token;
         if (options.logprobs > 0) {
             // Logprobs of the target's logits after bias and penalties (workspace holds them).
-            report = logprobs_from_logits({workspace.data(), size_t(V)}, token, options.logprobs);
+            report = logprobs_from_logits({workspace.logits.data(), size_t(V)}, token,
+                                          options.logprobs);
             e.logprobs = &report;
         }
         (void)logits;
@@ -78,7 +79,8 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
                       {drafter ? hidden.data() : nullptr, last ? logits.data() : nullptr,
                        last ? 1 : 0});
         if (last) {
-            Distribution p = process({logits.data(), size_t(V)}, history, params, workspace);
+            Distribution p;
+            process({logits.data(), size_t(V)}, history, params, workspace, p);
             current = sample(p, rng);
         }
         if (drafter) {
@@ -100,7 +102,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     t0 = Clock::now();
     std::vector<float> round_logits, round_hidden;
     std::vector<Distribution> targets;
-    std::vector<std::vector<float>> processed;  // [W][V] per-position processed logits
+    std::vector<SamplingWorkspace> processed;  // [W] per-position processed logits
     while (!stop && stats.generated < options.max_new_tokens) {
         const int64_t room = std::min<int64_t>(options.max_new_tokens - stats.generated,
                                                state.max_positions - state.n_past);
@@ -119,15 +121,16 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
                       /*snapshots=*/true);
         // Target distributions p_j after the same processors as the drafts, with the drafts
         // before position j counted in the history.
-        targets.clear();
+        targets.resize(size_t(W));
         processed.resize(size_t(W));
         std::vector<int32_t> h = history;
         for (int64_t j = 0; j < W; ++j) {
             if (j > 0) h.push_back(batch[size_t(j)]);
-            targets.push_back(process({round_logits.data() + j * V, size_t(V)}, h, params,
-                                      processed[size_t(j)]));
+            process({round_logits.data() + j * V, size_t(V)}, h, params, processed[size_t(j)],
+                    targets[size_t(j)]);
         }
-        DraftVerdict verdict = verify_draft(targets, proposal.q, proposal.tokens, rng);
+        DraftVerdict verdict = verify_draft({targets.data(), size_t(W)}, proposal.q,
+                                            proposal.tokens, rng);
         const std::vector<int32_t>& emitted = verdict.tokens;
         for (int64_t d = 0; d < W - 1; ++d) {
             stats.drafted[size_t(d)]++;
@@ -155,9 +158,9 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         history.insert(history.end(), emitted.begin(), emitted.begin() + m);
         stats.rounds++;
         for (int64_t i = 0; i < m; ++i) {
-            workspace.swap(processed[size_t(i)]);
+            std::swap(workspace, processed[size_t(i)]);
             bool keep_going = emit(emitted[size_t(i)], round_logits.data() + i * V);
-            workspace.swap(processed[size_t(i)]);
+            std::swap(workspace, processed[size_t(i)]);
             if (!keep_going) {
                 stop = true;
                 break;

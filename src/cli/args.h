@@ -1,0 +1,47 @@
+#pragma once
+// Command-line flags: `--name value`, `--name=value`, short aliases, boolean switches and
+// positional arguments. Unknown flags and malformed values are usage errors (exit code 2).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace nextn::cli {
+
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct FlagSpec {
+    std::string name;     // long name without dashes
+    std::string alias;    // short alias without dash, may be empty
+    bool takes_value = true;
+    std::string help;
+    std::string value_name = "V";
+};
+
+class Args {
+public:
+    Args(std::vector<FlagSpec> specs, const std::vector<std::string>& argv);
+
+    bool has(const std::string& name) const { return values_.count(name) > 0; }
+    std::string str(const std::string& name, const std::string& fallback = "") const;
+    int64_t integer(const std::string& name, int64_t fallback) const;
+    double number(const std::string& name, double fallback) const;
+    const std::vector<std::string>& positional() const { return positional_; }
+
+    static std::string help_text(const std::vector<FlagSpec>& specs);
+
+private:
+    std::vector<FlagSpec> specs_;
+    std::map<std::string, std::string> values_;
+    std::vector<std::string> positional_;
+};
+
+// "1,2,3" or "1 2 3" -> ids; UsageError on anything else.
+std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag);
+
+}  // namespace nextn::cli

@@ -1,0 +1,78 @@
+// nextn inspect MODEL: what was found in a checkpoint, without running it.
+#include <iostream>
+#include <map>
+
+#include "cli/commands.h"
+#include "kernels/kernels.h"
+
+namespace nextn::cli {
+
+int cmd_inspect(const std::vector<std::string>& argv) {
+    std::vector<FlagSpec> specs = {
+        {"no-mtp", "", false, "do not load the MTP head"},
+        {"draft-model", "", true, "attach a separate MTP drafter", "PATH"},
+        {"help", "h", false, "show this help"},
+    };
+    Args a(specs, argv);
+    if (a.has("help")) {
+        std::cout << "usage: nextn inspect MODEL [options]\n\n" << Args::help_text(specs);
+        return 0;
+    }
+    if (a.positional().size() != 1) throw UsageError("inspect: expected exactly one MODEL path");
+    LoadOptions lo;
+    lo.load_mtp = !a.has("no-mtp");
+    lo.draft_model = a.str("draft-model");
+    Checkpoint ck = load_checkpoint(a.positional()[0], lo);
+    ck.config.gdn_tiled_heads = ck.gdn_tiled_heads;
+    const ModelConfig& c = ck.config;
+    BindOptions bo;
+    bo.load_mtp = lo.load_mtp;
+    ModelWeights w = bind_weights(ck, bo);  // validates every shape
+
+    std::map<std::string, int64_t> dtype_counts;
+    int64_t params = 0, mtp_params = 0;
+    for (const auto& [name, t] : ck.tensors) {
+        dtype_counts[dtype_name(t.dtype)]++;
+        params += t.numel();
+        if (name.rfind("mtp.", 0) == 0) mtp_params += t.numel();
+    }
+    std::cout << "path:            " << ck.path << "\n"
+              << "format:          " << ck.format << "\n"
+              << "architecture:    " << c.architecture << "\n"
+              << "vocab:           " << c.vocab_size << "\n"
+              << "hidden:          " << c.hidden_size << "\n"
+              << "layers:          " << c.n_layers << " (";
+    for (int i = 0; i < c.n_layers; ++i) std::cout << (c.is_linear[size_t(i)] ? "L" : "A");
+    std::cout << "; L = Gated DeltaNet, A = full attention)\n"
+              << "attention:       " << c.n_q_heads << " q heads, " << c.n_kv_heads
+              << " kv heads, head_dim " << c.head_dim << ", rotary dims " << c.rotary_dims
+              << ", rope_theta " << c.rope_theta << "\n"
+              << "gated deltanet:  " << c.gdn_k_heads << " k heads x " << c.gdn_k_dim << ", "
+              << c.gdn_v_heads << " v heads x " << c.gdn_v_dim << ", conv " << c.conv_kernel
+              << ", head order " << (c.gdn_tiled_heads ? "tiled (GGUF)" : "grouped (HF)") << "\n";
+    if (c.moe) {
+        std::cout << "ffn:             MoE " << c.n_experts << " experts, top " << c.n_experts_used
+                  << ", expert width " << c.expert_ffn_size << ", shared expert "
+                  << c.shared_expert_ffn_size << "\n";
+    } else {
+        std::cout << "ffn:             dense SwiGLU, width " << c.ffn_size << "\n";
+    }
+    std::cout << "lm head:         " << (c.tied_embeddings ? "tied to embeddings" : "separate")
+              << "\n"
+              << "mtp head:        " << ck.mtp_source
+              << (w.mtp.present ? "" : " (plain decoding)") << "\n"
+              << "parameters:      " << params << " (MTP " << mtp_params << ")\n"
+              << "tensor types:   ";
+    for (const auto& [t, n] : dtype_counts) std::cout << " " << t << " x" << n;
+    std::cout << "\n"
+              << "tokenizer:       " << (ck.tokenizer_dir.empty() ? (ck.format == "gguf" ? "GGUF metadata" : "none") : ck.tokenizer_dir + "/tokenizer.json") << "\n"
+              << "kernels:         " << kernels().isa << "\n";
+    for (const auto& note : ck.notes) std::cout << "note:            " << note << "\n";
+    if (!w.unused_tensors.empty()) {
+        std::cout << "unused tensors:  " << w.unused_tensors.size() << "\n";
+        for (const auto& n : w.unused_tensors) std::cout << "  " << n << "\n";
+    }
+    return 0;
+}
+
+}  // namespace nextn::cli

@@ -1,0 +1,138 @@
+// nextn run MODEL: generate from a prompt (text or token ids), with MTP speculation when the
+// checkpoint has a head, streaming the output and reporting speed and acceptance.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "engine/model_tokenizer.h"
+#include "spec/mtp_drafter.h"
+#include "spec/speculative_decoder.h"
+
+namespace nextn::cli {
+
+namespace {
+
+std::vector<FlagSpec> run_flags() {
+    std::vector<FlagSpec> f = {
+        {"prompt", "p", true, "prompt text, encoded as-is (no chat template)", "TEXT"},
+        {"tokens", "", true, "prompt as token ids, e.g. 1,2,3", "IDS"},
+        {"n-predict", "n", true, "tokens to generate (default 128)", "N"},
+        {"ids", "", false, "print generated token ids (space-separated, one line) instead of text"},
+        {"draft-depth", "", true, "draft tokens per round, 0..8 (default 3; 0 = plain decoding)",
+         "D"},
+        {"ctx", "c", true, "context size in tokens (default: prompt + n + 16)", "N"},
+        {"ignore-eos", "", false, "keep generating past end-of-sequence tokens"},
+        {"logprobs", "", true, "print the log-probability of each token and N alternatives", "N"},
+        {"quiet", "q", false, "do not print the speed / acceptance report"},
+        {"help", "h", false, "show this help"},
+    };
+    for (auto& x : model_flags()) f.push_back(x);
+    for (auto& x : sampling_flags()) f.push_back(x);
+    return f;
+}
+
+void print_report(const DecodeStats& s, bool mtp) {
+    std::fprintf(stderr, "\n--- prefill: %lld tokens in %.3f s (%.1f tok/s)\n",
+                 (long long)s.prompt_tokens, s.prefill_seconds,
+                 s.prefill_seconds > 0 ? double(s.prompt_tokens) / s.prefill_seconds : 0.0);
+    std::fprintf(stderr, "--- decode: %lld tokens in %.3f s (%.1f tok/s), %lld rounds, %.2f tokens/round\n",
+                 (long long)s.generated, s.decode_seconds, s.decode_tokens_per_second(),
+                 (long long)s.rounds, s.tokens_per_round());
+    if (mtp && !s.drafted.empty()) {
+        std::fprintf(stderr, "--- acceptance by depth:");
+        for (size_t d = 0; d < s.drafted.size(); ++d) {
+            if (!s.drafted[d]) continue;
+            std::fprintf(stderr, "  d%zu %lld/%lld (%.0f%%)", d + 1, (long long)s.accepted[d],
+                         (long long)s.drafted[d], 100.0 * double(s.accepted[d]) / double(s.drafted[d]));
+        }
+        std::fprintf(stderr, "\n--- GDN snapshot memory: %.2f MiB\n",
+                     double(s.snapshot_bytes) / (1024.0 * 1024.0));
+    }
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& argv) {
+    const std::vector<FlagSpec> specs = run_flags();
+    Args a(specs, argv);
+    if (a.has("help")) {
+        std::cout << "usage: nextn run MODEL (-p TEXT | --tokens IDS) [options]\n\n"
+                  << "Generates a continuation. With an MTP head the model drafts tokens and\n"
+                  << "verifies them in one batched forward; greedy output is identical to\n"
+                  << "--no-mtp, sampled output has the same distribution.\n\n"
+                  << Args::help_text(specs);
+        return 0;
+    }
+    if (a.positional().size() != 1) throw UsageError("run: expected exactly one MODEL path");
+    if (a.has("prompt") == a.has("tokens"))
+        throw UsageError("run: give exactly one of -p TEXT or --tokens IDS");
+    const int64_t n_predict = a.integer("n-predict", 128);
+    if (n_predict < 1) throw UsageError("--n-predict must be at least 1");
+    const int64_t depth = a.integer("draft-depth", 3);
+    if (depth < 0 || depth > 8) throw UsageError("--draft-depth must be between 0 and 8");
+    const int64_t logprobs = a.integer("logprobs", 0);
+    if (logprobs < 0 || logprobs > 20) throw UsageError("--logprobs must be between 0 and 20");
+    ModelOptions mo = model_options_from(a);
+    DecodeOptions opts;
+    opts.sampler = sampler_params_from(a);
+    opts.max_new_tokens = n_predict;
+    opts.logprobs = int(logprobs);
+
+    LoadedModel lm = load_model(a.positional()[0], mo);
+    const Qwen35Model& model = *lm.model;
+    std::optional<Tokenizer> tok = load_model_tokenizer(lm.checkpoint);
+    std::vector<int32_t> prompt;
+    if (a.has("tokens")) {
+        prompt = parse_id_list(a.str("tokens"), "tokens");
+    } else {
+        if (!tok) fail(a.positional()[0], ": no tokenizer found; use --tokens");
+        prompt = tok->encode(a.str("prompt"));
+        if (prompt.empty()) throw UsageError("run: the prompt encodes to no tokens");
+    }
+    for (int32_t id : prompt)
+        if (id >= model.config().vocab_size)
+            fail("prompt token id ", id, " is outside the vocabulary of ", model.config().vocab_size);
+    if (!a.has("ignore-eos")) {
+        opts.stop_tokens = model.config().eos_token_ids;
+        if (tok)
+            for (int32_t id : tok->eos_ids()) opts.stop_tokens.push_back(id);
+    }
+    const bool use_mtp = model.has_mtp() && depth > 0;
+    if (!model.has_mtp() && mo.load_mtp)
+        std::fprintf(stderr, "note: %s has no MTP head; plain decoding\n", a.positional()[0].c_str());
+    opts.draft_depth = use_mtp ? int(depth) : 0;
+    const int64_t ctx = a.integer("ctx", int64_t(prompt.size()) + n_predict + 16);
+    if (ctx < int64_t(prompt.size()) + 1) throw UsageError("--ctx is smaller than the prompt");
+    SequenceState state = model.new_state(ctx, int(depth) + 1);
+    std::unique_ptr<Drafter> drafter;
+    if (use_mtp) drafter = std::make_unique<MtpDrafter>(model, state);
+
+    const bool print_ids = a.has("ids") || !tok;
+    std::optional<StreamDecoder> stream;
+    if (!print_ids) stream.emplace(*tok);
+    bool first = true;
+    DecodeStats stats = generate(model, state, drafter.get(), prompt, opts, [&](const EmittedToken& e) {
+        if (print_ids) {
+            std::cout << (first ? "" : " ") << e.id;
+        } else {
+            std::cout << stream->push(e.id);
+        }
+        if (e.logprobs) {
+            std::fprintf(stderr, "[logprob] %d %.4f |", e.id, e.logprobs->chosen.logprob);
+            for (const auto& alt : e.logprobs->top)
+                std::fprintf(stderr, " %d:%.4f", alt.token, alt.logprob);
+            std::fprintf(stderr, "\n");
+        }
+        std::cout.flush();
+        first = false;
+        return true;
+    });
+    if (stream) std::cout << stream->flush();
+    std::cout << std::endl;
+    if (!a.has("quiet")) print_report(stats, use_mtp);
+    return 0;
+}
+
+}  // namespace nextn::cli

@@ -1,0 +1,24 @@
+#pragma once
+// The `nextn` subcommands. Each takes its arguments (after the subcommand name) and returns the
+// process exit code: 0 success, 1 runtime error (bad file, bad request), 2 usage error.
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "model/qwen35.h"
+#include "sampling/sampler_params.h"
+
+namespace nextn::cli {
+
+int cmd_run(const std::vector<std::string>& args);
+int cmd_inspect(const std::vector<std::string>& args);
+int cmd_tokenize(const std::vector<std::string>& args);
+int cmd_bench(const std::vector<std::string>& args);
+
+// Flags shared by the commands that load a model and generate.
+std::vector<FlagSpec> model_flags();
+std::vector<FlagSpec> sampling_flags();
+ModelOptions model_options_from(const Args& a);
+SamplerParams sampler_params_from(const Args& a);
+
+}  // namespace nextn::cli

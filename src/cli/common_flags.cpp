@@ -1,0 +1,72 @@
+#include "cli/commands.h"
+
+namespace nextn::cli {
+
+std::vector<FlagSpec> model_flags() {
+    return {
+        {"threads", "t", true, "worker threads (default: one per core)", "N"},
+        {"no-mtp", "", false, "ignore the MTP head: plain decoding"},
+        {"draft-model", "", true, "separate MTP drafter checkpoint (qwen3_5_mtp, MTP-only GGUF)",
+         "PATH"},
+        {"quant", "", true, "weight type for f32/bf16 checkpoints: f32 (default), bf16, q8_0, q4",
+         "TYPE"},
+    };
+}
+
+std::vector<FlagSpec> sampling_flags() {
+    return {
+        {"temp", "", true, "temperature; 0 = greedy (default 0)", "T"},
+        {"top-k", "", true, "keep the K most likely tokens (0 = off)", "K"},
+        {"top-p", "", true, "nucleus sampling mass (1 = off)", "P"},
+        {"min-p", "", true, "drop tokens below P x the top probability (0 = off)", "P"},
+        {"repeat-penalty", "", true, "llama.cpp repetition penalty (1 = off)", "R"},
+        {"repeat-last-n", "", true, "tokens the penalties look back over (default 64)", "N"},
+        {"presence-penalty", "", true, "OpenAI presence penalty (0 = off)", "X"},
+        {"frequency-penalty", "", true, "OpenAI frequency penalty (0 = off)", "X"},
+        {"seed", "s", true, "random seed (default 0)", "N"},
+    };
+}
+
+ModelOptions model_options_from(const Args& a) {
+    ModelOptions o;
+    o.threads = int(a.integer("threads", 0));
+    if (o.threads < 0 || o.threads > 1024) throw UsageError("--threads must be between 0 and 1024");
+    o.load_mtp = !a.has("no-mtp");
+    o.draft_model = a.str("draft-model");
+    std::string q = a.str("quant", "f32");
+    if (q == "f32") {
+        o.matrix_type = WType::F32;
+    } else if (q == "bf16") {
+        o.matrix_type = WType::BF16;
+    } else if (q == "q8_0") {
+        o.matrix_type = WType::Q8_0;
+    } else if (q == "q4" || q == "q4_0") {
+        o.matrix_type = WType::Q4_0;
+    } else {
+        throw UsageError("--quant: unknown type '" + q + "' (supported: f32, bf16, q8_0, q4)");
+    }
+    if (!o.load_mtp && !o.draft_model.empty())
+        throw UsageError("--no-mtp and --draft-model contradict each other");
+    return o;
+}
+
+SamplerParams sampler_params_from(const Args& a) {
+    SamplerParams p;
+    p.temperature = float(a.number("temp", 0.0));
+    p.top_k = int32_t(a.integer("top-k", 0));
+    p.top_p = float(a.number("top-p", 1.0));
+    p.min_p = float(a.number("min-p", 0.0));
+    p.repeat_penalty = float(a.number("repeat-penalty", 1.0));
+    p.penalty_last_n = int32_t(a.integer("repeat-last-n", 64));
+    p.presence_penalty = float(a.number("presence-penalty", 0.0));
+    p.frequency_penalty = float(a.number("frequency-penalty", 0.0));
+    p.seed = uint64_t(a.integer("seed", 0));
+    try {
+        p.validate();
+    } catch (const std::exception& e) {
+        throw UsageError(e.what());
+    }
+    return p;
+}
+
+}  // namespace nextn::cli
