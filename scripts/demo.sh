@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `make run`: show nextn doing its job on the embedded model: a code prompt, greedy and sampled
+# continuations with MTP drafts, then the same greedy run without MTP for comparison.
+set -euo pipefail
+NEXTN=${1:?usage: demo.sh NEXTN_BINARY MODEL}
+MODEL=${2:?usage: demo.sh NEXTN_BINARY MODEL}
+PROMPT=${PROMPT:-'def read_config(path):
+    """Read a JSON config file and return it as a dict."""
+'}
+echo "== model: $MODEL"
+"$NEXTN" inspect "$MODEL" | grep -E "^(architecture|layers|mtp head|parameters|kernels)"
+echo
+echo "== greedy, MTP drafts (depth 3)"
+"$NEXTN" run "$MODEL" -p "$PROMPT" -n 96 --draft-depth 3
+echo
+echo "== sampled (temp 0.7, top-p 0.9, seed 1), MTP drafts"
+"$NEXTN" run "$MODEL" -p "$PROMPT" -n 96 --temp 0.7 --top-p 0.9 --seed 1
+echo
+echo "== greedy without MTP (same text as the first run, for the speed comparison)"
+"$NEXTN" run "$MODEL" -p "$PROMPT" -n 96 --no-mtp

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Bad flags, bad files and bad requests give one clear line and the right exit code; nothing
+# crashes. Usage: errors.sh NEXTN_BINARY
+set -u
+NEXTN=$1
+MODEL=tests/data/qwen35-dense-tiny
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+passes=0
+
+# expect CODE PATTERN -- command...
+expect() {
+    local code=$1 pattern=$2
+    shift 3
+    local out rc
+    out=$("$@" 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" -ne "$code" ] || ! grep -qE -- "$pattern" <<<"$out"; then
+        echo "FAIL: $* -> rc=$rc (want $code), stderr: $out (want /$pattern/)"
+        failures=$((failures + 1))
+    else
+        passes=$((passes + 1))
+    fi
+}
+
+expect 2 "unknown command" -- "$NEXTN" frobnicate
+expect 2 "unknown flag '--bogus'" -- "$NEXTN" run "$MODEL" -p hi --bogus
+expect 2 "expects an integer" -- "$NEXTN" run "$MODEL" -p hi -n lots
+expect 2 "exactly one of -p" -- "$NEXTN" run "$MODEL"
+expect 2 "temperature" -- "$NEXTN" run "$MODEL" -p hi --temp -1
+expect 2 "draft-depth" -- "$NEXTN" run "$MODEL" -p hi --draft-depth 99
+expect 2 "quant" -- "$NEXTN" run "$MODEL" -p hi --quant q3
+expect 1 "does not exist" -- "$NEXTN" run "$TMP/missing" -p hi
+expect 1 "outside the vocabulary" -- "$NEXTN" run "$MODEL" --tokens 1,2,999999
+
+# A truncated safetensors file.
+mkdir "$TMP/trunc"
+cp "$MODEL/config.json" "$TMP/trunc/"
+head -c 5000 "$MODEL/model.safetensors" > "$TMP/trunc/model.safetensors"
+expect 1 "model.safetensors: safetensors header length .* runs past the end" -- "$NEXTN" inspect "$TMP/trunc"
+head -c 200000 "$MODEL/model.safetensors" > "$TMP/trunc/model.safetensors"
+expect 1 "model.safetensors: tensor '.*' data_offsets .* run past the end of the data" -- "$NEXTN" inspect "$TMP/trunc"
+
+# A header whose offsets overlap.
+mkdir "$TMP/overlap"
+cp "$MODEL/config.json" "$TMP/overlap/"
+python3 - "$TMP/overlap/model.safetensors" <<'PY'
+import json, struct, sys
+h = {"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+     "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}}
+hb = json.dumps(h).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + b"\0" * 12)
+PY
+expect 1 "overlap" -- "$NEXTN" inspect "$TMP/overlap"
+
+# A config missing a required field.
+mkdir "$TMP/noconf"
+python3 -c "import json,sys; c=json.load(open('$MODEL/config.json')); del c['text_config']['hidden_size']; json.dump(c, open('$TMP/noconf/config.json','w'))"
+cp "$MODEL/model.safetensors" "$TMP/noconf/"
+expect 1 "missing required field 'hidden_size'" -- "$NEXTN" inspect "$TMP/noconf"
+
+# An unsupported architecture.
+mkdir "$TMP/arch"
+python3 -c "import json; c=json.load(open('$MODEL/config.json')); c['model_type']='llama'; json.dump(c, open('$TMP/arch/config.json','w'))"
+cp "$MODEL/model.safetensors" "$TMP/arch/"
+expect 1 "unsupported architecture 'llama' \(supported: qwen3_5, qwen3_5_moe\)" -- "$NEXTN" inspect "$TMP/arch"
+
+# A tensor with the wrong shape (config says a wider MLP than the file holds).
+mkdir "$TMP/shape"
+python3 -c "import json; c=json.load(open('$MODEL/config.json')); c['text_config']['intermediate_size']=512; json.dump(c, open('$TMP/shape/config.json','w'))"
+cp "$MODEL/model.safetensors" "$TMP/shape/"
+expect 1 "mlp.gate_proj.weight' has shape \[256, 128\], expected \[512, 128\]" -- "$NEXTN" inspect "$TMP/shape"
+
+# Not JSON.
+mkdir "$TMP/badjson"
+echo "{nope" > "$TMP/badjson/config.json"
+expect 1 "not valid JSON" -- "$NEXTN" inspect "$TMP/badjson"
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]
