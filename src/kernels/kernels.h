@@ -25,8 +25,9 @@ struct KernelTable {
     const char* isa = "scalar";
 
     // y[j, r] = sum_k W[r, k] * x[j, k] for rows r in [r0, r1), batch j in [0, n).
-    // x: [n, w.cols], y: [n, ldy]. One call handles one thread's share of rows. Every weight
-    // block is decoded once per group of up to 4..8 columns, so n <= 8 streams W once.
+    // x: [n, w.cols], y: [n, ldy]. One call handles one thread's share of rows. W is read from
+    // memory once for any n (16-row chunks stay in cache); each weight block is decoded once per
+    // group of up to 6 (avx512) / 4 (avx2) columns.
     void (*gemm_rows)(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                       int64_t r0, int64_t r1) = nullptr;
 

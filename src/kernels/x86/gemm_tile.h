@@ -71,31 +71,44 @@ void gemm_tile_cols(const uint8_t* const* wrow, const float* const* xcol, int c,
     if constexpr (Cmax > 1) gemm_tile_cols<I, D, R, Cmax - 1>(wrow, xcol, c, cols, y, ldy);
 }
 
-// Rows [r0, r1) for all n columns: row groups of I::kRows rows (leftover rows one at a
-// time), column groups of up to I::kMaxCols inside each row group, so a row group's weights stay
-// in L1/L2 while every column group passes over them.
+// Runs the tile with R rows, R one of I's tile heights.
+template <class I, class D>
+void gemm_tile_rows(int R, const uint8_t* const* wrow, const float* const* xcol, int c,
+                    int64_t cols, float* y, int64_t ldy) {
+    switch (R) {
+        case 2: return gemm_tile_cols<I, D, 2>(wrow, xcol, c, cols, y, ldy);
+        case 3: return gemm_tile_cols<I, D, 3>(wrow, xcol, c, cols, y, ldy);
+        case 4: return gemm_tile_cols<I, D, 4>(wrow, xcol, c, cols, y, ldy);
+        default: return gemm_tile_cols<I, D, 1>(wrow, xcol, c, cols, y, ldy);
+    }
+}
+
+// Rows [r0, r1) for all n columns. Rows go in chunks of 16 (the unit matmul() hands to a
+// thread); inside a chunk every column group of up to I::kMaxCols columns runs over the chunk's
+// rows in tiles of I::rows_for(c) rows (leftover rows one at a time), so the chunk's weights are
+// read from memory once and stay in L1/L2 while further column groups pass over them.
 template <class I, class D>
 void gemm_rows_impl(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                     int64_t r0, int64_t r1) {
-    constexpr int kRows = I::kRows;
+    constexpr int kChunk = 16;
     const int64_t cols = w.cols;
-    const uint8_t* wrow[kRows];
+    const uint8_t* wrow[kChunk];
     const float* xcol[I::kMaxCols];
-    int64_t r = r0;
-    for (; r + kRows <= r1; r += kRows) {
-        for (int i = 0; i < kRows; ++i) wrow[i] = w.data + size_t(r + i) * w.row_bytes;
+    for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
+        const int64_t c1 = c0 + kChunk < r1 ? c0 + kChunk : r1;
         for (int64_t j0 = 0; j0 < n; j0 += I::kMaxCols) {
             const int c = int(n - j0 < I::kMaxCols ? n - j0 : I::kMaxCols);
             for (int i = 0; i < c; ++i) xcol[i] = x + (j0 + i) * cols;
-            gemm_tile_cols<I, D, kRows>(wrow, xcol, c, cols, y + j0 * ldy + r, ldy);
-        }
-    }
-    for (; r < r1; ++r) {
-        wrow[0] = w.data + size_t(r) * w.row_bytes;
-        for (int64_t j0 = 0; j0 < n; j0 += I::kMaxCols) {
-            const int c = int(n - j0 < I::kMaxCols ? n - j0 : I::kMaxCols);
-            for (int i = 0; i < c; ++i) xcol[i] = x + (j0 + i) * cols;
-            gemm_tile_cols<I, D, 1>(wrow, xcol, c, cols, y + j0 * ldy + r, ldy);
+            const int R = I::rows_for(c);
+            int64_t r = c0;
+            for (; r + R <= c1; r += R) {
+                for (int i = 0; i < R; ++i) wrow[i] = w.data + size_t(r + i) * w.row_bytes;
+                gemm_tile_rows<I, D>(R, wrow, xcol, c, cols, y + j0 * ldy + r, ldy);
+            }
+            for (; r < c1; ++r) {
+                wrow[0] = w.data + size_t(r) * w.row_bytes;
+                gemm_tile_cols<I, D, 1>(wrow, xcol, c, cols, y + j0 * ldy + r, ldy);
+            }
         }
     }
 }

@@ -12,8 +12,10 @@ namespace nextn::avx2 {
 struct Isa {
     using V = __m256;
     static constexpr int L = 8;
-    static constexpr int kRows = 2;     // weight rows per GEMM tile (16 ymm registers)
-    static constexpr int kMaxCols = 4;  // activation columns per GEMM tile
+    // GEMM tile: c activation columns x rows_for(c) weight rows, sized so that the R*c
+    // accumulators, R decoded weight vectors and one activation vector fit in 16 registers.
+    static constexpr int kMaxCols = 4;
+    static constexpr int rows_for(int c) { return c <= 2 ? 4 : 2; }
 
     static __m256i mask(int n) {
         return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
