@@ -1,0 +1,383 @@
+#include "tokenizer/jinja_eval.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "tokenizer/jinja_builtins.h"
+
+namespace nextn::jinja {
+
+void error_at(int line, const std::string& what) { fail("chat template line ", line, ": ", what); }
+
+const Value* Scope::find(const std::string& name) const {
+    for (const Scope* s = this; s; s = s->parent) {
+        auto it = s->vars.find(name);
+        if (it != s->vars.end()) return &it->second;
+    }
+    return nullptr;
+}
+
+std::string Interpreter::render(const Body& body) {
+    std::string out;
+    Scope top;  // template-level {% set %} lands here, above the globals
+    top.parent = &globals_;
+    top_ = &top;
+    if (exec(body, top, out) != Flow::Normal) fail("chat template: break/continue outside a loop");
+    return out;
+}
+
+Interpreter::Flow Interpreter::exec(const Body& body, Scope& scope, std::string& out) {
+    for (const auto& s : body) {
+        Flow f = exec(*s, scope, out);
+        if (f != Flow::Normal) return f;
+    }
+    return Flow::Normal;
+}
+
+Interpreter::Flow Interpreter::exec(const Stmt& s, Scope& scope, std::string& out) {
+    switch (s.kind) {
+        case Stmt::Kind::Text: out += s.text; break;
+        case Stmt::Kind::Output: out += eval(*s.expr, scope).str(); break;
+        case Stmt::Kind::If:
+            for (const auto& [cond, body] : s.branches)
+                if (!cond || eval(*cond, scope).truthy()) return exec(body, scope, out);
+            break;
+        case Stmt::Kind::For: exec_for(s, scope, out); break;
+        case Stmt::Kind::Set: exec_set(s, scope, eval(*s.expr, scope)); break;
+        case Stmt::Kind::SetBlock: {
+            std::string captured;
+            if (exec(s.body, scope, captured) != Flow::Normal) error_at(s.line, "break/continue inside {% set %} block");
+            exec_set(s, scope, Value(std::move(captured)));
+            break;
+        }
+        case Stmt::Kind::Macro: scope.vars[s.targets[0]] = define_macro(s); break;
+        case Stmt::Kind::Break: return Flow::Break;
+        case Stmt::Kind::Continue: return Flow::Continue;
+        case Stmt::Kind::Scope: return exec(s.body, scope, out);
+    }
+    return Flow::Normal;
+}
+
+void Interpreter::exec_set(const Stmt& s, Scope& scope, const Value& v) {
+    if (!s.attr.empty()) {
+        const Value* target = scope.find(s.targets[0]);
+        if (!target || !target->is_object() || !target->as_object().is_namespace)
+            error_at(s.line, "cannot assign attribute '" + s.attr + "' of '" + s.targets[0] + "': not a namespace()");
+        target->as_object().set(s.attr, v);
+        return;
+    }
+    if (s.targets.size() == 1) {
+        scope.vars[s.targets[0]] = v;
+        return;
+    }
+    Array items = iterate(v, s.line);
+    if (items.size() != s.targets.size())
+        error_at(s.line, "cannot unpack " + std::to_string(items.size()) + " values into " +
+                             std::to_string(s.targets.size()) + " names");
+    for (std::size_t i = 0; i < items.size(); ++i) scope.vars[s.targets[i]] = items[i];
+}
+
+void Interpreter::exec_for(const Stmt& s, Scope& scope, std::string& out) {
+    Value seq = eval(*s.expr, scope);
+    if (seq.is_none()) error_at(s.line, "'NoneType' object is not iterable");
+    Array all = seq.is_undefined() ? Array{} : iterate(seq, s.line);
+    Scope body_scope;
+    body_scope.parent = &scope;
+    auto bind = [&](const Value& item) {
+        if (s.targets.size() == 1) {
+            body_scope.vars[s.targets[0]] = item;
+            return;
+        }
+        Array parts = iterate(item, s.line);
+        if (parts.size() != s.targets.size())
+            error_at(s.line, "cannot unpack " + std::to_string(parts.size()) + " values into " +
+                                 std::to_string(s.targets.size()) + " loop names");
+        for (std::size_t k = 0; k < parts.size(); ++k) body_scope.vars[s.targets[k]] = parts[k];
+    };
+    Array items;
+    if (s.condition) {  // `for x in xs if cond`: filtered before loop.index and loop.length count
+        for (const Value& item : all) {
+            bind(item);
+            if (eval(*s.condition, body_scope).truthy()) items.push_back(item);
+        }
+    } else {
+        items = std::move(all);
+    }
+    const int64_t n = static_cast<int64_t>(items.size());
+    for (int64_t i = 0; i < n; ++i) {
+        bind(items[i]);
+        auto loop = std::make_shared<Object>();
+        loop->items = {{"index", Value(i + 1)},
+                       {"index0", Value(i)},
+                       {"revindex", Value(n - i)},
+                       {"revindex0", Value(n - i - 1)},
+                       {"first", Value(i == 0)},
+                       {"last", Value(i == n - 1)},
+                       {"length", Value(n)},
+                       {"depth", Value(1)},
+                       {"depth0", Value(0)},
+                       {"previtem", i > 0 ? items[i - 1] : Value::undefined("previtem")},
+                       {"nextitem", i + 1 < n ? items[i + 1] : Value::undefined("nextitem")}};
+        auto cycle = std::make_shared<Callable>();
+        cycle->name = "loop.cycle";
+        cycle->fn = [i](const CallArgs& a) -> Value {
+            if (a.positional.empty()) error_at(a.line, "loop.cycle() needs at least one argument");
+            return a.positional[i % a.positional.size()];
+        };
+        loop->items.emplace_back("cycle", Value(cycle));
+        body_scope.vars["loop"] = Value(loop);
+        Flow f = exec(s.body, body_scope, out);
+        if (f == Flow::Break) break;
+    }
+    if (n == 0 && !s.else_body.empty()) exec(s.else_body, scope, out);
+}
+
+Value Interpreter::define_macro(const Stmt& s) {
+    auto fn = std::make_shared<Callable>();
+    fn->name = s.targets[0];
+    const Stmt* def = &s;
+    fn->fn = [this, def](const CallArgs& args) -> Value {
+        if (depth_ > 100) error_at(def->line, "macro recursion too deep");
+        Scope local;
+        local.parent = top_;
+        if (args.positional.size() > def->params.size())
+            error_at(args.line, "macro '" + def->targets[0] + "' takes " + std::to_string(def->params.size()) +
+                                    " arguments, got " + std::to_string(args.positional.size()));
+        for (std::size_t i = 0; i < def->params.size(); ++i) {
+            const auto& [name, dflt] = def->params[i];
+            if (i < args.positional.size()) local.vars[name] = args.positional[i];
+            else if (const Value* kw = args.kw(name)) local.vars[name] = *kw;
+            else if (dflt) local.vars[name] = eval(*dflt, local);
+            else local.vars[name] = Value::undefined(name);
+        }
+        for (const auto& [k, v] : args.keyword) {
+            bool known = false;
+            for (const auto& p : def->params) known |= p.first == k;
+            if (!known) error_at(args.line, "macro '" + def->targets[0] + "' has no parameter '" + k + "'");
+        }
+        std::string out;
+        ++depth_;
+        struct Down {
+            int& d;
+            ~Down() { --d; }
+        } down{depth_};
+        exec(def->body, local, out);
+        return Value(std::move(out));
+    };
+    return Value(fn);
+}
+
+CallArgs Interpreter::eval_args(const Expr& e, Scope& scope, std::size_t first) {
+    CallArgs a;
+    a.line = e.line;
+    for (std::size_t i = first; i < e.args.size(); ++i) a.positional.push_back(eval(*e.args[i], scope));
+    for (const auto& [k, v] : e.kwargs) a.keyword.emplace_back(k, eval(*v, scope));
+    return a;
+}
+
+Value Interpreter::call(const Expr& e, Scope& scope) {
+    const Expr& callee = *e.args[0];
+    if (callee.kind == Expr::Kind::GetAttr) {
+        Value obj = eval(*callee.args[0], scope);
+        if (obj.is_undefined())
+            error_at(e.line, "'" + obj.undefined_name() + "' is undefined (calling ." + callee.name + "())");
+        if (obj.is_object()) {
+            if (const Value* member = obj.as_object().find(callee.name); member && member->is_callable())
+                return member->as_callable().fn(eval_args(e, scope, 1));
+        }
+        Value result;
+        if (call_method(obj, callee.name, eval_args(e, scope, 1), result)) return result;
+        error_at(e.line, "'" + obj.type_name() + "' object has no method '" + callee.name + "'");
+    }
+    Value fn = eval(callee, scope);
+    if (fn.is_undefined()) {
+        std::string name = callee.kind == Expr::Kind::Name ? callee.name : fn.undefined_name();
+        error_at(e.line, "'" + name + "' is undefined (unsupported function?)");
+    }
+    if (!fn.is_callable()) error_at(e.line, "'" + fn.type_name() + "' object is not callable");
+    return fn.as_callable().fn(eval_args(e, scope, 1));
+}
+
+namespace {
+
+bool both_numbers(const Value& a, const Value& b) {
+    return (a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool());
+}
+int64_t to_int(const Value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
+bool any_float(const Value& a, const Value& b) { return a.is_float() || b.is_float(); }
+
+[[noreturn]] void bad_operands(int line, const std::string& op, const Value& a, const Value& b) {
+    if (a.is_undefined() || b.is_undefined())
+        error_at(line, "'" + (a.is_undefined() ? a.undefined_name() : b.undefined_name()) + "' is undefined (operand of '" + op + "')");
+    error_at(line, "unsupported operand types for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
+}
+
+Value repeat(const Value& seq, int64_t n) {
+    if (seq.is_string()) {
+        std::string out;
+        for (int64_t i = 0; i < n; ++i) out += seq.as_string();
+        return Value(std::move(out));
+    }
+    Array out;
+    for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.as_array().begin(), seq.as_array().end());
+    return Value(std::move(out));
+}
+
+int compare_values(int line, const std::string& op, const Value& a, const Value& b) {
+    if (both_numbers(a, b)) {
+        if (any_float(a, b)) return a.as_double() < b.as_double() ? -1 : a.as_double() > b.as_double() ? 1 : 0;
+        return to_int(a) < to_int(b) ? -1 : to_int(a) > to_int(b) ? 1 : 0;
+    }
+    if (a.is_string() && b.is_string()) return a.as_string().compare(b.as_string()) < 0 ? -1 : a.as_string() == b.as_string() ? 0 : 1;
+    if (a.is_array() && b.is_array()) {
+        const Array &x = a.as_array(), &y = b.as_array();
+        for (std::size_t i = 0; i < x.size() && i < y.size(); ++i)
+            if (!equals(x[i], y[i])) return compare_values(line, op, x[i], y[i]);
+        return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
+    }
+    error_at(line, "'" + op + "' not supported between '" + a.type_name() + "' and '" + b.type_name() + "'");
+}
+
+bool contains(int line, const Value& container, const Value& item) {
+    if (container.is_string()) {
+        if (!item.is_string()) error_at(line, "'in <string>' requires a string on the left, not '" + item.type_name() + "'");
+        return container.as_string().find(item.as_string()) != std::string::npos;
+    }
+    if (container.is_array()) {
+        for (const Value& v : container.as_array())
+            if (equals(v, item)) return true;
+        return false;
+    }
+    if (container.is_object()) return item.is_string() && container.as_object().find(item.as_string()) != nullptr;
+    if (container.is_undefined()) return false;
+    error_at(line, "argument of type '" + container.type_name() + "' is not iterable");
+}
+
+}  // namespace
+
+Value Interpreter::binary(const Expr& e, Scope& scope) {
+    const std::string& op = e.name;
+    if (op == "and") {
+        Value l = eval(*e.args[0], scope);
+        return l.truthy() ? eval(*e.args[1], scope) : l;
+    }
+    if (op == "or") {
+        Value l = eval(*e.args[0], scope);
+        return l.truthy() ? l : eval(*e.args[1], scope);
+    }
+    Value a = eval(*e.args[0], scope), b = eval(*e.args[1], scope);
+    int line = e.line;
+    if (op == "==") return Value(equals(a, b));
+    if (op == "!=") return Value(!equals(a, b));
+    if (op == "<") return Value(compare_values(line, op, a, b) < 0);
+    if (op == "<=") return Value(compare_values(line, op, a, b) <= 0);
+    if (op == ">") return Value(compare_values(line, op, a, b) > 0);
+    if (op == ">=") return Value(compare_values(line, op, a, b) >= 0);
+    if (op == "in") return Value(contains(line, b, a));
+    if (op == "not in") return Value(!contains(line, b, a));
+    if (op == "~") return Value(a.str() + b.str());
+    if (op == "+") {
+        if (both_numbers(a, b)) return any_float(a, b) ? Value(a.as_double() + b.as_double()) : Value(to_int(a) + to_int(b));
+        if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+        if (a.is_array() && b.is_array()) {
+            Array out = a.as_array();
+            out.insert(out.end(), b.as_array().begin(), b.as_array().end());
+            return Value(std::move(out));
+        }
+        bad_operands(line, op, a, b);
+    }
+    if (op == "*") {
+        if (both_numbers(a, b)) return any_float(a, b) ? Value(a.as_double() * b.as_double()) : Value(to_int(a) * to_int(b));
+        if ((a.is_string() || a.is_array()) && b.is_int()) return repeat(a, b.as_int());
+        if ((b.is_string() || b.is_array()) && a.is_int()) return repeat(b, a.as_int());
+        bad_operands(line, op, a, b);
+    }
+    if (!both_numbers(a, b)) {
+        if (op == "%" && a.is_string()) error_at(line, "printf-style '%' string formatting is not supported");
+        bad_operands(line, op, a, b);
+    }
+    if (op == "-") return any_float(a, b) ? Value(a.as_double() - b.as_double()) : Value(to_int(a) - to_int(b));
+    if (op == "/") {
+        if (b.as_double() == 0) error_at(line, "division by zero");
+        return Value(a.as_double() / b.as_double());
+    }
+    if (op == "//" || op == "%") {
+        if (b.as_double() == 0) error_at(line, "division by zero");
+        if (any_float(a, b)) {
+            double q = std::floor(a.as_double() / b.as_double());
+            return op == "//" ? Value(q) : Value(a.as_double() - q * b.as_double());
+        }
+        int64_t x = to_int(a), y = to_int(b), q = x / y;
+        if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // Python floors
+        return op == "//" ? Value(q) : Value(x - q * y);
+    }
+    if (op == "**") {
+        if (!any_float(a, b) && to_int(b) >= 0) {
+            int64_t r = 1;
+            for (int64_t i = 0; i < to_int(b) && i < 64; ++i) r *= to_int(a);
+            return Value(r);
+        }
+        return Value(std::pow(a.as_double(), b.as_double()));
+    }
+    error_at(line, "unknown operator '" + op + "'");
+}
+
+Value Interpreter::eval(const Expr& e, Scope& scope) {
+    struct Depth {
+        int& d;
+        ~Depth() { --d; }
+    } depth{++eval_depth_};
+    if (eval_depth_ > 400) error_at(e.line, "expression nested too deeply");
+    switch (e.kind) {
+        case Expr::Kind::Literal: return e.value;
+        case Expr::Kind::Name: {
+            const Value* v = scope.find(e.name);
+            return v ? *v : Value::undefined(e.name);
+        }
+        case Expr::Kind::List: {
+            Array a;
+            for (const auto& x : e.args) a.push_back(eval(*x, scope));
+            return Value(std::move(a));
+        }
+        case Expr::Kind::Dict: {
+            auto o = std::make_shared<Object>();
+            for (const auto& [k, v] : e.entries) {
+                Value key = eval(*k, scope);
+                if (!key.is_string()) error_at(e.line, "dict keys must be strings, not '" + key.type_name() + "'");
+                o->set(key.as_string(), eval(*v, scope));
+            }
+            return Value(o);
+        }
+        case Expr::Kind::GetAttr: return get_attribute(eval(*e.args[0], scope), e.name, e.line);
+        case Expr::Kind::GetItem: return get_item(eval(*e.args[0], scope), eval(*e.args[1], scope), e.line);
+        case Expr::Kind::Slice: {
+            auto part = [&](int i) { return e.args[i] ? eval(*e.args[i], scope) : Value(nullptr); };
+            return slice(eval(*e.args[0], scope), part(1), part(2), part(3), e.line);
+        }
+        case Expr::Kind::Call: return call(e, scope);
+        case Expr::Kind::Filter: {
+            Value input = eval(*e.args[0], scope);
+            return apply_filter(e.name, input, eval_args(e, scope, 1));
+        }
+        case Expr::Kind::Test: {
+            Value input = eval(*e.args[0], scope);
+            bool r = apply_test(e.name, input, eval_args(e, scope, 1));
+            return Value(e.negated ? !r : r);
+        }
+        case Expr::Kind::Unary: {
+            Value v = eval(*e.args[0], scope);
+            if (e.name == "not") return Value(!v.truthy());
+            if (v.is_bool()) v = Value(static_cast<int64_t>(v.as_bool()));
+            if (!v.is_number()) error_at(e.line, "bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
+            if (e.name == "+") return v;
+            return v.is_int() ? Value(-v.as_int()) : Value(-v.as_double());
+        }
+        case Expr::Kind::Binary: return binary(e, scope);
+        case Expr::Kind::Cond:
+            if (eval(*e.args[0], scope).truthy()) return eval(*e.args[1], scope);
+            return e.args[2] ? eval(*e.args[2], scope) : Value::undefined();
+    }
+    error_at(e.line, "unknown expression");
+}
+
+}  // namespace nextn::jinja

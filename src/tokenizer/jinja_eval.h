@@ -1,0 +1,46 @@
+#pragma once
+// Tree-walking evaluator for parsed chat templates.
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "tokenizer/jinja_ast.h"
+#include "tokenizer/jinja_value.h"
+
+namespace nextn::jinja {
+
+// Variables visible at one level: the globals, a for-loop body, a macro call. Lookups walk up.
+struct Scope {
+    std::unordered_map<std::string, Value> vars;
+    Scope* parent = nullptr;
+    const Value* find(const std::string& name) const;
+};
+
+class Interpreter {
+public:
+    // `globals` are the render variables (messages, tools, ...) plus the built-in functions.
+    explicit Interpreter(Scope& globals) : globals_(globals) {}
+    std::string render(const Body& body);
+
+    Value eval(const Expr& e, Scope& scope);
+
+private:
+    enum class Flow { Normal, Break, Continue };
+    Flow exec(const Body& body, Scope& scope, std::string& out);
+    Flow exec(const Stmt& s, Scope& scope, std::string& out);
+    void exec_for(const Stmt& s, Scope& scope, std::string& out);
+    void exec_set(const Stmt& s, Scope& scope, const Value& v);
+    Value call(const Expr& e, Scope& scope);
+    Value binary(const Expr& e, Scope& scope);
+    Value define_macro(const Stmt& s);
+    CallArgs eval_args(const Expr& e, Scope& scope, std::size_t first);
+
+    Scope& globals_;
+    Scope* top_ = nullptr;  // template-level scope of the render in progress (macros see it)
+    int depth_ = 0;         // macro call depth, bounded to fail cleanly on runaway recursion
+    int eval_depth_ = 0;    // expression nesting, bounded so long chains cannot exhaust the stack
+};
+
+[[noreturn]] void error_at(int line, const std::string& what);
+
+}  // namespace nextn::jinja

@@ -1,0 +1,181 @@
+// Chat-template rendering: the Qwen3 template against 42 renders from @huggingface/jinja
+// (cross-checked byte for byte with Python Jinja2 as transformers sets it up), the tiny fixture's
+// template, and Jinja2 behaviour stated in its documentation (expected strings written by hand).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/mapped_file.h"
+#include "test_paths.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nextn {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string qwen3_dir() { return test::data_dir() + "/tokenizer/qwen3"; }
+
+TEST(ChatTemplateQwen3, GoldenRenders) {
+    Json config = Json::parse(read_text_file(qwen3_dir() + "/tokenizer_config.json"));
+    ChatTemplate tpl(config["chat_template"].get<std::string>());
+    std::istringstream in(read_text_file(qwen3_dir() + "/chat_template.jsonl"));
+    std::string line;
+    int count = 0;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        Json r = Json::parse(line);
+        std::optional<bool> thinking;
+        if (!r["enable_thinking"].is_null()) thinking = r["enable_thinking"].get<bool>();
+        std::string got = tpl.render(r["messages"], r["tools"], r["add_generation_prompt"].get<bool>(), thinking);
+        EXPECT_EQ(got, r["rendered"].get<std::string>()) << r["name"];
+        ++count;
+    }
+    EXPECT_EQ(count, 42);
+}
+
+// content: null makes the Qwen3 template fail in both reference engines; we must fail cleanly.
+TEST(ChatTemplateQwen3, NullContentIsAnError) {
+    Json config = Json::parse(read_text_file(qwen3_dir() + "/tokenizer_config.json"));
+    ChatTemplate tpl(config["chat_template"].get<std::string>());
+    Json messages = Json::parse(R"([{"role":"user","content":"hi"},{"role":"assistant","content":null}])");
+    EXPECT_THROW(tpl.render(messages, nullptr, false), Error);
+}
+
+TEST(ChatTemplateTiny, GoldenRender) {
+    Tokenizer tok = Tokenizer::load(test::data_dir() + "/tokenizer/dense-tiny");
+    Json golden = Json::parse(read_text_file(test::data_dir() + "/tokenizer/dense-tiny/tokenize.json"));
+    const Json& r = golden["chat_template_rendering"];
+    ChatTemplate tpl = ChatTemplate::for_tokenizer(tok);
+    EXPECT_EQ(tpl.render(r["messages"], nullptr, r["add_generation_prompt"].get<bool>()), r["text"].get<std::string>());
+}
+
+std::string render(const std::string& src, const Json& vars = Json::object()) {
+    return ChatTemplate(src).render(Json::array(), nullptr, false, std::nullopt, vars);
+}
+
+// Expected strings follow Jinja2 semantics as documented (trim_blocks + lstrip_blocks on).
+TEST(ChatTemplateJinja, WhitespaceControl) {
+    EXPECT_EQ(render("a  {{- 'b' -}}  c"), "abc");
+    EXPECT_EQ(render("{% if true %}\nx\n{% endif %}\ny"), "x\ny");           // trim_blocks
+    EXPECT_EQ(render("  {% if true %}x{% endif %}"), "x");                   // lstrip_blocks
+    EXPECT_EQ(render("  {{ 'x' }}"), "  x");                                 // not for {{
+    EXPECT_EQ(render("a\n  {%+ if true %}x{% endif %}"), "a\n  x");          // + keeps it
+    EXPECT_EQ(render("a{# comment #}b"), "ab");
+    EXPECT_EQ(render("x\n"), "x");                                           // trailing newline dropped
+    EXPECT_EQ(render("{% raw %}{{ x }}{% endraw %}"), "{{ x }}");
+}
+
+TEST(ChatTemplateJinja, LoopsAndScopes) {
+    EXPECT_EQ(render("{% for x in [1,2,3] %}{{ loop.index0 }}{{ x }}{% if not loop.last %},{% endif %}{% endfor %}"),
+              "01,12,23");
+    EXPECT_EQ(render("{% for x in [1,2,3] if x != 2 %}{{ loop.index }}/{{ loop.length }} {% endfor %}"), "1/2 2/2 ");
+    EXPECT_EQ(render("{% for x in [] %}a{% else %}empty{% endfor %}"), "empty");
+    EXPECT_EQ(render("{% for x in [1,2,3,4] %}{% if x == 3 %}{% break %}{% endif %}{{ x }}{% endfor %}"), "12");
+    EXPECT_EQ(render("{% for x in [1,2,3] %}{% if x == 2 %}{% continue %}{% endif %}{{ x }}{% endfor %}"), "13");
+    // set inside a loop does not leak out; namespace attributes do.
+    EXPECT_EQ(render("{% set a = 1 %}{% set ns = namespace(b=1) %}{% for x in [5] %}{% set a = x %}{% set ns.b = x %}"
+                     "{% endfor %}{{ a }} {{ ns.b }}"),
+              "1 5");
+    EXPECT_EQ(render("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}"), "a=1;b=2;");
+    EXPECT_EQ(render("{% for x in 'ab' %}{{ loop.cycle('o', 'e') }}{{ x }}{% endfor %}"), "oaeb");
+}
+
+TEST(ChatTemplateJinja, Expressions) {
+    EXPECT_EQ(render("{{ [1,2,3][::-1] }}"), "[3, 2, 1]");
+    EXPECT_EQ(render("{{ 'hello'[1:3] }}{{ 'abc'[-1] }}"), "elc");
+    EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ 7 / 2 }} {{ 2 ** 10 }}"), "3 -4 1 3.5 1024");
+    EXPECT_EQ(render("{{ 1 ~ 'a' ~ none }}"), "1aNone");
+    EXPECT_EQ(render("{{ 'a' if false else 'b' }}{{ 'c' if true }}"), "bc");
+    EXPECT_EQ(render("{{ messages|length - 1 }}"), "-1");
+    EXPECT_EQ(render("{{ 'ell' in 'hello' }} {{ 2 in [1,2] }} {{ 'k' not in {'k': 1} }}"), "True True False");
+    EXPECT_EQ(render("{{ x.y is defined }} {{ x is defined }}", Json{{"x", Json::object()}}), "False True");
+    EXPECT_EQ(render("{{ none is none }} {{ false is false }} {{ 0 is false }} {{ 'a' is string }}"), "True True False True");
+    EXPECT_EQ(render("{{ {'a': [1, 'x', none, true]} }}"), "{'a': [1, 'x', None, True]}");
+    EXPECT_EQ(render("{{ 0.1 + 0.2 }} {{ 1e-7 }} {{ 2.0 }} {{ 1e16 }}"), "0.30000000000000004 1e-07 2.0 1e+16");
+    // and/or short-circuit: the right side would fail on an undefined value.
+    EXPECT_EQ(render("{{ true or undefined_thing.x }}{{ false and undefined_thing.x }}"), "TrueFalse");
+}
+
+TEST(ChatTemplateJinja, FiltersAndMethods) {
+    EXPECT_EQ(render("{{ '  a b  '|trim }}|{{ 'xxaxx'.strip('x') }}|{{ '\\n\\na\\n'.lstrip('\\n') }}"), "a b|a|a\n");
+    EXPECT_EQ(render("{{ 'a</think>b'.split('</think>')[-1] }}{{ 'abc'.split('z')|length }}"), "b1");
+    EXPECT_EQ(render("{{ ' a  b '.split() }}"), "['a', 'b']");
+    EXPECT_EQ(render("{{ 'abc'.startswith('ab') }}{{ 'abc'.endswith(('x', 'c')) }}"), "TrueTrue");
+    EXPECT_EQ(render("{{ ['a','b']|join(', ') }}|{{ 'Hi'|upper }}|{{ 'Hi'|lower }}|{{ 'hi there'|title }}"),
+              "a, b|HI|hi|Hi There");
+    EXPECT_EQ(render("{{ x|default('d') }}{{ ''|default('e', true) }}"), "de");
+    EXPECT_EQ(render("{{ [3,1,2]|sort|first }}{{ [3,1,2]|max }}{{ [1,2,3]|sum }}"), "136");
+    EXPECT_EQ(render("{{ [{'n':'a'},{'n':'b'}]|map(attribute='n')|join }}"), "ab");
+    EXPECT_EQ(render("{{ [{'t':1},{'t':0}]|selectattr('t')|list|length }}"), "1");
+    EXPECT_EQ(render("{{ 'a-b'.replace('-', '+') }}{{ 3.7|int }}{{ '5'|int + 1 }}"), "a+b36");
+    EXPECT_EQ(render("{{ {'b': 1, 'a': 2}.get('a') }}{{ {'b': 1}.get('z', 9) }}"), "29");
+}
+
+// tojson must print like Python's json.dumps(x, ensure_ascii=False): ", " and ": ", keys in
+// insertion order, non-ASCII kept, control characters as \u00XX.
+TEST(ChatTemplateJinja, ToJsonMatchesPythonJsonDumps) {
+    Json v = Json::parse(R"({"z": 1, "a": [true, null, 0.5, "é\"\n\u0001/<>"], "m": {}})");
+    EXPECT_EQ(render("{{ v|tojson }}", Json{{"v", v}}),
+              "{\"z\": 1, \"a\": [true, null, 0.5, \"é\\\"\\n\\u0001/<>\"], \"m\": {}}");
+    EXPECT_EQ(render("{{ v|tojson(indent=2) }}", Json{{"v", Json::parse(R"({"a": [1, 2]})")}}),
+              "{\n  \"a\": [\n    1,\n    2\n  ]\n}");
+    EXPECT_EQ(render("{{ 1.0|tojson }} {{ 1e-7|tojson }}"), "1.0 1e-07");
+}
+
+TEST(ChatTemplateJinja, MacrosAndGlobals) {
+    EXPECT_EQ(render("{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}"
+                     "{{ greet('a') }} {{ greet('b', punct='?') }}"),
+              "Hi a! Hi b?");
+    EXPECT_EQ(render("{% for i in range(3) %}{{ i }}{% endfor %}{{ range(1, 7, 2)|list }}"), "012[1, 3, 5]");
+    EXPECT_EQ(render("{% set s %}in{{ 1 }}{% endset %}{{ s }}"), "in1");
+    EXPECT_EQ(render("{{ bos_token }}", Json{{"bos_token", "<s>"}}), "<s>");
+    EXPECT_FALSE(render("{{ strftime_now('%Y') }}").empty());
+}
+
+void expect_error(const std::string& src, const std::string& fragment, const Json& vars = Json::object()) {
+    try {
+        render(src, vars);
+        ADD_FAILURE() << "no error for: " << src;
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << "message: " << e.what();
+    }
+}
+
+TEST(ChatTemplateJinja, ErrorsNameTheLine) {
+    expect_error("line1\n{% if x %}", "missing {% endif %}");
+    expect_error("a\n{{ 1 + }}", "line 2");
+    expect_error("{% for %}", "line 1");
+    expect_error("{{ 'unterminated }}", "unterminated string");
+    expect_error("\n\n{{ raise_exception('bad role') }}", "line 3: raise_exception: bad role");
+    expect_error("{{ x|nosuchfilter }}", "unsupported filter 'nosuchfilter'");
+    expect_error("{{ x is nosuchtest }}", "unsupported test 'nosuchtest'");
+    expect_error("{% include 'other.j2' %}", "unsupported statement '{% include");
+    expect_error("{{ a.b.c }}", "'a' is undefined");
+    expect_error("{{ 'a' + 1 }}", "unsupported operand types for +: 'str' and 'int'");
+    expect_error("{{ nosuchfunction(1) }}", "'nosuchfunction' is undefined");
+    expect_error("{% endif %}", "unexpected '{% endif %}'");
+    expect_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "macro recursion too deep");
+    // Pathological nesting and chains give an error, not a stack overflow.
+    expect_error("{{ " + std::string(500, '(') + "1" + std::string(500, ')') + " }}", "nested too deeply");
+    EXPECT_THROW(render("{{ " + std::string(5000, '(') + " }}"), Error);
+    std::string chain = "{{ 1";
+    for (int i = 0; i < 20000; ++i) chain += "|abs";
+    EXPECT_THROW(render(chain + " }}"), Error);
+    std::string sum = "{{ 1";
+    for (int i = 0; i < 3000; ++i) sum += " + 1";
+    EXPECT_THROW(render(sum + " }}"), Error);
+}
+
+TEST(ChatTemplateJinja, FallbackIsChatml) {
+    ChatTemplate tpl(ChatTemplate::chatml_source());
+    Json messages = Json::parse(R"([{"role":"user","content":"Hi"}])");
+    EXPECT_EQ(tpl.render(messages, nullptr, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+}  // namespace
+}  // namespace nextn
