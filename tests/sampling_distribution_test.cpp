@@ -151,11 +151,20 @@ TEST(SamplingLogprobs, ProcessWorkspaceHoldsBiasedPenalizedLogits) {
     params.temperature = 0.0f;
     params.logit_bias = {{0, 1.0f}};
     params.presence_penalty = 0.5f;
-    std::vector<float> workspace;
+    SamplingWorkspace workspace;
+    Distribution d;
     const std::vector<int32_t> history = {1};
-    const Distribution d = process(std::vector<float>{0.0f, 2.0f}, history, params, workspace);
-    EXPECT_EQ(workspace, (std::vector<float>{1.0f, 1.5f}));
+    process(std::vector<float>{0.0f, 2.0f}, history, params, workspace, d);
+    EXPECT_EQ(workspace.logits, (std::vector<float>{1.0f, 1.5f}));
     EXPECT_EQ(d.ids, (std::vector<int32_t>{1}));
+    // Reusing the output and workspace gives the same result as fresh buffers.
+    params.temperature = 1.0f;
+    const std::vector<float> logits = {0.5f, -1.0f, 2.0f, 0.0f};
+    process(logits, history, params, workspace, d);
+    const Distribution fresh = process(logits, history, params);
+    EXPECT_EQ(d.ids, fresh.ids);
+    EXPECT_EQ(d.probs, fresh.probs);
+    EXPECT_EQ(d.vocab_size, 4);
 }
 
 }  // namespace

@@ -53,22 +53,4 @@ int32_t sample(const Distribution& d, Rng& rng) {
     return sample_with_uniform(d, rng.uniform());
 }
 
-int32_t sample_weighted(std::span<const int32_t> ids, std::span<const double> weights, double u) {
-    if (ids.empty() || ids.size() != weights.size())
-        fail("sampling: weighted sample needs matching non-empty ids and weights");
-    double total = 0.0;
-    for (double w : weights) total += w;
-    if (!(total > 0.0)) fail("sampling: weighted sample needs a positive total weight");
-    const double target = u * total;
-    double cumulative = 0.0;
-    size_t last_positive = 0;
-    for (size_t i = 0; i < weights.size(); ++i) {
-        if (weights[i] <= 0.0) continue;
-        cumulative += weights[i];
-        last_positive = i;
-        if (target < cumulative) return ids[i];
-    }
-    return ids[last_positive];
-}
-
 }  // namespace nextn

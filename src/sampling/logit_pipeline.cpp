@@ -1,7 +1,10 @@
 #include "sampling/logit_pipeline.h"
 
 #include <algorithm>
+#include <bit>
+#include <cfloat>
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 
@@ -19,6 +22,95 @@ bool ranks_before(const Candidate& a, const Candidate& b) {
     return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
 }
 
+// Four floats as one value, with element-wise arithmetic (GCC / Clang vector extension: SSE2
+// on x86-64, NEON on arm64, scalar code elsewhere).
+using Float4 = float __attribute__((vector_size(16)));
+using Int4 = int32_t __attribute__((vector_size(16)));
+
+// exp(x) for x <= 0 (including -inf), within about 2 ulp of the true value; 0 below -87.33,
+// where exp(x) would be under FLT_MIN (such a token is 38 orders of magnitude below the best one
+// and is dropped from the support). Branch-free, four at a time: glibc's expf is a call per
+// element and was the largest cost of a full-vocabulary softmax.
+Float4 exp_nonpositive(Float4 x) {
+    constexpr float kLowest = -87.33f;
+    const Int4 below = x < kLowest;
+    const Float4 clamped = below ? Float4{} + kLowest : x;
+    // x = n ln2 + r, |r| <= ln2 / 2; n rounded to nearest by the 1.5 * 2^23 trick (exact for
+    // |n| < 2^22); ln2 split so that n * 0.693145751953125f is exact for |n| <= 127.
+    constexpr float kRoundMagic = 12582912.0f;
+    const Float4 n = (clamped * 1.44269504088896341f + kRoundMagic) - kRoundMagic;
+    const Float4 r = (clamped - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
+    // Taylor series of exp(r) to r^7: the truncation error r^8 / 8! < 1e-8 for |r| <= 0.347.
+    Float4 poly = Float4{} + 1.0f / 5040.0f;
+    poly = poly * r + 1.0f / 720.0f;
+    poly = poly * r + 1.0f / 120.0f;
+    poly = poly * r + 1.0f / 24.0f;
+    poly = poly * r + 1.0f / 6.0f;
+    poly = poly * r + 0.5f;
+    poly = poly * r + 1.0f;
+    poly = poly * r + 1.0f;
+    const Int4 exponent_bits = (__builtin_convertvector(n, Int4) + 127) << 23;  // 2^n, n >= -126
+    const Float4 result = poly * std::bit_cast<Float4>(exponent_bits);
+    return below ? Float4{} : result;
+}
+
+// The same function for one value (bit-identical to the four-wide form).
+float exp_nonpositive(float x) { return exp_nonpositive(Float4{x, x, x, x})[0]; }
+
+// weights[i] = exp((logits[i] - max_logit) / temperature), [V]; returns their sum.
+double dense_weights(std::span<const float> logits, float max_logit, float temperature,
+                     float* weights) {
+    const size_t n = logits.size();
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        Float4 block;
+        std::memcpy(&block, &logits[i], sizeof block);
+        block = exp_nonpositive((block - max_logit) / temperature);
+        std::memcpy(&weights[i], &block, sizeof block);
+    }
+    for (; i < n; ++i) weights[i] = exp_nonpositive((logits[i] - max_logit) / temperature);
+    // Float partial sums over blocks of 64 (exact enough: 64 terms <= 1), added in double.
+    double total = 0.0;
+    for (size_t start = 0; start < n; start += 64) {
+        const size_t end = std::min(n, start + 64);
+        float lane[8] = {};
+        size_t k = start;
+        for (; k + 8 <= end; k += 8)
+            for (int j = 0; j < 8; ++j) lane[j] += weights[k + j];
+        for (; k < end; ++k) lane[0] += weights[k];
+        float block_sum = 0.0f;
+        for (float v : lane) block_sum += v;
+        total += block_sum;
+    }
+    return total;
+}
+
+// Max of n floats (-inf when n == 0), ignoring NaN. Eight independent lanes so the compiler can
+// keep them in one vector register; the scans below run over V = 248k logits per call.
+float block_max(const float* values, size_t n) {
+    float lane[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                     -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) lane[j] = values[i + j] > lane[j] ? values[i + j] : lane[j];
+    for (; i < n; ++i) lane[0] = values[i] > lane[0] ? values[i] : lane[0];
+    float best = lane[0];
+    for (int j = 1; j < 8; ++j) best = lane[j] > best ? lane[j] : best;
+    return best;
+}
+
+// Whether any value is NaN or +inf (the softmax accepts finite values and -inf only).
+bool any_unusable(const float* values, size_t n) {
+    int32_t lane[8] = {};  // int, not bool, so the lanes vectorize
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) lane[j] |= !(values[i + j] <= FLT_MAX);
+    for (; i < n; ++i) lane[0] |= !(values[i] <= FLT_MAX);
+    int32_t any = 0;
+    for (int32_t b : lane) any |= b;
+    return any != 0;
+}
+
 // Below this k the heap scan wins: almost every logit fails one comparison against the heap's
 // worst entry. Above it a selection over all finite logits is cheaper.
 constexpr int64_t kHeapSelectMaxK = 4096;
@@ -29,18 +121,25 @@ std::vector<Candidate> select_top_k(std::span<const float> logits, int64_t k) {
     if (k <= 0) return best;
     const auto count = static_cast<size_t>(k);
     if (k <= kHeapSelectMaxK) {
-        // Max-heap under ranks_before keeps the worst kept candidate at front().
-        best.reserve(count);
-        for (size_t i = 0; i < logits.size(); ++i) {
-            const float v = logits[i];
-            if (v == -INFINITY) continue;
-            if (best.size() < count) {
-                best.push_back({static_cast<int32_t>(i), v, 0.0f});
-                std::push_heap(best.begin(), best.end(), ranks_before);
-            } else if (v > best.front().logit) {  // equal logit: the kept one has the lower id
-                std::pop_heap(best.begin(), best.end(), ranks_before);
-                best.back() = {static_cast<int32_t>(i), v, 0.0f};
-                std::push_heap(best.begin(), best.end(), ranks_before);
+        // Max-heap under ranks_before keeps the worst kept candidate at front(). Once it is
+        // full, a block whose max cannot beat that worst entry is skipped whole (an equal logit
+        // loses the tie, having a higher id), so most of V costs one vectorized max.
+        constexpr size_t kBlock = 64;
+        for (size_t start = 0; start < logits.size(); start += kBlock) {
+            const size_t end = std::min(logits.size(), start + kBlock);
+            if (best.size() == count && block_max(&logits[start], end - start) <= best.front().logit)
+                continue;
+            for (size_t i = start; i < end; ++i) {
+                const float v = logits[i];
+                if (v == -INFINITY) continue;
+                if (best.size() < count) {
+                    best.push_back({static_cast<int32_t>(i), v, 0.0f});
+                    std::push_heap(best.begin(), best.end(), ranks_before);
+                } else if (v > best.front().logit) {  // equal logit: the kept one has the lower id
+                    std::pop_heap(best.begin(), best.end(), ranks_before);
+                    best.back() = {static_cast<int32_t>(i), v, 0.0f};
+                    std::push_heap(best.begin(), best.end(), ranks_before);
+                }
             }
         }
     } else {
@@ -59,43 +158,17 @@ std::vector<Candidate> select_top_k(std::span<const float> logits, int64_t k) {
 // Rejects logits the softmax cannot handle; returns the index of the largest finite logit
 // (lowest id among ties), or -1 when all are -inf.
 int64_t checked_argmax(std::span<const float> logits) {
-    int64_t best = -1;
-    float best_logit = -INFINITY;
-    for (size_t i = 0; i < logits.size(); ++i) {
-        const float v = logits[i];
-        if (std::isnan(v) || v == INFINITY)
-            fail("sampling: logit of token ", i, " is ", v, " (expected finite or -inf)");
-        if (v > best_logit) {
-            best_logit = v;
-            best = static_cast<int64_t>(i);
-        }
+    if (any_unusable(logits.data(), logits.size())) {
+        for (size_t i = 0; i < logits.size(); ++i)
+            if (!(logits[i] <= FLT_MAX))
+                fail("sampling: logit of token ", i, " is ", logits[i],
+                     " (expected finite or -inf)");
     }
-    return best;
-}
-
-// Top-p over candidates in id order: sorts leading chunks by probability (growing 4x) until the
-// prefix mass reaches target, so a peaked distribution sorts a few hundred entries, not V.
-// Returns the prefix length; the candidates before it are left in rank order.
-size_t nucleus_prefix_unsorted(std::vector<Candidate>& cand, double target) {
-    const size_t n = cand.size();
-    size_t done = 0;
-    size_t chunk = 256;
-    double cumulative = 0.0;
-    while (done < n) {
-        const size_t end = std::min(n, done + chunk);
-        if (end < n)
-            std::nth_element(cand.begin() + static_cast<ptrdiff_t>(done),
-                             cand.begin() + static_cast<ptrdiff_t>(end), cand.end(), ranks_before);
-        std::sort(cand.begin() + static_cast<ptrdiff_t>(done),
-                  cand.begin() + static_cast<ptrdiff_t>(end), ranks_before);
-        for (size_t i = done; i < end; ++i) {
-            cumulative += cand[i].weight;
-            if (cumulative >= target) return i + 1;
-        }
-        done = end;
-        chunk *= 4;
-    }
-    return n;  // rounding kept the sum just under target: keep everything
+    const float max_logit = block_max(logits.data(), logits.size());
+    if (max_logit == -INFINITY) return -1;
+    for (size_t i = 0; i < logits.size(); ++i)
+        if (logits[i] == max_logit) return static_cast<int64_t>(i);
+    return -1;  // unreachable: max_logit is one of the logits
 }
 
 size_t nucleus_prefix_sorted(const std::vector<Candidate>& cand, double target) {
@@ -105,6 +178,63 @@ size_t nucleus_prefix_sorted(const std::vector<Candidate>& cand, double target) 
         if (cumulative >= target) return i + 1;
     }
     return cand.size();
+}
+
+// Top-p without top-k, over dense weights [V], without sorting V entries: a histogram of mass by
+// the weight's top float bits (exponent + 2 mantissa bits: 4 buckets per octave) finds the
+// heaviest buckets holding >= target; only tokens in those buckets, plus one bucket of slack
+// (for rounding, and for exp_nonpositive being monotone only to within an ulp), become
+// candidates. Larger logits never fall in a lighter bucket than that, so the candidates are a
+// prefix of the rank order containing the whole nucleus. Returns the nucleus in rank order.
+std::vector<Candidate> nucleus_from_dense(std::span<const float> logits,
+                                          std::span<const float> weights, double target) {
+    constexpr int kShift = 21;
+    constexpr int kBuckets = (0x3F800000 >> kShift) + 1;  // weights lie in [0, 1]
+    auto bucket_of = [](float w) { return std::bit_cast<int32_t>(w) >> kShift; };
+    // Four interleaved histograms: consecutive tokens often share a bucket, and one histogram
+    // would serialize on that bucket's read-modify-write.
+    std::vector<double> mass(4 * kBuckets, 0.0);  // [4, kBuckets]
+    for (size_t i = 0; i < weights.size(); ++i)
+        mass[(i & 3) * kBuckets + static_cast<size_t>(bucket_of(weights[i]))] += weights[i];
+    int cut = 0;
+    double cumulative = 0.0;
+    for (int b = kBuckets - 1; b >= 0; --b) {
+        for (int copy = 0; copy < 4; ++copy) cumulative += mass[copy * kBuckets + b];
+        if (cumulative >= target) {
+            cut = std::max(b - 1, 0);
+            break;
+        }
+    }
+    std::vector<Candidate> cand;
+    for (size_t i = 0; i < weights.size(); ++i)
+        if (weights[i] > 0.0f && bucket_of(weights[i]) >= cut)
+            cand.push_back({static_cast<int32_t>(i), logits[i], weights[i]});
+    std::sort(cand.begin(), cand.end(), ranks_before);
+    cand.resize(nucleus_prefix_sorted(cand, target));
+    return cand;
+}
+
+// The distribution of dense weights [V] (max weight 1) after min-p: every token with
+// weight >= min_p and > 0, in id order. Writes into out, reusing its capacity.
+void dense_distribution(std::span<const float> weights, float min_p, Distribution& out) {
+    out.vocab_size = static_cast<int64_t>(weights.size());
+    out.ids.resize(weights.size());
+    out.probs.resize(weights.size());
+    double kept = 0.0;
+    size_t count = 0;
+    for (size_t i = 0; i < weights.size(); ++i) {
+        const float w = weights[i];
+        if (w >= min_p && w > 0.0f) {
+            kept += w;
+            out.ids[count] = static_cast<int32_t>(i);
+            out.probs[count] = w;
+            ++count;
+        }
+    }
+    out.ids.resize(count);
+    out.probs.resize(count);
+    const auto inverse = static_cast<float>(1.0 / kept);  // a multiply per token, not a divide
+    for (float& p : out.probs) p *= inverse;
 }
 
 }  // namespace
@@ -137,41 +267,43 @@ void apply_bias_and_penalties(std::span<const float> logits, std::span<const int
     }
 }
 
-Distribution distribution_from_logits(std::span<const float> logits, const SamplerParams& params) {
+void distribution_from_logits(std::span<const float> logits, const SamplerParams& params,
+                              std::vector<float>& scratch, Distribution& out) {
     params.validate();
     const auto vocab = static_cast<int64_t>(logits.size());
     if (vocab == 0) fail("sampling: empty logit vector");
     const int64_t argmax = checked_argmax(logits);
     if (argmax < 0) fail("sampling: every token has a -inf logit (all banned)");
-    if (params.greedy()) return Distribution::one_hot(vocab, static_cast<int32_t>(argmax));
-    const float max_logit = logits[static_cast<size_t>(argmax)];
-
-    // Candidates, either in rank order (after top-k) or in id order (all finite logits).
-    std::vector<Candidate> cand;
-    bool rank_ordered = false;
-    if (params.top_k > 0 && params.top_k < vocab) {
-        cand = select_top_k(logits, params.top_k);
-        rank_ordered = true;
-    } else {
-        cand.reserve(logits.size());
-        for (size_t i = 0; i < logits.size(); ++i)
-            if (logits[i] != -INFINITY) cand.push_back({static_cast<int32_t>(i), logits[i], 0.0f});
+    out.vocab_size = vocab;
+    if (params.greedy()) {
+        out.ids.assign(1, static_cast<int32_t>(argmax));
+        out.probs.assign(1, 1.0f);
+        return;
     }
+    const float max_logit = logits[static_cast<size_t>(argmax)];
 
     // Subtracting the global max keeps every exponent <= 0 (no overflow for tiny T).
     const float temperature = params.temperature;
-    double total = 0.0;
-    for (Candidate& c : cand) {
-        c.weight = std::exp((c.logit - max_logit) / temperature);
-        total += c.weight;
-    }
-
-    if (params.top_p < 1.0f && cand.size() > 1) {
-        const double target = static_cast<double>(params.top_p) * total;
-        const size_t keep = rank_ordered ? nucleus_prefix_sorted(cand, target)
-                                         : nucleus_prefix_unsorted(cand, target);
-        cand.resize(keep);
-        rank_ordered = true;  // either way, the kept prefix is now in rank order
+    std::vector<Candidate> cand;  // the survivors so far, in rank order
+    if (params.top_k > 0 && params.top_k < vocab) {
+        cand = select_top_k(logits, params.top_k);
+        double total = 0.0;
+        for (Candidate& c : cand) {
+            c.weight = exp_nonpositive((c.logit - max_logit) / temperature);
+            total += c.weight;
+        }
+        if (params.top_p < 1.0f)
+            cand.resize(nucleus_prefix_sorted(cand, static_cast<double>(params.top_p) * total));
+    } else {
+        scratch.resize(logits.size());  // [V] dense weights
+        const double total = dense_weights(logits, max_logit, temperature, scratch.data());
+        if (params.top_p >= 1.0f) {
+            // No filter needs a ranking: min-p (max weight is exp(0) = 1) straight from the
+            // dense weights, in id order.
+            dense_distribution(scratch, params.min_p, out);
+            return;
+        }
+        cand = nucleus_from_dense(logits, scratch, static_cast<double>(params.top_p) * total);
     }
 
     if (params.min_p > 0.0f) {
@@ -181,34 +313,38 @@ Distribution distribution_from_logits(std::span<const float> logits, const Sampl
         std::erase_if(cand, [&](const Candidate& c) { return c.weight < threshold; });
     }
     std::erase_if(cand, [](const Candidate& c) { return c.weight <= 0.0f; });  // exp underflow
-
-    if (rank_ordered)
-        std::sort(cand.begin(), cand.end(),
-                  [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+    std::sort(cand.begin(), cand.end(),
+              [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
     double kept = 0.0;
     for (const Candidate& c : cand) kept += c.weight;
-
-    Distribution d;
-    d.vocab_size = vocab;
-    d.ids.resize(cand.size());
-    d.probs.resize(cand.size());
+    const auto inverse = static_cast<float>(1.0 / kept);  // same rounding as the dense path
+    out.ids.resize(cand.size());
+    out.probs.resize(cand.size());
     for (size_t i = 0; i < cand.size(); ++i) {
-        d.ids[i] = cand[i].id;
-        d.probs[i] = static_cast<float>(cand[i].weight / kept);
+        out.ids[i] = cand[i].id;
+        out.probs[i] = cand[i].weight * inverse;
     }
-    return d;
 }
 
-Distribution process(std::span<const float> logits, std::span<const int32_t> history,
-                     const SamplerParams& params, std::vector<float>& workspace) {
-    apply_bias_and_penalties(logits, history, params, workspace);
-    return distribution_from_logits(workspace, params);
+Distribution distribution_from_logits(std::span<const float> logits, const SamplerParams& params) {
+    std::vector<float> scratch;
+    Distribution out;
+    distribution_from_logits(logits, params, scratch, out);
+    return out;
+}
+
+void process(std::span<const float> logits, std::span<const int32_t> history,
+             const SamplerParams& params, SamplingWorkspace& workspace, Distribution& out) {
+    apply_bias_and_penalties(logits, history, params, workspace.logits);
+    distribution_from_logits(workspace.logits, params, workspace.weights, out);
 }
 
 Distribution process(std::span<const float> logits, std::span<const int32_t> history,
                      const SamplerParams& params) {
-    std::vector<float> workspace;
-    return process(logits, history, params, workspace);
+    SamplingWorkspace workspace;
+    Distribution out;
+    process(logits, history, params, workspace, out);
+    return out;
 }
 
 std::vector<int32_t> top_k_ids(std::span<const float> logits, int64_t k) {

@@ -21,8 +21,10 @@
 // draft tokens before the position being scored. Token ids the logits do not cover (a draft
 // head scoring only the first N ids) carry no penalty and no bias; negative ids are an error.
 //
-// Cost for V = 248k: one pass for steps 1-3; top-k uses a size-k heap (partial selection, no
-// full sort); top-p without top-k sorts only as large a leading chunk as it needs.
+// Cost for V = 248k: a few vectorizable passes for steps 1-3 and the softmax (a polynomial exp,
+// not a libm call per token); top-k uses a size-k heap that skips whole blocks which cannot
+// enter it; top-p without top-k finds the nucleus with a mass histogram and sorts only the
+// tokens near it. No step sorts V entries.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -32,21 +34,31 @@
 
 namespace nextn {
 
+// Reusable [V] buffers for process(). Keep one per decoding stream (and reuse the output
+// Distributions too): allocating and first-touching fresh megabytes on every call costs more
+// than the arithmetic.
+struct SamplingWorkspace {
+    std::vector<float> logits;   // [V] after steps 1-2 (bias, penalties): logprobs_from_logits
+    std::vector<float> weights;  // [V] scratch for the unnormalized probabilities
+};
+
 // Steps 1-2 (no temperature): writes the biased, penalized logits into out, [V].
 void apply_bias_and_penalties(std::span<const float> logits, std::span<const int32_t> history,
                               const SamplerParams& params, std::vector<float>& out);
 
-// Steps 1-7. Validates params. Throws nextn::Error on NaN / +inf logits or when every token has
-// a -inf logit.
+// Steps 1-7 into out (its buffers are reused). Validates params. Throws nextn::Error on NaN or
+// +inf logits, or when every token has a -inf logit. Afterwards workspace.logits holds the
+// output of steps 1-2.
+void process(std::span<const float> logits, std::span<const int32_t> history,
+             const SamplerParams& params, SamplingWorkspace& workspace, Distribution& out);
+
+// Convenience form with fresh buffers.
 Distribution process(std::span<const float> logits, std::span<const int32_t> history,
                      const SamplerParams& params);
 
-// Same, reusing `workspace` for the [V] buffer; afterwards workspace holds the output of steps
-// 1-2 (e.g. for logprobs_from_logits).
-Distribution process(std::span<const float> logits, std::span<const int32_t> history,
-                     const SamplerParams& params, std::vector<float>& workspace);
-
-// Steps 3-7 on already biased / penalized logits.
+// Steps 3-7 on already biased / penalized logits; scratch is a reusable [V] buffer.
+void distribution_from_logits(std::span<const float> logits, const SamplerParams& params,
+                              std::vector<float>& scratch, Distribution& out);
 Distribution distribution_from_logits(std::span<const float> logits, const SamplerParams& params);
 
 // Ids of the k largest logits, sorted by (logit descending, id ascending); -inf logits are

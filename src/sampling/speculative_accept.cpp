@@ -6,28 +6,47 @@
 namespace nextn {
 namespace {
 
-// A draw from norm(max(0, p - q)), falling back to p when that residual has (numerically) no
-// mass. Only p's support can have p - q > 0, so one merge pass over the two sorted id lists
-// gives the residual.
-int32_t sample_residual(const Distribution& p, const Distribution& q, Rng& rng) {
-    std::vector<int32_t> ids;  // [n <= |supp p|]
-    std::vector<double> mass;  // [n] p - q > 0
-    double total = 0.0;
+// Calls fn(id, p(id) - q(id)) for every id in p's support where that excess is positive, in
+// ascending id order: one merge pass over the two sorted id lists (only p's support can have
+// p - q > 0).
+template <class Fn>
+void for_each_excess(const Distribution& p, const Distribution& q, Fn&& fn) {
     size_t j = 0;
     for (size_t i = 0; i < p.ids.size(); ++i) {
         const int32_t id = p.ids[i];
         while (j < q.ids.size() && q.ids[j] < id) ++j;
         const double q_id = (j < q.ids.size() && q.ids[j] == id) ? q.probs[j] : 0.0;
         const double excess = static_cast<double>(p.probs[i]) - q_id;
-        if (excess > 0.0) {
-            ids.push_back(id);
-            mass.push_back(excess);
-            total += excess;
-        }
+        if (excess > 0.0 && !fn(id, excess)) return;
     }
+}
+
+// A draw from norm(max(0, p - q)), falling back to p when that residual has (numerically) no
+// mass. Two passes (total, then the cumulative walk) so nothing is allocated.
+int32_t sample_residual(const Distribution& p, const Distribution& q, Rng& rng) {
+    double total = 0.0;
+    size_t count = 0;
+    int32_t last = -1;
+    for_each_excess(p, q, [&](int32_t id, double excess) {
+        total += excess;
+        ++count;
+        last = id;
+        return true;
+    });
     if (total < kResidualFloor) return sample(p, rng);
-    if (ids.size() == 1) return ids[0];
-    return sample_weighted(ids, mass, rng.uniform());
+    if (count == 1) return last;
+    const double target = rng.uniform() * total;
+    double cumulative = 0.0;
+    int32_t picked = last;  // if rounding runs off the end
+    for_each_excess(p, q, [&](int32_t id, double excess) {
+        cumulative += excess;
+        if (target < cumulative) {
+            picked = id;
+            return false;
+        }
+        return true;
+    });
+    return picked;
 }
 
 }  // namespace
