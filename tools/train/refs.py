@@ -17,10 +17,20 @@ import torch  # noqa: E402
 
 import infer  # noqa: E402
 from export import load_exported  # noqa: E402
+from tok import Tokenizer  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 N_GREEDY = 32
-N_CHAIN = 2  # chained MTP steps after the first draft (draft depth 3 in total)
+N_CHAIN = 2
+TOKENIZE_TEXTS = [
+    "def main():\n    return 0  # code\n\tint x = 1000;",
+    "import os\nimport sys\n\n\nclass Foo(object):\n    \"\"\"Docstring.\"\"\"\n\n    def __init__(self, x=None):\n        self.x = x\n",
+    "The capital of France is Paris.",
+    "  multiple   spaces\n\nnewlines \u00e9t\u00e9 na\u00efve \u4f60\u597d \U0001F680",
+    "I've been told he's there, 'RE you sure?",
+    "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    "x = [1, 2, 3]<|endoftext|>y = {'a': 0x1F}",
+]  # chained MTP steps after the first draft (draft depth 3 in total)
 
 
 def pick_prompts(held, starts):
@@ -155,6 +165,14 @@ def main():
         "mtp_hidden_max_abs": 2e-3,
         "argmax_margin_min": 1e-2,
     }
+    tk = Tokenizer(os.path.join(args.model, "tokenizer.json"))
+    with open(os.path.join(args.out, "tokenize.json"), "w") as f:
+        json.dump({"note": "token ids of each text with models/nextn-tiny/tokenizer.json (tools/train/tok.py, HF BPE "
+                           "semantics: NFC, Qwen split regex, byte-level, merges by rank); special tokens in the text "
+                           "are parsed; no BOS/EOS added",
+                   "texts": {t: tk.encode(t) for t in TOKENIZE_TEXTS}}, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    index["tokenize_file"] = "tokenize.json"
     with open(os.path.join(args.out, "index.json"), "w") as f:
         json.dump(index, f, indent=1)
         f.write("\n")
