@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "engine/model_tokenizer.h"
+#include "kernels/kernels.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
 
@@ -20,7 +21,8 @@ std::vector<FlagSpec> run_flags() {
         {"tokens", "", true, "prompt as token ids, e.g. 1,2,3", "IDS"},
         {"n-predict", "n", true, "tokens to generate (default 128)", "N"},
         {"ids", "", false, "print generated token ids (space-separated, one line) instead of text"},
-        {"draft-depth", "", true, "draft tokens per round, 0..8 (default 3; 0 = plain decoding)",
+        {"draft-depth", "", true,
+         "draft tokens per round: auto (default; adaptive, up to 4) or 0..8 (0 = plain decoding)",
          "D"},
         {"ctx", "c", true, "context size in tokens (default: prompt + n + 16)", "N"},
         {"ignore-eos", "", false, "keep generating past end-of-sequence tokens"},
@@ -70,8 +72,9 @@ int cmd_run(const std::vector<std::string>& argv) {
         throw UsageError("run: give exactly one of -p TEXT or --tokens IDS");
     const int64_t n_predict = a.integer("n-predict", 128);
     if (n_predict < 1) throw UsageError("--n-predict must be at least 1");
-    const int64_t depth = a.integer("draft-depth", 3);
-    if (depth < 0 || depth > 8) throw UsageError("--draft-depth must be between 0 and 8");
+    const bool auto_depth = a.str("draft-depth", "auto") == "auto";
+    const int64_t depth = auto_depth ? 4 : a.integer("draft-depth", 3);
+    if (depth < 0 || depth > 8) throw UsageError("--draft-depth must be auto or between 0 and 8");
     const int64_t logprobs = a.integer("logprobs", 0);
     if (logprobs < 0 || logprobs > 20) throw UsageError("--logprobs must be between 0 and 20");
     ModelOptions mo = model_options_from(a);
@@ -108,6 +111,15 @@ int cmd_run(const std::vector<std::string>& argv) {
     SequenceState state = model.new_state(ctx, int(depth) + 1);
     std::unique_ptr<Drafter> drafter;
     if (use_mtp) drafter = std::make_unique<MtpDrafter>(model, state);
+    // The adaptive controller starts from what it learned on this model last time.
+    std::unique_ptr<DepthController> controller;
+    std::string controller_path;
+    if (use_mtp && auto_depth) {
+        controller = std::make_unique<DepthController>(int(depth));
+        controller_path = DepthController::default_path(lm.checkpoint.path + "-" + kernels().isa);
+        controller->load(controller_path);
+        opts.controller = controller.get();
+    }
 
     const bool print_ids = a.has("ids") || !tok;
     std::optional<StreamDecoder> stream;
@@ -131,7 +143,11 @@ int cmd_run(const std::vector<std::string>& argv) {
     });
     if (stream) std::cout << stream->flush();
     std::cout << std::endl;
-    if (!a.has("quiet")) print_report(stats, use_mtp);
+    if (controller) controller->save(controller_path);
+    if (!a.has("quiet")) {
+        print_report(stats, use_mtp);
+        if (controller) std::fprintf(stderr, "--- adaptive depth: settled on %d\n", controller->best_depth());
+    }
     return 0;
 }
 

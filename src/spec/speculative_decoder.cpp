@@ -107,7 +107,10 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         const int64_t room = std::min<int64_t>(options.max_new_tokens - stats.generated,
                                                state.max_positions - state.n_past);
         if (room <= 0) break;
-        const int k = int(std::min<int64_t>(depth, room - 1));
+        const int round_depth =
+            options.controller && depth > 0 ? std::min(depth, options.controller->choose()) : depth;
+        const int k = int(std::min<int64_t>(round_depth, room - 1));
+        const auto round_start = Clock::now();
         DraftProposal proposal;
         if (k > 0) proposal = drafter->draft({k, &params, &history, &rng});
         std::vector<int32_t> batch{current};
@@ -155,6 +158,8 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         }
         model.commit(state, m);
         if (drafter) drafter->on_commit(round_hidden.data(), emitted.data(), m, pos0);
+        if (options.controller && depth > 0)
+            options.controller->observe(k, verdict.n_accepted, seconds_since(round_start));
         history.insert(history.end(), emitted.begin(), emitted.begin() + m);
         stats.rounds++;
         for (int64_t i = 0; i < m; ++i) {

@@ -12,13 +12,15 @@
 #include "model/qwen35.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampler_params.h"
+#include "spec/depth_controller.h"
 #include "spec/drafter.h"
 
 namespace nextn {
 
 struct DecodeOptions {
     int64_t max_new_tokens = 128;
-    int draft_depth = 3;  // drafts per round; 0 = plain decoding
+    int draft_depth = 3;  // drafts per round (the maximum when a controller is set); 0 = plain
+    DepthController* controller = nullptr;  // adaptive depth (--draft-depth auto), may be null
     std::vector<int32_t> stop_tokens;
     SamplerParams sampler = greedy_params();
     int logprobs = 0;  // top alternatives to report per token; 0 = no logprobs

@@ -1,0 +1,126 @@
+#include "spec/depth_controller.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace nextn {
+
+DepthController::DepthController(int max_depth, double ewma)
+    : max_depth_(std::max(0, max_depth)),
+      ewma_(ewma),
+      accept_(size_t(std::max(0, max_depth)), 0.5),
+      cost_(size_t(std::max(0, max_depth)) + 1, 0.0) {
+    chosen_ = std::min(1, max_depth_);
+}
+
+double DepthController::expected_tokens(int depth) const {
+    double e = 1.0, chain = 1.0;
+    for (int i = 1; i <= depth; ++i) {
+        chain *= accept_[size_t(i - 1)];
+        e += chain;
+    }
+    return e;
+}
+
+int DepthController::best_depth() const {
+    int best = -1;
+    double best_rate = 0;
+    for (int d = 0; d <= max_depth_; ++d) {
+        if (cost_[size_t(d)] <= 0) continue;
+        const double rate = expected_tokens(d) / cost_[size_t(d)];
+        if (best < 0 || rate > best_rate) {
+            best = d;
+            best_rate = rate;
+        }
+    }
+    return best < 0 ? chosen_ : best;
+}
+
+int DepthController::choose() {
+    if (max_depth_ == 0) return 0;
+    // Measure every depth up to the current choice once before trusting the model.
+    for (int d = 0; d <= std::min(max_depth_, chosen_); ++d)
+        if (cost_[size_t(d)] <= 0) return d;
+    chosen_ = best_depth();
+    if (++rounds_since_probe_ >= probe_interval_ && chosen_ < max_depth_) {
+        rounds_since_probe_ = 0;
+        probing_ = chosen_ + 1;
+        rate_before_probe_ = expected_tokens(chosen_) / cost_[size_t(chosen_)];
+        return probing_;
+    }
+    return chosen_;
+}
+
+void DepthController::observe(int depth, int accepted, double seconds) {
+    if (depth < 0 || depth > max_depth_ || seconds <= 0) return;
+    double& c = cost_[size_t(depth)];
+    c = c <= 0 ? seconds : (1 - ewma_) * c + ewma_ * seconds;
+    // Position i was tested when drafts 1..i-1 were accepted.
+    for (int i = 1; i <= std::min(depth, accepted + 1); ++i) {
+        double& a = accept_[size_t(i - 1)];
+        a = (1 - ewma_) * a + ewma_ * (i <= accepted ? 1.0 : 0.0);
+    }
+    if (probing_ == depth) {
+        const double rate = expected_tokens(depth) / cost_[size_t(depth)];
+        if (rate > rate_before_probe_) {
+            chosen_ = depth;
+            probe_interval_ = kMinProbeInterval;
+        } else {
+            probe_interval_ = std::min(kMaxProbeInterval, probe_interval_ * 2);
+        }
+        probing_ = -1;
+    }
+}
+
+void DepthController::load(const std::string& path) {
+    if (path.empty()) return;
+    std::ifstream in(path);
+    if (!in) return;
+    try {
+        nlohmann::json j = nlohmann::json::parse(in);
+        if (j.value("max_depth", -1) != max_depth_) return;
+        auto a = j.at("acceptance").get<std::vector<double>>();
+        auto c = j.at("cost").get<std::vector<double>>();
+        if (a.size() != accept_.size() || c.size() != cost_.size()) return;
+        accept_ = a;
+        cost_ = c;
+        chosen_ = std::clamp(j.value("depth", chosen_), 0, max_depth_);
+        probe_interval_ = std::clamp(j.value("probe_interval", probe_interval_), kMinProbeInterval,
+                                     kMaxProbeInterval);
+    } catch (const std::exception&) {
+        // A corrupt cache file means a cold start.
+    }
+}
+
+void DepthController::save(const std::string& path) const {
+    if (path.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    nlohmann::json j = {{"max_depth", max_depth_}, {"acceptance", accept_}, {"cost", cost_},
+                        {"depth", chosen_}, {"probe_interval", probe_interval_}};
+    std::ofstream out(path + ".tmp");
+    if (!out) return;
+    out << j.dump() << "\n";
+    out.close();
+    std::filesystem::rename(path + ".tmp", path, ec);
+}
+
+std::string DepthController::default_path(const std::string& model_key) {
+    std::string base;
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
+        base = x;
+    } else if (const char* h = std::getenv("HOME"); h && *h) {
+        base = std::string(h) + "/.cache";
+    } else {
+        return "";
+    }
+    std::string key;
+    for (char ch : model_key) key += (std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
+    return base + "/nextn/depth-" + key + ".json";
+}
+
+}  // namespace nextn

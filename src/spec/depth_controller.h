@@ -1,0 +1,50 @@
+#pragma once
+// Adaptive draft depth (--draft-depth auto). Picks the depth N in [0, max] that maximises
+// expected committed tokens per second:
+//   E(N) = 1 + sum_{i=1..N} prod_{j<=i} a_j      a_j: EWMA of P(draft j accepted | 1..j-1 were)
+//   rate(N) = E(N) / cost(N)                     cost(N): EWMA wall time of a round at depth N
+// Depth 0 is plain decoding. Every `probe_interval` rounds it tries one deeper than its choice;
+// when a probe does not win the interval doubles (up to 512), when it wins it resets to 4.
+// The state persists across requests and can be saved as a small JSON file per model.
+#include <string>
+#include <vector>
+
+namespace nextn {
+
+class DepthController {
+public:
+    static constexpr int kMinProbeInterval = 4;
+    static constexpr int kMaxProbeInterval = 512;
+
+    explicit DepthController(int max_depth, double ewma = 0.1);
+
+    int max_depth() const { return max_depth_; }
+    // Depth for the next round.
+    int choose();
+    // After a round at `depth` that accepted `accepted` drafts and took `seconds` end to end.
+    void observe(int depth, int accepted, double seconds);
+
+    double acceptance(int position) const { return accept_[size_t(position - 1)]; }
+    double cost(int depth) const { return cost_[size_t(depth)]; }
+    double expected_tokens(int depth) const;
+    int best_depth() const;
+
+    // Persistence (no-ops on I/O errors: a cold start is always safe).
+    void load(const std::string& path);
+    void save(const std::string& path) const;
+    // ~/.cache/nextn/depth-<key>.json (XDG_CACHE_HOME honoured); "" when no home is known.
+    static std::string default_path(const std::string& model_key);
+
+private:
+    int max_depth_;
+    double ewma_;
+    std::vector<double> accept_;  // [max_depth] conditional acceptance per draft position
+    std::vector<double> cost_;    // [max_depth + 1] seconds per round; <= 0: unmeasured
+    int chosen_ = 1;
+    int rounds_since_probe_ = 0;
+    int probe_interval_ = kMinProbeInterval;
+    int probing_ = -1;            // depth being probed this round, -1 if none
+    double rate_before_probe_ = 0;
+};
+
+}  // namespace nextn

@@ -1,0 +1,72 @@
+// The adaptive depth controller converges to the depth that maximises E(N)/cost(N), computed
+// here in closed form for simulated acceptance and cost.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "spec/depth_controller.h"
+
+namespace nextn {
+namespace {
+
+// Simulates rounds: each draft position accepted with probability `a` (given the previous
+// ones were), a round at depth N costs base * (1 + slope * N).
+int simulate(double a, double slope, int rounds, DepthController& c) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int r = 0; r < rounds; ++r) {
+        int depth = c.choose();
+        int accepted = 0;
+        while (accepted < depth && u(rng) < a) ++accepted;
+        c.observe(depth, accepted, 0.01 * (1 + slope * depth));
+    }
+    return c.best_depth();
+}
+
+int optimum(double a, double slope, int max_depth) {
+    int best = 0;
+    double best_rate = 0;
+    for (int n = 0; n <= max_depth; ++n) {
+        double e = 0;
+        for (int i = 0; i <= n; ++i) e += std::pow(a, i);
+        double rate = e / (1 + slope * n);
+        if (rate > best_rate) best = n, best_rate = rate;
+    }
+    return best;
+}
+
+TEST(DepthController, ZeroAcceptanceFallsBackToPlainDecoding) {
+    DepthController c(4);
+    EXPECT_EQ(0, simulate(0.0, 0.1, 400, c));
+}
+
+TEST(DepthController, HighAcceptanceSettlesDeep) {
+    DepthController c(4);
+    int got = simulate(0.9, 0.05, 2000, c);
+    EXPECT_EQ(optimum(0.9, 0.05, 4), got);
+    EXPECT_GE(got, 2);
+}
+
+TEST(DepthController, ModerateAcceptanceMatchesClosedForm) {
+    DepthController c(6);
+    int got = simulate(0.6, 0.3, 4000, c);
+    EXPECT_NEAR(optimum(0.6, 0.3, 6), got, 1);
+}
+
+TEST(DepthController, StatePersistsAcrossInstances) {
+    std::string path = ::testing::TempDir() + "/depth.json";
+    DepthController a(4);
+    int want = simulate(0.9, 0.05, 2000, a);
+    a.save(path);
+    DepthController b(4);
+    b.load(path);
+    EXPECT_EQ(want, b.best_depth());
+    EXPECT_DOUBLE_EQ(a.acceptance(1), b.acceptance(1));
+    DepthController other(3);  // a different max depth ignores the file
+    other.load(path);
+    EXPECT_DOUBLE_EQ(0.5, other.acceptance(1));
+}
+
+}  // namespace
+}  // namespace nextn
