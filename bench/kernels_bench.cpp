@@ -28,7 +28,7 @@ double bandwidth_gbs() {
     return gbs;
 }
 
-const WType kTypes[] = {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType::Q4_0};
+const WType kTypes[] = {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType::Q4_0, WType::Q4_1};
 
 void BM_ReadBandwidth(benchmark::State& state) {
     double gbs = 0.0;

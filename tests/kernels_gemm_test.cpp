@@ -26,9 +26,9 @@ std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, floa
     return v;
 }
 
-const WType kTypes[] = {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType::Q4_0};
+const WType kTypes[] = {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType::Q4_0, WType::Q4_1};
 
-bool is_block_type(WType t) { return t == WType::Q8_0 || t == WType::Q4_0; }
+bool is_block_type(WType t) { return t == WType::Q8_0 || t == WType::Q4_0 || t == WType::Q4_1; }
 
 // Shapes with row counts that leave remainders for every tile height and, for float types,
 // column counts that leave vector tails.

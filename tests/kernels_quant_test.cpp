@@ -145,6 +145,43 @@ TEST(KernelsQuant, Q4_0RoundTripWithinBound) {
     EXPECT_LT(sum_err / sum_d, 0.3);
 }
 
+TEST(KernelsQuant, Q4_1LayoutMatchesGgml) {
+    uint8_t bytes[20];
+    const uint16_t d = 0x3800, m = 0xbc00;  // 0.5, -1.0
+    std::memcpy(bytes, &d, 2);
+    std::memcpy(bytes + 2, &m, 2);
+    for (int i = 0; i < 16; ++i) bytes[4 + i] = uint8_t(i | ((15 - i) << 4));
+    BlockQ4_1 block;
+    std::memcpy(&block, bytes, sizeof block);
+    float out[32];
+    dequantize_row_q4_1(&block, 32, out);
+    for (int i = 0; i < 16; ++i) {
+        EXPECT_EQ(out[i], i * 0.5f - 1.0f) << i;
+        EXPECT_EQ(out[i + 16], (15 - i) * 0.5f - 1.0f) << i;
+    }
+}
+
+// Q4_1: d = (max - min)/15; rounding to a code costs <= d/2; the f16 scale and offset add
+// <= 15 d 2^-11 + |min| 2^-11.
+TEST(KernelsQuant, Q4_1RoundTripWithinBound) {
+    const int64_t n = 32 * 64;
+    const std::vector<float> x = random_values(size_t(n), 5, -2.0f, 3.0f);
+    std::vector<BlockQ4_1> q(size_t(n / 32));
+    quantize_row_q4_1(x.data(), n, q.data());
+    std::vector<float> y(static_cast<size_t>(n));
+    dequantize_row_q4_1(q.data(), n, y.data());
+    for (int64_t b = 0; b < n / 32; ++b) {
+        float lo = x[b * 32], hi = x[b * 32];
+        for (int i = 0; i < 32; ++i) {
+            lo = std::min(lo, x[b * 32 + i]);
+            hi = std::max(hi, x[b * 32 + i]);
+        }
+        const float d = (hi - lo) / 15.0f;
+        const float bound = d / 2 + (15 * d + std::fabs(lo)) * std::ldexp(1.0f, -11) + 1e-6f;
+        for (int i = 0; i < 32; ++i) ASSERT_LE(std::fabs(x[b * 32 + i] - y[b * 32 + i]), bound);
+    }
+}
+
 // A RawTensor over bytes in memory.
 RawTensor raw(DType type, std::vector<int64_t> shape, const std::vector<uint8_t>& bytes) {
     RawTensor t;
@@ -195,6 +232,13 @@ TEST(KernelsQuant, MakeWeightConversions) {
         weight_row_f32(q8, r, row_q.data());
         EXPECT_EQ(0, std::memcmp(row.data(), row_q.data(), size_t(cols) * 4));
     }
+    // GGUF Q4_1 keeps its bytes too.
+    std::vector<BlockQ4_1> q41(size_t(rows * cols / 32));
+    for (int64_t r = 0; r < rows; ++r) quantize_row_q4_1(&x[r * cols], cols, &q41[r * cols / 32]);
+    const std::vector<uint8_t> q41_bytes = as_bytes(q41);
+    const WeightMatrix w41 = make_weight(raw(DType::Q4_1, {rows, cols}, q41_bytes), rows, cols, WType::Native);
+    ASSERT_EQ(w41.type, WType::Q4_1);
+    EXPECT_EQ(0, std::memcmp(w41.data, q41_bytes.data(), q41_bytes.size()));
     // GGUF Q8_0 requantized to Q4_0 goes through f32.
     EXPECT_EQ(make_weight(gguf_q8, rows, cols, WType::Q4_0).type, WType::Q4_0);
 

@@ -1,3 +1,5 @@
+// Separate product and sum in the Q4_1 decode: the value every ISA must reproduce.
+#pragma GCC optimize("fp-contract=off")
 #include "kernels/quant.h"
 
 #include <cmath>
@@ -67,6 +69,27 @@ void quantize_row_q4_0(const float* x, int64_t n, BlockQ4_0* out) {
     }
 }
 
+void quantize_row_q4_1(const float* x, int64_t n, BlockQ4_1* out) {
+    for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+        const float* xb = x + b * kQuantBlock;
+        float lo = xb[0], hi = xb[0];
+        for (int i = 1; i < kQuantBlock; ++i) {
+            lo = std::fmin(lo, xb[i]);
+            hi = std::fmax(hi, xb[i]);
+        }
+        const float d = (hi - lo) / 15.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        out[b].d = f32_to_f16(d);
+        out[b].m = f32_to_f16(lo);
+        auto code = [&](float v) {
+            const int c = int((v - lo) * id + 0.5f);
+            return uint8_t(c < 15 ? (c < 0 ? 0 : c) : 15);
+        };
+        for (int i = 0; i < 16; ++i)
+            out[b].qs[i] = uint8_t(code(xb[i]) | (code(xb[i + 16]) << 4));
+    }
+}
+
 void dequantize_row_q8_0(const BlockQ8_0* blocks, int64_t n, float* out) {
     for (int64_t b = 0; b < n / kQuantBlock; ++b) {
         const float d = f16_to_f32(blocks[b].d);
@@ -81,6 +104,17 @@ void dequantize_row_q4_0(const BlockQ4_0* blocks, int64_t n, float* out) {
         for (int i = 0; i < 16; ++i) {
             o[i] = float(int(blocks[b].qs[i] & 15) - 8) * d;
             o[i + 16] = float(int(blocks[b].qs[i] >> 4) - 8) * d;
+        }
+    }
+}
+
+void dequantize_row_q4_1(const BlockQ4_1* blocks, int64_t n, float* out) {
+    for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+        const float d = f16_to_f32(blocks[b].d), m = f16_to_f32(blocks[b].m);
+        float* o = out + b * kQuantBlock;
+        for (int i = 0; i < 16; ++i) {
+            o[i] = float(blocks[b].qs[i] & 15) * d + m;
+            o[i + 16] = float(blocks[b].qs[i] >> 4) * d + m;
         }
     }
 }

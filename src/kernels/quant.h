@@ -23,6 +23,15 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ4_0) == 18, "ggml block_q4_0 is 18 bytes");
 
+// 32 values: x[i] = code(i) * d + m, codes as in Q4_0 (affine 4-bit: per-group scale and
+// offset; holds MLX affine 4-bit weights, whose group-64 scale/bias repeat over two blocks).
+struct BlockQ4_1 {
+    uint16_t d;  // f16 scale
+    uint16_t m;  // f16 offset (the group minimum)
+    uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ4_1) == 20, "ggml block_q4_1 is 20 bytes");
+
 // f32 -> IEEE binary16, round to nearest even, overflow to inf, NaN stays NaN, subnormals kept.
 uint16_t f32_to_f16(float f);
 
@@ -31,7 +40,11 @@ uint16_t f32_to_f16(float f);
 // Q4_0: m = the value of largest magnitude (first on ties), d = m / -8, code = min(15, trunc(x/d + 8.5)).
 void quantize_row_q8_0(const float* x, int64_t n, BlockQ8_0* out);
 void quantize_row_q4_0(const float* x, int64_t n, BlockQ4_0* out);
+// Q4_1: d = (max - min) / 15, m = min, code = min(15, trunc((x - min) / d + 0.5)).
+void quantize_row_q4_1(const float* x, int64_t n, BlockQ4_1* out);
 void dequantize_row_q8_0(const BlockQ8_0* blocks, int64_t n, float* out);
 void dequantize_row_q4_0(const BlockQ4_0* blocks, int64_t n, float* out);
+// code * d + m as one product and one sum, each rounded (no fused multiply-add).
+void dequantize_row_q4_1(const BlockQ4_1* blocks, int64_t n, float* out);
 
 }  // namespace nextn

@@ -18,6 +18,7 @@ const char* wtype_name(WType t) {
         case WType::F16: return "f16";
         case WType::Q8_0: return "q8_0";
         case WType::Q4_0: return "q4_0";
+        case WType::Q4_1: return "q4_1";
         case WType::Native: return "native";
     }
     return "?";
@@ -29,8 +30,9 @@ WType parse_wtype(const std::string& name) {
     if (name == "f16") return WType::F16;
     if (name == "q8_0" || name == "q8") return WType::Q8_0;
     if (name == "q4_0" || name == "q4") return WType::Q4_0;
+    if (name == "q4_1") return WType::Q4_1;
     if (name == "native") return WType::Native;
-    fail("unknown weight type '", name, "' (supported: f32, bf16, f16, q8_0, q4, native)");
+    fail("unknown weight type '", name, "' (supported: f32, bf16, f16, q8_0, q4, q4_1, native)");
 }
 
 size_t wtype_row_bytes(WType t, int64_t cols) {
@@ -43,6 +45,8 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
             return cols % kQuantBlock ? 0 : size_t(cols / kQuantBlock) * sizeof(BlockQ8_0);
         case WType::Q4_0:
             return cols % kQuantBlock ? 0 : size_t(cols / kQuantBlock) * sizeof(BlockQ4_0);
+        case WType::Q4_1:
+            return cols % kQuantBlock ? 0 : size_t(cols / kQuantBlock) * sizeof(BlockQ4_1);
         case WType::Native: return 0;
     }
     return 0;
@@ -54,7 +58,7 @@ namespace {
 bool same_layout(DType d, WType w) {
     return (d == DType::F32 && w == WType::F32) || (d == DType::BF16 && w == WType::BF16) ||
            (d == DType::F16 && w == WType::F16) || (d == DType::Q8_0 && w == WType::Q8_0) ||
-           (d == DType::Q4_0 && w == WType::Q4_0);
+           (d == DType::Q4_0 && w == WType::Q4_0) || (d == DType::Q4_1 && w == WType::Q4_1);
 }
 
 WType native_type(DType d) {
@@ -63,6 +67,7 @@ WType native_type(DType d) {
         case DType::F16: return WType::F16;
         case DType::Q8_0: return WType::Q8_0;
         case DType::Q4_0: return WType::Q4_0;
+        case DType::Q4_1: return WType::Q4_1;
         default: return WType::F32;
     }
 }
@@ -111,6 +116,9 @@ void encode_rows(const float* values, WeightMatrix& w) {
             case WType::Q4_0:
                 quantize_row_q4_0(x, w.cols, reinterpret_cast<BlockQ4_0*>(dst));
                 break;
+            case WType::Q4_1:
+                quantize_row_q4_1(x, w.cols, reinterpret_cast<BlockQ4_1*>(dst));
+                break;
             case WType::Native: fail("encode_rows: Native is not a storage type");
         }
     }
@@ -154,21 +162,28 @@ std::vector<float> tensor_to_f32(const RawTensor& t) {
             }
             break;
         case DType::Q8_0:
-        case DType::Q4_0: {
+        case DType::Q4_0:
+        case DType::Q4_1: {
             if (n % kQuantBlock)
                 fail(t.file, ": tensor '", t.name, "' of type ", dtype_name(t.dtype), " has ", n,
                      " values, not a multiple of ", kQuantBlock);
-            const bool q8 = t.dtype == DType::Q8_0;
-            need_bytes(size_t(n / kQuantBlock) * (q8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0)));
             // Blocks may sit at any byte offset in a GGUF file; copy to aligned storage first.
-            if (q8) {
-                std::vector<BlockQ8_0> blocks(size_t(n / kQuantBlock));
+            const int64_t n_blocks = n / kQuantBlock;
+            if (t.dtype == DType::Q8_0) {
+                need_bytes(size_t(n_blocks) * sizeof(BlockQ8_0));
+                std::vector<BlockQ8_0> blocks(static_cast<size_t>(n_blocks));
                 std::memcpy(blocks.data(), t.data, blocks.size() * sizeof(BlockQ8_0));
                 dequantize_row_q8_0(blocks.data(), n, out.data());
-            } else {
-                std::vector<BlockQ4_0> blocks(size_t(n / kQuantBlock));
+            } else if (t.dtype == DType::Q4_0) {
+                need_bytes(size_t(n_blocks) * sizeof(BlockQ4_0));
+                std::vector<BlockQ4_0> blocks(static_cast<size_t>(n_blocks));
                 std::memcpy(blocks.data(), t.data, blocks.size() * sizeof(BlockQ4_0));
                 dequantize_row_q4_0(blocks.data(), n, out.data());
+            } else {
+                need_bytes(size_t(n_blocks) * sizeof(BlockQ4_1));
+                std::vector<BlockQ4_1> blocks(static_cast<size_t>(n_blocks));
+                std::memcpy(blocks.data(), t.data, blocks.size() * sizeof(BlockQ4_1));
+                dequantize_row_q4_1(blocks.data(), n, out.data());
             }
             break;
         }
@@ -231,6 +246,9 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
             return;
         case WType::Q4_0:
             dequantize_row_q4_0(reinterpret_cast<const BlockQ4_0*>(src), w.cols, out);
+            return;
+        case WType::Q4_1:
+            dequantize_row_q4_1(reinterpret_cast<const BlockQ4_1*>(src), w.cols, out);
             return;
         case WType::Native: break;
     }

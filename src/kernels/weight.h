@@ -18,13 +18,14 @@ enum class WType {
     F16,   // IEEE half bits, row-major
     Q8_0,  // ggml block layout: 32 values, f16 scale + 32 x int8 (34 bytes); cols % 32 == 0
     Q4_0,  // ggml block layout: 32 values, f16 scale + 16 bytes of 4-bit codes (18 bytes)
+    Q4_1,  // ggml block layout: 32 values, f16 scale + f16 offset + 16 bytes of codes (20 bytes)
     // Target only (never the type of a built WeightMatrix): keep the source's own type when a
-    // kernel reads it directly (F32, BF16, F16, Q8_0, Q4_0), else widen to F32.
+    // kernel reads it directly (F32, BF16, F16, Q8_0, Q4_0, Q4_1), else widen to F32.
     Native,
 };
 
 const char* wtype_name(WType t);
-// Parses a --quant value: f32, bf16, f16, q8_0 (or q8), q4_0 (or q4), native. Throws Error.
+// Parses a --quant value: f32, bf16, f16, q8_0 (or q8), q4_0 (or q4), q4_1, native. Throws Error.
 WType parse_wtype(const std::string& name);
 // Bytes of one row of `cols` values; 0 when the type cannot hold such a row (block types
 // need cols % 32 == 0).
@@ -48,7 +49,7 @@ struct WeightMatrix {
 //     quantized; block sources are dequantized first, except that a GGUF Q8_0/Q4_0 source whose
 //     type equals the target keeps its blocks byte for byte). A block target with
 //     cols % 32 != 0 cannot be represented and falls back to F32 (check w.type).
-//   target Native: F32/BF16/F16/Q8_0/Q4_0 sources keep their type and bytes; others -> F32.
+//   target Native: F32/BF16/F16/Q8_0/Q4_0/Q4_1 sources keep their type and bytes; others -> F32.
 WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target);
 // Same, from f32 values in memory ([rows, cols], row-major): synthetic models and tests.
 WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target);

@@ -146,4 +146,17 @@ struct DecodeQ4_0 {
     static __m256 part(const uint8_t*, int64_t, int) { return _mm256_setzero_ps(); }
 };
 
+struct DecodeQ4_1 {
+    static __m256 sub(const uint8_t* row, int64_t b, int s) {
+        const uint8_t* blk = row + b * int64_t(sizeof(BlockQ4_1));
+        __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 4 + (s & 1) * 8));
+        if (s >= 2) bytes = _mm_srli_epi16(bytes, 4);
+        const __m128i codes = _mm_and_si128(bytes, _mm_set1_epi8(15));
+        const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes));
+        return _mm256_add_ps(_mm256_mul_ps(q, _mm256_set1_ps(block_scale(blk))),
+                             _mm256_set1_ps(block_scale(blk + 2)));
+    }
+    static __m256 part(const uint8_t*, int64_t, int) { return _mm256_setzero_ps(); }
+};
+
 }  // namespace nextn::avx2

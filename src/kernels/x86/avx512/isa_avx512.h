@@ -138,4 +138,20 @@ struct DecodeQ4_0 {
     static __m512 part(const uint8_t*, int64_t, int) { return _mm512_setzero_ps(); }
 };
 
+// As Q4_0 with table entries code * d + m (product and sum rounded separately, as the
+// reference does).
+struct DecodeQ4_1 {
+    static __m512 sub(const uint8_t* row, int64_t b, int s) {
+        const uint8_t* blk = row + b * int64_t(sizeof(BlockQ4_1));
+        const __m512 table = _mm512_add_ps(
+            _mm512_mul_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                          _mm512_set1_ps(block_scale(blk))),
+            _mm512_set1_ps(block_scale(blk + 2)));
+        __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4)));
+        if (s == 1) idx = _mm512_srli_epi32(idx, 4);
+        return _mm512_permutexvar_ps(idx, table);
+    }
+    static __m512 part(const uint8_t*, int64_t, int) { return _mm512_setzero_ps(); }
+};
+
 }  // namespace nextn::avx512
