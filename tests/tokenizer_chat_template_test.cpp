@@ -97,6 +97,10 @@ TEST(ChatTemplateJinja, Expressions) {
     EXPECT_EQ(render("{{ none is none }} {{ false is false }} {{ 0 is false }} {{ 'a' is string }}"), "True True False True");
     EXPECT_EQ(render("{{ {'a': [1, 'x', none, true]} }}"), "{'a': [1, 'x', None, True]}");
     EXPECT_EQ(render("{{ 0.1 + 0.2 }} {{ 1e-7 }} {{ 2.0 }} {{ 1e16 }}"), "0.30000000000000004 1e-07 2.0 1e+16");
+    EXPECT_EQ(render("{{ 5 > 3 > 1 }} {{ 1 < 3 < 2 }}"), "True False");  // chained, as in Python
+    EXPECT_EQ(render("{{ 2.5|round }} {{ 3.5|round }} {{ \"it's a-b\"|title }}"), "2.0 4.0 It's A-B");
+    // Jinja2 (unlike Python) parses ** left-associatively: (2 ** 3) ** 2.
+    EXPECT_EQ(render("{{ 'ab' ~ 'cd'|upper }} {{ 2 ** 3 ** 2 }} {{ -10 % 3 }}"), "abCD 64 2");
     // and/or short-circuit: the right side would fail on an undefined value.
     EXPECT_EQ(render("{{ true or undefined_thing.x }}{{ false and undefined_thing.x }}"), "TrueFalse");
 }

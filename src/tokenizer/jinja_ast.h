@@ -26,6 +26,7 @@ struct Expr {
         Test,      // args[0] is [not] name(args[1..])
         Unary,     // name in {"-", "+", "not"}; args[0]
         Binary,    // name is the operator; args[0], args[1]
+        Compare,   // args[0] ops[0] args[1] ops[1] args[2] ...: Python's chained comparison
         Cond,      // args[1] if args[0] else args[2] (args[2] may be null)
     };
     Kind kind;
@@ -36,6 +37,7 @@ struct Expr {
     std::vector<ExprPtr> args;
     std::vector<std::pair<std::string, ExprPtr>> kwargs;
     std::vector<std::pair<ExprPtr, ExprPtr>> entries;  // Dict
+    std::vector<std::string> ops;                      // Compare
 };
 
 struct Stmt;

@@ -124,6 +124,21 @@ std::string title(const std::string& s) {
     return out;
 }
 
+// Jinja's title filter: words start after whitespace, '-', '(', '{', '[' or '<'; the first
+// letter of each is upper-cased and the rest lower-cased.
+std::string title_words(const std::string& s) {
+    std::u32string u = to_u32(s);
+    std::string out;
+    bool start = true;
+    for (char32_t c : u) {
+        std::string ch = from_u32(std::u32string(1, c));
+        bool sep = py_space(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
+        out += sep ? ch : case_map(ch, start);
+        start = sep;
+    }
+    return out;
+}
+
 std::string py_replace(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
     std::string out;
     std::size_t pos = 0;
@@ -365,7 +380,7 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
     if (name == "upper") return Value(case_map(in.str(), true));
     if (name == "lower") return Value(case_map(in.str(), false));
     if (name == "capitalize") return Value(capitalize(in.str()));
-    if (name == "title") return Value(title(in.str()));
+    if (name == "title") return Value(title_words(in.str()));
     if (name == "e" || name == "escape" || name == "forceescape") return Value(html_escape(in.str()));
     if (name == "default" || name == "d") {
         const Value& dflt = arg(a, 0, "default_value", Value(""));
@@ -422,7 +437,8 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
         std::string method = arg(a, 1, "method", Value("common")).str();
         double scale = std::pow(10.0, static_cast<double>(precision));
         double x = in.as_double() * scale;
-        x = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::round(x);
+        // Python's round() rounds half to even (the default floating-point rounding mode).
+        x = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
         return Value(x / scale);
     }
     if (name == "replace") {

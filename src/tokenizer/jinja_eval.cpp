@@ -255,6 +255,31 @@ bool contains(int line, const Value& container, const Value& item) {
 
 }  // namespace
 
+namespace {
+
+bool compare_op(int line, const std::string& op, const Value& a, const Value& b) {
+    if (op == "==") return equals(a, b);
+    if (op == "!=") return !equals(a, b);
+    if (op == "<") return compare_values(line, op, a, b) < 0;
+    if (op == "<=") return compare_values(line, op, a, b) <= 0;
+    if (op == ">") return compare_values(line, op, a, b) > 0;
+    if (op == ">=") return compare_values(line, op, a, b) >= 0;
+    if (op == "in") return contains(line, b, a);
+    return !contains(line, b, a);  // "not in"
+}
+
+}  // namespace
+
+Value Interpreter::compare(const Expr& e, Scope& scope) {
+    Value left = eval(*e.args[0], scope);
+    for (std::size_t i = 0; i < e.ops.size(); ++i) {
+        Value right = eval(*e.args[i + 1], scope);
+        if (!compare_op(e.line, e.ops[i], left, right)) return Value(false);
+        left = std::move(right);
+    }
+    return Value(true);
+}
+
 Value Interpreter::binary(const Expr& e, Scope& scope) {
     const std::string& op = e.name;
     if (op == "and") {
@@ -267,14 +292,6 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
     }
     Value a = eval(*e.args[0], scope), b = eval(*e.args[1], scope);
     int line = e.line;
-    if (op == "==") return Value(equals(a, b));
-    if (op == "!=") return Value(!equals(a, b));
-    if (op == "<") return Value(compare_values(line, op, a, b) < 0);
-    if (op == "<=") return Value(compare_values(line, op, a, b) <= 0);
-    if (op == ">") return Value(compare_values(line, op, a, b) > 0);
-    if (op == ">=") return Value(compare_values(line, op, a, b) >= 0);
-    if (op == "in") return Value(contains(line, b, a));
-    if (op == "not in") return Value(!contains(line, b, a));
     if (op == "~") return Value(a.str() + b.str());
     if (op == "+") {
         if (both_numbers(a, b)) return any_float(a, b) ? Value(a.as_double() + b.as_double()) : Value(to_int(a) + to_int(b));
@@ -373,6 +390,7 @@ Value Interpreter::eval(const Expr& e, Scope& scope) {
             return v.is_int() ? Value(-v.as_int()) : Value(-v.as_double());
         }
         case Expr::Kind::Binary: return binary(e, scope);
+        case Expr::Kind::Compare: return compare(e, scope);
         case Expr::Kind::Cond:
             if (eval(*e.args[0], scope).truthy()) return eval(*e.args[1], scope);
             return e.args[2] ? eval(*e.args[2], scope) : Value::undefined();

@@ -32,6 +32,7 @@ private:
     void exec_set(const Stmt& s, Scope& scope, const Value& v);
     Value call(const Expr& e, Scope& scope);
     Value binary(const Expr& e, Scope& scope);
+    Value compare(const Expr& e, Scope& scope);
     Value define_macro(const Stmt& s);
     CallArgs eval_args(const Expr& e, Scope& scope, std::size_t first);
 

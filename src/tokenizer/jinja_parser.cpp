@@ -115,7 +115,8 @@ public:
     }
 
     ExprPtr compare() {
-        ExprPtr left = math1();
+        ExprPtr first = math1();
+        ExprPtr chain;
         while (true) {
             std::string op;
             int line = peek().line;
@@ -131,9 +132,14 @@ public:
                 next();
                 op = "not in";
             } else {
-                return left;
+                return chain ? std::move(chain) : std::move(first);
             }
-            left = binary(op, std::move(left), math1(), line);
+            if (!chain) {  // a < b < c means a < b and b < c, as in Python
+                chain = make(Expr::Kind::Compare, line);
+                chain->args.push_back(std::move(first));
+            }
+            chain->ops.push_back(op);
+            chain->args.push_back(math1());
         }
     }
 
