@@ -268,6 +268,38 @@ TEST(KernelsQuant, MakeWeightConversions) {
     EXPECT_EQ(make_weight(vec, rows, 1, WType::Q8_0).type, WType::F32);
 }
 
+// An MLX affine 4-bit tensor (group 64, bf16 scales and biases, codes packed low nibble
+// first) becomes Q4_1 with exactly the values w = scale * q + bias.
+TEST(KernelsQuant, MlxAffine4BitRepacksExactly) {
+    const int64_t rows = 2, cols = 128, group = 64;
+    std::mt19937 rng(9);
+    std::vector<uint8_t> codes(size_t(rows * cols / 2));
+    for (uint8_t& c : codes) c = uint8_t(rng());
+    std::vector<uint16_t> scales(size_t(rows * cols / group)), biases(scales.size());
+    for (size_t i = 0; i < scales.size(); ++i) {
+        scales[i] = f32_to_bf16(0.01f * float(i + 1));
+        biases[i] = f32_to_bf16(-0.07f * float(i + 1));
+    }
+    RawTensor t = raw(DType::MLX_AFFINE, {rows, cols}, codes);
+    t.bits = 4;
+    t.group_size = int(group);
+    t.scale_dtype = DType::BF16;
+    t.scales = reinterpret_cast<const uint8_t*>(scales.data());
+    t.biases = reinterpret_cast<const uint8_t*>(biases.data());
+    const WeightMatrix w = make_weight(t, rows, cols, WType::Native);
+    ASSERT_EQ(w.type, WType::Q4_1);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+        weight_row_f32(w, r, row.data());
+        for (int64_t j = 0; j < cols; ++j) {
+            const int q = (codes[size_t((r * cols + j) / 2)] >> (4 * (j % 2))) & 15;
+            const size_t g = size_t(r * cols / group + j / group);
+            const float expect = bf16_to_f32(scales[g]) * float(q) + bf16_to_f32(biases[g]);
+            ASSERT_EQ(row[j], expect) << "r=" << r << " j=" << j;
+        }
+    }
+}
+
 TEST(KernelsQuant, MakeWeightRejectsBadInput) {
     const std::vector<uint8_t> bytes(64 * 4, 0);
     EXPECT_THROW(make_weight(raw(DType::F32, {8, 8}, bytes), 4, 8, WType::F32), Error);

@@ -1,5 +1,6 @@
 #include "kernels/weight.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -124,6 +125,56 @@ void encode_rows(const float* values, WeightMatrix& w) {
     }
 }
 
+float load_group_value(const uint8_t* base, size_t i, DType type) {
+    switch (type) {
+        case DType::F32: {
+            float v;
+            std::memcpy(&v, base + 4 * i, 4);
+            return v;
+        }
+        case DType::F16:
+        case DType::BF16: {
+            uint16_t h;
+            std::memcpy(&h, base + 2 * i, 2);
+            return type == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        }
+        default: return std::nanf("");
+    }
+}
+
+// MLX affine 4-bit (codes packed little-endian, 8 per uint32; group size a multiple of 32)
+// repacked into Q4_1 blocks, whose decode code * d + m is then exactly MLX's scale * q + bias.
+// Returns false (caller widens to f32) when a scale or bias has no exact f16 form.
+bool repack_mlx4_as_q4_1(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& w) {
+    if (t.dtype != DType::MLX_AFFINE || t.bits != 4 || t.group_size <= 0 ||
+        t.group_size % kQuantBlock || cols % t.group_size || !t.scales || !t.biases ||
+        t.nbytes != size_t(rows * cols / 2))
+        return false;
+    const int64_t groups = cols / t.group_size;
+    std::vector<uint16_t> d(size_t(rows * groups)), m(d.size());
+    for (size_t i = 0; i < d.size(); ++i) {
+        const float scale = load_group_value(t.scales, i, t.scale_dtype);
+        const float bias = load_group_value(t.biases, i, t.scale_dtype);
+        d[i] = f32_to_f16(scale);
+        m[i] = f32_to_f16(bias);
+        if (f16_to_f32(d[i]) != scale || f16_to_f32(m[i]) != bias) return false;
+    }
+    w = allocate(WType::Q4_1, rows, cols);
+    for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t* codes = t.data + size_t(r * cols / 2);  // code j: byte j/2, low nibble first
+        auto* blocks = reinterpret_cast<BlockQ4_1*>(mutable_data(w) + size_t(r) * w.row_bytes);
+        for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+            const size_t gi = size_t(r * groups + b * kQuantBlock / t.group_size);
+            blocks[b].d = d[gi];
+            blocks[b].m = m[gi];
+            const uint8_t* cb = codes + b * kQuantBlock / 2;
+            auto code = [&](int j) { return uint8_t((cb[j / 2] >> (4 * (j % 2))) & 15); };
+            for (int j = 0; j < 16; ++j) blocks[b].qs[j] = uint8_t(code(j) | (code(j + 16) << 4));
+        }
+    }
+    return true;
+}
+
 WType resolve_target(WType target, DType source, int64_t cols) {
     WType type = target == WType::Native ? native_type(source) : target;
     if (wtype_row_bytes(type, cols) == 0) type = WType::F32;  // block type, cols % 32 != 0
@@ -201,6 +252,10 @@ WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType t
     if (rows <= 0 || cols <= 0 || t.numel() != rows * cols)
         fail(t.file, ": tensor '", t.name, "' has shape ", t.shape_str(), ", expected [", rows,
              ", ", cols, "]");
+    if (target == WType::Native || target == WType::Q4_1) {
+        WeightMatrix w;
+        if (repack_mlx4_as_q4_1(t, rows, cols, w)) return w;
+    }
     const WType type = resolve_target(target, t.dtype, cols);
     if (same_layout(t.dtype, type)) {  // keep the file's bytes (rounding already done)
         WeightMatrix w = allocate(type, rows, cols);

@@ -50,6 +50,8 @@ struct WeightMatrix {
 //     type equals the target keeps its blocks byte for byte). A block target with
 //     cols % 32 != 0 cannot be represented and falls back to F32 (check w.type).
 //   target Native: F32/BF16/F16/Q8_0/Q4_0/Q4_1 sources keep their type and bytes; others -> F32.
+//   MLX affine 4-bit (group 32/64/..) with target Native or Q4_1 becomes Q4_1 with the same
+//   decoded values when its scales and biases are exact in f16 (else F32 / requantized).
 WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target);
 // Same, from f32 values in memory ([rows, cols], row-major): synthetic models and tests.
 WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target);
