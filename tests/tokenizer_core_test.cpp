@@ -3,6 +3,8 @@
 // constructor on the same vocabulary, and rejection of malformed tokenizer files.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -186,6 +188,23 @@ TEST(TokenizerTiny, MergeStringFormat) {
     Tokenizer b = Tokenizer::load(tiny_dir());
     std::string text = "The capital of France is Paris. def main(): return 0";
     EXPECT_EQ(a.encode(text), b.encode(text));
+}
+
+// tokenizer_config.json may hold a list of named templates; "default" is the chat template.
+TEST(TokenizerTiny, ChatTemplateListAndJinjaFile) {
+    Json config = Json::parse(read_text_file(tiny_dir() + "/tokenizer_config.json"));
+    config["chat_template"] = Json::parse(R"([{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}])");
+    Tokenizer tok = Tokenizer::from_json(tiny_json(), config.dump());
+    EXPECT_EQ(tok.chat_template(), "D");
+    config["chat_template"] = Json::parse(R"([{"name": "tool_use", "template": "T"}])");
+    EXPECT_THROW(Tokenizer::from_json(tiny_json(), config.dump()), Error);
+
+    // A chat_template.jinja file beside tokenizer.json wins over the config's template.
+    std::string dir = ::testing::TempDir() + "/nextn_tok_jinja";
+    std::string cmd = "mkdir -p '" + dir + "' && cp '" + tiny_dir() + "/tokenizer.json' '" + tiny_dir() +
+                      "/tokenizer_config.json' '" + dir + "/' && printf 'J' > '" + dir + "/chat_template.jinja'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    EXPECT_EQ(Tokenizer::load(dir).chat_template(), "J");
 }
 
 TEST(TokenizerTiny, InvalidUtf8InputIsReplaced) {
