@@ -1,0 +1,165 @@
+// MLX checkpoints (fixture README section 10): config, quantization per tensor, canonical names
+// and shapes equal to the HF checkpoint's, dequantized weights within the quantization step of
+// the bf16 HF weights, norms stored as bf16(1 + w), sidecar / inline MTP heads, --no-mtp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "formats/checkpoint.h"
+#include "formats/mlx_checkpoint.h"
+#include "kernels/weight.h"
+#include "test_paths.h"
+
+namespace nextn {
+namespace {
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+float scale_at(const RawTensor& t, size_t group) {
+    uint16_t h;
+    std::memcpy(&h, t.scales + 2 * group, 2);
+    return t.scale_dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+// README 10.2: the dequantized value can be up to about 1.5 steps from the source (the scale
+// is shrunk to edge/q0 and rounded to bf16; a few codes saturate).
+constexpr double kMaxSteps = 1.5;
+
+double worst_steps(const RawTensor& q, const RawTensor& ref) {
+    EXPECT_EQ(q.dtype, DType::MLX_AFFINE) << q.name;
+    EXPECT_EQ(q.scale_dtype, DType::BF16) << q.name;
+    auto d = tensor_to_f32(q);
+    auto r = tensor_to_f32(ref);
+    EXPECT_EQ(d.size(), r.size()) << q.name;
+    double worst = 0;
+    for (size_t i = 0; i < d.size() && i < r.size(); ++i) {
+        const double step = std::fabs(double(scale_at(q, i / size_t(q.group_size))));
+        worst = std::max(worst, std::fabs(double(d[i]) - double(r[i])) / step);
+    }
+    return worst;
+}
+
+std::vector<float> bf16_one_plus(const RawTensor& hf_norm) {
+    auto v = tensor_to_f32(hf_norm);
+    for (float& x : v) x = bf16_to_f32(f32_to_bf16(x + 1.0f));  // mlx-lm adds 1 on the bf16 array
+    return v;
+}
+
+struct Case {
+    const char* model;
+    const char* folder;
+    int bits;
+    const char* mtp;  // expected mtp_source
+};
+
+void check_folder(const Case& c) {
+    const std::string fx = test::fixtures_dir();
+    const std::string hf_dir = fx + "/" + c.model;
+    const std::string dir = hf_dir + "/" + c.folder;
+    SCOPED_TRACE(dir);
+    Checkpoint hf = load_checkpoint(hf_dir);
+    Checkpoint ck = load_checkpoint(dir);
+    EXPECT_EQ(ck.format, "mlx");
+    EXPECT_EQ(ck.mtp_source, c.mtp);
+    EXPECT_EQ(ck.tokenizer_dir, dir);
+    EXPECT_FALSE(ck.gdn_tiled_heads);
+    EXPECT_EQ(ck.config.hidden_size, hf.config.hidden_size);
+    EXPECT_EQ(ck.config.n_layers, hf.config.n_layers);
+    EXPECT_EQ(ck.config.is_linear, hf.config.is_linear);
+    EXPECT_EQ(ck.config.moe, hf.config.moe);
+    EXPECT_FALSE(ck.config.tied_embeddings);
+
+    // Same canonical tensors as the HF checkpoint (MTP only where the folder has a head).
+    const bool has_mtp = std::string(c.mtp) != "none";
+    size_t expected = 0;
+    double worst = 0;
+    for (const auto& [name, ref] : hf.tensors) {
+        if (starts_with(name, "mtp.") && !has_mtp) continue;
+        ++expected;
+        const RawTensor* t = ck.find(name);
+        ASSERT_TRUE(t) << "missing " << name;
+        if (name.find("conv1d") != std::string::npos) {
+            EXPECT_EQ(t->shape, (std::vector<int64_t>{ref.shape[0], ref.shape[2], 1})) << name;  // [C, K, 1]
+            EXPECT_EQ(tensor_to_f32(*t), tensor_to_f32(ref)) << name;  // same memory order
+            continue;
+        }
+        ASSERT_EQ(t->shape, ref.shape) << name;
+        if (t->dtype == DType::MLX_AFFINE) {
+            int bits = c.bits;
+            const bool router = name.find("mlp.gate.weight") != std::string::npos ||
+                                name.find("shared_expert_gate") != std::string::npos;
+            if (ck.config.moe && router) bits = 8;  // quant_predicate's per-path overrides
+            EXPECT_EQ(t->bits, bits) << name;
+            EXPECT_EQ(t->group_size, 64) << name;
+            const double w = worst_steps(*t, ref);
+            worst = std::max(worst, w);
+            EXPECT_LE(w, kMaxSteps) << name;
+        } else if (ck.norms_already_shifted.count(name)) {
+            EXPECT_EQ(tensor_to_f32(*t), bf16_one_plus(ref)) << name;
+        } else {
+            EXPECT_EQ(tensor_to_f32(*t), tensor_to_f32(ref)) << name;  // A_log, dt_bias, GDN norm, bf16 MTP
+        }
+    }
+    EXPECT_EQ(ck.tensors.size(), expected);
+    std::printf("%s: worst dequantization error %.3f steps (scales)\n", dir.c_str(), worst);
+    // Every (1+w) norm, MTP included, is marked shifted; the GDN output norm is not.
+    for (const auto& [name, t] : ck.tensors) {
+        const bool one_plus = name.find("layernorm") != std::string::npos || name.find("q_norm") != std::string::npos ||
+                              name.find("k_norm") != std::string::npos || name == "norm.weight" ||
+                              name == "mtp.norm.weight" || name.find("pre_fc_norm") != std::string::npos;
+        EXPECT_EQ(ck.norms_already_shifted.count(name) == 1, one_plus) << name;
+    }
+}
+
+TEST(FormatsMlxFixtures, Dense4BitWithSidecar) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    check_folder({"qwen35-dense-tiny", "mlx-4bit", 4, "sidecar"});
+}
+
+TEST(FormatsMlxFixtures, Dense6BitWithoutMtp) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    check_folder({"qwen35-dense-tiny", "mlx-6bit", 6, "none"});
+}
+
+TEST(FormatsMlxFixtures, Dense8BitInlineMtp) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    check_folder({"qwen35-dense-tiny", "mlx-8bit", 8, "inline"});
+}
+
+TEST(FormatsMlxFixtures, Moe4BitWithSidecar) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    check_folder({"qwen35-moe-tiny", "mlx-4bit", 4, "sidecar"});
+}
+
+TEST(FormatsMlxFixtures, Moe8BitInlineMtp) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    check_folder({"qwen35-moe-tiny", "mlx-8bit", 8, "inline"});
+}
+
+TEST(FormatsMlxFixtures, NoMtpSkipsSidecarAndInlineHeads) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    LoadOptions opts;
+    opts.load_mtp = false;
+    for (const char* folder : {"qwen35-dense-tiny/mlx-4bit", "qwen35-dense-tiny/mlx-8bit", "qwen35-moe-tiny/mlx-4bit"}) {
+        Checkpoint ck = load_checkpoint(fx + "/" + folder, opts);
+        EXPECT_EQ(ck.mtp_source, "none") << folder;
+        for (const auto& [name, t] : ck.tensors) EXPECT_FALSE(starts_with(name, "mtp.")) << folder << " " << name;
+        EXPECT_TRUE(ck.find("layers.0.linear_attn.in_proj_qkv.weight")) << folder;
+    }
+}
+
+TEST(FormatsMlx, CanonicalNames) {
+    EXPECT_EQ(mlx_canonical_name("language_model.model.layers.3.mlp.gate.weight"), "layers.3.mlp.gate.weight");
+    EXPECT_EQ(mlx_canonical_name("language_model.lm_head.weight"), "lm_head.weight");
+    EXPECT_EQ(mlx_canonical_name("language_model.mtp.fc.weight"), "mtp.fc.weight");
+    EXPECT_EQ(mlx_canonical_name("mtp.norm.weight"), "mtp.norm.weight");
+    EXPECT_EQ(mlx_canonical_name("model.norm.weight"), "norm.weight");
+    EXPECT_EQ(mlx_canonical_name("vision_tower.blocks.0.attn.qkv.weight"), "");
+}
+
+}  // namespace
+}  // namespace nextn
