@@ -258,5 +258,34 @@ TEST(FormatsDequant, MlxSixBitThreeBytePacks) {
     for (size_t i = q.size(); i < 32; ++i) EXPECT_EQ(y[i], -1.0f);
 }
 
+TEST(FormatsDequant, RowRangesMatchTheWholeTensor) {
+    // Q8_0 [3 rows, 64 cols] and MLX 4-bit [3, 64]: rows 1..2 alone equal the same rows of the
+    // whole-tensor result.
+    std::vector<uint8_t> q8(34 * 6);
+    for (int blk = 0; blk < 6; ++blk) {
+        put16(q8, 34 * size_t(blk), blk % 2 ? kF16Half : kF16One);
+        for (int j = 0; j < 32; ++j) q8[34 * size_t(blk) + 2 + size_t(j)] = uint8_t(blk * 7 + j);
+    }
+    RawTensor a = tensor(DType::Q8_0, {3, 64}, q8);
+    std::vector<uint8_t> packed(3 * 32), scales(3 * 2 * 2), biases(scales.size());
+    for (size_t i = 0; i < packed.size(); ++i) packed[i] = uint8_t(i * 37);
+    for (size_t g = 0; g < 6; ++g) {
+        put16(scales, 2 * g, f32_to_bf16(0.5f + float(g)));
+        put16(biases, 2 * g, f32_to_bf16(-float(g)));
+    }
+    RawTensor b = tensor(DType::MLX_AFFINE, {3, 64}, packed);
+    b.bits = 4;
+    b.group_size = 32;
+    b.scales = scales.data();
+    b.biases = biases.data();
+    for (const RawTensor* t : {&a, &b}) {
+        auto all = run(*t);
+        std::vector<float> part(2 * 64);
+        dequantize_rows_to_f32(*t, 1, 2, part.data());
+        EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin() + 64)) << dtype_name(t->dtype);
+        EXPECT_THROW(dequantize_rows_to_f32(*t, 2, 2, part.data()), Error);
+    }
+}
+
 }  // namespace
 }  // namespace nextn

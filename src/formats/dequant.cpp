@@ -219,7 +219,18 @@ void dequantize_mlx_affine(const RawTensor& t, float* out) {
             const size_t gi = size_t(r * groups + g);
             const float scale = load_scale(t.scales, gi, t.scale_dtype);
             const float bias = load_scale(t.biases, gi, t.scale_dtype);
-            for (int64_t j = g * group; j < (g + 1) * group; ++j) {
+            const int64_t j0 = g * group, j1 = (g + 1) * group;
+            // Byte-aligned widths read codes directly; others walk the bit stream.
+            if (bits == 8) {
+                for (int64_t j = j0; j < j1; ++j) out[r * in + j] = scale * float(row[j]) + bias;
+                continue;
+            }
+            if (bits == 4) {
+                for (int64_t j = j0; j < j1; ++j)
+                    out[r * in + j] = scale * float((row[j / 2] >> (4 * (j & 1))) & 15u) + bias;
+                continue;
+            }
+            for (int64_t j = j0; j < j1; ++j) {
                 const uint64_t bit = uint64_t(j) * uint64_t(bits);
                 // A code spans at most two bytes (bits <= 8).
                 uint32_t window = row[bit / 8];
@@ -232,6 +243,32 @@ void dequantize_mlx_affine(const RawTensor& t, float* out) {
 }
 
 }  // namespace
+
+void dequantize_rows_to_f32(const RawTensor& t, int64_t first_row, int64_t n_rows, float* out) {
+    if (t.shape.empty()) fail(t.file, ": tensor '", t.name, "' has no dimensions");
+    const int64_t cols = t.shape.back();
+    const int64_t rows = cols ? t.numel() / cols : 0;
+    if (first_row < 0 || n_rows < 0 || first_row > rows || n_rows > rows - first_row)
+        fail(t.file, ": rows [", first_row, ", ", first_row + n_rows, ") of tensor '", t.name,
+             "' are outside its ", rows, " rows");
+    if (rows == 0 || n_rows == 0) return;
+    RawTensor view = t;
+    view.shape = {n_rows, cols};
+    const size_t row_bytes = t.nbytes / size_t(rows);
+    if (row_bytes * size_t(rows) != t.nbytes)
+        fail(t.file, ": tensor '", t.name, "' holds ", t.nbytes, " bytes, not a whole number of ",
+             rows, " rows");
+    view.data = t.data + size_t(first_row) * row_bytes;
+    view.nbytes = size_t(n_rows) * row_bytes;
+    if (t.dtype == DType::MLX_AFFINE) {
+        if (t.group_size <= 0 || cols % t.group_size != 0)
+            fail(t.file, ": tensor '", t.name, "' has invalid MLX group size ", t.group_size);
+        const size_t scale_bytes = size_t(cols / t.group_size) * (t.scale_dtype == DType::F32 ? 4 : 2);
+        view.scales = t.scales + size_t(first_row) * scale_bytes;
+        view.biases = t.biases + size_t(first_row) * scale_bytes;
+    }
+    dequantize_to_f32(view, out);
+}
 
 void dequantize_to_f32(const RawTensor& t, float* out) {
     const int64_t n = t.numel();

@@ -9,4 +9,8 @@ namespace nextn {
 // Writes all t.numel() values of a quantized tensor to out. Throws Error for types it lacks.
 void dequantize_to_f32(const RawTensor& t, float* out);
 
+// Writes rows [first_row, first_row + n_rows) of a tensor viewed as [rows, shape.back()] (any
+// dtype dequantize_to_f32 takes), e.g. embedding lookups without converting the whole matrix.
+void dequantize_rows_to_f32(const RawTensor& t, int64_t first_row, int64_t n_rows, float* out);
+
 }  // namespace nextn
