@@ -52,6 +52,23 @@ TEST(SamplingPipeline, PlainSoftmaxAtTemperatureOne) {
     EXPECT_EQ(d.vocab_size, 4);
 }
 
+TEST(SamplingPipeline, SoftmaxIsAccurateAcrossTheWholeRange) {
+    // Depths 0 .. 86 nats below the max: every probability within 1e-6 relative of the double
+    // softmax. A token more than 87.33 nats down (exp under FLT_MIN) leaves the support.
+    std::vector<float> logits;
+    std::vector<double> exact_logits;
+    for (int i = 0; i < 861; ++i) {
+        logits.push_back(-0.1f * static_cast<float>(i));
+        exact_logits.push_back(static_cast<double>(logits.back()));
+    }
+    const std::vector<double> want = softmax(exact_logits);
+    logits.push_back(-90.0f);
+    const Distribution d = process(logits, {}, plain());
+    ASSERT_EQ(d.ids.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(d.probs[i] / want[i], 1.0, 1e-6) << "depth " << 0.1 * static_cast<double>(i);
+}
+
 TEST(SamplingPipeline, TemperatureDividesLogits) {
     SamplerParams params = plain();
     params.temperature = 2.0f;

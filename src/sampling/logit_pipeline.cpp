@@ -69,20 +69,13 @@ double dense_weights(std::span<const float> logits, float max_logit, float tempe
         std::memcpy(&weights[i], &block, sizeof block);
     }
     for (; i < n; ++i) weights[i] = exp_nonpositive((logits[i] - max_logit) / temperature);
-    // Float partial sums over blocks of 64 (exact enough: 64 terms <= 1), added in double.
-    double total = 0.0;
-    for (size_t start = 0; start < n; start += 64) {
-        const size_t end = std::min(n, start + 64);
-        float lane[8] = {};
-        size_t k = start;
-        for (; k + 8 <= end; k += 8)
-            for (int j = 0; j < 8; ++j) lane[j] += weights[k + j];
-        for (; k < end; ++k) lane[0] += weights[k];
-        float block_sum = 0.0f;
-        for (float v : lane) block_sum += v;
-        total += block_sum;
-    }
-    return total;
+    // Summed in double (top-p compares prefix masses against it), in four lanes that vectorize.
+    double lane[4] = {};
+    size_t k = 0;
+    for (; k + 4 <= n; k += 4)
+        for (int j = 0; j < 4; ++j) lane[j] += weights[k + j];
+    for (; k < n; ++k) lane[0] += weights[k];
+    return (lane[0] + lane[1]) + (lane[2] + lane[3]);
 }
 
 // Max of n floats (-inf when n == 0), ignoring NaN. Eight independent lanes so the compiler can
