@@ -3,7 +3,6 @@
 // ascending id order. The same type describes the target's distribution p and the draft's q,
 // and a greedy (temperature 0) distribution is one-hot.
 #include <cstddef>
-#include <cstddef>
 #include <cstdint>
 #include <vector>
 
