@@ -14,6 +14,8 @@ int cmd_run(const std::vector<std::string>& args);
 int cmd_inspect(const std::vector<std::string>& args);
 int cmd_tokenize(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
+int cmd_chat(const std::vector<std::string>& args);
+int cmd_template(const std::vector<std::string>& args);
 
 // Flags shared by the commands that load a model and generate.
 std::vector<FlagSpec> model_flags();

@@ -17,6 +17,8 @@ const char* kUsage =
     "commands:\n"
     "  run MODEL        generate from -p TEXT or --tokens IDS (MTP drafts when the model has a head)\n"
     "  inspect MODEL    show format, architecture, dimensions, MTP head, tensor types\n"
+    "  chat MODEL       interactive chat (chat template applied, history kept, Ctrl-D exits)\n"
+    "  template MODEL MESSAGES.json   print the rendered chat prompt\n"
     "  tokenize MODEL   text on stdin -> token ids as JSON\n"
     "  bench            decode / verify-cost / bandwidth benchmark\n"
     "\n"
@@ -38,6 +40,8 @@ int main(int argc, char** argv) {
         if (command == "inspect") return cli::cmd_inspect(args);
         if (command == "tokenize") return cli::cmd_tokenize(args);
         if (command == "bench") return cli::cmd_bench(args);
+        if (command == "chat") return cli::cmd_chat(args);
+        if (command == "template") return cli::cmd_template(args);
         std::fprintf(stderr, "nextn: unknown command '%s'\n\n%s", command.c_str(), kUsage);
         return 2;
     } catch (const cli::UsageError& e) {

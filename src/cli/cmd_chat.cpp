@@ -1,0 +1,139 @@
+// nextn template MODEL MESSAGES.json: print the rendered prompt (for debugging templates).
+// nextn chat MODEL: interactive chat with the model's template; history kept, Ctrl-D exits.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "engine/model_tokenizer.h"
+#include "kernels/kernels.h"
+#include "spec/mtp_drafter.h"
+#include "spec/speculative_decoder.h"
+#include "tokenizer/chat_template.h"
+
+namespace nextn::cli {
+
+namespace {
+
+nlohmann::ordered_json read_json_file(const std::string& path) {
+    try {
+        return nlohmann::ordered_json::parse(read_text_file(path));
+    } catch (const nlohmann::json::exception& e) {
+        fail(path, ": not valid JSON: ", e.what());
+    }
+}
+
+std::optional<bool> thinking_flag(const Args& a) {
+    if (!a.has("thinking")) return std::nullopt;
+    const std::string v = a.str("thinking");
+    if (v == "on") return true;
+    if (v == "off") return false;
+    throw UsageError("--thinking expects on or off, got '" + v + "'");
+}
+
+}  // namespace
+
+int cmd_template(const std::vector<std::string>& argv) {
+    std::vector<FlagSpec> specs = {
+        {"tools", "", true, "JSON file with the tools list", "FILE"},
+        {"no-generation-prompt", "", false, "do not append the assistant turn opener"},
+        {"thinking", "", true, "enable_thinking on|off (default: not passed)", "on|off"},
+        {"help", "h", false, "show this help"},
+    };
+    Args a(specs, argv);
+    if (a.has("help")) {
+        std::cout << "usage: nextn template MODEL MESSAGES.json [options]\n\n" << Args::help_text(specs);
+        return 0;
+    }
+    if (a.positional().size() != 2) throw UsageError("template: expected MODEL and MESSAGES.json");
+    Tokenizer tok = load_tokenizer_from_path(a.positional()[0]);
+    ChatTemplate t = ChatTemplate::for_tokenizer(tok);
+    nlohmann::ordered_json messages = read_json_file(a.positional()[1]);
+    if (!messages.is_array()) fail(a.positional()[1], ": expected a JSON array of messages");
+    nlohmann::ordered_json tools = a.has("tools") ? read_json_file(a.str("tools")) : nullptr;
+    std::cout << t.render(messages, tools, !a.has("no-generation-prompt"), thinking_flag(a));
+    return 0;
+}
+
+int cmd_chat(const std::vector<std::string>& argv) {
+    std::vector<FlagSpec> specs = {
+        {"system", "", true, "system prompt", "TEXT"},
+        {"n-predict", "n", true, "maximum tokens per reply (default 512)", "N"},
+        {"ctx", "c", true, "context size (default 4096)", "N"},
+        {"raw", "", false, "no chat template: each line is sent as-is"},
+        {"thinking", "", true, "enable_thinking on|off", "on|off"},
+        {"help", "h", false, "show this help"},
+    };
+    for (auto& x : model_flags()) specs.push_back(x);
+    for (auto& x : sampling_flags()) specs.push_back(x);
+    Args a(specs, argv);
+    if (a.has("help")) {
+        std::cout << "usage: nextn chat MODEL [options]   (type a message, Enter sends, Ctrl-D exits)\n\n"
+                  << Args::help_text(specs);
+        return 0;
+    }
+    if (a.positional().size() != 1) throw UsageError("chat: expected exactly one MODEL path");
+    ModelOptions mo = model_options_from(a);
+    DecodeOptions opts;
+    opts.sampler = sampler_params_from(a);
+    opts.max_new_tokens = a.integer("n-predict", 512);
+    const int64_t ctx = a.integer("ctx", 4096);
+    if (opts.max_new_tokens < 1 || ctx < 16) throw UsageError("chat: -n and --ctx too small");
+    std::optional<bool> thinking = thinking_flag(a);
+    LoadedModel lm = load_model(a.positional()[0], mo);
+    const Qwen35Model& model = *lm.model;
+    std::optional<Tokenizer> tok = load_model_tokenizer(lm.checkpoint);
+    if (!tok) fail(a.positional()[0], ": chat needs a tokenizer, and none was found");
+    ChatTemplate tmpl = ChatTemplate::for_tokenizer(*tok);
+    opts.stop_tokens = model.config().eos_token_ids;
+    for (int32_t id : tok->eos_ids()) opts.stop_tokens.push_back(id);
+    const int depth = model.has_mtp() ? 4 : 0;
+    opts.draft_depth = depth;
+    DepthController controller(depth);
+    const std::string controller_path =
+        DepthController::default_path(lm.checkpoint.path + "-" + kernels().isa);
+    controller.load(controller_path);
+    if (depth > 0) opts.controller = &controller;
+
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    if (a.has("system")) messages.push_back({{"role", "system"}, {"content", a.str("system")}});
+    std::string line;
+    while (true) {
+        std::cout << "> " << std::flush;
+        if (!std::getline(std::cin, line)) break;
+        if (line.empty()) continue;
+        std::string prompt_text;
+        if (a.has("raw")) {
+            prompt_text = line;
+        } else {
+            messages.push_back({{"role", "user"}, {"content", line}});
+            prompt_text = tmpl.render(messages, nullptr, true, thinking);
+        }
+        // Each turn re-runs the rendered conversation from a fresh state: simple and always
+        // consistent with the template (prefix reuse is a later optimisation).
+        std::vector<int32_t> prompt = tok->encode(prompt_text);
+        if (int64_t(prompt.size()) + opts.max_new_tokens + 1 > ctx) {
+            std::cerr << "error: the conversation no longer fits --ctx " << ctx << "\n";
+            break;
+        }
+        SequenceState state = model.new_state(ctx, depth + 1);
+        std::unique_ptr<Drafter> drafter;
+        if (depth > 0) drafter = std::make_unique<MtpDrafter>(model, state);
+        StreamDecoder stream(*tok, /*skip_special=*/true);
+        std::vector<int32_t> reply;
+        generate(model, state, drafter.get(), prompt, opts, [&](const EmittedToken& e) {
+            reply.push_back(e.id);
+            std::cout << stream.push(e.id) << std::flush;
+            return true;
+        });
+        std::cout << stream.flush() << "\n";
+        if (!a.has("raw"))
+            messages.push_back({{"role", "assistant"}, {"content", tok->decode(reply, true)}});
+    }
+    controller.save(controller_path);
+    std::cout << "\n";
+    return 0;
+}
+
+}  // namespace nextn::cli
