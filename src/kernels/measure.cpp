@@ -28,7 +28,7 @@ double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool, size_t
     std::vector<float> buffer(size_t(per * threads), 1.0f);  // touches every page before timing
     std::vector<float> sums(size_t(threads), 0.0f);
     double best = 0.0;
-    for (int rep = 0; rep < 5; ++rep) {
+    for (int rep = 0; rep < 10; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
         pool.run(threads, [&](int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; ++i)
@@ -70,18 +70,20 @@ GemmCost measure_gemm_cost(const KernelTable& k, WType type, int64_t rows, int64
         next = (next + 1) % weights.size();
     };
     for (size_t i = 0; i < weights.size(); ++i) one_call(1);  // warm up pages and threads
-    // Widths interleaved across repeats so that slow phases of a shared machine hit all alike.
+    // Each call timed on its own and the fastest kept: on a shared machine the minimum is the
+    // run that was not preempted. Widths interleave so slow phases hit all of them alike.
     for (int rep = 0; rep < 3; ++rep) {
         for (int n = 1; n <= max_n; ++n) {
-            const auto t0 = std::chrono::steady_clock::now();
+            const auto start = std::chrono::steady_clock::now();
             int64_t calls = 0;
-            do {
-                one_call(n);
-                ++calls;
-            } while (seconds_since(t0) < min_seconds || calls < int64_t(weights.size()));
-            const double per_call = seconds_since(t0) / double(calls);
             double& best = cost.seconds[size_t(n - 1)];
-            best = best == 0.0 ? per_call : std::min(best, per_call);
+            do {
+                const auto t0 = std::chrono::steady_clock::now();
+                one_call(n);
+                const double s = seconds_since(t0);
+                best = best == 0.0 ? s : std::min(best, s);
+                ++calls;
+            } while (seconds_since(start) < min_seconds / 3 || calls < int64_t(weights.size()));
         }
     }
     return cost;

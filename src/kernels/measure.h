@@ -12,7 +12,7 @@ namespace nextn {
 class ThreadPool;
 
 // Sustained read bandwidth in GB/s (10^9 bytes/s): every pool thread streams its share of a
-// buffer far larger than the caches with the table's stream_sum; best of 5 passes.
+// buffer far larger than the caches with the table's stream_sum; best of 10 passes.
 double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes = size_t(256) << 20);
 double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool,
                                   size_t buffer_bytes = size_t(256) << 20);
@@ -29,7 +29,8 @@ struct GemmCost {
 
 // Times matmul of a random [rows, cols] weight of `type` for widths 1..max_n on the pool,
 // cycling through enough copies of the weight (>= rotate_bytes in all) that every call streams
-// it from memory as a decode step does. Each width runs for about min_seconds per repeat.
+// it from memory as a decode step does. Each call is timed alone and the fastest kept (the
+// unpreempted one on a shared machine); each width runs for about min_seconds in all.
 GemmCost measure_gemm_cost(const KernelTable& k, WType type, int64_t rows, int64_t cols,
                            int max_n, ThreadPool& pool, double min_seconds = 0.1,
                            size_t rotate_bytes = size_t(192) << 20);

@@ -18,8 +18,8 @@
 namespace nextn::x86 {
 
 template <class I, class D, int R, int C>
-void gemm_tile(const uint8_t* const* wrow, const float* const* xcol, int64_t cols, float* y,
-               int64_t ldy) {
+void gemm_tile(const uint8_t* const* wrow, size_t row_bytes, const float* const* xcol, int64_t cols,
+               float* y, int64_t ldy) {
     using V = typename I::V;
     constexpr int L = I::L;
     constexpr int K = 32 / L;
@@ -31,6 +31,14 @@ void gemm_tile(const uint8_t* const* wrow, const float* const* xcol, int64_t col
 
     const int64_t n_blocks = cols / 32;
     for (int64_t b = 0; b < n_blocks; ++b) {
+        // Software prefetch of the next tile's rows (R rows further down, same offset): rows are
+        // short streams (a few KB) that the hardware prefetcher alone picks up too late, which
+        // left the decode-heavy types (q8_0, q4_*) well short of the memory bandwidth.
+        if (b % D::kPrefetchEvery == 0) {
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r)
+                __builtin_prefetch(wrow[r] + R * row_bytes + b * D::kBlockBytes, 0, 0);
+        }
 #pragma GCC unroll 4
         for (int s = 0; s < K; ++s) {
             V w[R];
@@ -65,21 +73,21 @@ void gemm_tile(const uint8_t* const* wrow, const float* const* xcol, int64_t col
 
 // Runs the tile for a column group of c columns, c in [1, Cmax].
 template <class I, class D, int R, int Cmax = I::kMaxCols>
-void gemm_tile_cols(const uint8_t* const* wrow, const float* const* xcol, int c, int64_t cols,
-                    float* y, int64_t ldy) {
-    if (c == Cmax) return gemm_tile<I, D, R, Cmax>(wrow, xcol, cols, y, ldy);
-    if constexpr (Cmax > 1) gemm_tile_cols<I, D, R, Cmax - 1>(wrow, xcol, c, cols, y, ldy);
+void gemm_tile_cols(const uint8_t* const* wrow, size_t row_bytes, const float* const* xcol, int c,
+                    int64_t cols, float* y, int64_t ldy) {
+    if (c == Cmax) return gemm_tile<I, D, R, Cmax>(wrow, row_bytes, xcol, cols, y, ldy);
+    if constexpr (Cmax > 1) gemm_tile_cols<I, D, R, Cmax - 1>(wrow, row_bytes, xcol, c, cols, y, ldy);
 }
 
 // Runs the tile with R rows, R one of I's tile heights.
 template <class I, class D>
-void gemm_tile_rows(int R, const uint8_t* const* wrow, const float* const* xcol, int c,
-                    int64_t cols, float* y, int64_t ldy) {
+void gemm_tile_rows(int R, const uint8_t* const* wrow, size_t row_bytes, const float* const* xcol,
+                    int c, int64_t cols, float* y, int64_t ldy) {
     switch (R) {
-        case 2: return gemm_tile_cols<I, D, 2>(wrow, xcol, c, cols, y, ldy);
-        case 3: return gemm_tile_cols<I, D, 3>(wrow, xcol, c, cols, y, ldy);
-        case 4: return gemm_tile_cols<I, D, 4>(wrow, xcol, c, cols, y, ldy);
-        default: return gemm_tile_cols<I, D, 1>(wrow, xcol, c, cols, y, ldy);
+        case 2: return gemm_tile_cols<I, D, 2>(wrow, row_bytes, xcol, c, cols, y, ldy);
+        case 3: return gemm_tile_cols<I, D, 3>(wrow, row_bytes, xcol, c, cols, y, ldy);
+        case 4: return gemm_tile_cols<I, D, 4>(wrow, row_bytes, xcol, c, cols, y, ldy);
+        default: return gemm_tile_cols<I, D, 1>(wrow, row_bytes, xcol, c, cols, y, ldy);
     }
 }
 
@@ -103,11 +111,11 @@ void gemm_rows_impl(const WeightMatrix& w, const float* x, int64_t n, float* y, 
             int64_t r = c0;
             for (; r + R <= c1; r += R) {
                 for (int i = 0; i < R; ++i) wrow[i] = w.data + size_t(r + i) * w.row_bytes;
-                gemm_tile_rows<I, D>(R, wrow, xcol, c, cols, y + j0 * ldy + r, ldy);
+                gemm_tile_rows<I, D>(R, wrow, w.row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
             }
             for (; r < c1; ++r) {
                 wrow[0] = w.data + size_t(r) * w.row_bytes;
-                gemm_tile_cols<I, D, 1>(wrow, xcol, c, cols, y + j0 * ldy + r, ldy);
+                gemm_tile_cols<I, D, 1>(wrow, w.row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
             }
         }
     }

@@ -81,6 +81,8 @@ struct Isa {
 // Weight decoders: sub(row, b, s) is values [32b + 8s, 32b + 8s + 8) of the row as f32;
 // part(row, off, n) is values [off, off + n) zero-padded (float types only).
 struct DecodeF32 {
+    static constexpr int64_t kBlockBytes = 128;  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 1;  // blocks per cache line (prefetch cadence)
     static __m256 sub(const uint8_t* row, int64_t b, int s) {
         return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + b * 32 + s * 8);
     }
@@ -101,6 +103,8 @@ inline __m256 widen_bf16(__m128i h) {
 }
 
 struct DecodeBF16 {
+    static constexpr int64_t kBlockBytes = 64;  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 1;  // blocks per cache line (prefetch cadence)
     static __m256 sub(const uint8_t* row, int64_t b, int s) {
         return widen_bf16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + (b * 32 + s * 8) * 2)));
     }
@@ -110,6 +114,8 @@ struct DecodeBF16 {
 };
 
 struct DecodeF16 {
+    static constexpr int64_t kBlockBytes = 64;  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 1;  // blocks per cache line (prefetch cadence)
     static __m256 sub(const uint8_t* row, int64_t b, int s) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + (b * 32 + s * 8) * 2)));
     }
@@ -125,6 +131,8 @@ inline float block_scale(const uint8_t* block) {
 }
 
 struct DecodeQ8_0 {
+    static constexpr int64_t kBlockBytes = int64_t(sizeof(BlockQ8_0));  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 2;  // blocks per cache line (prefetch cadence)
     static __m256 sub(const uint8_t* row, int64_t b, int s) {
         const uint8_t* blk = row + b * int64_t(sizeof(BlockQ8_0));
         const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + s * 8));
@@ -135,6 +143,8 @@ struct DecodeQ8_0 {
 };
 
 struct DecodeQ4_0 {
+    static constexpr int64_t kBlockBytes = int64_t(sizeof(BlockQ4_0));  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 4;  // blocks per cache line (prefetch cadence)
     static __m256 sub(const uint8_t* row, int64_t b, int s) {
         const uint8_t* blk = row + b * int64_t(sizeof(BlockQ4_0));
         __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + (s & 1) * 8));
@@ -147,6 +157,8 @@ struct DecodeQ4_0 {
 };
 
 struct DecodeQ4_1 {
+    static constexpr int64_t kBlockBytes = int64_t(sizeof(BlockQ4_1));  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 3;  // blocks per cache line (prefetch cadence)
     static __m256 sub(const uint8_t* row, int64_t b, int s) {
         const uint8_t* blk = row + b * int64_t(sizeof(BlockQ4_1));
         __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 4 + (s & 1) * 8));

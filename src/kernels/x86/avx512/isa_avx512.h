@@ -74,6 +74,8 @@ struct Isa {
 // Weight decoders: sub(row, b, s) is values [32b + 16s, 32b + 16s + 16) of the row as f32;
 // part(row, off, n) is values [off, off + n) zero-padded (float types only).
 struct DecodeF32 {
+    static constexpr int64_t kBlockBytes = 128;  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 1;  // blocks per cache line (prefetch cadence)
     static __m512 sub(const uint8_t* row, int64_t b, int s) {
         return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + b * 32 + s * 16);
     }
@@ -87,6 +89,8 @@ inline __m512 widen_bf16(__m256i h) {
 }
 
 struct DecodeBF16 {
+    static constexpr int64_t kBlockBytes = 64;  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 1;  // blocks per cache line (prefetch cadence)
     static __m512 sub(const uint8_t* row, int64_t b, int s) {
         return widen_bf16(_mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(row + (b * 32 + s * 16) * 2)));
@@ -97,6 +101,8 @@ struct DecodeBF16 {
 };
 
 struct DecodeF16 {
+    static constexpr int64_t kBlockBytes = 64;  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 1;  // blocks per cache line (prefetch cadence)
     static __m512 sub(const uint8_t* row, int64_t b, int s) {
         return _mm512_cvtph_ps(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + (b * 32 + s * 16) * 2)));
@@ -113,6 +119,8 @@ inline float block_scale(const uint8_t* block) {
 }
 
 struct DecodeQ8_0 {
+    static constexpr int64_t kBlockBytes = int64_t(sizeof(BlockQ8_0));  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 2;  // blocks per cache line (prefetch cadence)
     static __m512 sub(const uint8_t* row, int64_t b, int s) {
         const uint8_t* blk = row + b * int64_t(sizeof(BlockQ8_0));
         const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + s * 16));
@@ -126,6 +134,8 @@ struct DecodeQ8_0 {
 // by the low 4 bits of each index, so a byte of codes indexes it directly (low nibble) or after
 // one shift (high nibble). Table entries are the exact products the reference computes.
 struct DecodeQ4_0 {
+    static constexpr int64_t kBlockBytes = int64_t(sizeof(BlockQ4_0));  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 4;  // blocks per cache line (prefetch cadence)
     static __m512 sub(const uint8_t* row, int64_t b, int s) {
         const uint8_t* blk = row + b * int64_t(sizeof(BlockQ4_0));
         const __m512 table = _mm512_mul_ps(
@@ -141,6 +151,8 @@ struct DecodeQ4_0 {
 // As Q4_0 with table entries code * d + m (product and sum rounded separately, as the
 // reference does).
 struct DecodeQ4_1 {
+    static constexpr int64_t kBlockBytes = int64_t(sizeof(BlockQ4_1));  // bytes of 32 values
+    static constexpr int kPrefetchEvery = 3;  // blocks per cache line (prefetch cadence)
     static __m512 sub(const uint8_t* row, int64_t b, int s) {
         const uint8_t* blk = row + b * int64_t(sizeof(BlockQ4_1));
         const __m512 table = _mm512_add_ps(
