@@ -65,8 +65,8 @@ struct KernelTable {
                                  const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
                                  bool tiled_heads, float* out, int j0, int j1) = nullptr;
 
-    // Sums a buffer of n floats with this ISA's widest loads, as 8 concurrent streams
-    // (bandwidth measurement only; summation order unspecified).
+    // Sums a buffer of n floats with this ISA's widest loads, in the access pattern of a GEMM
+    // tile (bandwidth measurement only; summation order unspecified).
     float (*stream_sum)(const float* x, int64_t n) = nullptr;
 };
 

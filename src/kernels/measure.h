@@ -11,8 +11,10 @@ namespace nextn {
 
 class ThreadPool;
 
-// Sustained read bandwidth in GB/s (10^9 bytes/s): every pool thread streams its share of a
-// buffer far larger than the caches with the table's stream_sum; best of 10 passes.
+// Sustained read bandwidth in GB/s (10^9 bytes/s) on all pool threads, over buffer_bytes (far
+// larger than the caches): the better of (a) stream_sum over each thread's share, best of 10
+// passes, and (b) an f32 matrix-vector product through matmul (bandwidth-bound: one FMA per
+// 4 bytes), whose prefetched row tiles stream faster than (a) on some machines. Takes ~1 s.
 double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes = size_t(256) << 20);
 double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool,
                                   size_t buffer_bytes = size_t(256) << 20);
@@ -33,6 +35,6 @@ struct GemmCost {
 // unpreempted one on a shared machine); each width runs for about min_seconds in all.
 GemmCost measure_gemm_cost(const KernelTable& k, WType type, int64_t rows, int64_t cols,
                            int max_n, ThreadPool& pool, double min_seconds = 0.1,
-                           size_t rotate_bytes = size_t(192) << 20);
+                           size_t rotate_bytes = size_t(1024) << 20);
 
 }  // namespace nextn

@@ -214,27 +214,30 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
     }
 }
 
-// Reads n floats as 8 concurrent streams (one per eighth) with software prefetch, as the GEMM
-// tiles read their rows: fewer streams leave bandwidth unused, so the probe would understate it.
+// Reads n floats the way a GEMM tile reads weight rows: groups of S streams of kRun floats,
+// each stream prefetching the same offset of the next group (a tile's worth ahead). Plain
+// sequential reads leave much of the bandwidth unused, so the probe would understate it.
 template <class I>
 float stream_sum(const float* x, int64_t n) {
-    constexpr int S = 8;
-    const int64_t q = n / S / I::L * I::L;
+    constexpr int S = 4;
+    constexpr int64_t kRun = 4096;  // floats per stream per group (a 16 KB row)
+    constexpr int64_t kGroup = S * kRun;
     typename I::V a[S];
-#pragma GCC unroll 8
+#pragma GCC unroll 4
     for (int s = 0; s < S; ++s) a[s] = I::zero();
-    for (int64_t i = 0; i < q; i += I::L) {
-#pragma GCC unroll 8
-        for (int s = 0; s < S; ++s) {
-            if (i % 16 == 0) __builtin_prefetch(x + s * q + i + 256, 0, 0);
-            a[s] = I::add(a[s], I::load(x + s * q + i));
+    int64_t g = 0;
+    for (; g + kGroup <= n; g += kGroup) {
+        for (int64_t i = 0; i < kRun; i += I::L) {
+#pragma GCC unroll 4
+            for (int s = 0; s < S; ++s) {
+                const float* p = x + g + s * kRun + i;
+                if (i % 16 == 0) __builtin_prefetch(p + kGroup, 0, 0);
+                a[s] = I::add(a[s], I::load(p));
+            }
         }
     }
-    typename I::V total = I::zero();
-#pragma GCC unroll 8
-    for (int s = 0; s < S; ++s) total = I::add(total, a[s]);
-    float sum = I::hsum(total);
-    for (int64_t i = S * q; i < n; ++i) sum += x[i];
+    float sum = I::hsum(I::add(I::add(a[0], a[1]), I::add(a[2], a[3])));
+    for (; g < n; ++g) sum += x[g];
     return sum;
 }
 
