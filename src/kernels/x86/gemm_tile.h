@@ -79,7 +79,7 @@ void gemm_tile_cols(const uint8_t* const* wrow, size_t row_bytes, const float* c
     if constexpr (Cmax > 1) gemm_tile_cols<I, D, R, Cmax - 1>(wrow, row_bytes, xcol, c, cols, y, ldy);
 }
 
-// Runs the tile with R rows, R one of I's tile heights.
+// Runs the tile with R rows, R one of I's tile heights (8 only for up to 2 columns).
 template <class I, class D>
 void gemm_tile_rows(int R, const uint8_t* const* wrow, size_t row_bytes, const float* const* xcol,
                     int c, int64_t cols, float* y, int64_t ldy) {
@@ -87,6 +87,7 @@ void gemm_tile_rows(int R, const uint8_t* const* wrow, size_t row_bytes, const f
         case 2: return gemm_tile_cols<I, D, 2>(wrow, row_bytes, xcol, c, cols, y, ldy);
         case 3: return gemm_tile_cols<I, D, 3>(wrow, row_bytes, xcol, c, cols, y, ldy);
         case 4: return gemm_tile_cols<I, D, 4>(wrow, row_bytes, xcol, c, cols, y, ldy);
+        case 8: return gemm_tile_cols<I, D, 8, 2>(wrow, row_bytes, xcol, c, cols, y, ldy);
         default: return gemm_tile_cols<I, D, 1>(wrow, row_bytes, xcol, c, cols, y, ldy);
     }
 }

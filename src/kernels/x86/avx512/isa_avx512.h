@@ -18,9 +18,10 @@ struct Isa {
     static constexpr int L = 16;
     // GEMM tile: c activation columns x rows_for(c) weight rows, sized so that the R*c
     // accumulators, R decoded weight vectors and one activation vector fit in 32 registers.
-    // Measured on Zen 5: 4 x 6 beats 2 x 8 and 3 x 8 (those ran at half the FMA rate).
+    // 8 rows for 1-2 columns (more loads in flight for decode); 4 rows up to 6 columns. Measured
+    // on Zen 5: 4 x 6 beats 2 x 8 and 3 x 8 (those ran at half the FMA rate).
     static constexpr int kMaxCols = 6;
-    static constexpr int rows_for(int) { return 4; }
+    static constexpr int rows_for(int c) { return c <= 2 ? 8 : 4; }
 
     static __mmask16 mask(int n) { return __mmask16((1u << n) - 1u); }
     static V zero() { return _mm512_setzero_ps(); }
