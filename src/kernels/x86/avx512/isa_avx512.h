@@ -19,7 +19,8 @@ struct Isa {
     // GEMM tile: c activation columns x rows_for(c) weight rows, sized so that the R*c
     // accumulators, R decoded weight vectors and one activation vector fit in 32 registers.
     // 8 rows for 1-2 columns (more loads in flight for decode); 4 rows up to 6 columns. Measured
-    // on Zen 5: 4 x 6 beats 2 x 8 and 3 x 8 (those ran at half the FMA rate).
+    // on Zen 5: 4 x 6 beats 2 x 8 and 3 x 8, and 6 x 3 loses to 4 x 3 (heights that do not
+    // divide the 16-row chunk leave single-row tiles).
     static constexpr int kMaxCols = 6;
     static constexpr int rows_for(int c) { return c <= 2 ? 8 : 4; }
 
