@@ -41,7 +41,7 @@ def pick_prompts(held, starts):
     return {
         "p1": cut(0, 0, 1),
         "p9": cut(1, 40, 9),
-        "p64": cut(2, 120, 64),
+        "p48": cut(2, 120, 48),
         "p200": cut(3, 60, 200),
     }
 
