@@ -15,12 +15,6 @@ namespace {
 constexpr float kLogitTol = 5e-4f;
 constexpr float kHiddenTol = 2e-4f;
 
-float max_abs_diff(const float* a, const float* b, int64_t n) {
-    float m = 0.0f;
-    for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-    return m;
-}
-
 struct PromptRun {
     std::vector<float> logits, hidden, mtp_logits;  // [T, V], [T, H], [T, V]
     std::vector<int32_t> greedy;
@@ -77,12 +71,12 @@ void check_full_goldens(const std::string& model_path, const std::string& golden
             return test::read_f32(golden_dir + "/" + files[key]["file"].get<std::string>());
         };
         if (files.contains("logits")) {
-            EXPECT_LT(max_abs_diff(r.logits.data(), file("logits").data(), T * V), kLogitTol);
-            EXPECT_LT(max_abs_diff(r.hidden.data(), file("hidden").data(), T * H), kHiddenTol);
+            EXPECT_LT(test::max_abs_diff(r.logits.data(), file("logits").data(), T * V), kLogitTol);
+            EXPECT_LT(test::max_abs_diff(r.hidden.data(), file("hidden").data(), T * H), kHiddenTol);
         }
         if (files.contains("mtp_logits")) {
             ASSERT_TRUE(m.has_mtp());
-            EXPECT_LT(max_abs_diff(r.mtp_logits.data(), file("mtp_logits").data(), T * V), kLogitTol);
+            EXPECT_LT(test::max_abs_diff(r.mtp_logits.data(), file("mtp_logits").data(), T * V), kLogitTol);
             EXPECT_EQ(test::argmax(r.mtp_logits.data() + (T - 1) * V, V),
                       pr["mtp"]["draft_tokens"][0].get<int>());
         }
@@ -145,9 +139,9 @@ TEST(FormatsGolden, QuantizedGgufMatchesDequantizedReference) {
                 const bool trusted = !observed.contains("dequant_last_logits_reliable") ||
                                      observed["dequant_last_logits_reliable"].get<bool>();
                 if (trusted && reliable > 0) {
-                    EXPECT_LT(max_abs_diff(r.logits.data() + (T - 1) * V, want.data() + row * V, V),
+                    EXPECT_LT(test::max_abs_diff(r.logits.data() + (T - 1) * V, want.data() + row * V, V),
                               kLogitTol) << p;
-                    EXPECT_LT(max_abs_diff(r.mtp_logits.data() + (T - 1) * V,
+                    EXPECT_LT(test::max_abs_diff(r.mtp_logits.data() + (T - 1) * V,
                                            want_mtp.data() + row * V, V), kLogitTol) << p;
                 }
                 std::vector<int32_t> greedy = test::json_ids(ref["greedy_tokens"]);

@@ -1,6 +1,8 @@
 #pragma once
 // Reading the golden outputs of ../shared/fixtures/*/golden (raw little-endian f32 files plus an
 // index.json that gives prompts, shapes and greedy tokens).
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -51,6 +53,12 @@ inline std::vector<int32_t> json_ids(const nlohmann::json& j) {
     std::vector<int32_t> out;
     for (const auto& v : j) out.push_back(v.get<int32_t>());
     return out;
+}
+
+inline float max_abs_diff(const float* a, const float* b, int64_t n) {
+    float m = 0.0f;
+    for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+    return m;
 }
 
 inline int argmax(const float* x, int64_t n) {

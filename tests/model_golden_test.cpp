@@ -15,12 +15,6 @@ namespace {
 constexpr float kLogitTol = 5e-4f;
 constexpr float kHiddenTol = 2e-4f;
 
-float max_abs_diff(const float* a, const float* b, int64_t n) {
-    float m = 0.0f;
-    for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-    return m;
-}
-
 struct Case {
     std::string model;
     std::string prompt;
@@ -47,8 +41,8 @@ TEST_P(GoldenTest, PromptLogitsHiddenAndMtpMatch) {
     model.forward(state, tokens.data(), T, {hidden.data(), logits.data(), T});
     std::vector<float> want_logits = test::golden_tensor(g, c.prompt, "logits");
     std::vector<float> want_hidden = test::golden_tensor(g, c.prompt, "hidden");
-    EXPECT_LT(max_abs_diff(logits.data(), want_logits.data(), T * V), kLogitTol);
-    EXPECT_LT(max_abs_diff(hidden.data(), want_hidden.data(), T * H), kHiddenTol);
+    EXPECT_LT(test::max_abs_diff(logits.data(), want_logits.data(), T * V), kLogitTol);
+    EXPECT_LT(test::max_abs_diff(hidden.data(), want_hidden.data(), T * H), kHiddenTol);
     for (int64_t t = 0; t < T; ++t)
         EXPECT_EQ(test::argmax(logits.data() + t * V, V), test::argmax(want_logits.data() + t * V, V))
             << "position " << t;
@@ -61,8 +55,8 @@ TEST_P(GoldenTest, PromptLogitsHiddenAndMtpMatch) {
                       {mtp_hidden.data(), mtp_logits.data(), T});
     std::vector<float> want_mtp = test::golden_tensor(g, c.prompt, "mtp_logits");
     std::vector<float> want_mtp_hidden = test::golden_tensor(g, c.prompt, "mtp_hidden");
-    EXPECT_LT(max_abs_diff(mtp_logits.data(), want_mtp.data(), T * V), kLogitTol);
-    EXPECT_LT(max_abs_diff(mtp_hidden.data(), want_mtp_hidden.data(), T * H), kHiddenTol);
+    EXPECT_LT(test::max_abs_diff(mtp_logits.data(), want_mtp.data(), T * V), kLogitTol);
+    EXPECT_LT(test::max_abs_diff(mtp_hidden.data(), want_mtp_hidden.data(), T * H), kHiddenTol);
     std::vector<int32_t> drafts = test::json_ids(p["mtp"]["draft_tokens"]);
     EXPECT_EQ(test::argmax(mtp_logits.data() + (T - 1) * V, V), drafts[0]);
 
@@ -74,7 +68,7 @@ TEST_P(GoldenTest, PromptLogitsHiddenAndMtpMatch) {
         int32_t tok = drafts[size_t(step)];
         model.mtp_forward(state, prev_hidden.data(), &tok, 1, T + step,
                           {step_hidden.data(), step_logits.data(), 1});
-        EXPECT_LT(max_abs_diff(step_logits.data(), want_chain.data() + step * V, V), kLogitTol)
+        EXPECT_LT(test::max_abs_diff(step_logits.data(), want_chain.data() + step * V, V), kLogitTol)
             << "chain step " << step + 2;
         EXPECT_EQ(test::argmax(step_logits.data(), V), drafts[size_t(step + 1)]);
         prev_hidden = step_hidden;
@@ -101,7 +95,7 @@ TEST_P(GoldenTest, GreedyContinuationMatches) {
     model.forward(state, tokens.data(), int64_t(tokens.size()), {nullptr, logits.data(), 1});
     float worst = 0.0f;
     for (size_t k = 0; k < want.size(); ++k) {
-        worst = std::max(worst, max_abs_diff(logits.data(), want_logits.data() + k * V, V));
+        worst = std::max(worst, test::max_abs_diff(logits.data(), want_logits.data() + k * V, V));
         int32_t next = test::argmax(logits.data(), V);
         ASSERT_EQ(next, want[k]) << "greedy step " << k;
         model.forward(state, &next, 1, {nullptr, logits.data(), 1});

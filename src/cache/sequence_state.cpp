@@ -19,7 +19,6 @@ void SequenceState::reset() {
         r.current = 0;
         std::fill(r.slots.begin(), r.slots.begin() + r.state_size, 0.0f);
         std::fill(r.conv.begin(), r.conv.end(), 0.0f);
-        r.pending = 0;
     }
 }
 

@@ -7,6 +7,7 @@
 // or the current slot for t = 0), and committing n positions makes slot n current. No state is
 // copied and nothing is re-run on rejection. The conv state (the last K-1 raw qkv rows) is
 // rebuilt from the forward's own qkv rows on commit.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -24,10 +25,31 @@ struct RecurrentState {
     int current = 0;            // slot holding the committed state
     std::vector<float> conv;    // [K-1, conv_dim] raw qkv of the last K-1 committed tokens
     std::vector<float> pending_qkv;  // [max_width, conv_dim] raw qkv of the last verify forward
-    int64_t pending = 0;             // rows in pending_qkv awaiting commit
 
     float* state() { return slots.data() + int64_t(current) * state_size; }
     float* slot(int i) { return slots.data() + int64_t(i) * state_size; }
+};
+
+// Activation buffers of one forward, kept with the sequence so that decode steps reuse them
+// instead of allocating. Buffers only grow; each is named after its one use.
+struct ForwardScratch {
+    std::vector<float> x, xn, out;                      // [T, H] residual, normed, block output
+    std::vector<float> window, z, b, a, conv_out;       // Gated DeltaNet projections and conv
+    std::vector<float> q, k, v, g, beta, o;             // Gated DeltaNet heads
+    std::vector<float> qg, attn_k, attn_v, attn;        // attention
+    std::vector<float> rope_cos, rope_sin;              // [rotary_dims / 2] angles of one position
+    std::vector<float> gate, up, router, shared, shared_gate, expert_in, expert_y, expert_out;
+    std::vector<float> route_w;                         // [T, k] MoE routing weights
+    std::vector<int> route_e, route_order;              // [T, k] chosen experts; [E] sort scratch
+    std::vector<int64_t> route_slots;                   // rows routed to one expert
+    std::vector<float> mtp_cat;                         // [T, 2H] MTP [embedding | hidden]
+
+    // Returns v's storage with at least n elements.
+    template <class V>
+    static auto* take(V& v, size_t n) {
+        if (v.size() < n) v.resize(n);
+        return v.data();
+    }
 };
 
 struct SequenceState {
@@ -38,6 +60,7 @@ struct SequenceState {
     std::vector<RecurrentState> recurrent;  // per trunk layer (empty for attention layers)
     AttentionCache mtp_attention;           // the MTP head's own KV, by position
     int64_t uncommitted = 0;    // positions of the last snapshot forward not yet committed
+    ForwardScratch scratch;
 
     // Bytes held by the GDN snapshot slots beyond the committed state.
     int64_t snapshot_bytes() const;

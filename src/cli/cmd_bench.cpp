@@ -100,9 +100,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
             t0 = Clock::now();
             model.forward(state, batch.data(), n, {nullptr, logits.data(), n}, true);
             best = std::min(best, since(t0));
-            model.commit(state, 1);
-            state.n_past -= 1;  // forget the kept position too: every repeat is identical
-            for (auto& r : state.recurrent) r.current = 0;
+            model.commit(state, 0);  // drop it: every repeat starts from the same state
         }
         cost.push_back(best);
     }

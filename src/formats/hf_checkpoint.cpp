@@ -27,8 +27,7 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 }
 
 // A view of one expert's slice [rows_begin, rows_begin + rows) of a fused [E, R, C] tensor.
-RawTensor expert_slice(const RawTensor& fused, int64_t expert, int64_t rows_begin, int64_t rows,
-                       const std::string& canonical) {
+RawTensor expert_slice(const RawTensor& fused, int64_t expert, int64_t rows_begin, int64_t rows) {
     const int64_t R = fused.shape[1], C = fused.shape[2];
     const size_t elem = fused.nbytes / size_t(fused.numel());
     RawTensor t = fused;
@@ -36,7 +35,6 @@ RawTensor expert_slice(const RawTensor& fused, int64_t expert, int64_t rows_begi
     t.shape = {rows, C};
     t.data = fused.data + (size_t(expert) * R + rows_begin) * C * elem;
     t.nbytes = size_t(rows * C) * elem;
-    (void)canonical;
     return t;
 }
 
@@ -49,13 +47,13 @@ void add_fused_experts(Checkpoint& ck, const std::string& prefix, const RawTenso
              ", expected [", E, ", ", 2 * I, ", ", H, "]");
     for (int64_t e = 0; e < E; ++e) {
         std::string base = prefix + "experts." + std::to_string(e) + ".";
-        ck.tensors[base + "gate_proj.weight"] = expert_slice(gate_up, e, 0, I, base);
-        ck.tensors[base + "up_proj.weight"] = expert_slice(gate_up, e, I, I, base);
+        ck.tensors[base + "gate_proj.weight"] = expert_slice(gate_up, e, 0, I);
+        ck.tensors[base + "up_proj.weight"] = expert_slice(gate_up, e, I, I);
         if (down) {
             if (down->shape != std::vector<int64_t>{E, H, I})
                 fail(down->file, ": tensor '", down->name, "' has shape ", down->shape_str(),
                      ", expected [", E, ", ", H, ", ", I, "]");
-            ck.tensors[base + "down_proj.weight"] = expert_slice(*down, e, 0, H, base);
+            ck.tensors[base + "down_proj.weight"] = expert_slice(*down, e, 0, H);
         }
     }
 }

@@ -3,94 +3,87 @@
 #include <algorithm>
 #include <numeric>
 
-#include "kernels/kernels.h"
-#include "model/ops.h"
 #include "model/qwen35.h"
 
 namespace nextn {
 
-namespace {
-
 // y[T, H] = down(silu(gate(x)) * up(x)) for x [T, in].
-void swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
-            const float* x, int64_t T, float* y, ThreadPool& pool) {
+void Qwen35Model::swiglu(const WeightMatrix& gate, const WeightMatrix& up,
+                         const WeightMatrix& down, ForwardScratch& s, const float* x, int64_t T,
+                         float* y) const {
     const int64_t I = gate.rows;
-    std::vector<float> g(size_t(T * I)), u(size_t(T * I));  // [T, I]
-    matmul(gate, x, T, g.data(), pool);
-    matmul(up, x, T, u.data(), pool);
-    for (int64_t i = 0; i < T * I; ++i) g[size_t(i)] = ops::silu(g[size_t(i)]) * u[size_t(i)];
-    matmul(down, g.data(), T, y, pool);
+    float* g = ForwardScratch::take(s.gate, size_t(T * I));  // [T, I]
+    float* u = ForwardScratch::take(s.up, size_t(T * I));    // [T, I]
+    matmul(kernels_, gate, x, T, g, pool_);
+    matmul(kernels_, up, x, T, u, pool_);
+    kernels_.swiglu(g, u, g, T * I);
+    matmul(kernels_, down, g, T, y, pool_);
 }
 
-}  // namespace
-
-void Qwen35Model::ffn(const FfnWeights& f, const float* xn, int64_t T, float* out) const {
+void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, int64_t T,
+                      float* out) const {
     const int64_t H = config_.hidden_size;
     if (!f.moe) {
-        swiglu(f.gate, f.up, f.down, xn, T, out, pool_);
+        swiglu(f.gate, f.up, f.down, s, xn, T, out);
         return;
     }
     const int E = config_.n_experts, K = config_.n_experts_used;
-    std::vector<float> router(size_t(T * E));  // [T, E]
-    matmul(f.router, xn, T, router.data(), pool_);
+    float* router = ForwardScratch::take(s.router, size_t(T * E));  // [T, E]
+    matmul(kernels_, f.router, xn, T, router, pool_);
+    kernels_.softmax(router, T, E);
 
-    // Per token: top-k experts by softmax probability (ties: lower index), renormalised.
-    std::vector<int> chosen(size_t(T * K));       // [T, K]
-    std::vector<float> chosen_w(size_t(T * K));   // [T, K]
+    // Per token: top-k experts by probability (ties: lower index), renormalised.
+    int* chosen = ForwardScratch::take(s.route_e, size_t(T * K));        // [T, K]
+    float* chosen_w = ForwardScratch::take(s.route_w, size_t(T * K));    // [T, K]
+    int* order = ForwardScratch::take(s.route_order, size_t(E));
     for (int64_t t = 0; t < T; ++t) {
-        float* p = router.data() + t * E;
-        ops::softmax(p, E);
-        std::vector<int> idx(static_cast<size_t>(E));
-        std::iota(idx.begin(), idx.end(), 0);
-        std::partial_sort(idx.begin(), idx.begin() + K, idx.end(),
+        const float* p = router + t * E;
+        std::iota(order, order + E, 0);
+        std::partial_sort(order, order + K, order + E,
                           [&](int a, int b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
         float sum = 0.0f;
-        for (int j = 0; j < K; ++j) sum += p[idx[size_t(j)]];
+        for (int j = 0; j < K; ++j) sum += p[order[j]];
         for (int j = 0; j < K; ++j) {
-            chosen[size_t(t * K + j)] = idx[size_t(j)];
-            chosen_w[size_t(t * K + j)] = p[idx[size_t(j)]] / sum;
+            chosen[t * K + j] = order[j];
+            chosen_w[t * K + j] = p[order[j]] / sum;
         }
     }
 
     // Run each expert once over the tokens routed to it; the kernels are batch-invariant, so a
     // token's expert output does not depend on which other tokens share the batch.
-    std::vector<float> expert_out(size_t(T * K * H));  // [T, K, H]
-    std::vector<float> xin, yout;
-    std::vector<int64_t> slots;
+    float* expert_out = ForwardScratch::take(s.expert_out, size_t(T * K * H));  // [T, K, H]
     for (int e = 0; e < E; ++e) {
-        slots.clear();
-        for (int64_t s = 0; s < T * K; ++s)
-            if (chosen[size_t(s)] == e) slots.push_back(s);
-        if (slots.empty()) continue;
-        const int64_t n = int64_t(slots.size());
-        xin.resize(size_t(n * H));
-        yout.resize(size_t(n * H));
-        for (int64_t i = 0; i < n; ++i)
-            std::copy_n(xn + (slots[size_t(i)] / K) * H, H, xin.data() + i * H);
+        int64_t n = 0;
+        int64_t* slots = ForwardScratch::take(s.route_slots, size_t(T * K));
+        for (int64_t slot = 0; slot < T * K; ++slot)
+            if (chosen[slot] == e) slots[n++] = slot;
+        if (n == 0) continue;
+        float* xin = ForwardScratch::take(s.expert_in, size_t(n * H));  // [n, H]
+        float* yout = ForwardScratch::take(s.expert_y, size_t(n * H));  // [n, H]
+        for (int64_t i = 0; i < n; ++i) std::copy_n(xn + (slots[i] / K) * H, H, xin + i * H);
         const ExpertWeights& ew = f.experts[size_t(e)];
-        swiglu(ew.gate, ew.up, ew.down, xin.data(), n, yout.data(), pool_);
-        for (int64_t i = 0; i < n; ++i)
-            std::copy_n(yout.data() + i * H, H, expert_out.data() + slots[size_t(i)] * H);
+        swiglu(ew.gate, ew.up, ew.down, s, xin, n, yout);
+        for (int64_t i = 0; i < n; ++i) std::copy_n(yout + i * H, H, expert_out + slots[i] * H);
     }
     // Shared expert, gated by sigmoid(x · shared_expert_gate).
-    std::vector<float> shared(size_t(T * H), 0.0f), shared_gate(static_cast<size_t>(T));
     const bool has_shared = !f.shared_gate.empty();
+    float* shared = ForwardScratch::take(s.shared, size_t(T * H));        // [T, H]
+    float* shared_gate = ForwardScratch::take(s.shared_gate, size_t(T));  // [T]
     if (has_shared) {
-        swiglu(f.shared_gate, f.shared_up, f.shared_down, xn, T, shared.data(), pool_);
-        matmul(f.shared_expert_gate, xn, T, shared_gate.data(), pool_);
+        swiglu(f.shared_gate, f.shared_up, f.shared_down, s, xn, T, shared);
+        matmul(kernels_, f.shared_expert_gate, xn, T, shared_gate, pool_);
+        kernels_.sigmoid(shared_gate, shared_gate, T);
     }
     for (int64_t t = 0; t < T; ++t) {
         float* y = out + t * H;
-        for (int64_t h = 0; h < H; ++h) y[h] = 0.0f;
+        std::fill(y, y + H, 0.0f);
         for (int j = 0; j < K; ++j) {
-            const float w = chosen_w[size_t(t * K + j)];
-            const float* eo = expert_out.data() + (t * K + j) * H;
+            const float w = chosen_w[t * K + j];
+            const float* eo = expert_out + (t * K + j) * H;
             for (int64_t h = 0; h < H; ++h) y[h] += w * eo[h];
         }
-        if (has_shared) {
-            const float sg = ops::sigmoid(shared_gate[size_t(t)]);
-            for (int64_t h = 0; h < H; ++h) y[h] += sg * shared[size_t(t * H + h)];
-        }
+        if (has_shared)
+            for (int64_t h = 0; h < H; ++h) y[h] += shared_gate[t] * shared[t * H + h];
     }
 }
 

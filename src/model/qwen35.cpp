@@ -10,7 +10,11 @@
 namespace nextn {
 
 Qwen35Model::Qwen35Model(ModelConfig config, ModelWeights weights, ThreadPool& pool)
-    : config_(std::move(config)), weights_(std::move(weights)), pool_(pool) {}
+    : config_(std::move(config)),
+      weights_(std::move(weights)),
+      pool_(pool),
+      kernels_(kernels()),
+      rope_inv_freq_(ops::rope_inv_freq(config_.rotary_dims, config_.rope_theta)) {}
 
 SequenceState Qwen35Model::new_state(int64_t max_positions, int max_width) const {
     const ModelConfig& c = config_;
@@ -40,26 +44,25 @@ SequenceState Qwen35Model::new_state(int64_t max_positions, int max_width) const
 }
 
 void Qwen35Model::logits(const float* hidden, int64_t n, float* out) const {
-    matmul(weights_.lm_head, hidden, n, out, pool_);
+    matmul(kernels_, weights_.lm_head, hidden, n, out, pool_);
 }
 
 void Qwen35Model::decoder_layer(const LayerWeights& lw, AttentionCache* attn,
-                                RecurrentState* rec, float* x, int64_t T, int64_t pos0,
-                                bool snapshots) const {
+                                RecurrentState* rec, ForwardScratch& s, float* x, int64_t T,
+                                int64_t pos0, bool snapshots) const {
     const int64_t H = config_.hidden_size;
-    std::vector<float> xn(size_t(T * H)), out(size_t(T * H));  // [T, H]
-    for (int64_t t = 0; t < T; ++t)
-        ops::rmsnorm(x + t * H, lw.input_norm.data(), H, config_.rms_eps, xn.data() + t * H);
+    float* xn = ForwardScratch::take(s.xn, size_t(T * H));    // [T, H]
+    float* out = ForwardScratch::take(s.out, size_t(T * H));  // [T, H]
+    kernels_.rmsnorm(x, lw.input_norm.data(), T, H, config_.rms_eps, xn);
     if (lw.linear) {
-        gated_deltanet(lw, *rec, xn.data(), T, snapshots, out.data());
+        gated_deltanet(lw, *rec, s, xn, T, snapshots, out);
     } else {
-        attention(lw, *attn, xn.data(), T, pos0, out.data());
+        attention(lw, *attn, s, xn, T, pos0, out);
     }
-    for (int64_t i = 0; i < T * H; ++i) x[i] += out[size_t(i)];
-    for (int64_t t = 0; t < T; ++t)
-        ops::rmsnorm(x + t * H, lw.post_norm.data(), H, config_.rms_eps, xn.data() + t * H);
-    ffn(lw.ffn, xn.data(), T, out.data());
-    for (int64_t i = 0; i < T * H; ++i) x[i] += out[size_t(i)];
+    for (int64_t i = 0; i < T * H; ++i) x[i] += out[i];
+    kernels_.rmsnorm(x, lw.post_norm.data(), T, H, config_.rms_eps, xn);
+    ffn(lw.ffn, s, xn, T, out);
+    for (int64_t i = 0; i < T * H; ++i) x[i] += out[i];
 }
 
 void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T,
@@ -74,21 +77,20 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
     if (snapshots && T > state.max_width)
         fail("verify width ", T, " exceeds the snapshot capacity ", state.max_width);
     if (out.n_logits > T) fail("forward: n_logits ", out.n_logits, " > tokens ", T);
-    std::vector<float> x(size_t(T * H));  // [T, H] residual stream
+    ForwardScratch& s = state.scratch;
+    float* x = ForwardScratch::take(s.x, size_t(T * H));  // [T, H] residual stream
     for (int64_t t = 0; t < T; ++t) {
         if (tokens[t] < 0 || tokens[t] >= c.vocab_size)
             fail("token id ", tokens[t], " is outside the vocabulary [0, ", c.vocab_size, ")");
-        weight_row_f32(weights_.embed, tokens[t], x.data() + t * H);
+        weight_row_f32(weights_.embed, tokens[t], x + t * H);
     }
     for (int i = 0; i < c.n_layers; ++i)
         decoder_layer(weights_.layers[size_t(i)], &state.attention[size_t(i)],
-                      &state.recurrent[size_t(i)], x.data(), T, state.n_past, snapshots);
+                      &state.recurrent[size_t(i)], s, x, T, state.n_past, snapshots);
     // Final norm; the normed hidden is both the LM-head input and the MTP head's input.
-    for (int64_t t = 0; t < T; ++t)
-        ops::rmsnorm(x.data() + t * H, weights_.final_norm.data(), H, c.rms_eps, x.data() + t * H);
-    if (out.hidden) std::memcpy(out.hidden, x.data(), size_t(T * H) * sizeof(float));
-    if (out.logits && out.n_logits > 0)
-        logits(x.data() + (T - out.n_logits) * H, out.n_logits, out.logits);
+    kernels_.rmsnorm(x, weights_.final_norm.data(), T, H, c.rms_eps, x);
+    if (out.hidden) std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
+    if (out.logits && out.n_logits > 0) logits(x + (T - out.n_logits) * H, out.n_logits, out.logits);
     state.n_past += T;
     if (snapshots) state.uncommitted = T;
 }
@@ -96,20 +98,21 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
 void Qwen35Model::commit(SequenceState& state, int64_t n_keep) const {
     const int64_t T = state.uncommitted;
     if (T == 0) fail("commit: no verify forward to commit");
-    if (n_keep < 1 || n_keep > T) fail("commit: keep ", n_keep, " of ", T, " positions");
+    if (n_keep < 0 || n_keep > T) fail("commit: keep ", n_keep, " of ", T, " positions");
     state.n_past -= T - n_keep;
     state.uncommitted = 0;
+    if (n_keep == 0) return;  // slots and conv state still describe the state before the forward
     const int64_t C = config_.gdn_conv_dim(), Km1 = config_.conv_kernel - 1;
     for (auto& r : state.recurrent) {
         if (!r.state_size) continue;
         r.current = int(n_keep);  // slot n holds the state after the n-th position
-        // conv state = last K-1 rows of [old conv state; kept qkv rows]
-        std::vector<float> joined(size_t((Km1 + n_keep) * C));
-        std::memcpy(joined.data(), r.conv.data(), size_t(Km1 * C) * sizeof(float));
-        std::memcpy(joined.data() + Km1 * C, r.pending_qkv.data(),
-                    size_t(n_keep * C) * sizeof(float));
-        std::memcpy(r.conv.data(), joined.data() + n_keep * C, size_t(Km1 * C) * sizeof(float));
-        r.pending = 0;
+        // conv state = last K-1 rows of [old conv state; kept qkv rows]: shift the old rows
+        // that survive to the front, then copy the newest kept rows after them.
+        const int64_t from_old = std::max<int64_t>(0, Km1 - n_keep);
+        std::memmove(r.conv.data(), r.conv.data() + (Km1 - from_old) * C,
+                     size_t(from_old * C) * sizeof(float));
+        std::memcpy(r.conv.data() + from_old * C, r.pending_qkv.data() + (n_keep - (Km1 - from_old)) * C,
+                    size_t((Km1 - from_old) * C) * sizeof(float));
     }
 }
 
@@ -122,23 +125,22 @@ void Qwen35Model::mtp_forward(SequenceState& state, const float* hidden, const i
         fail("MTP positions [", pos0, ", ", pos0 + T, ") exceed the context size ",
              state.mtp_attention.capacity);
     const int64_t H = c.hidden_size;
-    std::vector<float> cat(size_t(T * 2 * H));  // [T, 2H] = [embedding | hidden] per row
-    std::vector<float> x(size_t(T * H));        // [T, H]
+    ForwardScratch& s = state.scratch;
+    float* cat = ForwardScratch::take(s.mtp_cat, size_t(T * 2 * H));  // [T, 2H] = [emb | hidden]
+    float* x = ForwardScratch::take(s.x, size_t(T * H));              // [T, H]
     for (int64_t t = 0; t < T; ++t) {
         if (tokens[t] < 0 || tokens[t] >= c.vocab_size)
             fail("token id ", tokens[t], " is outside the vocabulary [0, ", c.vocab_size, ")");
-        float* row = cat.data() + t * 2 * H;
+        float* row = cat + t * 2 * H;
         weight_row_f32(weights_.embed, tokens[t], row);
-        ops::rmsnorm(row, m.pre_fc_norm_embedding.data(), H, c.rms_eps, row);
-        ops::rmsnorm(hidden + t * H, m.pre_fc_norm_hidden.data(), H, c.rms_eps, row + H);
+        kernels_.rmsnorm(row, m.pre_fc_norm_embedding.data(), 1, H, c.rms_eps, row);
+        kernels_.rmsnorm(hidden + t * H, m.pre_fc_norm_hidden.data(), 1, H, c.rms_eps, row + H);
     }
-    matmul(m.fc, cat.data(), T, x.data(), pool_);
-    decoder_layer(m.layer, &state.mtp_attention, nullptr, x.data(), T, pos0, false);
-    for (int64_t t = 0; t < T; ++t)
-        ops::rmsnorm(x.data() + t * H, m.norm.data(), H, c.rms_eps, x.data() + t * H);
-    if (out.hidden) std::memcpy(out.hidden, x.data(), size_t(T * H) * sizeof(float));
-    if (out.logits && out.n_logits > 0)
-        logits(x.data() + (T - out.n_logits) * H, out.n_logits, out.logits);
+    matmul(kernels_, m.fc, cat, T, x, pool_);
+    decoder_layer(m.layer, &state.mtp_attention, nullptr, s, x, T, pos0, false);
+    kernels_.rmsnorm(x, m.norm.data(), T, H, c.rms_eps, x);
+    if (out.hidden) std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
+    if (out.logits && out.n_logits > 0) logits(x + (T - out.n_logits) * H, out.n_logits, out.logits);
 }
 
 LoadedModel load_model(const std::string& path, const ModelOptions& options) {

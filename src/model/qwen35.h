@@ -12,6 +12,7 @@
 #include "cache/sequence_state.h"
 #include "core/thread_pool.h"
 #include "formats/checkpoint.h"
+#include "kernels/kernels.h"
 #include "model/weights.h"
 
 namespace nextn {
@@ -39,7 +40,8 @@ public:
     // committed at once.
     void forward(SequenceState& state, const int32_t* tokens, int64_t T, const ForwardOutputs& out,
                  bool snapshots = false) const;
-    // Keeps the first n_keep positions of the last snapshot forward and drops the rest.
+    // Keeps the first n_keep positions of the last snapshot forward and drops the rest
+    // (n_keep 0 drops the whole forward: the state is as before it).
     void commit(SequenceState& state, int64_t n_keep) const;
 
     // MTP head over T pairs: row t pairs trunk hidden[t] (post final norm) with tokens[t] (the
@@ -51,17 +53,21 @@ public:
 
 private:
     void decoder_layer(const LayerWeights& lw, AttentionCache* attn, RecurrentState* rec,
-                       float* x, int64_t T, int64_t pos0, bool snapshots) const;
-    void attention(const LayerWeights& lw, AttentionCache& cache, const float* xn, int64_t T,
-                   int64_t pos0, float* out) const;
-    void gated_deltanet(const LayerWeights& lw, RecurrentState& rec, const float* xn, int64_t T,
-                        bool snapshots, float* out) const;
-    void ffn(const FfnWeights& f, const float* xn, int64_t T, float* out) const;
+                       ForwardScratch& s, float* x, int64_t T, int64_t pos0, bool snapshots) const;
+    void attention(const LayerWeights& lw, AttentionCache& cache, ForwardScratch& s,
+                   const float* xn, int64_t T, int64_t pos0, float* out) const;
+    void gated_deltanet(const LayerWeights& lw, RecurrentState& rec, ForwardScratch& s,
+                        const float* xn, int64_t T, bool snapshots, float* out) const;
+    void ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, int64_t T, float* out) const;
+    void swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
+                ForwardScratch& s, const float* x, int64_t T, float* y) const;
     void logits(const float* hidden, int64_t n, float* out) const;
 
     ModelConfig config_;
     ModelWeights weights_;
     ThreadPool& pool_;
+    const KernelTable& kernels_;
+    std::vector<double> rope_inv_freq_;  // [rotary_dims / 2]
 };
 
 struct ModelOptions {

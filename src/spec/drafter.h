@@ -14,7 +14,9 @@ namespace nextn {
 struct DraftRequest {
     int k = 0;
     const SamplerParams* params = nullptr;
-    const std::vector<int32_t>* history = nullptr;  // committed tokens, current token last
+    // Committed tokens, current token last. The drafter may append its drafts while scoring
+    // them (penalties count in-flight drafts) but must restore the original length.
+    std::vector<int32_t>* history = nullptr;
     Rng* rng = nullptr;
 };
 

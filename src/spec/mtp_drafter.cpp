@@ -38,7 +38,8 @@ void MtpDrafter::flush() {
     const int64_t total = int64_t(pending_tokens_.size());
     for (int64_t begin = 0; begin < total; begin += kMaxFlush) {
         const int64_t n = std::min(kMaxFlush, total - begin);
-        std::vector<float> out_hidden(size_t(n * H));
+        std::vector<float>& out_hidden = flush_hidden_;
+        out_hidden.resize(size_t(n * H));
         const bool last_chunk = begin + n == total;
         model_.mtp_forward(state_, pending_hidden_.data() + begin * H,
                            pending_tokens_.data() + begin, n, pending_pos0_ + begin,
@@ -62,7 +63,8 @@ DraftProposal MtpDrafter::draft(const DraftRequest& request) {
     const int64_t V = model_.config().vocab_size, H = model_.config().hidden_size;
     // Each draft is drawn from q = the same processors as the target, over the committed
     // history plus the drafts before it (so penalties count in-flight drafts).
-    std::vector<int32_t> history = *request.history;
+    std::vector<int32_t>& history = *request.history;
+    const size_t committed = history.size();
     auto propose = [&](const float* logits) {
         Distribution q;
         process({logits, size_t(V)}, history, *request.params, workspace_, q);
@@ -72,7 +74,8 @@ DraftProposal MtpDrafter::draft(const DraftRequest& request) {
         history.push_back(tok);
     };
     propose(last_logits_.data());
-    std::vector<float> prev = last_hidden_;
+    prev_hidden_ = last_hidden_;
+    std::vector<float>& prev = prev_hidden_;
     for (int step = 1; step < k; ++step) {
         const int64_t pos = last_pos_ + step;
         if (pos >= state_.mtp_attention.capacity) break;
@@ -82,6 +85,7 @@ DraftProposal MtpDrafter::draft(const DraftRequest& request) {
         propose(step_logits_.data());
         std::copy_n(step_hidden_.data(), H, prev.data());
     }
+    history.resize(committed);
     return proposal;
 }
 

@@ -34,7 +34,8 @@ private:
     std::vector<float> last_hidden_;      // [H] MTP output hidden of the last flushed pair
     std::vector<float> last_logits_;      // [V]
     int64_t last_pos_ = -1;               // position of the last flushed pair
-    std::vector<float> step_hidden_, step_logits_;
+    std::vector<float> step_hidden_, step_logits_, prev_hidden_;
+    std::vector<float> flush_hidden_;  // [<= kMaxFlush, H] MTP output of one flush
     SamplingWorkspace workspace_;
 };
 

@@ -52,7 +52,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     std::vector<int32_t> history = prompt;  // committed tokens the penalties look at
     SamplingWorkspace workspace;            // its .logits: [V] after bias and penalties
     LogprobReport report;
-    auto emit = [&](int32_t token, const float* logits) {
+    auto emit = [&](int32_t token) {
         EmittedToken e;
         e.id = token;
         if (options.logprobs > 0) {
@@ -61,7 +61,6 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
                                           options.logprobs);
             e.logprobs = &report;
         }
-        (void)logits;
         return on_token(e);
     };
 
@@ -96,11 +95,12 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     history.push_back(current);
     bool stop = is_stop(current);
     stats.stopped_by_token = stop;
-    if (!emit(current, logits.data())) stop = true;
+    if (!emit(current)) stop = true;
 
     // Decode rounds.
     t0 = Clock::now();
     std::vector<float> round_logits, round_hidden;
+    std::vector<int32_t> batch;  // [current, drafts...]
     std::vector<Distribution> targets;
     std::vector<SamplingWorkspace> processed;  // [W] per-position processed logits
     while (!stop && stats.generated < options.max_new_tokens) {
@@ -113,7 +113,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         const auto round_start = Clock::now();
         DraftProposal proposal;
         if (k > 0) proposal = drafter->draft({k, &params, &history, &rng});
-        std::vector<int32_t> batch{current};
+        batch.assign(1, current);
         batch.insert(batch.end(), proposal.tokens.begin(), proposal.tokens.end());
         const int64_t W = int64_t(batch.size());
         round_logits.resize(size_t(W * V));
@@ -126,12 +126,12 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         // before position j counted in the history.
         targets.resize(size_t(W));
         processed.resize(size_t(W));
-        std::vector<int32_t> h = history;
         for (int64_t j = 0; j < W; ++j) {
-            if (j > 0) h.push_back(batch[size_t(j)]);
-            process({round_logits.data() + j * V, size_t(V)}, h, params, processed[size_t(j)],
+            if (j > 0) history.push_back(batch[size_t(j)]);
+            process({round_logits.data() + j * V, size_t(V)}, history, params, processed[size_t(j)],
                     targets[size_t(j)]);
         }
+        history.resize(history.size() - size_t(W - 1));  // drafts leave; committed ones return below
         DraftVerdict verdict = verify_draft({targets.data(), size_t(W)}, proposal.q,
                                             proposal.tokens, rng);
         const std::vector<int32_t>& emitted = verdict.tokens;
@@ -164,7 +164,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         stats.rounds++;
         for (int64_t i = 0; i < m; ++i) {
             std::swap(workspace, processed[size_t(i)]);
-            bool keep_going = emit(emitted[size_t(i)], round_logits.data() + i * V);
+            bool keep_going = emit(emitted[size_t(i)]);
             std::swap(workspace, processed[size_t(i)]);
             if (!keep_going) {
                 stop = true;
