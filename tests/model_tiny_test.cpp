@@ -1,0 +1,104 @@
+// The embedded model (models/nextn-tiny, trained by tools/train) against the reference outputs
+// the torch implementation wrote in float64 on the exported bf16 weights
+// (tests/data/nextn-tiny-ref; tolerances from its index.json), and greedy speculative parity
+// over 200+ tokens on a head whose drafts are actually accepted.
+#include <gtest/gtest.h>
+
+#include "golden.h"
+#include "model/qwen35.h"
+#include "spec/mtp_drafter.h"
+#include "spec/speculative_decoder.h"
+
+namespace nextn {
+namespace {
+
+const std::string kModel = test::source_dir() + "/models/nextn-tiny";
+const std::string kRefs = test::data_dir() + "/nextn-tiny-ref";
+
+LoadedModel open_tiny() {
+    ModelOptions o;
+    o.threads = 2;
+    return load_model(kModel, o);
+}
+
+TEST(TinyModel, MatchesTorchReference) {
+    nlohmann::json index = nlohmann::json::parse(read_text_file(kRefs + "/index.json"));
+    const auto& tol = index["tolerance"];
+    const float logit_tol = tol["logits_max_abs"].get<float>();
+    const float hidden_tol = tol["hidden_max_abs"].get<float>();
+    const float mtp_tol = tol["mtp_logits_max_abs"].get<float>();
+    LoadedModel lm = open_tiny();
+    const Qwen35Model& m = *lm.model;
+    const int64_t V = m.config().vocab_size, H = m.config().hidden_size;
+    ASSERT_TRUE(m.has_mtp());
+    for (const auto& [name, p] : index["prompts"].items()) {
+        SCOPED_TRACE(name);
+        std::vector<int32_t> tokens = test::json_ids(p["tokens"]);
+        const int64_t T = int64_t(tokens.size()), from = p.value("rows_from", 0);
+        auto file = [&](const char* key) {
+            return test::read_f32(kRefs + "/" + p["files"][key]["file"].get<std::string>());
+        };
+        SequenceState s = m.new_state(T + 40, 1);
+        std::vector<float> logits(size_t(T * V)), hidden(size_t(T * H));
+        m.forward(s, tokens.data(), T, {hidden.data(), logits.data(), T});
+        EXPECT_LT(test::max_abs_diff(logits.data() + from * V, file("logits").data(), (T - from) * V),
+                  logit_tol);
+        EXPECT_LT(test::max_abs_diff(hidden.data(), file("hidden").data(), T * H), hidden_tol);
+
+        std::vector<int32_t> pairs = test::json_ids(p["mtp"]["input_tokens"]);
+        std::vector<float> mtp_logits(size_t(T * V)), mtp_hidden(size_t(T * H));
+        m.mtp_forward(s, hidden.data(), pairs.data(), T, 0, {mtp_hidden.data(), mtp_logits.data(), T});
+        EXPECT_LT(test::max_abs_diff(mtp_logits.data() + from * V, file("mtp_logits").data(),
+                                     (T - from) * V), mtp_tol);
+        EXPECT_EQ(test::argmax(mtp_logits.data() + (T - 1) * V, V),
+                  p["mtp"]["draft_tokens"][0].get<int>());
+
+        // Plain greedy continuation, exact wherever the reference's top-2 gap is not tiny.
+        std::vector<int32_t> want = test::json_ids(p["greedy_tokens"]);
+        std::vector<float> margins = p["greedy_margins"].get<std::vector<float>>();
+        SequenceState g = m.new_state(T + int64_t(want.size()) + 1, 1);
+        std::vector<float> l(static_cast<size_t>(V));
+        m.forward(g, tokens.data(), T, {nullptr, l.data(), 1});
+        for (size_t i = 0; i < want.size(); ++i) {
+            if (margins[i] < tol["argmax_margin_min"].get<float>()) break;
+            int32_t next = test::argmax(l.data(), V);
+            ASSERT_EQ(want[i], next) << "greedy step " << i;
+            m.forward(g, &next, 1, {nullptr, l.data(), 1});
+        }
+    }
+}
+
+TEST(TinyModel, GreedyMtpEqualsPlainOver200TokensAtEveryDepth) {
+    LoadedModel lm = open_tiny();
+    const Qwen35Model& m = *lm.model;
+    nlohmann::json index = nlohmann::json::parse(read_text_file(kRefs + "/index.json"));
+    for (const char* prompt_name : {"p9", "p48"}) {
+        std::vector<int32_t> prompt = test::json_ids(index["prompts"][prompt_name]["tokens"]);
+        auto run = [&](int depth, DecodeStats* stats) {
+            SequenceState s = m.new_state(int64_t(prompt.size()) + 216, depth + 1);
+            std::unique_ptr<Drafter> d;
+            if (depth > 0) d = std::make_unique<MtpDrafter>(m, s);
+            DecodeOptions o;
+            o.max_new_tokens = 208;
+            o.draft_depth = depth;
+            std::vector<int32_t> out;
+            *stats = generate(m, s, d.get(), prompt, o, [&](const EmittedToken& e) {
+                out.push_back(e.id);
+                return true;
+            });
+            return out;
+        };
+        DecodeStats plain_stats;
+        std::vector<int32_t> plain = run(0, &plain_stats);
+        ASSERT_EQ(208u, plain.size());
+        for (int depth = 1; depth <= 4; ++depth) {
+            DecodeStats stats;
+            EXPECT_EQ(plain, run(depth, &stats)) << prompt_name << " depth " << depth;
+            // A trained head: drafts are accepted often enough to commit > 1.5 tokens per round.
+            EXPECT_GT(stats.tokens_per_round(), 1.5) << prompt_name << " depth " << depth;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace nextn
