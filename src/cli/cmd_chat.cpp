@@ -7,9 +7,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "engine/model_tokenizer.h"
-#include "kernels/kernels.h"
-#include "spec/mtp_drafter.h"
-#include "spec/speculative_decoder.h"
+#include "engine/decode_session.h"
 #include "tokenizer/chat_template.h"
 
 namespace nextn::cli {
@@ -82,19 +80,11 @@ int cmd_chat(const std::vector<std::string>& argv) {
     if (opts.max_new_tokens < 1 || ctx < 16) throw UsageError("chat: -n and --ctx too small");
     std::optional<bool> thinking = thinking_flag(a);
     LoadedModel lm = load_model(a.positional()[0], mo);
-    const Qwen35Model& model = *lm.model;
     std::optional<Tokenizer> tok = load_model_tokenizer(lm.checkpoint);
     if (!tok) fail(a.positional()[0], ": chat needs a tokenizer, and none was found");
     ChatTemplate tmpl = ChatTemplate::for_tokenizer(*tok);
-    opts.stop_tokens = model.config().eos_token_ids;
-    for (int32_t id : tok->eos_ids()) opts.stop_tokens.push_back(id);
-    const int depth = model.has_mtp() ? 4 : 0;
-    opts.draft_depth = depth;
-    DepthController controller(depth);
-    const std::string controller_path =
-        DepthController::default_path(lm.checkpoint.path + "-" + kernels().isa);
-    controller.load(controller_path);
-    if (depth > 0) opts.controller = &controller;
+    DecodeSession session(lm, &*tok, {4, true});
+    opts.stop_tokens = session.eos_tokens();
 
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     if (a.has("system")) messages.push_back({{"role", "system"}, {"content", a.str("system")}});
@@ -117,12 +107,9 @@ int cmd_chat(const std::vector<std::string>& argv) {
             std::cerr << "error: the conversation no longer fits --ctx " << ctx << "\n";
             break;
         }
-        SequenceState state = model.new_state(ctx, depth + 1);
-        std::unique_ptr<Drafter> drafter;
-        if (depth > 0) drafter = std::make_unique<MtpDrafter>(model, state);
         StreamDecoder stream(*tok, /*skip_special=*/true);
         std::vector<int32_t> reply;
-        generate(model, state, drafter.get(), prompt, opts, [&](const EmittedToken& e) {
+        session.generate(prompt, ctx, opts, [&](const EmittedToken& e) {
             reply.push_back(e.id);
             std::cout << stream.push(e.id) << std::flush;
             return true;
@@ -131,7 +118,6 @@ int cmd_chat(const std::vector<std::string>& argv) {
         if (!a.has("raw"))
             messages.push_back({{"role", "assistant"}, {"content", tok->decode(reply, true)}});
     }
-    controller.save(controller_path);
     std::cout << "\n";
     return 0;
 }

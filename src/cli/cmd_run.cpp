@@ -7,9 +7,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "engine/model_tokenizer.h"
-#include "kernels/kernels.h"
-#include "spec/mtp_drafter.h"
-#include "spec/speculative_decoder.h"
+#include "engine/decode_session.h"
 
 namespace nextn::cli {
 
@@ -97,35 +95,18 @@ int cmd_run(const std::vector<std::string>& argv) {
     for (int32_t id : prompt)
         if (id >= model.config().vocab_size)
             fail("prompt token id ", id, " is outside the vocabulary of ", model.config().vocab_size);
-    if (!a.has("ignore-eos")) {
-        opts.stop_tokens = model.config().eos_token_ids;
-        if (tok)
-            for (int32_t id : tok->eos_ids()) opts.stop_tokens.push_back(id);
-    }
-    const bool use_mtp = model.has_mtp() && depth > 0;
+    DecodeSession session(lm, tok ? &*tok : nullptr, {int(depth), auto_depth});
+    if (!a.has("ignore-eos")) opts.stop_tokens = session.eos_tokens();
     if (!model.has_mtp() && mo.load_mtp)
         std::fprintf(stderr, "note: %s has no MTP head; plain decoding\n", a.positional()[0].c_str());
-    opts.draft_depth = use_mtp ? int(depth) : 0;
     const int64_t ctx = a.integer("ctx", int64_t(prompt.size()) + n_predict + 16);
     if (ctx < int64_t(prompt.size()) + 1) throw UsageError("--ctx is smaller than the prompt");
-    SequenceState state = model.new_state(ctx, int(depth) + 1);
-    std::unique_ptr<Drafter> drafter;
-    if (use_mtp) drafter = std::make_unique<MtpDrafter>(model, state);
-    // The adaptive controller starts from what it learned on this model last time.
-    std::unique_ptr<DepthController> controller;
-    std::string controller_path;
-    if (use_mtp && auto_depth) {
-        controller = std::make_unique<DepthController>(int(depth));
-        controller_path = DepthController::default_path(lm.checkpoint.path + "-" + kernels().isa);
-        controller->load(controller_path);
-        opts.controller = controller.get();
-    }
 
     const bool print_ids = a.has("ids") || !tok;
     std::optional<StreamDecoder> stream;
     if (!print_ids) stream.emplace(*tok);
     bool first = true;
-    DecodeStats stats = generate(model, state, drafter.get(), prompt, opts, [&](const EmittedToken& e) {
+    DecodeStats stats = session.generate(prompt, ctx, opts, [&](const EmittedToken& e) {
         if (print_ids) {
             std::cout << (first ? "" : " ") << e.id;
         } else {
@@ -143,10 +124,10 @@ int cmd_run(const std::vector<std::string>& argv) {
     });
     if (stream) std::cout << stream->flush();
     std::cout << std::endl;
-    if (controller) controller->save(controller_path);
     if (!a.has("quiet")) {
-        print_report(stats, use_mtp);
-        if (controller) std::fprintf(stderr, "--- adaptive depth: settled on %d\n", controller->best_depth());
+        print_report(stats, session.uses_mtp());
+        if (session.controller())
+            std::fprintf(stderr, "--- adaptive depth: settled on %d\n", session.controller()->best_depth());
     }
     return 0;
 }

@@ -1,0 +1,48 @@
+#pragma once
+// What every frontend sets up the same way around generate(): the end-of-sequence tokens, the
+// MTP drafter when the model has a head, and the adaptive depth controller, which starts from
+// what it learned on this model before and saves what it learns.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/qwen35.h"
+#include "spec/depth_controller.h"
+#include "spec/speculative_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nextn {
+
+struct SessionOptions {
+    int max_depth = 4;     // drafts per round; 0 = plain decoding
+    bool adaptive = true;  // pick the depth per round (--draft-depth auto), up to max_depth
+};
+
+class DecodeSession {
+public:
+    // `model` and `tokenizer` (may be null) must outlive the session.
+    DecodeSession(const LoadedModel& model, const Tokenizer* tokenizer, const SessionOptions& options);
+    ~DecodeSession();  // saves the controller's state
+    DecodeSession(const DecodeSession&) = delete;
+    DecodeSession& operator=(const DecodeSession&) = delete;
+
+    bool uses_mtp() const { return depth_ > 0; }
+    const DepthController* controller() const { return controller_.get(); }
+    // The model config's and the tokenizer's end-of-sequence ids.
+    std::vector<int32_t> eos_tokens() const;
+
+    // Generates from `prompt` in a fresh sequence of `ctx` positions. options.draft_depth and
+    // options.controller are set by the session.
+    DecodeStats generate(const std::vector<int32_t>& prompt, int64_t ctx, DecodeOptions options,
+                         const TokenCallback& on_token);
+
+private:
+    const Qwen35Model& model_;
+    const Tokenizer* tokenizer_;
+    int depth_ = 0;
+    std::unique_ptr<DepthController> controller_;
+    std::string controller_path_;
+};
+
+}  // namespace nextn
