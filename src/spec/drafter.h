@@ -33,6 +33,9 @@ public:
     // once per committed run (prompt or verify round), in order.
     virtual void on_commit(const float* hidden, const int32_t* next_tokens, int64_t n,
                            int64_t pos0) = 0;
+    // Processes queued commits now (the prompt's pairs belong to prefill, not to the first
+    // decode round). draft() does it too when needed.
+    virtual void flush() {}
     virtual DraftProposal draft(const DraftRequest& request) = 0;
     virtual void reset() = 0;
 };

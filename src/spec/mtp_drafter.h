@@ -22,9 +22,9 @@ public:
                    int64_t pos0) override;
     DraftProposal draft(const DraftRequest& request) override;
     void reset() override;
+    void flush() override;
 
 private:
-    void flush();
 
     const Qwen35Model& model_;
     SequenceState& state_;

@@ -90,6 +90,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
             drafter->on_commit(hidden.data(), next.data(), n, pos0);
         }
     }
+    if (drafter) drafter->flush();
     stats.prefill_seconds = seconds_since(t0);
     stats.generated = 1;
     history.push_back(current);
