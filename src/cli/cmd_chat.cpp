@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "engine/model_tokenizer.h"
 #include "engine/decode_session.h"
 #include "tokenizer/chat_template.h"
@@ -14,13 +15,6 @@ namespace nextn::cli {
 
 namespace {
 
-nlohmann::ordered_json read_json_file(const std::string& path) {
-    try {
-        return nlohmann::ordered_json::parse(read_text_file(path));
-    } catch (const nlohmann::json::exception& e) {
-        fail(path, ": not valid JSON: ", e.what());
-    }
-}
 
 std::optional<bool> thinking_flag(const Args& a) {
     if (!a.has("thinking")) return std::nullopt;
@@ -47,9 +41,9 @@ int cmd_template(const std::vector<std::string>& argv) {
     if (a.positional().size() != 2) throw UsageError("template: expected MODEL and MESSAGES.json");
     Tokenizer tok = load_tokenizer_from_path(a.positional()[0]);
     ChatTemplate t = ChatTemplate::for_tokenizer(tok);
-    nlohmann::ordered_json messages = read_json_file(a.positional()[1]);
+    nlohmann::ordered_json messages = read_json_file<nlohmann::ordered_json>(a.positional()[1]);
     if (!messages.is_array()) fail(a.positional()[1], ": expected a JSON array of messages");
-    nlohmann::ordered_json tools = a.has("tools") ? read_json_file(a.str("tools")) : nullptr;
+    nlohmann::ordered_json tools = a.has("tools") ? read_json_file<nlohmann::ordered_json>(a.str("tools")) : nullptr;
     std::cout << t.render(messages, tools, !a.has("no-generation-prompt"), thinking_flag(a));
     return 0;
 }

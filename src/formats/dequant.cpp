@@ -183,7 +183,9 @@ BlockDecoder decoder_for(DType t) {
     }
 }
 
-float load_scale(const uint8_t* base, size_t index, DType t) {
+}  // namespace
+
+float load_float(const uint8_t* base, size_t index, DType t) {
     switch (t) {
         case DType::F32: {
             float f;
@@ -194,6 +196,8 @@ float load_scale(const uint8_t* base, size_t index, DType t) {
         default: return bf16_to_f32(load_u16(base + 2 * index));
     }
 }
+
+namespace {
 
 // MLX affine: each row of `in` codes is a little-endian bit stream (code j occupies bits
 // [j*bits, (j+1)*bits) of the row's bytes); w = scale * q + bias per group, in f32.
@@ -217,8 +221,8 @@ void dequantize_mlx_affine(const RawTensor& t, float* out) {
         const uint8_t* row = t.data + size_t(r) * row_bytes;
         for (int64_t g = 0; g < groups; ++g) {
             const size_t gi = size_t(r * groups + g);
-            const float scale = load_scale(t.scales, gi, t.scale_dtype);
-            const float bias = load_scale(t.biases, gi, t.scale_dtype);
+            const float scale = load_float(t.scales, gi, t.scale_dtype);
+            const float bias = load_float(t.biases, gi, t.scale_dtype);
             const int64_t j0 = g * group, j1 = (g + 1) * group;
             // Byte-aligned widths read codes directly; others walk the bit stream.
             if (bits == 8) {
@@ -279,7 +283,7 @@ void dequantize_to_f32(const RawTensor& t, float* out) {
             if (t.nbytes != size_t(n) * (t.dtype == DType::F32 ? 4 : 2))
                 fail(t.file, ": tensor '", t.name, "' holds ", t.nbytes, " bytes for shape ",
                      t.shape_str());
-            for (int64_t i = 0; i < n; ++i) out[i] = load_scale(t.data, size_t(i), t.dtype);
+            for (int64_t i = 0; i < n; ++i) out[i] = load_float(t.data, size_t(i), t.dtype);
             return;
         case DType::MLX_AFFINE:
             dequantize_mlx_affine(t, out);

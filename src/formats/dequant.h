@@ -6,6 +6,9 @@
 
 namespace nextn {
 
+// Element `index` of an F32, F16 or BF16 array (BF16 for any other type).
+float load_float(const uint8_t* base, size_t index, DType t);
+
 // Writes all t.numel() values of a quantized tensor to out. Throws Error for types it lacks.
 void dequantize_to_f32(const RawTensor& t, float* out);
 

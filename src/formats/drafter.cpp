@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "formats/gguf_checkpoint.h"
 #include "formats/mlx_weights.h"
 #include "formats/safetensors.h"
@@ -47,12 +48,7 @@ Drafter drafter_from_gguf(const std::string& path) {
 Drafter drafter_from_dir(const std::string& dir) {
     const std::string config_path = dir + "/config.json";
     if (!file_exists(config_path)) fail(dir, ": drafter directory has no config.json");
-    nlohmann::json root;
-    try {
-        root = nlohmann::json::parse(read_text_file(config_path));
-    } catch (const nlohmann::json::exception& e) {
-        fail(config_path, ": not valid JSON: ", e.what());
-    }
+    nlohmann::json root = read_json_file(config_path);
     if (!root.is_object()) fail(config_path, ": config is not a JSON object");
     std::string type;
     if (auto it = root.find("model_type"); it != root.end() && it->is_string()) type = it->get<std::string>();

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "formats/checkpoint.h"
 #include "formats/drafter.h"
 #include "formats/mlx_checkpoint.h"
@@ -14,13 +15,6 @@ namespace nextn {
 
 namespace {
 
-nlohmann::json read_json(const std::string& path) {
-    try {
-        return nlohmann::json::parse(read_text_file(path));
-    } catch (const nlohmann::json::exception& e) {
-        fail(path, ": not valid JSON: ", e.what());
-    }
-}
 
 bool starts_with(const std::string& s, const std::string& prefix) {
     return s.rfind(prefix, 0) == 0;
@@ -62,7 +56,7 @@ void add_fused_experts(Checkpoint& ck, const std::string& prefix, const RawTenso
 
 Checkpoint load_hf_checkpoint(const std::string& dir, const LoadOptions& options) {
     const std::string config_path = dir + "/config.json";
-    nlohmann::json root = read_json(config_path);
+    nlohmann::json root = read_json_file(config_path);
     if (is_mlx_checkpoint(root, dir)) return load_mlx_checkpoint(dir, root, options);
 
     Checkpoint ck;

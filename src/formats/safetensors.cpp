@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 
 namespace nextn {
 
@@ -105,12 +106,7 @@ std::vector<SafetensorsFile> read_safetensors_dir(const std::string& dir) {
     std::vector<std::string> files;
     const std::string index_path = dir + "/model.safetensors.index.json";
     if (file_exists(index_path)) {
-        nlohmann::json index;
-        try {
-            index = nlohmann::json::parse(read_text_file(index_path));
-        } catch (const nlohmann::json::exception& e) {
-            fail(index_path, ": not valid JSON: ", e.what());
-        }
+        nlohmann::json index = read_json_file(index_path);
         if (!index.contains("weight_map") || !index["weight_map"].is_object())
             fail(index_path, ": missing 'weight_map'");
         std::set<std::string> shard_names;

@@ -125,22 +125,6 @@ void encode_rows(const float* values, WeightMatrix& w) {
     }
 }
 
-float load_group_value(const uint8_t* base, size_t i, DType type) {
-    switch (type) {
-        case DType::F32: {
-            float v;
-            std::memcpy(&v, base + 4 * i, 4);
-            return v;
-        }
-        case DType::F16:
-        case DType::BF16: {
-            uint16_t h;
-            std::memcpy(&h, base + 2 * i, 2);
-            return type == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
-        }
-        default: return std::nanf("");
-    }
-}
 
 // MLX affine 4-bit (codes packed little-endian, 8 per uint32; group size a multiple of 32)
 // repacked into Q4_1 blocks, whose decode code * d + m is then exactly MLX's scale * q + bias.
@@ -153,8 +137,8 @@ bool repack_mlx4_as_q4_1(const RawTensor& t, int64_t rows, int64_t cols, WeightM
     const int64_t groups = cols / t.group_size;
     std::vector<uint16_t> d(size_t(rows * groups)), m(d.size());
     for (size_t i = 0; i < d.size(); ++i) {
-        const float scale = load_group_value(t.scales, i, t.scale_dtype);
-        const float bias = load_group_value(t.biases, i, t.scale_dtype);
+        const float scale = load_float(t.scales, i, t.scale_dtype);
+        const float bias = load_float(t.biases, i, t.scale_dtype);
         d[i] = f32_to_f16(scale);
         m[i] = f32_to_f16(bias);
         if (f16_to_f32(d[i]) != scale || f16_to_f32(m[i]) != bias) return false;
@@ -184,67 +168,11 @@ WType resolve_target(WType target, DType source, int64_t cols) {
 }  // namespace
 
 std::vector<float> tensor_to_f32(const RawTensor& t) {
+    if (t.dtype == DType::U32 || t.dtype == DType::I32)
+        fail(t.file, ": tensor '", t.name, "' has integer type ", dtype_name(t.dtype),
+             " where floating-point weights are expected");
     std::vector<float> out(size_t(t.numel()));
-    const int64_t n = t.numel();
-    auto need_bytes = [&](size_t bytes) {
-        if (t.nbytes < bytes)
-            fail(t.file, ": tensor '", t.name, "' holds ", t.nbytes, " bytes, its ",
-                 dtype_name(t.dtype), " shape ", t.shape_str(), " needs ", bytes);
-    };
-    switch (t.dtype) {
-        case DType::F32:
-            need_bytes(size_t(n) * 4);
-            std::memcpy(out.data(), t.data, size_t(n) * 4);
-            break;
-        case DType::BF16:
-            need_bytes(size_t(n) * 2);
-            for (int64_t i = 0; i < n; ++i) {
-                uint16_t h;
-                std::memcpy(&h, t.data + 2 * i, 2);
-                out[i] = bf16_to_f32(h);
-            }
-            break;
-        case DType::F16:
-            need_bytes(size_t(n) * 2);
-            for (int64_t i = 0; i < n; ++i) {
-                uint16_t h;
-                std::memcpy(&h, t.data + 2 * i, 2);
-                out[i] = f16_to_f32(h);
-            }
-            break;
-        case DType::Q8_0:
-        case DType::Q4_0:
-        case DType::Q4_1: {
-            if (n % kQuantBlock)
-                fail(t.file, ": tensor '", t.name, "' of type ", dtype_name(t.dtype), " has ", n,
-                     " values, not a multiple of ", kQuantBlock);
-            // Blocks may sit at any byte offset in a GGUF file; copy to aligned storage first.
-            const int64_t n_blocks = n / kQuantBlock;
-            if (t.dtype == DType::Q8_0) {
-                need_bytes(size_t(n_blocks) * sizeof(BlockQ8_0));
-                std::vector<BlockQ8_0> blocks(static_cast<size_t>(n_blocks));
-                std::memcpy(blocks.data(), t.data, blocks.size() * sizeof(BlockQ8_0));
-                dequantize_row_q8_0(blocks.data(), n, out.data());
-            } else if (t.dtype == DType::Q4_0) {
-                need_bytes(size_t(n_blocks) * sizeof(BlockQ4_0));
-                std::vector<BlockQ4_0> blocks(static_cast<size_t>(n_blocks));
-                std::memcpy(blocks.data(), t.data, blocks.size() * sizeof(BlockQ4_0));
-                dequantize_row_q4_0(blocks.data(), n, out.data());
-            } else {
-                need_bytes(size_t(n_blocks) * sizeof(BlockQ4_1));
-                std::vector<BlockQ4_1> blocks(static_cast<size_t>(n_blocks));
-                std::memcpy(blocks.data(), t.data, blocks.size() * sizeof(BlockQ4_1));
-                dequantize_row_q4_1(blocks.data(), n, out.data());
-            }
-            break;
-        }
-        case DType::U32:
-        case DType::I32:
-            fail(t.file, ": tensor '", t.name, "' has integer type ", dtype_name(t.dtype),
-                 " where floating-point weights are expected");
-        default:
-            dequantize_to_f32(t, out.data());
-    }
+    dequantize_to_f32(t, out.data());  // every float and block type, sizes checked there
     return out;
 }
 
