@@ -37,6 +37,7 @@ struct ForwardScratch {
     std::vector<float> window, z, b, a, conv_out;       // Gated DeltaNet projections and conv
     std::vector<float> q, k, v, g, beta, o;             // Gated DeltaNet heads
     std::vector<float> qg, attn_k, attn_v, attn;        // attention
+    std::vector<float> attn_scores;                     // per thread: queries + scores
     std::vector<float> rope_cos, rope_sin;              // [rotary_dims / 2] angles of one position
     std::vector<float> gate, up, router, shared, shared_gate, expert_in, expert_y, expert_out;
     std::vector<float> route_w;                         // [T, k] MoE routing weights

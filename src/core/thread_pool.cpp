@@ -24,13 +24,13 @@ void ThreadPool::run_share(int index) {
     int64_t per = (n_items_ + n_threads_ - 1) / n_threads_;
     int64_t begin = std::min<int64_t>(n_items_, per * index);
     int64_t end = std::min<int64_t>(n_items_, begin + per);
-    if (begin < end) thunk_(ctx_, begin, end);
+    if (begin < end) thunk_(ctx_, index, begin, end);
 }
 
 void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx) {
     if (n_items <= 0) return;
     if (n_threads_ == 1 || n_items == 1) {
-        thunk(ctx, 0, n_items);
+        thunk(ctx, 0, 0, n_items);
         return;
     }
     {

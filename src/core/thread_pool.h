@@ -23,14 +23,23 @@ public:
 
     template <class Fn>
     void run(int64_t n_items, Fn&& fn) {
-        auto thunk = [](void* ctx, int64_t begin, int64_t end) {
+        auto thunk = [](void* ctx, int, int64_t begin, int64_t end) {
             (*static_cast<std::remove_reference_t<Fn>*>(ctx))(begin, end);
         };
         dispatch(n_items, thunk, &fn);
     }
 
+    // The same, also passing the thread's index in [0, size()), for per-thread scratch.
+    template <class Fn>
+    void run_indexed(int64_t n_items, Fn&& fn) {
+        auto thunk = [](void* ctx, int thread, int64_t begin, int64_t end) {
+            (*static_cast<std::remove_reference_t<Fn>*>(ctx))(thread, begin, end);
+        };
+        dispatch(n_items, thunk, &fn);
+    }
+
 private:
-    using Thunk = void (*)(void*, int64_t, int64_t);
+    using Thunk = void (*)(void*, int, int64_t, int64_t);
     void dispatch(int64_t n_items, Thunk thunk, void* ctx);
     void worker_loop(int index);
     void run_share(int index);

@@ -147,6 +147,8 @@ void check_weight(const WeightMatrix& w) {
 
 }  // namespace
 
+constexpr int64_t kMinParallelWeights = 16 * 1024;
+
 void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t n, float* y,
             ThreadPool& pool) {
     if (n <= 0) return;
@@ -155,6 +157,12 @@ void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t
     // one thread with the same code, whatever the split.
     const int64_t block = 16;
     const int64_t n_blocks = (w.rows + block - 1) / block;
+    // Below ~64 KiB of f32-equivalent weights a wake-up of the other threads costs more than
+    // the work; the result is the same bits either way (rows never depend on the split).
+    if (w.rows * w.cols < kMinParallelWeights) {
+        k.gemm_rows(w, x, n, y, w.rows, 0, w.rows);
+        return;
+    }
     pool.run(n_blocks, [&](int64_t b0, int64_t b1) {
         const int64_t r1 = std::min(b1 * block, w.rows);
         k.gemm_rows(w, x, n, y, w.rows, b0 * block, r1);
@@ -167,6 +175,11 @@ void gdn_recurrence(const KernelTable& kt, const float* state_in, float* state_o
                     bool tiled_heads, float* out, ThreadPool& pool) {
     if (Hk <= 0 || Hv <= 0 || Hv % Hk || Dk <= 0 || Dv <= 0)
         fail("gdn_recurrence: bad head layout Hk=", Hk, " Hv=", Hv, " Dk=", Dk, " Dv=", Dv);
+    if (int64_t(Hv) * Dk * Dv * T < kMinParallelWeights) {  // too little work to wake threads
+        kt.gdn_recurrence_heads(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv, Dk,
+                                Dv, tiled_heads, out, 0, Hv);
+        return;
+    }
     pool.run(Hv, [&](int64_t j0, int64_t j1) {
         kt.gdn_recurrence_heads(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv, Dk,
                                 Dv, tiled_heads, out, int(j0), int(j1));

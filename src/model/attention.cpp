@@ -1,6 +1,7 @@
 // Gated full attention (architecture spec §6): per-head [query | gate] q_proj rows, q/k (1+w)
 // RMSNorm before partial NeoX RoPE, GQA over a position-indexed KV cache, sigmoid output gate.
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -41,37 +42,46 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
         std::memcpy(cache.v.data() + pos * Nkv * D, v + t * Nkv * D, size_t(Nkv * D) * sizeof(float));
     }
 
-    // Each (token, head) pair attends to positions [0, pos] with a running (online) softmax, so
-    // it needs no score buffer; the order of the sum depends only on the pair itself.
+    // Work item (token t, kv head): its `group` query heads score positions [0, pos] with one
+    // GEMM over the K cache rows (each K row read once for the whole group), softmax per head,
+    // then sum the V rows. Every score and output depends only on its own token and head, so a
+    // token gets the same bits in a decode step and inside a verify batch.
     float* attn = ForwardScratch::take(s.attn, size_t(T * Nq * D));  // [T, Nq, D]
     const float scale = 1.0f / std::sqrt(float(D));
-    pool_.run(T * Nq, [&](int64_t i0, int64_t i1) {
+    const int64_t max_ctx = pos0 + T;
+    // Per thread: queries [group, D] and scores [group, max_ctx].
+    const int64_t per_thread = group * D + group * max_ctx;
+    float* thread_scratch = ForwardScratch::take(s.attn_scores, size_t(pool_.size() * per_thread));
+    pool_.run_indexed(T * Nkv, [&](int thread, int64_t i0, int64_t i1) {
+        float* qs = thread_scratch + thread * per_thread;  // [group, D]
+        float* scores = qs + group * D;                     // [group, n_ctx]
         for (int64_t i = i0; i < i1; ++i) {
-            const int64_t t = i / Nq, h = i % Nq, kvh = h / group;
-            const int64_t n_ctx = pos0 + t + 1;
-            const float* q = qg + (t * Nq + h) * 2 * D;
-            float* o = attn + (t * Nq + h) * D;
-            for (int64_t d = 0; d < D; ++d) o[d] = 0.0f;
-            float max_score = -INFINITY, sum = 0.0f;
-            for (int64_t p = 0; p < n_ctx; ++p) {
-                const float* kp = cache.k.data() + (p * Nkv + kvh) * D;
-                float dot = 0.0f;
-                for (int64_t d = 0; d < D; ++d) dot += q[d] * kp[d];
-                const float score = dot * scale;
-                if (score > max_score) {  // rescale what was accumulated under the old maximum
-                    const float r = std::exp(max_score - score);
-                    sum *= r;
-                    for (int64_t d = 0; d < D; ++d) o[d] *= r;
-                    max_score = score;
-                }
-                const float w = std::exp(score - max_score);
-                sum += w;
-                const float* vp = cache.v.data() + (p * Nkv + kvh) * D;
-                for (int64_t d = 0; d < D; ++d) o[d] += w * vp[d];
+            const int64_t t = i / Nkv, kvh = i % Nkv, n_ctx = pos0 + t + 1;
+            for (int64_t g = 0; g < group; ++g) {
+                const float* q = qg + (t * Nq + kvh * group + g) * 2 * D;
+                for (int64_t d = 0; d < D; ++d) qs[g * D + d] = q[d] * scale;
             }
-            const float* gate = q + D;  // already sigmoid(gate)
-            const float inv = 1.0f / sum;
-            for (int64_t d = 0; d < D; ++d) o[d] *= inv * gate[d];
+            WeightMatrix keys;  // rows = positions of this kv head, strided in the cache
+            keys.type = WType::F32;
+            keys.rows = n_ctx;
+            keys.cols = D;
+            keys.data = reinterpret_cast<const uint8_t*>(cache.k.data() + kvh * D);
+            keys.row_bytes = size_t(Nkv * D) * sizeof(float);
+            kt.gemm_rows(keys, qs, group, scores, n_ctx, 0, n_ctx);
+            kt.softmax(scores, group, n_ctx);
+            for (int64_t g = 0; g < group; ++g) {
+                const int64_t h = kvh * group + g;
+                float* __restrict o = attn + (t * Nq + h) * D;
+                const float* p = scores + g * n_ctx;
+                std::fill(o, o + D, 0.0f);
+                for (int64_t pos = 0; pos < n_ctx; ++pos) {
+                    const float* __restrict vp = cache.v.data() + (pos * Nkv + kvh) * D;
+                    const float w = p[pos];
+                    for (int64_t d = 0; d < D; ++d) o[d] += w * vp[d];
+                }
+                const float* gate = qg + (t * Nq + h) * 2 * D + D;  // already sigmoid(gate)
+                for (int64_t d = 0; d < D; ++d) o[d] *= gate[d];
+            }
         }
     });
     matmul(kt, lw.o_proj, attn, T, out, pool_);
