@@ -96,6 +96,64 @@ TEST_P(SpecParity, MtpGreedyEqualsPlainAtEveryDepth) {
     }
 }
 
+// The cheap draft heads change only q: a sub-vocabulary and a quantized draft LM head, and the
+// pre-norm MTP input, must all still give exactly the plain greedy output.
+TEST_P(SpecParity, CheapDraftHeadsAndPreNormInputEqualPlain) {
+    Qwen35Model& model = *lm_.model;
+    const int64_t V = model.config().vocab_size;
+    std::vector<int32_t> plain = run(model, nullptr, prompt_, 0, 48);
+    struct Variant {
+        int64_t vocab;
+        WType type;
+        MtpInput input;
+    };
+    for (Variant v : {Variant{V / 4, WType::Native, MtpInput::PostNorm},
+                      Variant{0, WType::Q8_0, MtpInput::PostNorm},
+                      Variant{V / 2, WType::Q4_0, MtpInput::PostNorm},
+                      Variant{0, WType::Native, MtpInput::PreNorm}}) {
+        model.set_draft_head(v.vocab, v.type);
+        model.set_mtp_input(v.input);
+        ASSERT_EQ(v.vocab ? v.vocab : V, model.draft_vocab());
+        for (int depth = 1; depth <= 4; ++depth) {
+            DecodeStats stats;
+            std::vector<int32_t> spec = run(model, make_mtp, prompt_, depth, 48, &stats);
+            EXPECT_EQ(plain, spec) << "draft vocab " << v.vocab << ", type " << wtype_name(v.type)
+                                   << ", " << mtp_input_name(v.input) << ", depth " << depth;
+            EXPECT_GT(stats.drafted[0], 0);
+        }
+    }
+    model.set_draft_head(0, WType::Native);
+    model.set_mtp_input(MtpInput::PostNorm);
+}
+
+TEST_P(SpecParity, SubVocabularyDraftsStayInsideIt) {
+    Qwen35Model& model = *lm_.model;
+    const int64_t Vd = 100;
+    model.set_draft_head(Vd, WType::Native);
+    SequenceState state = model.new_state(int64_t(prompt_.size()) + 16, 8);
+    MtpDrafter drafter(model, state);
+    std::vector<float> hidden(size_t(int64_t(prompt_.size()) * model.config().hidden_size));
+    model.forward(state, prompt_.data(), int64_t(prompt_.size()), {hidden.data(), nullptr, 0});
+    std::vector<int32_t> next(prompt_.begin() + 1, prompt_.end());
+    next.push_back(7);  // an arbitrary "current" token after the prompt
+    drafter.on_commit(hidden.data(), next.data(), int64_t(next.size()), 0);
+    SamplerParams params;
+    params.temperature = 1.5f;  // broad q: samples would leave [0, Vd) if q were not cut there
+    Rng rng(5);
+    std::vector<int32_t> history = prompt_;
+    history.push_back(7);
+    for (int i = 0; i < 20; ++i) {
+        DraftProposal d = drafter.draft({4, &params, &history, &rng});
+        ASSERT_FALSE(d.tokens.empty());
+        for (size_t j = 0; j < d.tokens.size(); ++j) {
+            EXPECT_LT(d.tokens[j], Vd);
+            EXPECT_LE(d.q[j].vocab_size, Vd);
+        }
+        EXPECT_EQ(prompt_.size() + 1, history.size()) << "the drafter restores the history";
+    }
+    model.set_draft_head(0, WType::Native);
+}
+
 TEST_P(SpecParity, ScriptedDraftsWithRejectionsEqualPlain) {
     const Qwen35Model& model = *lm_.model;
     std::vector<int32_t> plain = run(model, nullptr, prompt_, 0, 40);

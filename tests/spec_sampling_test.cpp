@@ -52,10 +52,13 @@ bool same_distribution(const std::map<int, int>& a, const std::map<int, int>& b,
     return stat < chi2_critical(df);
 }
 
-void check(const SamplerParams& params, int runs) {
+void check(const SamplerParams& params, int runs, int64_t draft_vocab = 0,
+           WType draft_type = WType::Native) {
     test::GoldenModel g = test::golden_model("qwen35-dense-tiny");
     ModelOptions mo;
     mo.threads = 1;
+    mo.draft_vocab = draft_vocab;
+    mo.draft_head_type = draft_type;
     LoadedModel lm = load_model(g.model_dir, mo);
     const Qwen35Model& model = *lm.model;
     std::vector<int32_t> prompt = test::json_ids(g.index["prompts"]["p7"]["tokens"]);
@@ -112,6 +115,15 @@ TEST(SpeculativeSampling, TopPMinPPenaltiesMatchPlain) {
     p.presence_penalty = 0.5f;
     p.frequency_penalty = 0.2f;
     check(p, 1500);
+}
+
+// A cheap draft head (a quarter of the vocabulary, q8_0 LM head) changes q, never the output
+// distribution.
+TEST(SpeculativeSampling, SubVocabularyQuantizedDraftHeadMatchesPlain) {
+    SamplerParams p;
+    p.temperature = 0.7f;
+    p.top_p = 0.95f;
+    check(p, 1500, 256, WType::Q8_0);
 }
 
 }  // namespace

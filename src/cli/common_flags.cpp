@@ -1,4 +1,5 @@
 #include "cli/commands.h"
+#include "core/error.h"
 
 namespace nextn::cli {
 
@@ -9,6 +10,18 @@ std::vector<FlagSpec> model_flags() {
         {"draft-model", "", true, "separate MTP drafter checkpoint (qwen3_5_mtp, MTP-only GGUF)",
          "PATH"},
         {"quant", "", true, "weight type for f32/bf16 checkpoints: f32 (default), bf16, q8_0, q4",
+         "TYPE"},
+        {"mtp-input", "", true,
+         "hidden state the MTP head reads: post-norm (default; vLLM, llama.cpp) or pre-norm "
+         "(MLX PR 990)",
+         "MODE"},
+        {"draft-vocab", "", true,
+         "MTP drafts over token ids [0, N) only (0 = whole vocabulary; default: 32768 when the "
+         "vocabulary is larger, else whole)",
+         "N"},
+        {"draft-quant", "", true,
+         "type of the draft LM head: native (the LM head's own), f32, bf16, q8_0, q4 (default "
+         "q8_0 for f32/bf16/f16 heads)",
          "TYPE"},
     };
 }
@@ -44,6 +57,25 @@ ModelOptions model_options_from(const Args& a) {
         o.matrix_type = WType::Q4_0;
     } else {
         throw UsageError("--quant: unknown type '" + q + "' (supported: f32, bf16, q8_0, q4)");
+    }
+    try {
+        o.mtp_input = parse_mtp_input(a.str("mtp-input", "post-norm"));
+    } catch (const Error& e) {
+        throw UsageError(std::string("--mtp-input: ") + e.what());
+    }
+    o.draft_vocab = a.integer("draft-vocab", -1);
+    if (o.draft_vocab < -1) throw UsageError("--draft-vocab must be >= 0 (0 = whole vocabulary)");
+    o.draft_head_type = std::nullopt;  // auto unless --draft-quant says otherwise
+    if (a.has("draft-quant")) {
+        const std::string t = a.str("draft-quant");
+        if (t == "native") {
+            o.draft_head_type = WType::Native;
+        } else if (t == "f32" || t == "bf16" || t == "q8_0" || t == "q8" || t == "q4" || t == "q4_0") {
+            o.draft_head_type = parse_wtype(t);
+        } else {
+            throw UsageError("--draft-quant: unknown type '" + t +
+                             "' (supported: native, f32, bf16, q8_0, q4)");
+        }
     }
     if (!o.load_mtp && !o.draft_model.empty())
         throw UsageError("--no-mtp and --draft-model contradict each other");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "kernels/kernels.h"
@@ -14,7 +15,51 @@ Qwen35Model::Qwen35Model(ModelConfig config, ModelWeights weights, ThreadPool& p
       weights_(std::move(weights)),
       pool_(pool),
       kernels_(kernels()),
-      rope_inv_freq_(ops::rope_inv_freq(config_.rotary_dims, config_.rope_theta)) {}
+      rope_inv_freq_(ops::rope_inv_freq(config_.rotary_dims, config_.rope_theta)),
+      draft_lm_head_(weights_.lm_head) {}
+
+const char* mtp_input_name(MtpInput m) {
+    return m == MtpInput::PreNorm ? "pre-norm" : "post-norm";
+}
+
+MtpInput parse_mtp_input(const std::string& name) {
+    if (name == "post-norm") return MtpInput::PostNorm;
+    if (name == "pre-norm") return MtpInput::PreNorm;
+    fail("unknown MTP input '", name, "' (supported: post-norm, pre-norm)");
+}
+
+void Qwen35Model::set_draft_head(int64_t vocab, WType type) {
+    const WeightMatrix& full = weights_.lm_head;
+    if (vocab < 0) fail("draft vocabulary size ", vocab, " is negative");
+    if (vocab == 0 || vocab > full.rows) vocab = full.rows;
+    if (type == WType::Native || type == full.type) {
+        draft_lm_head_ = full;  // the first `vocab` rows of the LM head, shared
+        draft_lm_head_.rows = vocab;
+        return;
+    }
+    // Converted in blocks of rows so the f32 staging buffer stays small for a 248k x H head.
+    const int64_t H = full.cols, block = 1024;
+    const size_t row_bytes = wtype_row_bytes(type, H);
+    if (row_bytes == 0) fail("draft head type ", wtype_name(type), " cannot hold rows of ", H);
+    const size_t n_bytes = (size_t(vocab) * row_bytes + 63) / 64 * 64;
+    void* storage = std::aligned_alloc(64, n_bytes);
+    if (!storage) fail("out of memory building the ", vocab, "-token draft LM head");
+    std::shared_ptr<void> owner(storage, [](void* p) { std::free(p); });
+    auto* bytes = static_cast<uint8_t*>(storage);
+    std::vector<float> rows(size_t(block * H));  // [block, H] staging
+    for (int64_t r0 = 0; r0 < vocab; r0 += block) {
+        const int64_t n = std::min(block, vocab - r0);
+        for (int64_t r = 0; r < n; ++r) weight_row_f32(full, r0 + r, rows.data() + r * H);
+        WeightMatrix part = make_weight_f32(rows.data(), n, H, type);
+        std::memcpy(bytes + size_t(r0) * row_bytes, part.data, part.nbytes());
+    }
+    draft_lm_head_.type = type;
+    draft_lm_head_.rows = vocab;
+    draft_lm_head_.cols = H;
+    draft_lm_head_.row_bytes = row_bytes;
+    draft_lm_head_.data = bytes;
+    draft_lm_head_.owner = std::move(owner);
+}
 
 SequenceState Qwen35Model::new_state(int64_t max_positions, int max_width) const {
     const ModelConfig& c = config_;
@@ -87,9 +132,12 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
     for (int i = 0; i < c.n_layers; ++i)
         decoder_layer(weights_.layers[size_t(i)], &state.attention[size_t(i)],
                       &state.recurrent[size_t(i)], s, x, T, state.n_past, snapshots);
-    // Final norm; the normed hidden is both the LM-head input and the MTP head's input.
+    // Final norm; the normed hidden is the LM-head input and (post-norm) the MTP head's input.
+    if (out.hidden && mtp_input_ == MtpInput::PreNorm)
+        std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
     kernels_.rmsnorm(x, weights_.final_norm.data(), T, H, c.rms_eps, x);
-    if (out.hidden) std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
+    if (out.hidden && mtp_input_ == MtpInput::PostNorm)
+        std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
     if (out.logits && out.n_logits > 0) logits(x + (T - out.n_logits) * H, out.n_logits, out.logits);
     state.n_past += T;
     if (snapshots) state.uncommitted = T;
@@ -138,9 +186,13 @@ void Qwen35Model::mtp_forward(SequenceState& state, const float* hidden, const i
     }
     matmul(kernels_, m.fc, cat, T, x, pool_);
     decoder_layer(m.layer, &state.mtp_attention, nullptr, s, x, T, pos0, false);
+    if (out.hidden && mtp_input_ == MtpInput::PreNorm)
+        std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
     kernels_.rmsnorm(x, m.norm.data(), T, H, c.rms_eps, x);
-    if (out.hidden) std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
-    if (out.logits && out.n_logits > 0) logits(x + (T - out.n_logits) * H, out.n_logits, out.logits);
+    if (out.hidden && mtp_input_ == MtpInput::PostNorm)
+        std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
+    if (out.logits && out.n_logits > 0)
+        matmul(kernels_, draft_lm_head_, x + (T - out.n_logits) * H, out.n_logits, out.logits, pool_);
 }
 
 LoadedModel load_model(const std::string& path, const ModelOptions& options) {
@@ -156,6 +208,21 @@ LoadedModel load_model(const std::string& path, const ModelOptions& options) {
     ModelWeights w = bind_weights(lm.checkpoint, bo);
     lm.pool = std::make_unique<ThreadPool>(options.threads);
     lm.model = std::make_unique<Qwen35Model>(lm.checkpoint.config, std::move(w), *lm.pool);
+    lm.model->set_mtp_input(options.mtp_input);
+    if (lm.model->has_mtp()) {
+        const ModelWeights& w = lm.model->weights();
+        int64_t vocab = options.draft_vocab;
+        if (vocab < 0) vocab = w.lm_head.rows > kAutoDraftVocab ? kAutoDraftVocab : 0;
+        WType type = WType::Native;
+        if (options.draft_head_type) {
+            type = *options.draft_head_type;
+        } else {
+            const WType t = w.lm_head.type;
+            const bool float_head = t == WType::F32 || t == WType::BF16 || t == WType::F16;
+            if (float_head && wtype_row_bytes(WType::Q8_0, w.lm_head.cols) != 0) type = WType::Q8_0;
+        }
+        lm.model->set_draft_head(vocab, type);
+    }
     return lm;
 }
 

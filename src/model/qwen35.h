@@ -6,6 +6,7 @@
 // speculative verify path). mtp_forward() runs the MTP head over (hidden, next token) pairs.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,18 @@
 
 namespace nextn {
 
+// Which trunk hidden state feeds the MTP head (ForwardOutputs::hidden), and which head output a
+// chained draft step reads. Engines disagree (see docs/qwen35-architecture §9.2):
+//   PostNorm (default; vLLM, SGLang, llama.cpp): the trunk's hidden after the final norm, and
+//     the head's output after mtp.norm.
+//   PreNorm (MLX PR 990): the residual streams before those norms.
+enum class MtpInput { PostNorm, PreNorm };
+const char* mtp_input_name(MtpInput m);
+// Parses "post-norm" / "pre-norm"; throws Error naming the value otherwise.
+MtpInput parse_mtp_input(const std::string& name);
+
 struct ForwardOutputs {
-    float* hidden = nullptr;  // [T, H] trunk hidden after the final norm (optional)
+    float* hidden = nullptr;  // [T, H] the hidden the MTP head reads (see MtpInput; optional)
     float* logits = nullptr;  // [n_logits, V] logits of the last n_logits positions (optional)
     int64_t n_logits = 0;
 };
@@ -31,6 +42,18 @@ public:
     const ModelWeights& weights() const { return weights_; }
     bool has_mtp() const { return weights_.mtp.present; }
     ThreadPool& pool() const { return pool_; }
+
+    MtpInput mtp_input() const { return mtp_input_; }
+    void set_mtp_input(MtpInput m) { mtp_input_ = m; }
+
+    // The draft LM head: the MTP head's logits cover the token ids [0, draft_vocab()) only, with
+    // the LM head's rows for them held as `type`. Qwen's BPE numbers tokens in merge order, so a
+    // prefix of the id range is a frequency-ranked sub-vocabulary. A draft from a subset is still
+    // exact: its distribution q is simply zero outside it. vocab >= V (or 0) means the whole
+    // vocabulary; WType::Native keeps the LM head's own type (no copy: a view of its rows).
+    void set_draft_head(int64_t vocab, WType type);
+    int64_t draft_vocab() const { return draft_lm_head_.rows; }
+    const WeightMatrix& draft_lm_head() const { return draft_lm_head_; }
 
     // Fresh caches for sequences of up to max_positions tokens, verify forwards up to max_width.
     SequenceState new_state(int64_t max_positions, int max_width) const;
@@ -47,7 +70,8 @@ public:
     // MTP head over T pairs: row t pairs trunk hidden[t] (post final norm) with tokens[t] (the
     // token at the next position) at RoPE position pos0 + t, writing MTP KV entries pos0 + t and
     // attending to entries [0, pos0 + t]. hidden_out [T, H] is the head's output after mtp.norm
-    // (the input of a chained step); logits [n_logits, V] for the last n_logits rows.
+    // (before it with MtpInput::PreNorm: the input of a chained step); logits
+    // [n_logits, draft_vocab()] for the last n_logits rows.
     void mtp_forward(SequenceState& state, const float* hidden, const int32_t* tokens, int64_t T,
                      int64_t pos0, const ForwardOutputs& out) const;
 
@@ -68,13 +92,24 @@ private:
     ThreadPool& pool_;
     const KernelTable& kernels_;
     std::vector<double> rope_inv_freq_;  // [rotary_dims / 2]
+    MtpInput mtp_input_ = MtpInput::PostNorm;
+    WeightMatrix draft_lm_head_;  // [draft_vocab, H]; a view of lm_head by default
 };
+
+constexpr int64_t kAutoDraftVocab = 32768;
 
 struct ModelOptions {
     int threads = 0;          // 0: one per core
     bool load_mtp = true;
     std::string draft_model;  // --draft-model
     WType matrix_type = WType::F32;
+    MtpInput mtp_input = MtpInput::PostNorm;
+    // Draft LM head (Qwen35Model::set_draft_head). The defaults keep the exact full head;
+    // the CLI defaults to auto. draft_vocab: 0 = whole vocabulary, -1 = auto (kAutoDraftVocab
+    // when the vocabulary is larger, else whole). draft_head_type: Native keeps the LM head's
+    // type; nullopt = auto (Q8_0 for f32/bf16/f16 heads, else Native).
+    int64_t draft_vocab = 0;
+    std::optional<WType> draft_head_type = WType::Native;
 };
 
 // A loaded model with everything it needs alive: checkpoint maps, weights, thread pool.

@@ -12,9 +12,9 @@ MtpDrafter::MtpDrafter(const Qwen35Model& model, SequenceState& state)
     if (!model.has_mtp()) fail("MtpDrafter: the model has no MTP head");
     const auto& c = model.config();
     last_hidden_.resize(size_t(c.hidden_size));
-    last_logits_.resize(size_t(c.vocab_size));
+    last_logits_.resize(size_t(model.draft_vocab()));
     step_hidden_.resize(size_t(c.hidden_size));
-    step_logits_.resize(size_t(c.vocab_size));
+    step_logits_.resize(size_t(model.draft_vocab()));
 }
 
 void MtpDrafter::reset() {
@@ -60,7 +60,9 @@ DraftProposal MtpDrafter::draft(const DraftRequest& request) {
     if (k <= 0) return proposal;
     if (!pending_tokens_.empty()) flush();
     if (last_pos_ < 0) return proposal;
-    const int64_t V = model_.config().vocab_size, H = model_.config().hidden_size;
+    // The head scores the draft sub-vocabulary [0, Vd) only; q is zero above it (exactness holds
+    // for any q the draft was really drawn from).
+    const int64_t V = model_.draft_vocab(), H = model_.config().hidden_size;
     // Each draft is drawn from q = the same processors as the target, over the committed
     // history plus the drafts before it (so penalties count in-flight drafts).
     std::vector<int32_t>& history = *request.history;

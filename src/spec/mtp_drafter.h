@@ -32,7 +32,7 @@ private:
     std::vector<int32_t> pending_tokens_; // [n_pending]
     int64_t pending_pos0_ = 0;
     std::vector<float> last_hidden_;      // [H] MTP output hidden of the last flushed pair
-    std::vector<float> last_logits_;      // [V]
+    std::vector<float> last_logits_;      // [Vd] over the draft sub-vocabulary
     int64_t last_pos_ = -1;               // position of the last flushed pair
     std::vector<float> step_hidden_, step_logits_, prev_hidden_;
     std::vector<float> flush_hidden_;  // [<= kMaxFlush, H] MTP output of one flush
