@@ -42,6 +42,7 @@ Args::Args(std::vector<FlagSpec> specs, const std::vector<std::string>& argv)
             if (i + 1 >= argv.size()) throw UsageError("flag --" + spec->name + " needs a value");
             values_[spec->name] = argv[++i];
         }
+        repeated_[spec->name].push_back(values_[spec->name]);
     }
 }
 
@@ -83,6 +84,11 @@ std::string Args::help_text(const std::vector<FlagSpec>& specs) {
         out << left << s.help << "\n";
     }
     return out.str();
+}
+
+std::vector<std::string> Args::all(const std::string& name) const {
+    auto it = repeated_.find(name);
+    return it == repeated_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag) {

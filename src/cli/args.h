@@ -32,12 +32,15 @@ public:
     int64_t integer(const std::string& name, int64_t fallback) const;
     double number(const std::string& name, double fallback) const;
     const std::vector<std::string>& positional() const { return positional_; }
+    // Every value a repeatable flag was given, in order (str() returns the last).
+    std::vector<std::string> all(const std::string& name) const;
 
     static std::string help_text(const std::vector<FlagSpec>& specs);
 
 private:
     std::vector<FlagSpec> specs_;
     std::map<std::string, std::string> values_;
+    std::map<std::string, std::vector<std::string>> repeated_;
     std::vector<std::string> positional_;
 };
 

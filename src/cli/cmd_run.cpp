@@ -1,13 +1,17 @@
 // nextn run MODEL: generate from a prompt (text or token ids), with MTP speculation when the
 // checkpoint has a head, streaming the output and reporting speed and acceptance.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/error.h"
 #include "engine/model_tokenizer.h"
 #include "engine/decode_session.h"
+#include "engine/stop_strings.h"
 
 namespace nextn::cli {
 
@@ -25,6 +29,10 @@ std::vector<FlagSpec> run_flags() {
         {"ctx", "c", true, "context size in tokens (default: prompt + n + 16)", "N"},
         {"ignore-eos", "", false, "keep generating past end-of-sequence tokens"},
         {"logprobs", "", true, "print the log-probability of each token and N alternatives", "N"},
+        {"stop", "", true, "stop when the output text contains STR (repeatable); STR is not printed",
+         "STR"},
+        {"stats-json", "", true, "write the generated ids, speed and acceptance as JSON to FILE",
+         "FILE"},
         {"quiet", "q", false, "do not print the speed / acceptance report"},
         {"help", "h", false, "show this help"},
     };
@@ -50,6 +58,32 @@ void print_report(const DecodeStats& s, bool mtp) {
         std::fprintf(stderr, "\n--- GDN snapshot memory: %.2f MiB\n",
                      double(s.snapshot_bytes) / (1024.0 * 1024.0));
     }
+}
+
+void write_stats_json(const std::string& path, const DecodeStats& s,
+                      const std::vector<int32_t>& ids, int depth, bool mtp) {
+    nlohmann::ordered_json j;
+    j["generated_ids"] = ids;
+    j["prompt_tokens"] = s.prompt_tokens;
+    j["generated"] = s.generated;
+    j["prefill_tok_s"] = s.prefill_seconds > 0 ? double(s.prompt_tokens) / s.prefill_seconds : 0.0;
+    j["decode_tok_s"] = s.decode_tokens_per_second();
+    j["rounds"] = s.rounds;
+    j["tokens_per_round"] = s.tokens_per_round();
+    j["mtp"] = mtp;
+    j["final_draft_depth"] = depth;
+    j["drafted"] = s.drafted;
+    j["accepted"] = s.accepted;
+    std::vector<double> by_position;
+    for (size_t d = 0; d < s.drafted.size(); ++d)
+        by_position.push_back(s.drafted[d] ? double(s.accepted[d]) / double(s.drafted[d]) : 0.0);
+    j["acceptance_by_position"] = by_position;
+    j["snapshot_bytes"] = s.snapshot_bytes;
+    j["stopped_by_token"] = s.stopped_by_token;
+    std::ofstream f(path);
+    if (!f) fail("--stats-json: cannot write '", path, "'");
+    f << j.dump(2) << "\n";
+    if (!f) fail("--stats-json: error writing '", path, "'");
 }
 
 }  // namespace
@@ -103,14 +137,22 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (ctx < int64_t(prompt.size()) + 1) throw UsageError("--ctx is smaller than the prompt");
 
     const bool print_ids = a.has("ids") || !tok;
+    const std::vector<std::string> stops = a.all("stop");
+    if (!stops.empty() && !tok) throw UsageError("--stop needs a tokenizer to see the text");
+    for (const auto& s : stops)
+        if (s.empty()) throw UsageError("--stop: the stop string must not be empty");
+    StopStringMatcher stop_matcher(stops);
     std::optional<StreamDecoder> stream;
-    if (!print_ids) stream.emplace(*tok);
+    if (tok) stream.emplace(*tok);
     bool first = true;
+    std::vector<int32_t> generated_ids;
     DecodeStats stats = session.generate(prompt, ctx, opts, [&](const EmittedToken& e) {
+        generated_ids.push_back(e.id);
         if (print_ids) {
             std::cout << (first ? "" : " ") << e.id;
+            if (!stops.empty()) stop_matcher.push(stream->push(e.id));
         } else {
-            std::cout << stream->push(e.id);
+            std::cout << stop_matcher.push(stream->push(e.id));
         }
         if (e.logprobs) {
             std::fprintf(stderr, "[logprob] %d %.4f |", e.id, e.logprobs->chosen.logprob);
@@ -120,10 +162,14 @@ int cmd_run(const std::vector<std::string>& argv) {
         }
         std::cout.flush();
         first = false;
-        return true;
+        return !stop_matcher.stopped();  // a stop string ends the run after this token
     });
-    if (stream) std::cout << stream->flush();
+    if (!print_ids && !stop_matcher.stopped()) std::cout << stop_matcher.push(stream->flush()) << stop_matcher.flush();
     std::cout << std::endl;
+    if (a.has("stats-json"))
+        write_stats_json(a.str("stats-json"), stats, generated_ids,
+                         session.controller() ? session.controller()->best_depth() : int(depth),
+                         session.uses_mtp());
     if (!a.has("quiet")) {
         print_report(stats, session.uses_mtp());
         if (session.controller())

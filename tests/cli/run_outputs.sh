@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `nextn run` outputs a user relies on: --stats-json carries the keys issue 4 names and the same
+# ids the run printed; greedy MTP output (any draft head, either MTP input) equals --no-mtp output
+# through the CLI; --stop ends the text before the stop string. Usage: run_outputs.sh NEXTN_BINARY
+set -u
+NEXTN=$1
+MODEL=tests/data/qwen35-dense-tiny
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+command -v python3 >/dev/null || { echo "SKIPPED: python3 is needed to read the JSON"; exit 77; }
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+PROMPT=--tokens=1,2,3,4,5,6,7
+plain=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos --no-mtp -q) || fail "plain run"
+for extra in "--draft-depth 2" "--draft-depth 3 --draft-vocab 300 --draft-quant q8_0" \
+             "--draft-depth 4 --mtp-input pre-norm" "--draft-depth auto"; do
+    out=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q $extra \
+          --stats-json "$TMP/stats.json") || fail "run $extra"
+    [ "$out" = "$plain" ] || fail "$extra: '$out' != plain '$plain'"
+    python3 - "$TMP/stats.json" "$out" <<'PY' || fail "$extra: stats json"
+import json, sys
+j = json.load(open(sys.argv[1]))
+for k in ["generated_ids", "decode_tok_s", "rounds", "tokens_per_round", "drafted", "accepted",
+          "acceptance_by_position"]:
+    assert k in j, "missing key " + k
+assert j["generated_ids"] == [int(x) for x in sys.argv[2].split()], "ids differ from the printed ones"
+assert len(j["drafted"]) == len(j["accepted"]) == len(j["acceptance_by_position"])
+assert all(0 <= a <= d for a, d in zip(j["accepted"], j["drafted"]))
+assert j["rounds"] >= 1 and j["tokens_per_round"] >= 1.0
+PY
+done
+
+# --stop: the text ends before the stop string, whatever the draft depth.
+TEXT_MODEL=models/nextn-tiny
+if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
+    full=$("$NEXTN" run "$TEXT_MODEL" -p "Once upon a time" -n 60 --ignore-eos --no-mtp -q) || fail "text run"
+    # A stop string taken from the middle of the full output (its 20th..24th bytes).
+    stop=${full:20:4}
+    want=${full%%"$stop"*}
+    for d in 0 3; do
+        got=$("$NEXTN" run "$TEXT_MODEL" -p "Once upon a time" -n 60 --ignore-eos -q --draft-depth $d \
+              --stop "$stop" --stop "@@never@@") || fail "stop run"
+        [ "$got" = "$want" ] || fail "--stop '$stop' depth $d: got '$got' want '$want'"
+    done
+fi
+
+if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
+echo "ok"
