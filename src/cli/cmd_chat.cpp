@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "core/error.h"
 #include "core/json_file.h"
 #include "engine/model_tokenizer.h"
@@ -55,13 +56,16 @@ int cmd_chat(const std::vector<std::string>& argv) {
         {"ctx", "c", true, "context size (default 4096)", "N"},
         {"raw", "", false, "no chat template: each line is sent as-is"},
         {"thinking", "", true, "enable_thinking on|off", "on|off"},
+        {"verbose", "v", false, "after each reply print prompt reuse, speed and tokens/round"},
         {"help", "h", false, "show this help"},
     };
     for (auto& x : model_flags()) specs.push_back(x);
     for (auto& x : sampling_flags()) specs.push_back(x);
     Args a(specs, argv);
     if (a.has("help")) {
-        std::cout << "usage: nextn chat MODEL [options]   (type a message, Enter sends, Ctrl-D exits)\n\n"
+        std::cout << "usage: nextn chat MODEL [options]\n\n"
+                  << "Type a message; Enter sends it, Ctrl-C stops a reply, Ctrl-D exits. Each turn\n"
+                  << "prefills only the tokens the conversation adds.\n\n"
                   << Args::help_text(specs);
         return 0;
     }
@@ -94,8 +98,8 @@ int cmd_chat(const std::vector<std::string>& argv) {
             messages.push_back({{"role", "user"}, {"content", line}});
             prompt_text = tmpl.render(messages, nullptr, true, thinking);
         }
-        // Each turn re-runs the rendered conversation from a fresh state: simple and always
-        // consistent with the template (prefix reuse is a later optimisation).
+        // Each turn renders the whole conversation; the session prefills only what extends the
+        // sequence it kept from the last turn (when the template reproduces it token for token).
         std::vector<int32_t> prompt = tok->encode(prompt_text);
         if (int64_t(prompt.size()) + opts.max_new_tokens + 1 > ctx) {
             std::cerr << "error: the conversation no longer fits --ctx " << ctx << "\n";
@@ -103,12 +107,18 @@ int cmd_chat(const std::vector<std::string>& argv) {
         }
         StreamDecoder stream(*tok, /*skip_special=*/true);
         std::vector<int32_t> reply;
-        session.generate(prompt, ctx, opts, [&](const EmittedToken& e) {
+        InterruptScope interrupt;  // Ctrl-C ends this reply, not the program
+        DecodeStats stats = session.generate(prompt, ctx, opts, [&](const EmittedToken& e) {
             reply.push_back(e.id);
             std::cout << stream.push(e.id) << std::flush;
-            return true;
+            return !interrupt.requested();
         });
-        std::cout << stream.flush() << "\n";
+        std::cout << stream.flush() << (interrupt.requested() ? " [interrupted]" : "") << "\n";
+        if (a.has("verbose"))
+            std::cerr << "[" << prompt.size() << " prompt tokens, " << session.reused_tokens()
+                      << " reused; " << stats.generated << " generated at "
+                      << stats.decode_tokens_per_second() << " tok/s, "
+                      << stats.tokens_per_round() << " tokens/round]\n";
         if (!a.has("raw"))
             messages.push_back({{"role", "assistant"}, {"content", tok->decode(reply, true)}});
     }

@@ -1,5 +1,8 @@
 #include "engine/decode_session.h"
 
+#include <algorithm>
+
+#include "core/error.h"
 #include "kernels/kernels.h"
 #include "spec/mtp_drafter.h"
 
@@ -27,14 +30,50 @@ std::vector<int32_t> DecodeSession::eos_tokens() const {
     return ids;
 }
 
+void DecodeSession::reset_sequence(int64_t ctx) {
+    drafter_.reset();  // it refers to the old state
+    state_.emplace(model_.new_state(ctx, depth_ + 1));
+    if (depth_ > 0) drafter_ = std::make_unique<MtpDrafter>(model_, *state_);
+    sequence_.clear();
+    next_token_ = -1;
+}
+
 DecodeStats DecodeSession::generate(const std::vector<int32_t>& prompt, int64_t ctx,
                                     DecodeOptions options, const TokenCallback& on_token) {
-    SequenceState state = model_.new_state(ctx, depth_ + 1);
-    std::unique_ptr<Drafter> drafter;
-    if (depth_ > 0) drafter = std::make_unique<MtpDrafter>(model_, state);
+    const auto n_kept = int64_t(sequence_.size());
+    // The kept sequence serves when the prompt repeats it and the token generated after it,
+    // adds something, and fits with the new tokens.
+    const bool extends = state_ && n_kept > 0 && int64_t(prompt.size()) > n_kept &&
+                         std::equal(sequence_.begin(), sequence_.end(), prompt.begin()) &&
+                         prompt[size_t(n_kept)] == next_token_ &&
+                         state_->max_positions >= std::max<int64_t>(ctx, int64_t(prompt.size()) + 1);
+    if (!extends) reset_sequence(ctx);
+    reused_ = extends ? n_kept : 0;
     options.draft_depth = depth_;
     options.controller = controller_.get();
-    return nextn::generate(model_, state, drafter.get(), prompt, options, on_token);
+    options.cached_prefix = reused_;
+    DecodeStats stats;
+    try {
+        stats = nextn::generate(model_, *state_, drafter_.get(), prompt, options, on_token);
+    } catch (...) {
+        state_.reset();  // a request that failed part-way leaves nothing to reuse
+        drafter_.reset();
+        sequence_.clear();
+        throw;
+    }
+    if (stats.tokens.empty()) {
+        // Nothing was run (no tokens requested): the kept sequence is unchanged unless it was
+        // just reset for this prompt.
+        if (!extends) sequence_.clear();
+        return stats;
+    }
+    sequence_ = prompt;
+    sequence_.insert(sequence_.end(), stats.tokens.begin(), stats.tokens.end() - 1);
+    next_token_ = stats.tokens.back();
+    if (state_->n_past != int64_t(sequence_.size()))
+        fail("internal: the session's sequence (", sequence_.size(), " tokens) and its caches (",
+             state_->n_past, " positions) disagree");
+    return stats;
 }
 
 }  // namespace nextn

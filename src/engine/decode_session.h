@@ -32,15 +32,29 @@ public:
     // The model config's and the tokenizer's end-of-sequence ids.
     std::vector<int32_t> eos_tokens() const;
 
-    // Generates from `prompt` in a fresh sequence of `ctx` positions. options.draft_depth and
-    // options.controller are set by the session.
+    // Generates from `prompt` in a sequence of at least `ctx` positions. The session keeps its
+    // sequence between requests: a prompt that extends it (a chat's next turn, which repeats
+    // the history and the model's last token) prefills only the new tokens; any other prompt
+    // starts a fresh sequence. The output is the same either way, bit for bit.
+    // options.draft_depth, options.controller and options.cached_prefix are set here.
     DecodeStats generate(const std::vector<int32_t>& prompt, int64_t ctx, DecodeOptions options,
                          const TokenCallback& on_token);
+    // Prompt tokens the last request took from the kept sequence instead of prefilling.
+    int64_t reused_tokens() const { return reused_; }
 
 private:
+    void reset_sequence(int64_t ctx);
+
     const Qwen35Model& model_;
     const Tokenizer* tokenizer_;
     int depth_ = 0;
+    // The kept sequence: `sequence_` are the tokens in the caches, `next_token_` the last
+    // generated token, which is not (the drafter has queued its pair with the last position).
+    std::optional<SequenceState> state_;
+    std::unique_ptr<Drafter> drafter_;
+    std::vector<int32_t> sequence_;
+    int32_t next_token_ = -1;
+    int64_t reused_ = 0;
     std::unique_ptr<DepthController> controller_;
     std::string controller_path_;
 };

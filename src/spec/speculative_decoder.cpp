@@ -34,9 +34,13 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     stats.prompt_tokens = int64_t(prompt.size());
     if (prompt.empty()) fail("generate: the prompt is empty");
     if (options.max_new_tokens <= 0) return stats;
-    if (state.n_past + int64_t(prompt.size()) + 1 > state.max_positions)
+    const int64_t cached = options.cached_prefix;
+    if (cached < 0 || cached >= int64_t(prompt.size()) || cached != state.n_past)
+        fail("generate: cached prefix ", cached, " does not match the state (", state.n_past,
+             " positions) and a prompt of ", prompt.size(), " tokens");
+    if (int64_t(prompt.size()) + 1 > state.max_positions)
         fail("prompt of ", prompt.size(), " tokens does not fit the context size ",
-             state.max_positions, " (", state.n_past, " already used)");
+             state.max_positions);
     const int depth = drafter ? std::max(0, options.draft_depth) : 0;
     if (depth + 1 > state.max_width)
         fail("draft depth ", depth, " needs verify width ", depth + 1, " but the state holds ",
@@ -69,7 +73,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     std::vector<float> logits(static_cast<size_t>(V));
     std::vector<float> hidden;
     int32_t current = -1;
-    for (size_t begin = 0; begin < prompt.size(); begin += kPrefillChunk) {
+    for (size_t begin = size_t(cached); begin < prompt.size(); begin += kPrefillChunk) {
         const int64_t n = std::min<int64_t>(kPrefillChunk, int64_t(prompt.size() - begin));
         const bool last = begin + size_t(n) == prompt.size();
         hidden.resize(size_t(n * H));
@@ -93,6 +97,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     if (drafter) drafter->flush();
     stats.prefill_seconds = seconds_since(t0);
     stats.generated = 1;
+    stats.tokens.push_back(current);
     history.push_back(current);
     bool stop = is_stop(current);
     stats.stopped_by_token = stop;
@@ -162,6 +167,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         if (options.controller && depth > 0)
             options.controller->observe(k, verdict.n_accepted, seconds_since(round_start));
         history.insert(history.end(), emitted.begin(), emitted.begin() + m);
+        stats.tokens.insert(stats.tokens.end(), emitted.begin(), emitted.begin() + m);
         stats.rounds++;
         for (int64_t i = 0; i < m; ++i) {
             std::swap(workspace, processed[size_t(i)]);

@@ -24,6 +24,10 @@ struct DecodeOptions {
     std::vector<int32_t> stop_tokens;
     SamplerParams sampler = greedy_params();
     int logprobs = 0;  // top alternatives to report per token; 0 = no logprobs
+    // prompt[0, cached_prefix) is already in the state (state.n_past == cached_prefix) and the
+    // drafter has queued the pair of its last position with prompt[cached_prefix]; only the
+    // rest is prefilled. The whole prompt is still the penalties' history.
+    int64_t cached_prefix = 0;
 
     static SamplerParams greedy_params() {
         SamplerParams p;
@@ -42,6 +46,10 @@ struct DecodeStats {
     double decode_seconds = 0;
     bool stopped_by_token = false;
     int64_t snapshot_bytes = 0;
+    // Every generated token committed to the sequence, in order. All but the last are in the
+    // caches; the last is the next input. When the callback stops mid-round this runs past
+    // the last token streamed.
+    std::vector<int32_t> tokens;
 
     double tokens_per_round() const { return rounds ? double(generated - 1) / double(rounds) : 0; }
     double decode_tokens_per_second() const {
