@@ -83,16 +83,23 @@ protected:
 
 TEST_P(SpecParity, MtpGreedyEqualsPlainAtEveryDepth) {
     const Qwen35Model& model = *lm_.model;
-    std::vector<int32_t> plain = run(model, nullptr, prompt_, 0, 48);
-    // The plain run is itself the independent reference's greedy continuation.
-    std::vector<int32_t> want = test::json_ids(g_.index["prompts"]["p7"]["greedy_tokens"]);
-    ASSERT_EQ(std::vector<int32_t>(want.begin(), want.begin() + 48), plain);
-    for (int depth = 1; depth <= 4; ++depth) {
-        DecodeStats stats;
-        std::vector<int32_t> spec = run(model, make_mtp, prompt_, depth, 48, &stats);
-        EXPECT_EQ(plain, spec) << "depth " << depth;
-        EXPECT_GT(stats.rounds, 0);
-        EXPECT_GE(stats.drafted[0], stats.rounds - 1) << "every round but a final one-token round drafts";
+    // Several prompts (1, 7, 40 and 128 tokens), 200 generated tokens each.
+    for (const char* name : {"p1", "p7", "p40", "p128"}) {
+        std::vector<int32_t> prompt = test::json_ids(g_.index["prompts"][name]["tokens"]);
+        std::vector<int32_t> plain = run(model, nullptr, prompt, 0, 200);
+        // The plain run is itself the independent reference's greedy continuation.
+        std::vector<int32_t> want = test::json_ids(g_.index["prompts"][name]["greedy_tokens"]);
+        ASSERT_EQ(std::vector<int32_t>(want.begin(), want.begin() + 64),
+                  std::vector<int32_t>(plain.begin(), plain.begin() + 64))
+            << name;
+        for (int depth = 1; depth <= 4; ++depth) {
+            DecodeStats stats;
+            std::vector<int32_t> spec = run(model, make_mtp, prompt, depth, 200, &stats);
+            EXPECT_EQ(plain, spec) << name << ", depth " << depth;
+            EXPECT_GT(stats.rounds, 0);
+            EXPECT_GE(stats.drafted[0], stats.rounds - 1)
+                << "every round but a final one-token round drafts";
+        }
     }
 }
 
