@@ -1,0 +1,97 @@
+#pragma once
+// Synthetic Qwen3.5 models: the real shapes of the released checkpoints (Qwen3.5-0.8B, -2B, -9B,
+// -35B-A3B) filled with seeded random weights in memory, so `nextn bench` can measure decode
+// speed and MTP speculation at real sizes without downloading a checkpoint.
+//
+// Values are drawn like an initialised network: matrices uniform with std 1/sqrt(fan_in) (the
+// variance of normal * 1/sqrt(fan_in); uniform is PyTorch's default Linear init), norm
+// multipliers 1 +- 0.1, A = -exp(A_log) with exp(A_log) in [1, 16] and dt_bias the inverse
+// softplus of dt in [1e-3, 1e-1] (HF's Gated DeltaNet init), so the recurrence decays. Each
+// tensor has its own seed derived from its canonical name and each row from that, so the
+// weights do not depend on the build order or the thread count.
+//
+// Draft variants bound what MTP speculation can gain:
+//   Random:  the head's weights are random, its drafts are (almost) never accepted: the cost
+//            of drafting and verifying with nothing gained.
+//   Perfect: every draft is accepted (make_draft_perfect below), while every matrix keeps its
+//            real shape and is still streamed: the ceiling of depth + 1 tokens per round.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "formats/model_config.h"
+#include "kernels/weight.h"
+#include "model/qwen35.h"
+#include "model/weights.h"
+
+namespace nextn {
+
+enum class SyntheticDraft { None, Random, Perfect };
+
+const char* synthetic_draft_name(SyntheticDraft d);  // "none", "random", "perfect"
+// Parses "none" / "random" / "perfect"; throws Error naming the value otherwise.
+SyntheticDraft parse_synthetic_draft(const std::string& name);
+
+// Names synthetic_config accepts: qwen3.5-0.8b, qwen3.5-2b, qwen3.5-9b, qwen3.5-35b-a3b.
+std::vector<std::string> synthetic_model_names();
+// The text-model config of a released checkpoint (vocabulary 248320, one MTP layer); an unknown
+// name fails listing the valid ones.
+ModelConfig synthetic_config(const std::string& name);
+
+struct SyntheticSize {
+    int64_t params = 0;                // every weight value, MTP head included when present
+    int64_t routed_expert_params = 0;  // of which in routed experts (MoE; trunk and head)
+    size_t bytes = 0;                  // memory of the built weights
+};
+// What synthetic_weights would allocate, without building anything.
+SyntheticSize synthetic_size(const ModelConfig& c, WType type, bool with_mtp);
+
+struct SyntheticOptions {
+    WType matrix_type = WType::Q8_0;  // F32, BF16, F16, Q8_0, Q4_0, Q4_1 (Native means F32)
+    SyntheticDraft draft = SyntheticDraft::Random;
+    uint64_t seed = 0x5EED;
+    // Called on the calling thread after each tensor with the bytes built so far and in all.
+    std::function<void(size_t done, size_t total)> progress;
+};
+
+// Builds every weight of `c` tensor by tensor, each matrix encoded row by row from an f32 row
+// buffer, so memory peaks at the final size plus one row per thread. With draft Perfect the
+// embedding and LM head are also arranged so that the trunk's greedy prediction is always in
+// the token range [0, perfect_token_range(c)) with a wide margin (see synthetic.cpp): a draft
+// head restricted to a prefix of the vocabulary, or quantized differently, still agrees.
+ModelWeights synthetic_weights(const ModelConfig& c, const SyntheticOptions& o, ThreadPool& pool);
+int64_t perfect_token_range(const ModelConfig& c);
+
+// Makes any model's MTP head agree with its trunk on every greedy token: zeroes the residual-
+// branch outputs of every trunk layer (GDN out_proj, attention o_proj, FFN down, every expert's
+// down and the shared expert's down), so the trunk's final hidden is final_norm(embed(token));
+// in the head sets the pre-fc norm multipliers to 1, fc = [I | 0] (the embedding half), zeroes
+// its o_proj and FFN downs and copies the final norm into mtp.norm. The head's prediction from
+// (hidden_t, token_{t+1}) is then the trunk's prediction at position t + 1, up to the rounding
+// of one scale factor that the final RMSNorm removes. Matrices keep their shape and type.
+// Throws Error when the model has no MTP head. `pool` (optional) parallelises the re-encoding.
+void make_draft_perfect(ModelWeights& w, const ModelConfig& c, ThreadPool* pool = nullptr);
+
+// A matrix of `type` built row by row: fill(r, out) writes row r's cols f32 values and must be
+// safe to call concurrently for different rows. The bytes equal make_weight_f32 of the same
+// values (including its F32 fallback for block types when cols % 32 != 0).
+WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool,
+                          const std::function<void(int64_t row, float* out)>& fill);
+
+// MemAvailable from /proc/meminfo in bytes (0 when it cannot be read).
+size_t available_memory_bytes();
+// Throws Error naming `what` (then `hint`) when need_bytes exceeds available_bytes (0 = unknown:
+// no check).
+void require_memory(size_t need_bytes, size_t available_bytes, const std::string& what,
+                    const std::string& hint = "");
+
+// Checks memory, then builds synthetic_config(name) (or `config`) on a pool of `threads`
+// (0 = one per core). The checkpoint part holds only the config, format "synthetic", path
+// "synthetic:<name>" and mtp_source = the draft variant's name.
+LoadedModel load_synthetic_model(const std::string& name, const SyntheticOptions& o, int threads);
+LoadedModel load_synthetic_model(const ModelConfig& config, const std::string& name,
+                                 const SyntheticOptions& o, int threads);
+
+}  // namespace nextn

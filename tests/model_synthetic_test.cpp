@@ -1,0 +1,332 @@
+// Synthetic models (src/model/synthetic.h): the release shapes against the published sizes, the
+// size estimate against what is really allocated, the row-by-row encoder against
+// make_weight_f32, reproducibility across thread counts, the value scales, a finite forward on
+// small builds, and the perfect / random draft variants on a model of real width.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "model/synthetic.h"
+#include "spec/mtp_drafter.h"
+#include "spec/speculative_decoder.h"
+
+namespace nextn {
+namespace {
+
+// A small config with the fixtures' geometry (dense or MoE), for builds that take milliseconds.
+ModelConfig tiny_config(bool moe) {
+    ModelConfig c = synthetic_config(moe ? "qwen3.5-35b-a3b" : "qwen3.5-0.8b");
+    c.vocab_size = 1024;
+    c.hidden_size = 128;
+    c.n_layers = 4;
+    c.is_linear = {true, true, true, false};
+    c.n_q_heads = 4;
+    c.n_kv_heads = 2;
+    c.head_dim = 64;
+    c.rotary_dims = 16;
+    c.gdn_k_heads = 2;
+    c.gdn_v_heads = 4;
+    c.gdn_k_dim = 32;
+    c.gdn_v_dim = 32;
+    c.ffn_size = 256;
+    if (moe) {
+        c.n_experts = 8;
+        c.n_experts_used = 2;
+        c.expert_ffn_size = 64;
+        c.shared_expert_ffn_size = 64;
+    }
+    c.validate("tiny synthetic");
+    return c;
+}
+
+// Qwen3.5-0.8B's real widths (H 1024, GDN 16x128 heads, attention 8/2 x 256, FFN 3584) with 4
+// layers and a 16k vocabulary: the head geometry of the release at a test's cost.
+ModelConfig narrow_0_8b(bool tied) {
+    ModelConfig c = synthetic_config("qwen3.5-0.8b");
+    c.n_layers = 4;
+    c.is_linear = {true, true, true, false};
+    c.vocab_size = 16384;
+    c.tied_embeddings = tied;
+    return c;
+}
+
+bool all_finite(const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+}
+
+// Every matrix of the weights, for byte comparisons and size sums.
+std::vector<const WeightMatrix*> matrices(const ModelWeights& w) {
+    std::vector<const WeightMatrix*> out = {&w.embed};
+    if (w.lm_head.data != w.embed.data) out.push_back(&w.lm_head);
+    auto layer = [&](const LayerWeights& l) {
+        for (const WeightMatrix* m : {&l.in_qkv, &l.in_z, &l.in_b, &l.in_a, &l.out_proj, &l.q_proj,
+                                      &l.k_proj, &l.v_proj, &l.o_proj, &l.ffn.gate, &l.ffn.up,
+                                      &l.ffn.down, &l.ffn.router, &l.ffn.shared_gate,
+                                      &l.ffn.shared_up, &l.ffn.shared_down,
+                                      &l.ffn.shared_expert_gate})
+            if (!m->empty()) out.push_back(m);
+        for (const ExpertWeights& e : l.ffn.experts)
+            for (const WeightMatrix* m : {&e.gate, &e.up, &e.down}) out.push_back(m);
+    };
+    for (const LayerWeights& l : w.layers) layer(l);
+    if (w.mtp.present) {
+        out.push_back(&w.mtp.fc);
+        layer(w.mtp.layer);
+    }
+    return out;
+}
+
+size_t vector_bytes(const ModelWeights& w) {
+    size_t n = w.final_norm.size();
+    auto layer = [&](const LayerWeights& l) {
+        for (const auto* v : {&l.input_norm, &l.post_norm, &l.conv, &l.neg_exp_a, &l.dt_bias,
+                              &l.gdn_norm, &l.q_norm, &l.k_norm})
+            n += v->size();
+    };
+    for (const LayerWeights& l : w.layers) layer(l);
+    if (w.mtp.present) {
+        n += w.mtp.pre_fc_norm_embedding.size() + w.mtp.pre_fc_norm_hidden.size() + w.mtp.norm.size();
+        layer(w.mtp.layer);
+    }
+    return n * sizeof(float);
+}
+
+TEST(SyntheticConfig, ReleaseShapesMatchThePublishedSizes) {
+    // The names carry the published parameter counts; a wrong width, layer count, head count or
+    // expert size would move the count far more than the 5% allowed. Counted: every text-model
+    // weight (embedding once when tied) plus the one-layer MTP head, which the checkpoints ship.
+    struct Release {
+        const char* name;
+        double billions;
+    };
+    for (const Release& r : {Release{"qwen3.5-0.8b", 0.8}, Release{"qwen3.5-2b", 2.0},
+                             Release{"qwen3.5-9b", 9.0}, Release{"qwen3.5-35b-a3b", 35.0}}) {
+        ModelConfig c = synthetic_config(r.name);
+        EXPECT_EQ(c.vocab_size, 248320) << r.name;
+        EXPECT_EQ(c.mtp_layers, 1) << r.name;
+        for (int i = 0; i < c.n_layers; ++i)  // full attention every 4th layer
+            EXPECT_EQ(c.is_linear[size_t(i)], (i + 1) % 4 != 0) << r.name << " layer " << i;
+        const SyntheticSize s = synthetic_size(c, WType::F32, true);
+        EXPECT_NEAR(double(s.params) / 1e9, r.billions, 0.05 * r.billions) << r.name;
+        EXPECT_EQ(s.routed_expert_params > 0, c.moe) << r.name;
+    }
+    // "A3B": about 3B parameters active per token (8 of 256 routed experts).
+    ModelConfig moe = synthetic_config("qwen3.5-35b-a3b");
+    const SyntheticSize s = synthetic_size(moe, WType::F32, false);
+    const double active = double(s.params) - double(s.routed_expert_params) *
+                                                 (1.0 - double(moe.n_experts_used) / moe.n_experts);
+    EXPECT_GT(active / 1e9, 2.5);
+    EXPECT_LT(active / 1e9, 3.6);
+}
+
+TEST(SyntheticConfig, UnknownNameListsTheValidOnes) {
+    try {
+        synthetic_config("qwen3.5-1b");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("qwen3.5-1b"), std::string::npos) << m;
+        for (const std::string& n : synthetic_model_names()) EXPECT_NE(m.find(n), std::string::npos) << m;
+    }
+}
+
+TEST(SyntheticConfig, MemoryCheckNamesTheShortfall) {
+    EXPECT_NO_THROW(require_memory(10, 20, "x"));
+    EXPECT_NO_THROW(require_memory(10, 0, "x"));  // unknown: no check
+    try {
+        require_memory(size_t(30e9), size_t(20e9), "synthetic qwen3.5-9b with f32 weights", "try q4");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("qwen3.5-9b"), std::string::npos) << m;
+        EXPECT_NE(m.find("30.0 GB"), std::string::npos) << m;
+        EXPECT_NE(m.find("20.0 GB"), std::string::npos) << m;
+        EXPECT_NE(m.find("try q4"), std::string::npos) << m;
+    }
+}
+
+TEST(SyntheticBuild, RowBuilderEqualsMakeWeightF32) {
+    ThreadPool pool(2);
+    for (WType t : {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType::Q4_0, WType::Q4_1}) {
+        for (int64_t cols : {64, 96, 50}) {  // 50: block types fall back to F32
+            const int64_t rows = 37;
+            std::vector<float> values(size_t(rows * cols));
+            for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(float(i) * 0.37f) * 0.3f;
+            WeightMatrix want = make_weight_f32(values.data(), rows, cols, t);
+            WeightMatrix got = build_weight(rows, cols, t, &pool, [&](int64_t r, float* out) {
+                std::memcpy(out, values.data() + r * cols, size_t(cols) * sizeof(float));
+            });
+            ASSERT_EQ(got.type, want.type) << wtype_name(t) << " cols " << cols;
+            ASSERT_EQ(got.row_bytes, want.row_bytes);
+            EXPECT_EQ(0, std::memcmp(got.data, want.data, want.nbytes())) << wtype_name(t) << " cols " << cols;
+        }
+    }
+}
+
+TEST(SyntheticBuild, SizeEstimateIsTheAllocation) {
+    for (bool moe : {false, true}) {
+        for (WType t : {WType::F32, WType::Q8_0, WType::Q4_0}) {
+            ModelConfig c = tiny_config(moe);
+            ThreadPool pool(2);
+            SyntheticOptions o;
+            o.matrix_type = t;
+            ModelWeights w = synthetic_weights(c, o, pool);
+            size_t bytes = vector_bytes(w);
+            int64_t params = 0;
+            for (const WeightMatrix* m : matrices(w)) {
+                bytes += m->nbytes();
+                params += m->rows * m->cols;
+                EXPECT_EQ(m->type, t);
+            }
+            params += int64_t(vector_bytes(w) / sizeof(float));
+            const SyntheticSize s = synthetic_size(c, t, true);
+            EXPECT_EQ(s.bytes, bytes) << wtype_name(t) << (moe ? " moe" : " dense");
+            EXPECT_EQ(s.params, params);
+        }
+    }
+}
+
+TEST(SyntheticBuild, SameWeightsForAnyThreadCount) {
+    ModelConfig c = tiny_config(true);
+    ThreadPool one(1), two(2);
+    SyntheticOptions o;
+    ModelWeights a = synthetic_weights(c, o, one), b = synthetic_weights(c, o, two);
+    auto ma = matrices(a), mb = matrices(b);
+    ASSERT_EQ(ma.size(), mb.size());
+    for (size_t i = 0; i < ma.size(); ++i)
+        ASSERT_EQ(0, std::memcmp(ma[i]->data, mb[i]->data, ma[i]->nbytes())) << "matrix " << i;
+    EXPECT_EQ(a.layers[0].dt_bias, b.layers[0].dt_bias);
+    // A different seed gives different weights.
+    o.seed = 7;
+    ModelWeights d = synthetic_weights(c, o, two);
+    EXPECT_NE(0, std::memcmp(a.layers[0].in_qkv.data, d.layers[0].in_qkv.data, a.layers[0].in_qkv.nbytes()));
+}
+
+TEST(SyntheticBuild, ValuesAreScaledLikeAnInitialisedNetwork) {
+    ModelConfig c = tiny_config(false);
+    ThreadPool pool(2);
+    SyntheticOptions o;
+    o.matrix_type = WType::F32;
+    ModelWeights w = synthetic_weights(c, o, pool);
+    auto std_of = [](const WeightMatrix& m) {
+        double s2 = 0, s = 0;
+        std::vector<float> row(static_cast<size_t>(m.cols));
+        for (int64_t r = 0; r < m.rows; ++r) {
+            weight_row_f32(m, r, row.data());
+            for (float x : row) s += x, s2 += double(x) * x;
+        }
+        const double n = double(m.rows * m.cols);
+        return std::sqrt(s2 / n - (s / n) * (s / n));
+    };
+    const LayerWeights& l = w.layers[0];
+    for (const WeightMatrix* m : {&l.in_qkv, &l.out_proj, &l.ffn.gate, &l.ffn.down})
+        EXPECT_NEAR(std_of(*m) * std::sqrt(double(m->cols)), 1.0, 0.05) << m->rows << "x" << m->cols;
+    for (float x : l.input_norm) EXPECT_TRUE(x >= 0.9f && x <= 1.1f);
+    for (float a : l.neg_exp_a) EXPECT_TRUE(a <= -1.0f && a >= -16.0f);
+    for (float b : l.dt_bias) {
+        const float dt = std::log1p(std::exp(b));  // softplus
+        EXPECT_TRUE(dt > 0.99e-3f && dt < 1.01e-1f) << dt;
+    }
+}
+
+// Greedy decoding of n tokens; returns the tokens and fills stats.
+std::vector<int32_t> decode(const Qwen35Model& model, const std::vector<int32_t>& prompt, int depth,
+                            int64_t n, DecodeStats* stats) {
+    SequenceState s = model.new_state(int64_t(prompt.size()) + n + 8, depth + 1);
+    std::unique_ptr<Drafter> d;
+    if (depth > 0) d = std::make_unique<MtpDrafter>(model, s);
+    DecodeOptions o;
+    o.max_new_tokens = n;
+    o.draft_depth = depth;
+    std::vector<int32_t> out;
+    *stats = generate(model, s, d.get(), prompt, o, [&](const EmittedToken& t) {
+        out.push_back(t.id);
+        return true;
+    });
+    return out;
+}
+
+TEST(SyntheticForward, FiniteLogitsAndHiddenOverALongRun) {
+    // 200 positions through the recurrence: a decaying state stays finite, the logits vary.
+    for (bool moe : {false, true}) {
+        ModelConfig c = tiny_config(moe);
+        SyntheticOptions o;
+        o.matrix_type = WType::Q8_0;
+        LoadedModel lm = load_synthetic_model(c, "tiny", o, 2);
+        const Qwen35Model& m = *lm.model;
+        const int64_t T = 200, V = c.vocab_size, H = c.hidden_size;
+        std::vector<int32_t> tokens(static_cast<size_t>(T));
+        for (int64_t t = 0; t < T; ++t) tokens[size_t(t)] = int32_t((t * 7919) % V);
+        SequenceState s = m.new_state(T + 1, 1);
+        std::vector<float> logits(size_t(T * V)), hidden(size_t(T * H));
+        m.forward(s, tokens.data(), T, {hidden.data(), logits.data(), T});
+        EXPECT_TRUE(all_finite(logits));
+        EXPECT_TRUE(all_finite(hidden));
+        const auto [lo, hi] = std::minmax_element(logits.end() - V, logits.end());
+        EXPECT_GT(*hi - *lo, 0.1f) << "logits of the last position are flat";
+        std::vector<float> mtp_logits(static_cast<size_t>(V));
+        m.mtp_forward(s, hidden.data() + (T - 1) * H, &tokens[0], 1, T - 1, {nullptr, mtp_logits.data(), 1});
+        EXPECT_TRUE(all_finite(mtp_logits));
+    }
+}
+
+TEST(SyntheticForward, RealWidthModelRunsAndRandomHeadIsRarelyAccepted) {
+    SyntheticOptions o;
+    o.matrix_type = WType::Q4_0;
+    o.draft = SyntheticDraft::Random;
+    LoadedModel lm = load_synthetic_model(narrow_0_8b(true), "narrow-0.8b", o, 2);
+    std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
+    DecodeStats plain, spec;
+    std::vector<int32_t> a = decode(*lm.model, prompt, 0, 33, &plain);
+    std::vector<int32_t> b = decode(*lm.model, prompt, 2, 33, &spec);
+    EXPECT_EQ(a, b);  // speculation is exact whatever the head
+    ASSERT_GT(spec.drafted[0], 0);
+    EXPECT_LT(double(spec.accepted[0]) / double(spec.drafted[0]), 0.2);
+}
+
+// The perfect variant at real width: every draft accepted, every generated token inside the
+// perfect token range, with a margin that a differently quantized or vocabulary-limited draft
+// head could not overturn.
+TEST(SyntheticForward, PerfectDraftIsAlwaysAccepted) {
+    for (bool tied : {true, false}) {
+        ModelConfig c = narrow_0_8b(tied);
+        SyntheticOptions o;
+        o.matrix_type = WType::Q8_0;
+        o.draft = SyntheticDraft::Perfect;
+        LoadedModel lm = load_synthetic_model(c, "narrow-0.8b", o, 2);
+        const Qwen35Model& m = *lm.model;
+        const int64_t K = perfect_token_range(c), V = c.vocab_size;
+        std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
+        DecodeStats plain, spec;
+        // 25 tokens: 24 after the prefill's, a whole number of rounds of depth + 1 = 4.
+        std::vector<int32_t> a = decode(m, prompt, 0, 25, &plain);
+        std::vector<int32_t> b = decode(m, prompt, 3, 25, &spec);
+        EXPECT_EQ(a, b);
+        EXPECT_EQ(spec.rounds, 24 / 4);
+        EXPECT_DOUBLE_EQ(spec.tokens_per_round(), 4.0);
+        for (int d = 0; d < 3; ++d) EXPECT_EQ(spec.accepted[size_t(d)], spec.drafted[size_t(d)]);
+        for (size_t i = 0; i < a.size(); ++i) {
+            EXPECT_LT(a[i], K) << "token " << i;
+            if (!tied && i > 0) {
+                EXPECT_EQ(a[i], (a[i - 1] + 1) % K) << "the untied map cycles";
+            }
+        }
+        // Margin of the trunk's choice at every generated position.
+        SequenceState s = m.new_state(64, 1);
+        std::vector<int32_t> seq = prompt;
+        seq.insert(seq.end(), a.begin(), a.end() - 1);
+        std::vector<float> logits(seq.size() * size_t(V));
+        m.forward(s, seq.data(), int64_t(seq.size()), {nullptr, logits.data(), int64_t(seq.size())});
+        for (size_t p = prompt.size(); p < seq.size(); ++p) {
+            std::vector<float> row(logits.begin() + int64_t(p) * V, logits.begin() + int64_t(p + 1) * V);
+            std::partial_sort(row.begin(), row.begin() + 2, row.end(), std::greater<float>());
+            EXPECT_GT(row[0] - row[1], 0.03f * std::fabs(row[0])) << "position " << p;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace nextn
