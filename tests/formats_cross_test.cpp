@@ -1,0 +1,135 @@
+// One model, every file format: the HF safetensors checkpoint, llama.cpp's f32 GGUF of it, its
+// Q8_0 GGUF and mlx_lm's 8-bit MLX form (../shared/fixtures). What must hold, and why:
+//  - f32 forms hold the same numbers, so their greedy continuations are identical;
+//  - quantized forms round every weight. These fixture models have random weights and nearly
+//    flat next-token distributions, so rounding moves logits by 2-10 (max |diff| over 64
+//    positions; the goldens in formats_golden_test pin each quantized form to its own
+//    dequantized reference within 5e-4) and free-running greedy output leaves f32's within a
+//    few tokens. Stated tolerance, teacher-forced over prompt + the f32 continuation: the
+//    8-bit forms choose f32's next token at >= 40% of 64 positions (measured 44-92%; a wrong
+//    layout gives ~1/V), 4-bit forms are checked only for MTP == plain;
+//  - whatever the format and wherever its MTP head comes from (inline, GGUF nextn block, MLX
+//    sidecar, separate drafter), greedy MTP decoding equals plain decoding token for token.
+#include <gtest/gtest.h>
+
+#include "golden.h"
+#include "model/qwen35.h"
+#include "spec/mtp_drafter.h"
+#include "spec/speculative_decoder.h"
+
+namespace nextn {
+namespace {
+
+constexpr int kTokens = 64;
+constexpr double kMinAgreement8Bit = 0.40;
+
+std::vector<int32_t> greedy(const Qwen35Model& m, const std::vector<int32_t>& prompt, int depth) {
+    SequenceState state = m.new_state(int64_t(prompt.size()) + kTokens + 8, depth + 1);
+    std::unique_ptr<Drafter> drafter;
+    if (depth > 0) drafter = std::make_unique<MtpDrafter>(m, state);
+    DecodeOptions o;
+    o.max_new_tokens = kTokens;
+    o.draft_depth = depth;
+    std::vector<int32_t> out;
+    generate(m, state, drafter.get(), prompt, o, [&](const EmittedToken& e) {
+        out.push_back(e.id);
+        return true;
+    });
+    return out;
+}
+
+LoadedModel open(const std::string& path, const std::string& draft = "") {
+    ModelOptions o;
+    o.threads = 2;
+    o.draft_model = draft;
+    return load_model(path, o);
+}
+
+// Runs both models over prompt + the f32 continuation in one forward (teacher forcing, so one
+// early difference does not derail the rest) and compares the next-token choice at every
+// continuation position.
+double teacher_forced_agreement(const Qwen35Model& f32, const Qwen35Model& q,
+                          const std::vector<int32_t>& prompt, const std::vector<int32_t>& cont) {
+    std::vector<int32_t> seq = prompt;
+    seq.insert(seq.end(), cont.begin(), cont.end() - 1);
+    const int64_t T = int64_t(seq.size()), V = f32.config().vocab_size, n = int64_t(cont.size());
+    auto logits = [&](const Qwen35Model& m) {
+        std::vector<float> l(size_t(n * V));  // [n, V]: the positions that predict cont
+        SequenceState s = m.new_state(T + 1, 1);
+        m.forward(s, seq.data(), T, {nullptr, l.data(), n});
+        return l;
+    };
+    std::vector<float> a = logits(f32), b = logits(q);
+    float max_diff = 0;
+    int agree = 0;
+    float worst_gap = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const float* la = a.data() + i * V;
+        const float* lb = b.data() + i * V;
+        for (int64_t v = 0; v < V; ++v) max_diff = std::max(max_diff, std::abs(la[v] - lb[v]));
+        const int32_t pa = test::argmax(la, V), pb = test::argmax(lb, V);
+        if (pa == pb) {
+            ++agree;
+        } else {
+            worst_gap = std::max(worst_gap, la[pa] - la[pb]);  // how far from a tie in f32
+        }
+    }
+    printf("    teacher-forced: %d/%lld next-token choices agree, max |logit diff| %.4f, "
+           "largest f32 gap at a disagreement %.4f\n", agree, (long long)n, max_diff, worst_gap);
+    return double(agree) / double(n);
+}
+
+struct Form {
+    std::string name, path, draft;
+    bool quantized;
+    int bits = 32;
+};
+
+void check_model(const std::string& fx, const std::string& model, std::vector<Form> forms) {
+    test::GoldenModel g = test::golden_model(model);
+    LoadedModel hf = open(g.model_dir);
+    for (const char* p : {"p7", "p128"}) {
+        std::vector<int32_t> prompt = test::json_ids(g.index["prompts"][p]["tokens"]);
+        std::vector<int32_t> want = greedy(*hf.model, prompt, 0);
+        for (const Form& f : forms) {
+            SCOPED_TRACE(model + " " + f.name + " " + p);
+            LoadedModel lm = open(fx + "/" + model + "/" + f.path,
+                                  f.draft.empty() ? "" : fx + "/" + model + "/" + f.draft);
+            ASSERT_TRUE(lm.model->has_mtp());
+            std::vector<int32_t> plain = greedy(*lm.model, prompt, 0);
+            if (!f.quantized) {
+                EXPECT_EQ(want, plain);
+            } else {
+                const double agree = teacher_forced_agreement(*hf.model, *lm.model, prompt, want);
+                if (f.bits == 8) {
+                    EXPECT_GE(agree, kMinAgreement8Bit);
+                }
+            }
+            for (int depth : {1, 3}) EXPECT_EQ(plain, greedy(*lm.model, prompt, depth)) << "depth " << depth;
+        }
+    }
+}
+
+TEST(FormatsCross, DenseSameGreedyInEveryFormatAndMtpEqualsPlain) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    check_model(fx, "qwen35-dense-tiny",
+                {{"safetensors", "", "", false},
+                 {"gguf-f32", "model-f32.gguf", "", false},
+                 {"gguf-f32+mtp-gguf", "model-f32.gguf", "mtp-model-bf16.gguf", false},
+                 {"gguf-q8_0", "model-Q8_0.gguf", "", true, 8},
+                 {"mlx-8bit-inline", "mlx-8bit", "", true, 8},
+                 {"mlx-4bit-sidecar", "mlx-4bit", "", true, 4},
+                 {"hf+mlx-drafter", "", "mlx-mtp-drafter", false}});
+}
+
+TEST(FormatsCross, MoeSameGreedyInEveryFormatAndMtpEqualsPlain) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    check_model(fx, "qwen35-moe-tiny",
+                {{"gguf-f32", "model-f32.gguf", "", false},
+                 {"gguf-q8_0", "model-Q8_0.gguf", "", true, 8},
+                 {"mlx-8bit-inline", "mlx-8bit", "", true, 8},
+                 {"mlx-4bit-sidecar", "mlx-4bit", "", true, 4}});
+}
+
+}  // namespace
+}  // namespace nextn
