@@ -1,4 +1,5 @@
 // nextn inspect MODEL: what was found in a checkpoint, without running it.
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -6,6 +7,39 @@
 #include "kernels/kernels.h"
 
 namespace nextn::cli {
+
+namespace {
+
+// The tensor group a canonical name belongs to, for the quantization table (quantizers treat
+// groups differently: MLX keeps routers at 8 bits, llama.cpp's Q4_K_M keeps some FFN downs
+// at Q6_K, norms stay float everywhere).
+std::string tensor_group(const std::string& name) {
+    const bool mtp = name.rfind("mtp.", 0) == 0;
+    const std::string prefix = mtp ? "MTP " : "";
+    auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+    if (name == "embed_tokens.weight") return "embedding";
+    if (name == "lm_head.weight") return "lm head";
+    if (has("norm")) return prefix + "norms";
+    if (has("linear_attn.conv1d") || has("A_log") || has("linear_attn.A") || has("dt_bias"))
+        return "GDN conv, decay";
+    if (has("linear_attn.")) return "GDN projections";
+    if (has("self_attn.")) return prefix + "attention";
+    if (has("mlp.experts.")) return prefix + "routed experts";
+    if (has("mlp.shared_expert_gate")) return prefix + "shared-expert gate";
+    if (has("mlp.shared_expert.")) return prefix + "shared expert";
+    if (has("mlp.gate.weight")) return prefix + "router";
+    if (has("mlp.")) return prefix + "dense FFN";
+    if (mtp && has("fc.")) return "MTP fc";
+    return "other";
+}
+
+std::string tensor_type_label(const RawTensor& t) {
+    if (t.dtype == DType::MLX_AFFINE)
+        return "MLX " + std::to_string(t.bits) + "-bit g" + std::to_string(t.group_size);
+    return dtype_name(t.dtype);
+}
+
+}  // namespace
 
 int cmd_inspect(const std::vector<std::string>& argv) {
     std::vector<FlagSpec> specs = {
@@ -64,7 +98,18 @@ int cmd_inspect(const std::vector<std::string>& argv) {
               << "parameters:      " << params << " (MTP " << mtp_params << ")\n"
               << "tensor types:   ";
     for (const auto& [t, n] : dtype_counts) std::cout << " " << t << " x" << n;
-    std::cout << "\n"
+    std::cout << "\n";
+    // group -> type label -> tensor count
+    std::map<std::string, std::map<std::string, int64_t>> groups;
+    for (const auto& [name, t] : ck.tensors) groups[tensor_group(name)][tensor_type_label(t)]++;
+    std::cout << "quantization by tensor group:\n";
+    for (const auto& [group, types] : groups) {
+        std::string line = "  " + group;
+        line.resize(std::max<size_t>(line.size() + 1, 26), ' ');
+        for (const auto& [label, n] : types) line += " " + label + " x" + std::to_string(n);
+        std::cout << line << "\n";
+    }
+    std::cout
               << "tokenizer:       " << (ck.tokenizer_dir.empty() ? (ck.format == "gguf" ? "GGUF metadata" : "none") : ck.tokenizer_dir + "/tokenizer.json") << "\n"
               << "kernels:         " << kernels().isa << "\n";
     for (const auto& note : ck.notes) std::cout << "note:            " << note << "\n";
