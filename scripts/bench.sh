@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# `make bench`: kernel micro-benchmarks, tokenizer throughput, and the model benchmark.
+# `make bench`: kernel micro-benchmarks, tokenizer throughput, the model benchmark, and a
+# synthetic Qwen3.5-0.8B (real shapes, random weights, q8_0) with a random MTP head (drafts
+# rejected: the cost of speculating for nothing) and a perfect one (every draft accepted: the
+# ceiling of MTP speed-up on this machine).
 set -euo pipefail
 BUILD=${1:-build}
 MODEL=${MODEL:-$( [ -f models/nextn-tiny/config.json ] && echo models/nextn-tiny || echo tests/data/qwen35-dense-tiny )}
@@ -10,3 +13,7 @@ for b in "$BUILD"/*_bench; do
 done
 echo "== nextn bench $MODEL"
 "$BUILD/nextn" bench "$MODEL" --json
+for draft in random perfect; do
+    echo "== nextn bench --synthetic qwen3.5-0.8b --quant q8_0 --draft $draft"
+    "$BUILD/nextn" bench --synthetic qwen3.5-0.8b --quant q8_0 --draft "$draft" --decode-tokens 32 --json
+done

@@ -1,8 +1,13 @@
-// nextn bench MODEL: machine read bandwidth, prefill and plain decode speed, the verify cost
-// curve cost(N)/cost(1) of one trunk forward of width N, and MTP decode at depths 1..4.
+// nextn bench MODEL | --synthetic NAME: machine read bandwidth, prefill and plain decode speed,
+// the verify cost curve cost(N)/cost(1) of one trunk forward of width N, and MTP decode at
+// depths 1..4. Synthetic models (src/model/synthetic.h) give the real shapes without a download,
+// with a random MTP head (the floor of speculation) or a perfect one (its ceiling).
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +15,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "kernels/measure.h"
+#include "model/synthetic.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
 
@@ -42,6 +48,94 @@ double bytes_per_token(const Qwen35Model& m) {
     return total;
 }
 
+// The weight type holding most of the trunk's bytes: what --quant (or the file) really gave.
+WType dominant_weight_type(const ModelWeights& w) {
+    std::map<WType, double> bytes;
+    auto add = [&](const WeightMatrix& x) {
+        if (!x.empty()) bytes[x.type] += double(x.nbytes());
+    };
+    add(w.lm_head);
+    for (const auto& l : w.layers) {
+        for (const WeightMatrix* x : {&l.in_qkv, &l.in_z, &l.out_proj, &l.q_proj, &l.o_proj,
+                                      &l.ffn.gate, &l.ffn.up, &l.ffn.down, &l.ffn.shared_gate,
+                                      &l.ffn.shared_up, &l.ffn.shared_down})
+            add(*x);
+        for (const auto& e : l.ffn.experts) {
+            add(e.gate);
+            add(e.up);
+            add(e.down);
+        }
+    }
+    WType best = WType::F32;
+    double most = -1;
+    for (const auto& [type, b] : bytes)
+        if (b > most) most = b, best = type;
+    return best;
+}
+
+// Progress of a synthetic build on stderr: in place on a terminal, every 25% otherwise.
+std::function<void(size_t, size_t)> build_progress(const std::string& what) {
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    return [what, tty, last = -1](size_t done, size_t total) mutable {
+        if (total == 0) return;
+        const int pct = int(100.0 * double(done) / double(total));
+        const int step = tty ? 1 : 25;
+        if (pct / step == last / step && pct != 100) return;
+        if (pct == last) return;
+        last = pct;
+        std::fprintf(stderr, "%sbuilding %s: %3d%% of %.2f GB%s", tty ? "\r" : "", what.c_str(), pct,
+                     double(total) / 1e9, tty && pct < 100 ? "" : "\n");
+        std::fflush(stderr);
+    };
+}
+
+struct BenchModel {
+    LoadedModel lm;
+    std::string name;   // path, or synthetic:NAME
+    std::string draft;  // synthetic draft variant, or the checkpoint's MTP head source
+};
+
+BenchModel open_bench_model(const Args& a) {
+    const bool synthetic = a.has("synthetic");
+    if (synthetic == (a.positional().size() == 1) || a.positional().size() > 1)
+        throw UsageError("give either MODEL or --synthetic NAME (not both, not neither)");
+    if (!synthetic) {
+        if (a.has("draft")) throw UsageError("--draft applies to --synthetic models only");
+        BenchModel m{load_model(a.positional()[0], model_options_from(a)), a.positional()[0], ""};
+        m.draft = m.lm.model->has_mtp() ? m.lm.checkpoint.mtp_source : "none";
+        return m;
+    }
+    // The draft-head options of real checkpoints do not reach a synthetic model: its draft LM
+    // head is the full LM head, which a perfect head needs to agree with the trunk everywhere.
+    for (const char* flag : {"draft-model", "draft-vocab", "draft-quant", "mtp-input"})
+        if (a.has(flag))
+            throw UsageError(std::string("--") + flag + " does not apply to --synthetic models");
+    ModelOptions mo = model_options_from(a);
+    SyntheticOptions so;
+    so.matrix_type = a.has("quant") ? mo.matrix_type : WType::Q8_0;
+    if (a.has("no-mtp") && a.has("draft")) throw UsageError("--no-mtp and --draft contradict each other");
+    try {
+        so.draft = a.has("no-mtp") ? SyntheticDraft::None
+                                   : parse_synthetic_draft(a.str("draft", "random"));
+    } catch (const Error& e) {
+        throw UsageError(std::string("--draft: ") + e.what());
+    }
+    const std::string name = a.str("synthetic");
+    ModelConfig config;
+    try {
+        config = synthetic_config(name);
+    } catch (const Error& e) {
+        throw UsageError(std::string("--synthetic: ") + e.what());
+    }
+    so.progress = build_progress(name + " (" + wtype_name(so.matrix_type) + ", " +
+                                 synthetic_draft_name(so.draft) + " draft head)");
+    const auto t0 = Clock::now();
+    BenchModel m{load_synthetic_model(config, name, so, mo.threads), "synthetic:" + name,
+                 synthetic_draft_name(so.draft)};
+    std::fprintf(stderr, "built in %.1f s\n", since(t0));
+    return m;
+}
+
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& argv) {
@@ -49,22 +143,33 @@ int cmd_bench(const std::vector<std::string>& argv) {
         {"json", "", false, "print the results as one JSON object"},
         {"prompt-tokens", "", true, "prefill length (default 128)", "N"},
         {"decode-tokens", "", true, "tokens per decode measurement (default 64)", "N"},
+        {"synthetic", "", true,
+         "benchmark a model with random weights and real shapes instead of MODEL: qwen3.5-0.8b, "
+         "qwen3.5-2b, qwen3.5-9b, qwen3.5-35b-a3b (--quant defaults to q8_0 here)",
+         "NAME"},
+        {"draft", "", true,
+         "synthetic MTP head: random (default; drafts almost never accepted), perfect (every "
+         "draft accepted: the ceiling of speculation) or none",
+         "KIND"},
         {"help", "h", false, "show this help"},
     };
     for (auto& x : model_flags()) specs.push_back(x);
     Args a(specs, argv);
-    if (a.has("help") || a.positional().size() != 1) {
-        std::cout << "usage: nextn bench MODEL [options]\n\n"
+    if (a.has("help") || (a.positional().size() != 1 && !a.has("synthetic"))) {
+        std::cout << "usage: nextn bench MODEL [options]\n"
+                  << "       nextn bench --synthetic NAME [--quant TYPE] [--draft random|perfect|none] [options]\n\n"
                   << "Measures read bandwidth, prefill and decode speed, the verify cost curve\n"
-                  << "cost(N)/cost(1) for N = 1..8, and MTP decode at depths 1..4 (greedy).\n\n"
+                  << "cost(N)/cost(1) for N = 1..8, and MTP decode at depths 1..4 (greedy).\n"
+                  << "A synthetic model is built in memory with seeded random weights of the\n"
+                  << "release's shapes (it fails up front when MemAvailable is too small).\n\n"
                   << Args::help_text(specs);
         return a.has("help") ? 0 : 2;
     }
     const int64_t n_prompt = a.integer("prompt-tokens", 128);
     const int64_t n_decode = a.integer("decode-tokens", 64);
     if (n_prompt < 1 || n_decode < 2) throw UsageError("bench: token counts too small");
-    ModelOptions mo = model_options_from(a);
-    LoadedModel lm = load_model(a.positional()[0], mo);
+    BenchModel bm = open_bench_model(a);
+    LoadedModel& lm = bm.lm;
     const Qwen35Model& model = *lm.model;
     const int64_t V = model.config().vocab_size;
     const bool json = a.has("json");
@@ -72,6 +177,11 @@ int cmd_bench(const std::vector<std::string>& argv) {
         if (!json) std::fprintf(stderr, fmt, xs...);
     };
     nlohmann::ordered_json out;
+    const WType quant = dominant_weight_type(model.weights());
+    out["model"] = bm.name;
+    out["quant"] = wtype_name(quant);
+    out["draft"] = bm.draft;
+    say("model: %s, %s weights, MTP head: %s\n", bm.name.c_str(), wtype_name(quant), bm.draft.c_str());
     out["isa"] = kernels().isa;
     out["threads"] = lm.pool->size();
 

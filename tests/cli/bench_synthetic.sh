@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `nextn bench --synthetic`: flag errors exit 2 with one clear line, a model too large for the
+# memory exits 1 before building, and a small end-to-end run reports the model / quant / draft
+# keys with every perfect draft accepted. Usage: bench_synthetic.sh NEXTN_BINARY
+set -u
+NEXTN=$1
+failures=0
+
+# expect CODE PATTERN -- command...
+expect() {
+    local code=$1 pattern=$2
+    shift 3
+    local out rc
+    out=$("$@" 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" -ne "$code" ] || ! grep -qE -- "$pattern" <<<"$out"; then
+        echo "FAIL: $* -> rc=$rc (want $code), stderr: $out (want /$pattern/)"
+        failures=$((failures + 1))
+    fi
+}
+
+expect 2 "either MODEL or --synthetic" -- "$NEXTN" bench tests/data/qwen35-dense-tiny --synthetic qwen3.5-0.8b
+expect 2 "unknown synthetic model 'qwen9'.*qwen3.5-0.8b, qwen3.5-2b, qwen3.5-9b, qwen3.5-35b-a3b" -- "$NEXTN" bench --synthetic qwen9
+expect 2 "--draft: unknown draft variant 'great'" -- "$NEXTN" bench --synthetic qwen3.5-0.8b --draft great
+expect 2 "--draft applies to --synthetic" -- "$NEXTN" bench tests/data/qwen35-dense-tiny --draft perfect
+expect 2 "--draft-model does not apply" -- "$NEXTN" bench --synthetic qwen3.5-0.8b --draft-model x
+expect 2 "--no-mtp and --draft contradict" -- "$NEXTN" bench --synthetic qwen3.5-0.8b --no-mtp --draft perfect
+expect 2 "quant" -- "$NEXTN" bench --synthetic qwen3.5-0.8b --quant q3
+
+# 142 GB of f32 weights: refused up front (unless this machine really has that much free).
+avail_kb=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
+if [ "${avail_kb:-0}" -gt 0 ] && [ "$avail_kb" -lt 140000000 ]; then
+    expect 1 "synthetic qwen3.5-35b-a3b with f32 weights needs [0-9.]+ GB of memory but only [0-9.]+ GB is available" -- \
+        "$NEXTN" bench --synthetic qwen3.5-35b-a3b --quant f32
+fi
+
+# End to end, kept short (q4 weights, 4 prompt tokens, 9 tokens per decode): the JSON keys, and
+# the perfect head's first drafts accepted in every round at every depth.
+out=$("$NEXTN" bench --synthetic qwen3.5-0.8b --quant q4 --draft perfect --prompt-tokens 4 \
+      --decode-tokens 9 --threads 2 --json 2>/dev/null)
+rc=$?
+if [ "$rc" -ne 0 ]; then
+    echo "FAIL: synthetic perfect bench exited $rc"
+    failures=$((failures + 1))
+elif ! python3 - "$out" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["model"] == "synthetic:qwen3.5-0.8b", r["model"]
+assert r["quant"] == "q4_0", r["quant"]
+assert r["draft"] == "perfect", r["draft"]
+for k in ("isa", "threads", "prefill_tok_s", "decode_tok_s", "verify_cost", "bandwidth_gbs", "bandwidth_pct"):
+    assert k in r, k
+assert [m["depth"] for m in r["mtp"]] == [1, 2, 3, 4]
+for m in r["mtp"]:
+    assert m["acceptance_d1"] == 1.0, m
+PY
+then
+    echo "FAIL: synthetic perfect bench JSON: $out"
+    failures=$((failures + 1))
+fi
+
+[ "$failures" -eq 0 ] && echo "bench_synthetic: all passed"
+exit $((failures > 0))
