@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ostream>
 
 #include "golden.h"
 #include "model/synthetic.h"
@@ -18,6 +19,8 @@ struct Case {
     std::string model;
     WType type;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model << " " << wtype_name(c.type); }
 
 struct Built {
     Checkpoint checkpoint;
