@@ -14,6 +14,16 @@ namespace {
 constexpr int kMaxDims = 4;          // GGML_MAX_DIMS
 constexpr int kMaxArrayDepth = 4;    // arrays of arrays of ...: deeper is not a real file
 constexpr uint64_t kMaxKeyLength = 65535;
+// Largest metadata array accepted. Real files' largest are tokenizer tables (~250k entries); an
+// element in memory (int64, double, std::string) is up to 32x its smallest size on disk, so
+// without a limit a corrupt count in a multi-GB file could claim gigabytes.
+constexpr uint64_t kMaxArrayLength = uint64_t(1) << 24;
+// Counts are only checked against the bytes left, which in a big file leaves room for a corrupt
+// count far beyond what the metadata holds: reserve at most this many entries up front and let
+// the vectors grow as entries are actually read.
+constexpr uint64_t kMaxReserve = 4096;
+
+size_t reserve_for(uint64_t count) { return size_t(std::min(count, kMaxReserve)); }
 
 // Bounds-checked little-endian reader over the mapped header.
 class Cursor {
@@ -120,16 +130,19 @@ void read_value(Cursor& c, const std::string& path, GgufType type, GgufValue& v,
     if (v.count > c.remaining() / scalar_size(v.elem_type))
         fail(path, ": metadata array '", key, "' claims ", v.count, " elements but only ",
              c.remaining(), " bytes remain");
+    if (v.count > kMaxArrayLength)
+        fail(path, ": metadata array '", key, "' claims an implausible ", v.count,
+             " elements (limit ", kMaxArrayLength, ")");
     const std::string what = "element of '" + key + "'";
     switch (v.elem_type) {
         case GgufType::STRING:
-            v.strings.reserve(size_t(v.count));
+            v.strings.reserve(reserve_for(v.count));
             for (uint64_t i = 0; i < v.count; ++i)
                 v.strings.push_back(c.read_string(what, c.remaining()));
             break;
         case GgufType::F32:
         case GgufType::F64: {
-            v.numbers.reserve(size_t(v.count));
+            v.numbers.reserve(reserve_for(v.count));
             GgufValue e;
             for (uint64_t i = 0; i < v.count; ++i) {
                 read_scalar(c, v.elem_type, e, what);
@@ -143,7 +156,7 @@ void read_value(Cursor& c, const std::string& path, GgufType type, GgufValue& v,
             break;
         }
         default: {
-            v.integers.reserve(size_t(v.count));
+            v.integers.reserve(reserve_for(v.count));
             GgufValue e;
             for (uint64_t i = 0; i < v.count; ++i) {
                 read_scalar(c, v.elem_type, e, what);
@@ -240,11 +253,17 @@ bool GgufFile::get_bool(const std::string& key, bool fallback) const {
 }
 
 GgufFile read_gguf(const std::string& path) {
+    std::shared_ptr<MappedFile> file = MappedFile::open(path);
+    GgufFile g = parse_gguf(std::span<const uint8_t>(file->data(), file->size()), path);
+    g.file = std::move(file);
+    return g;
+}
+
+GgufFile parse_gguf(std::span<const uint8_t> bytes, const std::string& path) {
     GgufFile g;
     g.path = path;
-    g.file = MappedFile::open(path);
-    const uint8_t* base = g.file->data();
-    const size_t size = g.file->size();
+    const uint8_t* base = bytes.data();
+    const size_t size = bytes.size();
     Cursor c(path, base, size);
 
     if (size < 4 || std::memcmp(base, "GGUF", 4) != 0) fail(path, ": not a GGUF file (bad magic)");
@@ -285,7 +304,7 @@ GgufFile read_gguf(const std::string& path) {
         g.alignment = uint64_t(a->integer);
     }
 
-    g.tensors.reserve(size_t(n_tensors));
+    g.tensors.reserve(reserve_for(n_tensors));
     for (uint64_t i = 0; i < n_tensors; ++i) {
         GgufTensorInfo t;
         t.name = c.read_string("tensor name #" + std::to_string(i), kMaxKeyLength);
@@ -324,7 +343,7 @@ GgufFile read_gguf(const std::string& path) {
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     for (auto& t : g.tensors) {
         if (t.offset > data_size || t.nbytes > data_size - t.offset)
-            fail(path, ": tensor '", t.name, "' data [", t.offset, ", ", t.offset + t.nbytes,
+            fail(path, ": tensor '", t.name, "' data (", t.nbytes, " bytes at offset ", t.offset,
                  ") runs past the end of the file (data section holds ", data_size, " bytes)");
         t.data = base + data_start + t.offset;
         ranges.emplace_back(t.offset, t.offset + t.nbytes);

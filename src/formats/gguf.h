@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -81,5 +82,10 @@ struct GgufFile {
 };
 
 GgufFile read_gguf(const std::string& path);
+
+// Parses GGUF bytes already in memory; `name` stands for the file in error messages. Tensor
+// data points into `bytes`, which must outlive the result (read_gguf keeps its map in `file`;
+// here `file` stays empty). The fuzzers and corruption tests come in through this door.
+GgufFile parse_gguf(std::span<const uint8_t> bytes, const std::string& name);
 
 }  // namespace nextn

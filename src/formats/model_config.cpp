@@ -1,5 +1,8 @@
 #include "formats/model_config.h"
 
+#include <cmath>
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -36,6 +39,34 @@ double optional_number(const nlohmann::json& obj, const char* key, double fallba
     return it->get<double>();
 }
 
+// An integer field stored in an int: a value outside int's range fails instead of wrapping to a
+// plausible-looking small (or negative) number.
+int to_int(int64_t v, const char* key, const std::string& origin) {
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+        fail(origin, ": field '", key, "' value ", v, " is out of range");
+    return int(v);
+}
+
+int require_int32(const nlohmann::json& obj, const char* key, const std::string& origin) {
+    return to_int(require_int(obj, key, origin), key, origin);
+}
+
+int optional_int32(const nlohmann::json& obj, const char* key, int fallback, const std::string& origin) {
+    return to_int(optional_int(obj, key, fallback, origin), key, origin);
+}
+
+// Upper limits far above any real Qwen3.5 / 3.6 model (hidden 8192, 256k vocabulary, 512
+// experts, 94 layers), low enough that the products the loader and model form from them (vocab x
+// hidden, experts x ffn x hidden, heads x head_dim) stay far from int64 overflow and that a
+// corrupt value fails here instead of as a huge allocation later.
+constexpr int64_t kMaxVocab = int64_t(1) << 24;
+constexpr int64_t kMaxWidth = int64_t(1) << 20;  // hidden and FFN widths
+constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxHeads = 4096;
+constexpr int64_t kMaxHeadDim = int64_t(1) << 14;
+constexpr int64_t kMaxExperts = int64_t(1) << 14;
+constexpr int64_t kMaxConvKernel = 64;
+
 std::string model_type_of(const nlohmann::json& root) {
     auto it = root.find("model_type");
     if (it != root.end() && it->is_string()) return it->get<std::string>();
@@ -59,6 +90,36 @@ void ModelConfig::validate(const std::string& origin) const {
     positive(gdn_k_dim, "linear_key_head_dim");
     positive(gdn_v_dim, "linear_value_head_dim");
     positive(conv_kernel, "linear_conv_kernel_dim");
+    auto at_most = [&](int64_t v, int64_t limit, const char* name) {
+        if (v > limit) fail(origin, ": '", name, "' ", v, " is implausibly large (limit ", limit, ")");
+    };
+    at_most(vocab_size, kMaxVocab, "vocab_size");
+    at_most(hidden_size, kMaxWidth, "hidden_size");
+    at_most(n_layers, kMaxLayers, "num_hidden_layers");
+    at_most(n_q_heads, kMaxHeads, "num_attention_heads");
+    at_most(n_kv_heads, kMaxHeads, "num_key_value_heads");
+    at_most(head_dim, kMaxHeadDim, "head_dim");
+    at_most(gdn_k_heads, kMaxHeads, "linear_num_key_heads");
+    at_most(gdn_v_heads, kMaxHeads, "linear_num_value_heads");
+    at_most(gdn_k_dim, kMaxHeadDim, "linear_key_head_dim");
+    at_most(gdn_v_dim, kMaxHeadDim, "linear_value_head_dim");
+    at_most(conv_kernel, kMaxConvKernel, "linear_conv_kernel_dim");
+    at_most(ffn_size, kMaxWidth, "intermediate_size");
+    at_most(expert_ffn_size, kMaxWidth, "moe_intermediate_size");
+    at_most(shared_expert_ffn_size, kMaxWidth, "shared_expert_intermediate_size");
+    at_most(n_experts, kMaxExperts, "num_experts");
+    at_most(mtp_layers, kMaxLayers, "mtp_num_hidden_layers");
+    if (mtp_layers < 0) fail(origin, ": 'mtp_num_hidden_layers' must not be negative (got ", mtp_layers, ")");
+    if (shared_expert_ffn_size < 0)
+        fail(origin, ": 'shared_expert_intermediate_size' must not be negative (got ",
+             shared_expert_ffn_size, ")");
+    if (max_positions < 0)
+        fail(origin, ": 'max_position_embeddings' must not be negative (got ", max_positions, ")");
+    // Written as negations so that NaN fails too.
+    if (!(rope_theta > 0) || !std::isfinite(rope_theta))
+        fail(origin, ": rope_theta must be positive and finite (got ", rope_theta, ")");
+    if (!(rms_eps > 0) || !(rms_eps < 1))
+        fail(origin, ": rms_norm_eps must lie in (0, 1) (got ", rms_eps, ")");
     if (n_q_heads % n_kv_heads != 0)
         fail(origin, ": num_attention_heads ", n_q_heads, " is not a multiple of num_key_value_heads ",
              n_kv_heads);
@@ -99,19 +160,27 @@ ModelConfig parse_hf_config(const nlohmann::json& root, const std::string& origi
     c.moe = c.architecture == "qwen3_5_moe";
     c.vocab_size = require_int(text, "vocab_size", origin);
     c.hidden_size = require_int(text, "hidden_size", origin);
-    c.n_layers = int(require_int(text, "num_hidden_layers", origin));
-    c.n_q_heads = int(require_int(text, "num_attention_heads", origin));
-    c.n_kv_heads = int(require_int(text, "num_key_value_heads", origin));
-    c.head_dim = int(optional_int(text, "head_dim", c.n_q_heads ? c.hidden_size / c.n_q_heads : 0,
-                                  origin));
-    c.gdn_k_heads = int(require_int(text, "linear_num_key_heads", origin));
-    c.gdn_v_heads = int(require_int(text, "linear_num_value_heads", origin));
-    c.gdn_k_dim = int(require_int(text, "linear_key_head_dim", origin));
-    c.gdn_v_dim = int(require_int(text, "linear_value_head_dim", origin));
-    c.conv_kernel = int(optional_int(text, "linear_conv_kernel_dim", 4, origin));
-    c.rms_eps = float(optional_number(text, "rms_norm_eps", 1e-6, origin));
+    c.n_layers = require_int32(text, "num_hidden_layers", origin);
+    // Checked here, before the layer loop below runs that many times.
+    if (c.n_layers <= 0 || c.n_layers > kMaxLayers)
+        fail(origin, ": 'num_hidden_layers' must lie in 1..", kMaxLayers, " (got ", c.n_layers, ")");
+    c.n_q_heads = require_int32(text, "num_attention_heads", origin);
+    c.n_kv_heads = require_int32(text, "num_key_value_heads", origin);
+    // The default divides by the head count: only a positive one (INT64_MIN / -1 traps).
+    const int64_t default_head_dim = c.n_q_heads > 0 ? c.hidden_size / c.n_q_heads : 0;
+    c.head_dim = to_int(optional_int(text, "head_dim", default_head_dim, origin), "head_dim", origin);
+    c.gdn_k_heads = require_int32(text, "linear_num_key_heads", origin);
+    c.gdn_v_heads = require_int32(text, "linear_num_value_heads", origin);
+    c.gdn_k_dim = require_int32(text, "linear_key_head_dim", origin);
+    c.gdn_v_dim = require_int32(text, "linear_value_head_dim", origin);
+    c.conv_kernel = optional_int32(text, "linear_conv_kernel_dim", 4, origin);
+    // Range-checked as a double: converting one outside float's range is undefined.
+    const double rms_eps = optional_number(text, "rms_norm_eps", 1e-6, origin);
+    if (!(rms_eps > 0) || !(rms_eps < 1))
+        fail(origin, ": rms_norm_eps must lie in (0, 1) (got ", rms_eps, ")");
+    c.rms_eps = float(rms_eps);
     c.max_positions = optional_int(text, "max_position_embeddings", 262144, origin);
-    c.mtp_layers = int(optional_int(text, "mtp_num_hidden_layers", 0, origin));
+    c.mtp_layers = optional_int32(text, "mtp_num_hidden_layers", 0, origin);
 
     // RoPE: rope_parameters (new) or top-level rope_theta / partial_rotary_factor (older exports).
     double theta = optional_number(text, "rope_theta", 1e7, origin);
@@ -121,6 +190,9 @@ ModelConfig parse_hf_config(const nlohmann::json& root, const std::string& origi
         partial = optional_number(*it, "partial_rotary_factor", partial, origin);
     }
     c.rope_theta = theta;
+    // Checked before the product is converted to int: an out-of-range double -> int is undefined.
+    if (!(partial >= 0) || !(partial <= 1))
+        fail(origin, ": partial_rotary_factor must lie in [0, 1] (got ", partial, ")");
     c.rotary_dims = int(double(c.head_dim) * partial);
 
     // Layer types: explicit list, else every full_attention_interval-th layer is attention.
@@ -143,8 +215,8 @@ ModelConfig parse_hf_config(const nlohmann::json& root, const std::string& origi
     }
 
     if (c.moe) {
-        c.n_experts = int(require_int(text, "num_experts", origin));
-        c.n_experts_used = int(require_int(text, "num_experts_per_tok", origin));
+        c.n_experts = require_int32(text, "num_experts", origin);
+        c.n_experts_used = require_int32(text, "num_experts_per_tok", origin);
         c.expert_ffn_size = require_int(text, "moe_intermediate_size", origin);
         c.shared_expert_ffn_size = optional_int(text, "shared_expert_intermediate_size", 0, origin);
     } else {
@@ -163,14 +235,26 @@ ModelConfig parse_hf_config(const nlohmann::json& root, const std::string& origi
     for (const nlohmann::json* src : {&text, &root}) {
         auto it = src->find("eos_token_id");
         if (it == src->end()) continue;
-        if (it->is_number_integer()) c.eos_token_ids.push_back(it->get<int>());
+        if (it->is_number_integer())
+            c.eos_token_ids.push_back(to_int(it->get<int64_t>(), "eos_token_id", origin));
         if (it->is_array())
             for (const auto& v : *it)
-                if (v.is_number_integer()) c.eos_token_ids.push_back(v.get<int>());
+                if (v.is_number_integer())
+                    c.eos_token_ids.push_back(to_int(v.get<int64_t>(), "eos_token_id", origin));
         if (!c.eos_token_ids.empty()) break;
     }
     c.validate(origin);
     return c;
+}
+
+ModelConfig parse_hf_config_text(std::string_view json_text, const std::string& origin) {
+    nlohmann::json root;
+    try {
+        root = nlohmann::json::parse(json_text);
+    } catch (const nlohmann::json::exception& e) {
+        fail(origin, ": not valid JSON: ", e.what());
+    }
+    return parse_hf_config(root, origin);
 }
 
 }  // namespace nextn

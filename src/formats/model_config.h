@@ -2,6 +2,7 @@
 // Hyper-parameters of a Qwen3.5 / Qwen3.6 text model (dense or MoE), whatever file they came from.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -54,5 +55,8 @@ struct ModelConfig {
 // `origin` names the file in error messages. Unsupported architectures fail with
 // "unsupported architecture '<name>' (supported: qwen3_5, qwen3_5_moe)".
 ModelConfig parse_hf_config(const nlohmann::json& root, const std::string& origin);
+
+// The same from config.json text; malformed JSON fails as a nextn::Error naming `origin`.
+ModelConfig parse_hf_config_text(std::string_view json_text, const std::string& origin);
 
 }  // namespace nextn

@@ -27,10 +27,16 @@ bool parse_dtype(const std::string& s, DType* out, size_t* elem_size) {
 }  // namespace
 
 SafetensorsFile read_safetensors(const std::string& path) {
+    std::shared_ptr<MappedFile> file = MappedFile::open(path);
+    SafetensorsFile st = parse_safetensors(std::span<const uint8_t>(file->data(), file->size()), path);
+    st.file = std::move(file);
+    return st;
+}
+
+SafetensorsFile parse_safetensors(std::span<const uint8_t> bytes, const std::string& path) {
     SafetensorsFile st;
-    st.file = MappedFile::open(path);
-    const uint8_t* base = st.file->data();
-    const size_t size = st.file->size();
+    const uint8_t* base = bytes.data();
+    const size_t size = bytes.size();
     if (size < 8) fail(path, ": truncated safetensors file (", size, " bytes, no header length)");
     uint64_t header_len = 0;
     for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | base[i];
@@ -66,9 +72,14 @@ SafetensorsFile read_safetensors(const std::string& path) {
         t.name = name;
         t.file = path;
         size_t elem_size = 0;
-        if (!dt.is_string() || !parse_dtype(dt.get<std::string>(), &t.dtype, &elem_size))
-            fail(path, ": tensor '", name, "' has unsupported dtype ", dt.dump(),
-                 " (supported: F32, F16, BF16, U32, I32)");
+        // Not dt.dump(): it recurses once per nesting level, and a hostile header can nest a
+        // million arrays deep (the parser itself and the destructor do not recurse).
+        if (!dt.is_string())
+            fail(path, ": tensor '", name, "' has a dtype that is ", dt.type_name(),
+                 ", not a string");
+        if (!parse_dtype(dt.get<std::string>(), &t.dtype, &elem_size))
+            fail(path, ": tensor '", name, "' has unsupported dtype '", dt.get<std::string>(),
+                 "' (supported: F32, F16, BF16, U32, I32)");
         if (!shape.is_array() || shape.size() > 8) fail(path, ": tensor '", name, "' has a bad shape");
         uint64_t numel = 1;
         for (const auto& d : shape) {

@@ -4,6 +4,7 @@
 // tensor is handed out.
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ struct SafetensorsFile {
 };
 
 SafetensorsFile read_safetensors(const std::string& path);
+
+// Parses safetensors bytes already in memory; `name` stands for the file in messages and in
+// each RawTensor::file. Tensor data points into `bytes`, which must outlive the result (`file`
+// stays empty; read_safetensors keeps its map there).
+SafetensorsFile parse_safetensors(std::span<const uint8_t> bytes, const std::string& name);
 
 // A directory's weights: model.safetensors.index.json (sharded) if present, else every
 // model*.safetensors file in it. Tensor names must be unique across shards.
