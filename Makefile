@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 MODEL ?= $(if $(wildcard models/nextn-tiny/config.json),models/nextn-tiny,tests/data/qwen35-dense-tiny)
 
-.PHONY: all deps build run test bench clean
+.PHONY: all deps build run test bench fuzz clean
 
 all: build
 
@@ -22,6 +22,12 @@ test: build
 
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)
+
+# The file-reader fuzzers for FUZZ_SECONDS each; the clang build in $(BUILD_DIR)/fuzz is the one
+# make test uses for its few-second run.
+FUZZ_SECONDS ?= 120
+fuzz:
+	@bash scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD_DIR)/fuzz
 
 clean:
 	rm -rf $(BUILD_DIR)

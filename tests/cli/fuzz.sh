@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# A brief libFuzzer run of the GGUF, safetensors and config.json readers (fuzz/, scripts/fuzz.sh):
+# NEXTN_FUZZ_SECONDS per target (default 5) from the committed seeds. The clang build goes beside
+# the nextn binary (BUILD/fuzz) so it is reused between runs. `make fuzz` runs longer.
+# Exits 77 (SKIPPED) when clang / libFuzzer are missing. Usage: fuzz.sh NEXTN_BINARY
+set -u
+BUILD=$(cd "$(dirname "$1")" && pwd)/fuzz
+exec bash "$(dirname "$0")/../../scripts/fuzz.sh" "${NEXTN_FUZZ_SECONDS:-5}" "$BUILD"
