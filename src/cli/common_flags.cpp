@@ -9,8 +9,13 @@ std::vector<FlagSpec> model_flags() {
         {"no-mtp", "", false, "ignore the MTP head: plain decoding"},
         {"draft-model", "", true, "separate MTP drafter checkpoint (qwen3_5_mtp, MTP-only GGUF)",
          "PATH"},
-        {"quant", "", true, "weight type for f32/bf16 checkpoints: f32 (default), bf16, q8_0, q4",
+        {"quant", "", true,
+         "convert every weight matrix at load: native (default: keep the file's type where a "
+         "kernel reads it, else f32), f32, bf16, q8_0, q4",
          "TYPE"},
+        {"f32-activations", "", false,
+         "multiply q8_0 weights with f32 activations, not int8-quantized ones (slower; the "
+         "arithmetic of a dequantized-f32 reference)"},
         {"mtp-input", "", true,
          "hidden state the MTP head reads: post-norm (default; vLLM, llama.cpp) or pre-norm "
          "(MLX PR 990)",
@@ -46,8 +51,11 @@ ModelOptions model_options_from(const Args& a) {
     if (o.threads < 0 || o.threads > 1024) throw UsageError("--threads must be between 0 and 1024");
     o.load_mtp = !a.has("no-mtp");
     o.draft_model = a.str("draft-model");
-    std::string q = a.str("quant", "f32");
-    if (q == "f32") {
+    std::string q = a.str("quant", "native");
+    o.int8_activations = !a.has("f32-activations");
+    if (q == "native") {
+        o.matrix_type = WType::Native;
+    } else if (q == "f32") {
         o.matrix_type = WType::F32;
     } else if (q == "bf16") {
         o.matrix_type = WType::BF16;
@@ -56,7 +64,7 @@ ModelOptions model_options_from(const Args& a) {
     } else if (q == "q4" || q == "q4_0") {
         o.matrix_type = WType::Q4_0;
     } else {
-        throw UsageError("--quant: unknown type '" + q + "' (supported: f32, bf16, q8_0, q4)");
+        throw UsageError("--quant: unknown type '" + q + "' (supported: native, f32, bf16, q8_0, q4)");
     }
     try {
         o.mtp_input = parse_mtp_input(a.str("mtp-input", "post-norm"));

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
 #include "kernels/x86/x86_kernels.h"
@@ -26,6 +27,7 @@ const KernelTable* scalar_table() {
         KernelTable t;
         t.isa = "scalar";
         t.gemm_rows = ref::gemm_rows;
+        t.gemm_q8p_rows = ref::gemm_q8p_rows;
         t.rmsnorm = ref::rmsnorm;
         t.l2norm = ref::l2norm;
         t.silu = ref::silu;
@@ -46,6 +48,7 @@ const KernelTable* avx2_table() {
         KernelTable t;
         t.isa = "avx2";
         t.gemm_rows = avx2::gemm_rows;
+        t.gemm_q8p_rows = ref::gemm_q8p_rows;  // correct but slow: AVX2 never repacks to q8_0p
         t.rmsnorm = avx2::rmsnorm;
         t.l2norm = avx2::l2norm;
         t.silu = avx2::silu;
@@ -65,6 +68,8 @@ const KernelTable* avx512_table() {
         KernelTable t;
         t.isa = "avx512";
         t.gemm_rows = avx512::gemm_rows;
+        t.gemm_q8p_rows = avx512::gemm_q8p_rows;
+        t.int8_dot_fast = true;
         t.rmsnorm = avx512::rmsnorm;
         t.l2norm = avx512::l2norm;
         t.silu = avx512::silu;
@@ -159,6 +164,22 @@ void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t
     const int64_t n_blocks = (w.rows + block - 1) / block;
     // Below ~64 KiB of f32-equivalent weights a wake-up of the other threads costs more than
     // the work; the result is the same bits either way (rows never depend on the split).
+    if (w.type == WType::Q8_0P) {
+        // Activations are quantized once per call, by the calling thread, into its own scratch
+        // (thread_local: reused across calls, so decode does not allocate after warm-up).
+        thread_local QuantizedColumns scratch;
+        // A plain reference: inside the lambda, `scratch` would name the worker's own copy.
+        QuantizedColumns& quantized = scratch;
+        quantize_columns(x, n, w.cols, quantized);
+        if (w.rows * w.cols < kMinParallelWeights) {
+            k.gemm_q8p_rows(w, quantized, y, w.rows, 0, w.rows);
+            return;
+        }
+        pool.run(n_blocks, [&](int64_t b0, int64_t b1) {
+            k.gemm_q8p_rows(w, quantized, y, w.rows, b0 * block, std::min(b1 * block, w.rows));
+        });
+        return;
+    }
     if (w.rows * w.cols < kMinParallelWeights) {
         k.gemm_rows(w, x, n, y, w.rows, 0, w.rows);
         return;

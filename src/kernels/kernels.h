@@ -20,6 +20,7 @@
 namespace nextn {
 
 class ThreadPool;
+struct QuantizedColumns;
 
 struct KernelTable {
     const char* isa = "scalar";
@@ -30,6 +31,13 @@ struct KernelTable {
     // group of up to 6 (avx512) / 4 (avx2) columns.
     void (*gemm_rows)(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                       int64_t r0, int64_t r1) = nullptr;
+
+    // Q8_0P weights times int8-quantized activations (kernels/int8_dot.h) for rows [r0, r1):
+    // y[j, r], y: [n, ldy]. Bit-identical to ref::gemm_q8p_rows. `int8_dot_fast` says whether
+    // this table has a native int8 dot product (only then are Q8_0 weights repacked at load).
+    void (*gemm_q8p_rows)(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                          int64_t r0, int64_t r1) = nullptr;
+    bool int8_dot_fast = false;
 
     // y[i, :] = x[i, :] * rsqrt(mean(x[i, :]^2) + eps) * w     x, y: [n_rows, d]; w: [d]
     // (y may equal x.)

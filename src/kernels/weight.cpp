@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "formats/dequant.h"
+#include "kernels/int8_dot.h"
 #include "kernels/quant.h"
 
 namespace nextn {
@@ -20,6 +21,7 @@ const char* wtype_name(WType t) {
         case WType::Q8_0: return "q8_0";
         case WType::Q4_0: return "q4_0";
         case WType::Q4_1: return "q4_1";
+        case WType::Q8_0P: return "q8_0 (int8-dot layout)";
         case WType::Native: return "native";
     }
     return "?";
@@ -48,6 +50,8 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
             return cols % kQuantBlock ? 0 : size_t(cols / kQuantBlock) * sizeof(BlockQ4_0);
         case WType::Q4_1:
             return cols % kQuantBlock ? 0 : size_t(cols / kQuantBlock) * sizeof(BlockQ4_1);
+        case WType::Q8_0P:
+            return cols % kQuantBlock ? 0 : size_t((cols + kQ8PairValues - 1) / kQ8PairValues) * kQ8PairBytes;
         case WType::Native: return 0;
     }
     return 0;
@@ -120,6 +124,7 @@ void encode_rows(const float* values, WeightMatrix& w) {
             case WType::Q4_1:
                 quantize_row_q4_1(x, w.cols, reinterpret_cast<BlockQ4_1*>(dst));
                 break;
+            case WType::Q8_0P: fail("encode_rows: q8_0p is made by repack_q8_0_pairs");
             case WType::Native: fail("encode_rows: Native is not a storage type");
         }
     }
@@ -177,6 +182,10 @@ std::vector<float> tensor_to_f32(const RawTensor& t) {
 }
 
 WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target) {
+    if (target == WType::Q8_0P) {
+        WeightMatrix q = make_weight(t, rows, cols, WType::Q8_0);
+        return q.type == WType::Q8_0 ? repack_q8_0_pairs(q) : q;
+    }
     if (rows <= 0 || cols <= 0 || t.numel() != rows * cols)
         fail(t.file, ": tensor '", t.name, "' has shape ", t.shape_str(), ", expected [", rows,
              ", ", cols, "]");
@@ -199,6 +208,10 @@ WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType t
 
 WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target) {
     if (rows <= 0 || cols <= 0) fail("make_weight_f32: bad shape [", rows, ", ", cols, "]");
+    if (target == WType::Q8_0P) {
+        WeightMatrix q = make_weight_f32(values, rows, cols, WType::Q8_0);
+        return q.type == WType::Q8_0 ? repack_q8_0_pairs(q) : q;
+    }
     WeightMatrix w = allocate(resolve_target(target, DType::F32, cols), rows, cols);
     encode_rows(values, w);
     return w;
@@ -233,6 +246,7 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         case WType::Q4_1:
             dequantize_row_q4_1(reinterpret_cast<const BlockQ4_1*>(src), w.cols, out);
             return;
+        case WType::Q8_0P: q8_0p_row_f32(w, row, out); return;
         case WType::Native: break;
     }
     fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));

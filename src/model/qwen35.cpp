@@ -195,6 +195,26 @@ void Qwen35Model::mtp_forward(SequenceState& state, const float* hidden, const i
         matmul(kernels_, draft_lm_head_, x + (T - out.n_logits) * H, out.n_logits, out.logits, pool_);
 }
 
+void configure_draft_head(Qwen35Model& model, const ModelOptions& options) {
+    model.set_mtp_input(options.mtp_input);
+    if (!model.has_mtp()) return;
+    const ModelWeights& w = model.weights();
+    int64_t vocab = options.draft_vocab;
+    if (vocab < 0) vocab = w.lm_head.rows > kAutoDraftVocab ? kAutoDraftVocab : 0;
+    WType type = WType::Native;
+    if (options.draft_head_type) {
+        type = *options.draft_head_type;
+    } else {
+        const WType t = w.lm_head.type;
+        const bool float_head = t == WType::F32 || t == WType::BF16 || t == WType::F16;
+        if (float_head && wtype_row_bytes(WType::Q8_0, w.lm_head.cols) != 0) type = WType::Q8_0;
+    }
+    BindOptions bo;
+    bo.int8_activations = options.int8_activations;
+    if (type == WType::Q8_0) type = q8_storage_type(bo);
+    model.set_draft_head(vocab, type);
+}
+
 LoadedModel load_model(const std::string& path, const ModelOptions& options) {
     LoadedModel lm;
     LoadOptions lo;
@@ -205,24 +225,11 @@ LoadedModel load_model(const std::string& path, const ModelOptions& options) {
     BindOptions bo;
     bo.load_mtp = options.load_mtp;
     bo.matrix_type = options.matrix_type;
+    bo.int8_activations = options.int8_activations;
     ModelWeights w = bind_weights(lm.checkpoint, bo);
     lm.pool = std::make_unique<ThreadPool>(options.threads);
     lm.model = std::make_unique<Qwen35Model>(lm.checkpoint.config, std::move(w), *lm.pool);
-    lm.model->set_mtp_input(options.mtp_input);
-    if (lm.model->has_mtp()) {
-        const ModelWeights& w = lm.model->weights();
-        int64_t vocab = options.draft_vocab;
-        if (vocab < 0) vocab = w.lm_head.rows > kAutoDraftVocab ? kAutoDraftVocab : 0;
-        WType type = WType::Native;
-        if (options.draft_head_type) {
-            type = *options.draft_head_type;
-        } else {
-            const WType t = w.lm_head.type;
-            const bool float_head = t == WType::F32 || t == WType::BF16 || t == WType::F16;
-            if (float_head && wtype_row_bytes(WType::Q8_0, w.lm_head.cols) != 0) type = WType::Q8_0;
-        }
-        lm.model->set_draft_head(vocab, type);
-    }
+    configure_draft_head(*lm.model, options);
     return lm;
 }
 

@@ -102,7 +102,8 @@ struct ModelOptions {
     int threads = 0;          // 0: one per core
     bool load_mtp = true;
     std::string draft_model;  // --draft-model
-    WType matrix_type = WType::F32;
+    WType matrix_type = WType::Native;  // --quant (see BindOptions)
+    bool int8_activations = true;        // see BindOptions
     MtpInput mtp_input = MtpInput::PostNorm;
     // Draft LM head (Qwen35Model::set_draft_head). The defaults keep the exact full head;
     // the CLI defaults to auto. draft_vocab: 0 = whole vocabulary, -1 = auto (kAutoDraftVocab
@@ -118,6 +119,10 @@ struct LoadedModel {
     std::unique_ptr<ThreadPool> pool;
     std::unique_ptr<Qwen35Model> model;
 };
+
+// Applies options.mtp_input and the draft LM head options (draft_vocab, draft_head_type,
+// int8_activations) to a built model; load_model calls it, synthetic models too.
+void configure_draft_head(Qwen35Model& model, const ModelOptions& options);
 
 // The architecture registry: opens any supported checkpoint and builds its model.
 LoadedModel load_model(const std::string& path, const ModelOptions& options);

@@ -1,5 +1,7 @@
 #include "model/synthetic.h"
 
+#include "kernels/int8_dot.h"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -100,6 +102,7 @@ void encode_row(const float* x, int64_t cols, WType type, uint8_t* dst) {
         case WType::Q8_0: quantize_row_q8_0(x, cols, reinterpret_cast<BlockQ8_0*>(dst)); return;
         case WType::Q4_0: quantize_row_q4_0(x, cols, reinterpret_cast<BlockQ4_0*>(dst)); return;
         case WType::Q4_1: quantize_row_q4_1(x, cols, reinterpret_cast<BlockQ4_1*>(dst)); return;
+        case WType::Q8_0P:  // made by repack_q8_0_pairs from q8_0, never encoded directly
         case WType::Native: break;
     }
 }
@@ -466,6 +469,10 @@ void make_draft_perfect(ModelWeights& w, const ModelConfig& c, ThreadPool* pool)
 WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool,
                           const std::function<void(int64_t row, float* out)>& fill) {
     if (rows <= 0 || cols <= 0) fail("build_weight: bad shape [", rows, ", ", cols, "]");
+    if (type == WType::Q8_0P) {  // int8-dot layout: built as q8_0, then repacked
+        WeightMatrix q = build_weight(rows, cols, WType::Q8_0, pool, fill);
+        return q.type == WType::Q8_0 ? repack_q8_0_pairs(q) : q;
+    }
     WeightMatrix w;
     w.type = stored_type(type, cols);
     w.rows = rows;

@@ -4,8 +4,14 @@
 #include <set>
 
 #include "core/error.h"
+#include "kernels/int8_dot.h"
+#include "kernels/kernels.h"
 
 namespace nextn {
+
+WType q8_storage_type(const BindOptions& options) {
+    return options.int8_activations && kernels().int8_dot_fast ? WType::Q8_0P : WType::Q8_0;
+}
 
 namespace {
 
@@ -23,7 +29,10 @@ public:
     WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
         const RawTensor& t = raw(name);
         check_shape(t, rows, cols);
-        return make_weight(t, rows, cols, options_.matrix_type);
+        WeightMatrix w = make_weight(t, rows, cols, options_.matrix_type);
+        if (w.type == WType::Q8_0 && q8_storage_type(options_) == WType::Q8_0P)
+            w = repack_q8_0_pairs(w);
+        return w;
     }
 
     std::vector<float> vec(const std::string& name, int64_t n) {

@@ -72,9 +72,19 @@ struct ModelWeights {
 };
 
 struct BindOptions {
-    WType matrix_type = WType::F32;  // --quant target for f32/bf16 sources
+    // --quant: the type every matrix is converted to. Native (the default) keeps each tensor's
+    // own type where a kernel reads it (F32, BF16, F16, Q8_0, Q4_0, MLX 4-bit as Q4_1) and
+    // widens the rest (K-quants, MLX 6/8-bit) to F32; the values are the same either way.
+    WType matrix_type = WType::Native;
     bool load_mtp = true;
+    // Q8_0 matrices are repacked to Q8_0P and multiplied with int8-quantized activations when
+    // the kernel table has a native int8 dot product (kernels/int8_dot.h). Off: f32
+    // activations, the arithmetic of a dequantized-f32 reference.
+    bool int8_activations = true;
 };
+
+// The type a Q8_0 matrix is kept in under `options` on this machine (Q8_0 or Q8_0P).
+WType q8_storage_type(const BindOptions& options);
 
 // Binds and converts every tensor; throws Error naming the tensor on a missing tensor or a
 // wrong shape.

@@ -5,6 +5,7 @@
 // generic translation unit) so that no inline code is ever emitted with ISA flags and shared.
 #include <cstdint>
 
+#include "kernels/int8_dot.h"
 #include "kernels/weight.h"
 
 namespace nextn::x86 {
@@ -41,6 +42,8 @@ namespace nextn::avx512 {
 
 void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                int64_t r0, int64_t r1);
+void gemm_q8p_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                   int64_t r0, int64_t r1);
 void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y);
 void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y);
 void silu(const float* x, float* y, int64_t n);
