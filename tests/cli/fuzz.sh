@@ -4,5 +4,5 @@
 # the nextn binary (BUILD/fuzz) so it is reused between runs. `make fuzz` runs longer.
 # Exits 77 (SKIPPED) when clang / libFuzzer are missing. Usage: fuzz.sh NEXTN_BINARY
 set -u
-BUILD=$(cd "$(dirname "$1")" && pwd)/fuzz
+BUILD=$(dirname "$1")/fuzz
 exec bash "$(dirname "$0")/../../scripts/fuzz.sh" "${NEXTN_FUZZ_SECONDS:-5}" "$BUILD"
