@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "kernels/measure.h"
 #include "model/synthetic.h"
+#include "spec/depth_controller.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
 
@@ -144,6 +145,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
         {"json", "", false, "print the results as one JSON object"},
         {"prompt-tokens", "", true, "prefill length (default 128)", "N"},
         {"decode-tokens", "", true, "tokens per decode measurement (default 64)", "N"},
+        {"repeat", "", true, "runs per decode measurement, the fastest reported (default 3)", "R"},
         {"synthetic", "", true,
          "benchmark a model with random weights and real shapes instead of MODEL: qwen3.5-0.8b, "
          "qwen3.5-2b, qwen3.5-9b, qwen3.5-35b-a3b (--quant defaults to q8_0 here)",
@@ -168,8 +170,11 @@ int cmd_bench(const std::vector<std::string>& argv) {
     }
     const int64_t n_prompt = a.integer("prompt-tokens", 128);
     const int64_t n_decode = a.integer("decode-tokens", 64);
+    const int64_t repeat = a.integer("repeat", 3);
+    if (repeat < 1 || repeat > 100) throw UsageError("--repeat must be between 1 and 100");
     if (n_prompt < 1 || n_decode < 2) throw UsageError("bench: token counts too small");
     BenchModel bm = open_bench_model(a);
+    const ModelOptions mo_for_head = model_options_from(a);  // to restore the draft head
     LoadedModel& lm = bm.lm;
     const Qwen35Model& model = *lm.model;
     const int64_t V = model.config().vocab_size;
@@ -221,15 +226,33 @@ int cmd_bench(const std::vector<std::string>& argv) {
     for (double r : ratios) say(" %.2f", r);
     say("\n");
 
-    // Plain decode and MTP decode at depths 1..4 (greedy).
-    auto decode = [&](int depth) {
+    // Plain decode and MTP decode at depths 1..4 and auto (greedy); each the fastest of
+    // `repeat` runs (other processes on the machine only ever slow a run down).
+    auto decode_once = [&](int depth, bool adaptive) {
         SequenceState s = model.new_state(n_prompt + n_decode + 16, depth + 1);
         std::unique_ptr<Drafter> d;
         if (depth > 0) d = std::make_unique<MtpDrafter>(model, s);
+        DepthController controller(depth);  // cold: what a first request on this model sees
         DecodeOptions o;
         o.max_new_tokens = n_decode;
         o.draft_depth = depth;
-        return generate(model, s, d.get(), prompt, o, [](const EmittedToken&) { return true; });
+        if (adaptive) o.controller = &controller;
+        DecodeStats stats = generate(model, s, d.get(), prompt, o, [](const EmittedToken&) { return true; });
+        return std::make_pair(stats, adaptive ? controller.best_depth() : depth);
+    };
+    auto decode = [&](int depth, bool adaptive = false, int* settled = nullptr) {
+        DecodeStats best;
+        for (int64_t r = 0; r < repeat; ++r) {
+            auto [stats, depth_after] = decode_once(depth, adaptive);
+            if (r == 0 || stats.decode_tokens_per_second() > best.decode_tokens_per_second()) {
+                best = stats;
+                if (settled) *settled = depth_after;
+            }
+        }
+        return best;
+    };
+    auto acceptance_d1 = [](const DecodeStats& s) {
+        return s.drafted.empty() || !s.drafted[0] ? 0.0 : double(s.accepted[0]) / double(s.drafted[0]);
     };
     DecodeStats plain = decode(0);
     const double decode_tps = plain.decode_tokens_per_second();
@@ -244,20 +267,65 @@ int cmd_bench(const std::vector<std::string>& argv) {
     out["bandwidth_pct"] = 100.0 * gbs / bw;
     if (model.has_mtp()) {
         nlohmann::ordered_json mtp = nlohmann::json::array();
-        for (int depth = 1; depth <= 4; ++depth) {
-            DecodeStats s = decode(depth);
-            double acc = s.drafted.empty() || !s.drafted[0] ? 0.0
-                                                            : double(s.accepted[0]) / double(s.drafted[0]);
-            say("mtp depth %d: %.1f tok/s (%.2fx plain), %.2f tokens/round, depth-1 acceptance %.0f%%\n",
-                depth, s.decode_tokens_per_second(), s.decode_tokens_per_second() / decode_tps,
+        auto report = [&](const std::string& label, const DecodeStats& s, nlohmann::ordered_json row) {
+            const double acc = acceptance_d1(s);
+            say("mtp %s: %.1f tok/s (%.2fx plain), %.2f tokens/round, depth-1 acceptance %.0f%%\n",
+                label.c_str(), s.decode_tokens_per_second(), s.decode_tokens_per_second() / decode_tps,
                 s.tokens_per_round(), 100.0 * acc);
-            mtp.push_back({{"depth", depth},
-                           {"decode_tok_s", s.decode_tokens_per_second()},
-                           {"speedup", s.decode_tokens_per_second() / decode_tps},
-                           {"tokens_per_round", s.tokens_per_round()},
-                           {"acceptance_d1", acc}});
-        }
+            row["decode_tok_s"] = s.decode_tokens_per_second();
+            row["speedup"] = s.decode_tokens_per_second() / decode_tps;
+            row["tokens_per_round"] = s.tokens_per_round();
+            row["acceptance_d1"] = acc;
+            mtp.push_back(row);
+        };
+        for (int depth = 1; depth <= 4; ++depth)
+            report("depth " + std::to_string(depth), decode(depth), {{"depth", depth}});
+        int settled = 0;
+        DecodeStats adaptive = decode(4, true, &settled);
+        report("auto (cold start, up to 4; settled on " + std::to_string(settled) + ")", adaptive,
+               {{"depth", "auto"}, {"settled_depth", settled}});
         out["mtp"] = mtp;
+
+        // One chained draft step (head forward + draft LM head) as a share of a trunk token,
+        // with the configured draft head and with the full LM head.
+        Qwen35Model& m = *lm.model;
+        const int64_t H = m.config().hidden_size;
+        auto draft_step_cost = [&] {
+            SequenceState s = m.new_state(n_prompt + 8, 1);
+            std::vector<float> hidden(static_cast<size_t>(n_prompt * H)), h(static_cast<size_t>(H));
+            std::vector<float> dl(static_cast<size_t>(m.draft_vocab()));
+            m.forward(s, prompt.data(), n_prompt, {hidden.data(), nullptr, 0});
+            double best_s = 1e30;
+            for (int rep = 0; rep < 5; ++rep) {
+                const int32_t tok = prompt[size_t(rep)];
+                t0 = Clock::now();
+                m.mtp_forward(s, hidden.data() + (n_prompt - 1) * H, &tok, 1, n_prompt - 1,
+                              {h.data(), dl.data(), 1});
+                best_s = std::min(best_s, since(t0));
+            }
+            return best_s / cost[0];
+        };
+        const int64_t draft_vocab = m.draft_vocab();
+        const std::string draft_type = wtype_name(m.draft_lm_head().type);
+        const double configured = draft_step_cost();
+        m.set_draft_head(0, WType::Native);
+        const double full = draft_step_cost();
+        nlohmann::ordered_json head = {{"draft_vocab", draft_vocab},
+                                       {"draft_head_type", draft_type},
+                                       {"draft_step_cost", configured},
+                                       {"full_head_draft_step_cost", full}};
+        say("draft step cost (x one trunk token): %.3f with the %lld-token %s draft head, %.3f with "
+            "the full LM head\n", configured, (long long)draft_vocab, draft_type.c_str(), full);
+        if (draft_vocab < V || m.draft_lm_head().type != m.weights().lm_head.type) {
+            DecodeStats with_full = decode(2);
+            head["full_head_depth2_tok_s"] = with_full.decode_tokens_per_second();
+            head["full_head_depth2_acceptance_d1"] = acceptance_d1(with_full);
+            say("mtp depth 2 with the full LM head: %.1f tok/s (%.2fx plain), depth-1 acceptance %.0f%%\n",
+                with_full.decode_tokens_per_second(), with_full.decode_tokens_per_second() / decode_tps,
+                100.0 * acceptance_d1(with_full));
+        }
+        out["draft_head"] = head;
+        configure_draft_head(m, mo_for_head);
     }
     if (json) std::cout << out.dump(2) << "\n";
     return 0;
