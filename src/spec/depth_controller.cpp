@@ -13,9 +13,22 @@ DepthController::DepthController(int max_depth, double ewma)
     : max_depth_(std::max(0, max_depth)),
       ewma_(ewma),
       accept_(size_t(std::max(0, max_depth)), 0.5),
-      cost_(size_t(std::max(0, max_depth)) + 1, 0.0) {
+      cost_(size_t(std::max(0, max_depth)) + 1, 0.0),
+      accept_samples_(size_t(std::max(0, max_depth)), 1),
+      cost_samples_(size_t(std::max(0, max_depth)) + 1, 0) {
     chosen_ = std::min(1, max_depth_);
 }
+
+namespace {
+
+// Running mean while there are fewer than 1/ewma samples, then the EWMA.
+void update_average(double& avg, int& samples, double value, double ewma) {
+    const double w = std::max(ewma, 1.0 / double(samples + 1));
+    avg = samples == 0 ? value : (1 - w) * avg + w * value;
+    ++samples;
+}
+
+}  // namespace
 
 double DepthController::expected_tokens(int depth) const {
     double e = 1.0, chain = 1.0;
@@ -46,24 +59,27 @@ int DepthController::choose() {
     for (int d = 0; d <= std::min(max_depth_, chosen_); ++d)
         if (cost_[size_t(d)] <= 0) return d;
     chosen_ = best_depth();
-    if (++rounds_since_probe_ >= probe_interval_ && chosen_ < max_depth_) {
-        rounds_since_probe_ = 0;
-        probing_ = chosen_ + 1;
-        rate_before_probe_ = expected_tokens(chosen_) / cost_[size_t(chosen_)];
-        return probing_;
+    if (++rounds_since_probe_ >= probe_interval_) {
+        const bool can_go_down = chosen_ > 0, can_go_up = chosen_ < max_depth_;
+        const bool down = can_go_down && (probe_down_next_ || !can_go_up);
+        if (down || can_go_up) {
+            rounds_since_probe_ = 0;
+            probe_down_next_ = !down;
+            probing_ = down ? chosen_ - 1 : chosen_ + 1;
+            rate_before_probe_ = expected_tokens(chosen_) / cost_[size_t(chosen_)];
+            return probing_;
+        }
     }
     return chosen_;
 }
 
 void DepthController::observe(int depth, int accepted, double seconds) {
     if (depth < 0 || depth > max_depth_ || seconds <= 0) return;
-    double& c = cost_[size_t(depth)];
-    c = c <= 0 ? seconds : (1 - ewma_) * c + ewma_ * seconds;
+    update_average(cost_[size_t(depth)], cost_samples_[size_t(depth)], seconds, ewma_);
     // Position i was tested when drafts 1..i-1 were accepted.
-    for (int i = 1; i <= std::min(depth, accepted + 1); ++i) {
-        double& a = accept_[size_t(i - 1)];
-        a = (1 - ewma_) * a + ewma_ * (i <= accepted ? 1.0 : 0.0);
-    }
+    for (int i = 1; i <= std::min(depth, accepted + 1); ++i)
+        update_average(accept_[size_t(i - 1)], accept_samples_[size_t(i - 1)],
+                       i <= accepted ? 1.0 : 0.0, ewma_);
     if (probing_ == depth) {
         const double rate = expected_tokens(depth) / cost_[size_t(depth)];
         if (rate > rate_before_probe_) {
@@ -88,6 +104,10 @@ void DepthController::load(const std::string& path) {
         if (a.size() != accept_.size() || c.size() != cost_.size()) return;
         accept_ = a;
         cost_ = c;
+        // Saved averages are settled: continue them as EWMAs.
+        const int settled = int(1.0 / ewma_) + 1;
+        for (size_t i = 0; i < accept_.size(); ++i) accept_samples_[i] = settled;
+        for (size_t i = 0; i < cost_.size(); ++i) cost_samples_[i] = cost_[i] > 0 ? settled : 0;
         chosen_ = std::clamp(j.value("depth", chosen_), 0, max_depth_);
         probe_interval_ = std::clamp(j.value("probe_interval", probe_interval_), kMinProbeInterval,
                                      kMaxProbeInterval);

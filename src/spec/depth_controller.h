@@ -3,8 +3,11 @@
 // expected committed tokens per second:
 //   E(N) = 1 + sum_{i=1..N} prod_{j<=i} a_j      a_j: EWMA of P(draft j accepted | 1..j-1 were)
 //   rate(N) = E(N) / cost(N)                     cost(N): EWMA wall time of a round at depth N
-// Depth 0 is plain decoding. Every `probe_interval` rounds it tries one deeper than its choice;
-// when a probe does not win the interval doubles (up to 512), when it wins it resets to 4.
+// Depth 0 is plain decoding. Every `probe_interval` rounds it tries a neighbour of its choice,
+// one deeper and one shallower in turn (so a cost measured badly once, e.g. a cold first round,
+// gets measured again); when a probe does not win the interval doubles (up to 512), when it
+// wins it resets to 4. Averages start as running means (the 0.5 acceptance prior counts as one
+// sample) and become EWMAs once they hold 1/ewma samples, so a cold start learns fast.
 // The state persists across requests and can be saved as a small JSON file per model.
 #include <string>
 #include <vector>
@@ -44,7 +47,10 @@ private:
     int rounds_since_probe_ = 0;
     int probe_interval_ = kMinProbeInterval;
     int probing_ = -1;            // depth being probed this round, -1 if none
+    bool probe_down_next_ = false;  // direction of the next probe
     double rate_before_probe_ = 0;
+    std::vector<int> accept_samples_;  // [max_depth] observations behind accept_ (prior = 1)
+    std::vector<int> cost_samples_;    // [max_depth + 1] observations behind cost_
 };
 
 }  // namespace nextn
