@@ -75,7 +75,16 @@ int DepthController::choose() {
 
 void DepthController::observe(int depth, int accepted, double seconds) {
     if (depth < 0 || depth > max_depth_ || seconds <= 0) return;
-    update_average(cost_[size_t(depth)], cost_samples_[size_t(depth)], seconds, ewma_);
+    // A round's time only ever grows with interference (other processes, a cold first round:
+    // fresh pages, caches), so the first few samples keep their minimum before the EWMA.
+    double& cost = cost_[size_t(depth)];
+    int& samples = cost_samples_[size_t(depth)];
+    if (samples > 0 && samples < kMinCostSamples) {
+        cost = std::min(cost, seconds);
+        ++samples;
+    } else {
+        update_average(cost, samples, seconds, ewma_);
+    }
     // Position i was tested when drafts 1..i-1 were accepted.
     for (int i = 1; i <= std::min(depth, accepted + 1); ++i)
         update_average(accept_[size_t(i - 1)], accept_samples_[size_t(i - 1)],

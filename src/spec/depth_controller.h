@@ -6,8 +6,9 @@
 // Depth 0 is plain decoding. Every `probe_interval` rounds it tries a neighbour of its choice,
 // one deeper and one shallower in turn (so a cost measured badly once, e.g. a cold first round,
 // gets measured again); when a probe does not win the interval doubles (up to 512), when it
-// wins it resets to 4. Averages start as running means (the 0.5 acceptance prior counts as one
-// sample) and become EWMAs once they hold 1/ewma samples, so a cold start learns fast.
+// wins it resets to 4. Acceptance starts as a running mean (the 0.5 prior counts as one sample)
+// and becomes an EWMA once it holds 1/ewma samples; a depth's cost starts as the minimum of its
+// first 3 rounds (interference only slows a round), then follows an EWMA.
 // The state persists across requests and can be saved as a small JSON file per model.
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ class DepthController {
 public:
     static constexpr int kMinProbeInterval = 4;
     static constexpr int kMaxProbeInterval = 512;
+    static constexpr int kMinCostSamples = 3;  // a depth's cost is the min of its first samples
 
     explicit DepthController(int max_depth, double ewma = 0.1);
 
