@@ -38,10 +38,11 @@ std::vector<int32_t> greedy(const Qwen35Model& m, const std::vector<int32_t>& pr
     return out;
 }
 
-LoadedModel open(const std::string& path, const std::string& draft = "") {
+LoadedModel open(const std::string& path, const std::string& draft = "", bool int8 = false) {
     ModelOptions o;
     o.threads = 2;
     o.draft_model = draft;
+    o.int8_activations = int8;
     return load_model(path, o);
 }
 
@@ -83,6 +84,7 @@ struct Form {
     std::string name, path, draft;
     bool quantized;
     int bits = 32;
+    bool int8_activations = false;  // Q8_0 through the int8-dot kernels (where the CPU has them)
 };
 
 void check_model(const std::string& fx, const std::string& model, std::vector<Form> forms) {
@@ -94,7 +96,8 @@ void check_model(const std::string& fx, const std::string& model, std::vector<Fo
         for (const Form& f : forms) {
             SCOPED_TRACE(model + " " + f.name + " " + p);
             LoadedModel lm = open(fx + "/" + model + "/" + f.path,
-                                  f.draft.empty() ? "" : fx + "/" + model + "/" + f.draft);
+                                  f.draft.empty() ? "" : fx + "/" + model + "/" + f.draft,
+                                  f.int8_activations);
             ASSERT_TRUE(lm.model->has_mtp());
             std::vector<int32_t> plain = greedy(*lm.model, prompt, 0);
             if (!f.quantized) {
@@ -117,6 +120,7 @@ TEST(FormatsCross, DenseSameGreedyInEveryFormatAndMtpEqualsPlain) {
                  {"gguf-f32", "model-f32.gguf", "", false},
                  {"gguf-f32+mtp-gguf", "model-f32.gguf", "mtp-model-bf16.gguf", false},
                  {"gguf-q8_0", "model-Q8_0.gguf", "", true, 8},
+                 {"gguf-q8_0-int8-activations", "model-Q8_0.gguf", "", true, 8, true},
                  {"mlx-8bit-inline", "mlx-8bit", "", true, 8},
                  {"mlx-4bit-sidecar", "mlx-4bit", "", true, 4},
                  {"hf+mlx-drafter", "", "mlx-mtp-drafter", false}});

@@ -1,8 +1,26 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace nextn {
+
+namespace {
+
+// A pause hint inside spin loops (frees pipeline resources for the sibling hyperthread).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+// How long an idle worker spins before it sleeps. Between the matmuls of one decode step the
+// main thread runs serial work (norms, recurrences, sampling) for tens to hundreds of
+// microseconds; a worker that went to sleep then needs a futex wake-up per matmul, which under
+// virtualisation costs more than the matmul's share of small layers.
+constexpr auto kWorkerSpin = std::chrono::microseconds(2000);
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -45,16 +63,22 @@ void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx) {
     run_share(0);
     // Workers finish quickly for decode-sized jobs; spin before yielding the core.
     for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-        if (spins > 2000) std::this_thread::yield();
+        if (spins > 20000) {
+            std::this_thread::yield();
+        } else {
+            cpu_relax();
+        }
     }
 }
 
 void ThreadPool::worker_loop(int index) {
     uint64_t seen = 0;
     for (;;) {
-        // Spin a little for back-to-back jobs, then sleep.
-        for (int spins = 0; spins < 20000 && generation_.load(std::memory_order_acquire) == seen;
-             ++spins) {
+        // Spin for back-to-back jobs (checking the clock only every 256 spins), then sleep.
+        const auto spin_until = std::chrono::steady_clock::now() + kWorkerSpin;
+        for (int spins = 1; generation_.load(std::memory_order_acquire) == seen; ++spins) {
+            cpu_relax();
+            if (spins % 256 == 0 && std::chrono::steady_clock::now() > spin_until) break;
         }
         {
             std::unique_lock<std::mutex> lock(mutex_);
