@@ -297,7 +297,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
             m.forward(s, prompt.data(), n_prompt, {hidden.data(), nullptr, 0});
             double best_s = 1e30;
             for (int rep = 0; rep < 5; ++rep) {
-                const int32_t tok = prompt[size_t(rep)];
+                const int32_t tok = prompt[size_t(rep) % prompt.size()];
                 t0 = Clock::now();
                 m.mtp_forward(s, hidden.data() + (n_prompt - 1) * H, &tok, 1, n_prompt - 1,
                               {h.data(), dl.data(), 1});

@@ -39,10 +39,20 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_share(int index) {
-    int64_t per = (n_items_ + n_threads_ - 1) / n_threads_;
-    int64_t begin = std::min<int64_t>(n_items_, per * index);
-    int64_t end = std::min<int64_t>(n_items_, begin + per);
-    if (begin < end) thunk_(ctx_, index, begin, end);
+    constexpr int64_t kChunksPerThread = 8;
+    if (n_items_ < kChunksPerThread * n_threads_) {  // static: one range per thread
+        int64_t per = (n_items_ + n_threads_ - 1) / n_threads_;
+        int64_t begin = std::min<int64_t>(n_items_, per * index);
+        int64_t end = std::min<int64_t>(n_items_, begin + per);
+        if (begin < end) thunk_(ctx_, index, begin, end);
+        return;
+    }
+    const int64_t chunk = n_items_ / (kChunksPerThread * n_threads_);
+    for (;;) {
+        const int64_t begin = next_item_.fetch_add(chunk, std::memory_order_relaxed);
+        if (begin >= n_items_) return;
+        thunk_(ctx_, index, begin, std::min(n_items_, begin + chunk));
+    }
 }
 
 void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx) {
@@ -56,6 +66,7 @@ void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx) {
         thunk_ = thunk;
         ctx_ = ctx;
         n_items_ = n_items;
+        next_item_.store(0, std::memory_order_relaxed);
         pending_.store(n_threads_ - 1);
         generation_.fetch_add(1);
     }

@@ -1,8 +1,10 @@
 #pragma once
-// A persistent pool of worker threads. run(n, fn) splits [0, n) into one contiguous range per
-// thread and calls fn(begin, end) on each; the calling thread takes the first range. Ranges
-// depend only on n and the thread count, and each item is handled by exactly one thread, so
-// kernels that write disjoint outputs stay bitwise reproducible for any thread count.
+// A persistent pool of worker threads. run(n, fn) covers [0, n) with calls fn(begin, end), the
+// calling thread taking part. Small jobs (n < 8 per thread) get one contiguous range per
+// thread; larger ones are handed out in chunks of about n / (8 * threads) from a shared counter,
+// so a thread that started late or runs slower takes fewer. Each item is handled by exactly one
+// call, and what an item computes never depends on which thread ran it, so kernels that write
+// disjoint outputs stay bitwise reproducible for any thread count and any schedule.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -50,6 +52,7 @@ private:
     std::condition_variable wake_;
     std::atomic<uint64_t> generation_{0};
     std::atomic<int> pending_{0};
+    std::atomic<int64_t> next_item_{0};  // dynamic schedule: first item not yet handed out
     bool stopping_ = false;
     // The job being run; written by dispatch() before the generation bump.
     Thunk thunk_ = nullptr;
