@@ -12,6 +12,7 @@
 //    sidecar, separate drafter), greedy MTP decoding equals plain decoding token for token.
 #include <gtest/gtest.h>
 
+#include "decode_helpers.h"
 #include "golden.h"
 #include "model/qwen35.h"
 #include "spec/mtp_drafter.h"
@@ -24,18 +25,7 @@ constexpr int kTokens = 64;
 constexpr double kMinAgreement8Bit = 0.40;
 
 std::vector<int32_t> greedy(const Qwen35Model& m, const std::vector<int32_t>& prompt, int depth) {
-    SequenceState state = m.new_state(int64_t(prompt.size()) + kTokens + 8, depth + 1);
-    std::unique_ptr<Drafter> drafter;
-    if (depth > 0) drafter = std::make_unique<MtpDrafter>(m, state);
-    DecodeOptions o;
-    o.max_new_tokens = kTokens;
-    o.draft_depth = depth;
-    std::vector<int32_t> out;
-    generate(m, state, drafter.get(), prompt, o, [&](const EmittedToken& e) {
-        out.push_back(e.id);
-        return true;
-    });
-    return out;
+    return test::greedy_decode(m, prompt, depth, kTokens);
 }
 
 LoadedModel open(const std::string& path, const std::string& draft = "", bool int8 = false) {

@@ -4,6 +4,8 @@
 // small builds, and the perfect / random draft variants on a model of real width.
 #include <gtest/gtest.h>
 
+#include "decode_helpers.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -232,21 +234,9 @@ TEST(SyntheticBuild, ValuesAreScaledLikeAnInitialisedNetwork) {
     }
 }
 
-// Greedy decoding of n tokens; returns the tokens and fills stats.
 std::vector<int32_t> decode(const Qwen35Model& model, const std::vector<int32_t>& prompt, int depth,
                             int64_t n, DecodeStats* stats) {
-    SequenceState s = model.new_state(int64_t(prompt.size()) + n + 8, depth + 1);
-    std::unique_ptr<Drafter> d;
-    if (depth > 0) d = std::make_unique<MtpDrafter>(model, s);
-    DecodeOptions o;
-    o.max_new_tokens = n;
-    o.draft_depth = depth;
-    std::vector<int32_t> out;
-    *stats = generate(model, s, d.get(), prompt, o, [&](const EmittedToken& t) {
-        out.push_back(t.id);
-        return true;
-    });
-    return out;
+    return test::greedy_decode(model, prompt, depth, n, stats);
 }
 
 TEST(SyntheticForward, FiniteLogitsAndHiddenOverALongRun) {

@@ -4,6 +4,8 @@
 // depth + 1 tokens, and the output is still exactly plain decoding.
 #include <gtest/gtest.h>
 
+#include "decode_helpers.h"
+
 #include <cstring>
 #include <ostream>
 
@@ -45,18 +47,7 @@ Built load(const std::string& dir, WType type, bool perfect) {
 
 std::vector<int32_t> decode(const Qwen35Model& model, const std::vector<int32_t>& prompt, int depth,
                             int64_t n, DecodeStats* stats) {
-    SequenceState s = model.new_state(int64_t(prompt.size()) + n + 8, depth + 1);
-    std::unique_ptr<Drafter> d;
-    if (depth > 0) d = std::make_unique<MtpDrafter>(model, s);
-    DecodeOptions o;
-    o.max_new_tokens = n;
-    o.draft_depth = depth;
-    std::vector<int32_t> out;
-    *stats = generate(model, s, d.get(), prompt, o, [&](const EmittedToken& t) {
-        out.push_back(t.id);
-        return true;
-    });
-    return out;
+    return test::greedy_decode(model, prompt, depth, n, stats);
 }
 
 class PerfectDraft : public ::testing::TestWithParam<Case> {

@@ -98,36 +98,8 @@ uint8_t* mutable_data(WeightMatrix& w) { return const_cast<uint8_t*>(w.data); }
 // Converts f32 rows into `type` (which must be able to hold cols values per row).
 void encode_rows(const float* values, WeightMatrix& w) {
     uint8_t* base = mutable_data(w);
-    for (int64_t r = 0; r < w.rows; ++r) {
-        const float* x = values + r * w.cols;
-        uint8_t* dst = base + size_t(r) * w.row_bytes;
-        switch (w.type) {
-            case WType::F32: std::memcpy(dst, x, w.row_bytes); break;
-            case WType::BF16:
-                for (int64_t i = 0; i < w.cols; ++i) {
-                    const uint16_t h = f32_to_bf16(x[i]);
-                    std::memcpy(dst + 2 * i, &h, 2);
-                }
-                break;
-            case WType::F16:
-                for (int64_t i = 0; i < w.cols; ++i) {
-                    const uint16_t h = f32_to_f16(x[i]);
-                    std::memcpy(dst + 2 * i, &h, 2);
-                }
-                break;
-            case WType::Q8_0:
-                quantize_row_q8_0(x, w.cols, reinterpret_cast<BlockQ8_0*>(dst));
-                break;
-            case WType::Q4_0:
-                quantize_row_q4_0(x, w.cols, reinterpret_cast<BlockQ4_0*>(dst));
-                break;
-            case WType::Q4_1:
-                quantize_row_q4_1(x, w.cols, reinterpret_cast<BlockQ4_1*>(dst));
-                break;
-            case WType::Q8_0P: fail("encode_rows: q8_0p is made by repack_q8_0_pairs");
-            case WType::Native: fail("encode_rows: Native is not a storage type");
-        }
-    }
+    for (int64_t r = 0; r < w.rows; ++r)
+        encode_row_f32(values + r * w.cols, w.cols, w.type, base + size_t(r) * w.row_bytes);
 }
 
 
@@ -179,6 +151,24 @@ std::vector<float> tensor_to_f32(const RawTensor& t) {
     std::vector<float> out(size_t(t.numel()));
     dequantize_to_f32(t, out.data());  // every float and block type, sizes checked there
     return out;
+}
+
+void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
+    switch (type) {
+        case WType::F32: std::memcpy(dst, x, size_t(cols) * sizeof(float)); return;
+        case WType::BF16:
+        case WType::F16:
+            for (int64_t i = 0; i < cols; ++i) {
+                const uint16_t h = type == WType::BF16 ? f32_to_bf16(x[i]) : f32_to_f16(x[i]);
+                std::memcpy(dst + 2 * i, &h, 2);
+            }
+            return;
+        case WType::Q8_0: quantize_row_q8_0(x, cols, reinterpret_cast<BlockQ8_0*>(dst)); return;
+        case WType::Q4_0: quantize_row_q4_0(x, cols, reinterpret_cast<BlockQ4_0*>(dst)); return;
+        case WType::Q4_1: quantize_row_q4_1(x, cols, reinterpret_cast<BlockQ4_1*>(dst)); return;
+        case WType::Q8_0P: fail("encode_row_f32: q8_0p is made by repack_q8_0_pairs");
+        case WType::Native: fail("encode_row_f32: Native is not a storage type");
+    }
 }
 
 WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target) {

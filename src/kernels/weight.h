@@ -58,6 +58,10 @@ WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType t
 // Same, from f32 values in memory ([rows, cols], row-major): synthetic models and tests.
 WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target);
 
+// One row of `cols` f32 values encoded as `type` (F32, BF16, F16, Q8_0, Q4_0, Q4_1) into dst
+// (wtype_row_bytes(type, cols) bytes): the encoder make_weight_f32 uses.
+void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst);
+
 // A deep copy of w's bytes in new aligned memory (benchmarks rotate copies to defeat caches).
 WeightMatrix clone_weight(const WeightMatrix& w);
 

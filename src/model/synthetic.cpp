@@ -88,24 +88,6 @@ WType stored_type(WType target, int64_t cols) {
     return wtype_row_bytes(target, cols) ? target : WType::F32;
 }
 
-// One f32 row into `type`'s bytes, with the same quantizers make_weight_f32 uses.
-void encode_row(const float* x, int64_t cols, WType type, uint8_t* dst) {
-    switch (type) {
-        case WType::F32: std::memcpy(dst, x, size_t(cols) * sizeof(float)); return;
-        case WType::BF16:
-        case WType::F16:
-            for (int64_t i = 0; i < cols; ++i) {
-                const uint16_t h = type == WType::BF16 ? f32_to_bf16(x[i]) : f32_to_f16(x[i]);
-                std::memcpy(dst + 2 * i, &h, 2);
-            }
-            return;
-        case WType::Q8_0: quantize_row_q8_0(x, cols, reinterpret_cast<BlockQ8_0*>(dst)); return;
-        case WType::Q4_0: quantize_row_q4_0(x, cols, reinterpret_cast<BlockQ4_0*>(dst)); return;
-        case WType::Q4_1: quantize_row_q4_1(x, cols, reinterpret_cast<BlockQ4_1*>(dst)); return;
-        case WType::Q8_0P:  // made by repack_q8_0_pairs from q8_0, never encoded directly
-        case WType::Native: break;
-    }
-}
 
 using RowFill = std::function<void(int64_t row, float* out)>;
 
@@ -497,7 +479,7 @@ WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* po
         float* row = scratch[size_t(thread)].data();  // [cols]
         for (int64_t r = begin; r < end; ++r) {
             fill(r, row);
-            encode_row(row, cols, w.type, base + size_t(r) * w.row_bytes);
+            encode_row_f32(row, cols, w.type, base + size_t(r) * w.row_bytes);
         }
     };
     if (pool) {
