@@ -91,6 +91,9 @@ TEST(KernelsInt8, ActivationCodesWithinHalfAStep) {
     }
 }
 
+// The scalar and AVX2 tables run the reference kernel itself (AVX2 never repacks to q8_0p), so
+// for them this checks the driver (row split, threads, column groups); for AVX-512 it compares
+// the VNNI kernel with the reference.
 TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);

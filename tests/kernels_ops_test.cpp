@@ -200,8 +200,9 @@ void run_gdn(const KernelTable& kt, const GdnCase& c, const GdnInputs& in,
     const int64_t S = int64_t(c.Hv) * c.Dk * c.Dv;
     states.assign(size_t(c.T * S), std::nanf(""));
     out.assign(size_t(c.T * c.Hv * c.Dv), std::nanf(""));
-    kt.gdn_recurrence(in.state.data(), states.data(), S, in.q.data(), in.k.data(), in.v.data(),
-                      in.g.data(), in.beta.data(), c.T, c.Hk, c.Hv, c.Dk, c.Dv, c.tiled, out.data());
+    kt.gdn_recurrence_heads(in.state.data(), states.data(), S, in.q.data(), in.k.data(),
+                            in.v.data(), in.g.data(), in.beta.data(), c.T, c.Hk, c.Hv, c.Dk, c.Dv,
+                            c.tiled, out.data(), 0, c.Hv);
 }
 
 const GdnCase kGdnCases[] = {
@@ -271,17 +272,18 @@ TEST(KernelsGdn, ChunkedEqualsStepwiseBitwise) {
             std::vector<float> state = in.state;  // in place, one token per call
             std::vector<float> o(size_t(c.Hv * c.Dv));
             for (int64_t t = 0; t < c.T; ++t) {
-                kt.gdn_recurrence(state.data(), state.data(), 0, &in.q[t * c.Hk * c.Dk],
-                                  &in.k[t * c.Hk * c.Dk], &in.v[t * c.Hv * c.Dv], &in.g[t * c.Hv],
-                                  &in.beta[t * c.Hv], 1, c.Hk, c.Hv, c.Dk, c.Dv, c.tiled, o.data());
+                kt.gdn_recurrence_heads(state.data(), state.data(), 0, &in.q[t * c.Hk * c.Dk],
+                                        &in.k[t * c.Hk * c.Dk], &in.v[t * c.Hv * c.Dv],
+                                        &in.g[t * c.Hv], &in.beta[t * c.Hv], 1, c.Hk, c.Hv, c.Dk,
+                                        c.Dv, c.tiled, o.data(), 0, c.Hv);
                 ASSERT_EQ(0, std::memcmp(state.data(), &states[t * S], size_t(S) * 4)) << isa << " t=" << t;
                 ASSERT_EQ(0, std::memcmp(o.data(), &out[t * c.Hv * c.Dv], o.size() * 4)) << isa << " t=" << t;
             }
             // Whole chunk in place (out_stride 0) ends at the last snapshot.
             std::vector<float> inplace = in.state, o_all(out.size());
-            kt.gdn_recurrence(inplace.data(), inplace.data(), 0, in.q.data(), in.k.data(), in.v.data(),
-                              in.g.data(), in.beta.data(), c.T, c.Hk, c.Hv, c.Dk, c.Dv, c.tiled,
-                              o_all.data());
+            kt.gdn_recurrence_heads(inplace.data(), inplace.data(), 0, in.q.data(), in.k.data(),
+                                    in.v.data(), in.g.data(), in.beta.data(), c.T, c.Hk, c.Hv, c.Dk,
+                                    c.Dv, c.tiled, o_all.data(), 0, c.Hv);
             ASSERT_EQ(0, std::memcmp(inplace.data(), &states[(c.T - 1) * S], size_t(S) * 4)) << isa;
             ASSERT_EQ(0, std::memcmp(o_all.data(), out.data(), out.size() * 4)) << isa;
             // Threaded over heads.

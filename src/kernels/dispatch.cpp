@@ -34,7 +34,6 @@ const KernelTable* scalar_table() {
         t.sigmoid = ref::sigmoid;
         t.swiglu = ref::swiglu;
         t.softmax = ref::softmax;
-        t.gdn_recurrence = ref::gdn_recurrence;
         t.gdn_recurrence_heads = ref::gdn_recurrence_heads;
         t.stream_sum = ref::stream_sum;
         return t;
@@ -55,7 +54,6 @@ const KernelTable* avx2_table() {
         t.sigmoid = avx2::sigmoid;
         t.swiglu = avx2::swiglu;
         t.softmax = avx2::softmax;
-        t.gdn_recurrence = avx2::gdn_recurrence;
         t.gdn_recurrence_heads = avx2::gdn_recurrence_heads;
         t.stream_sum = avx2::stream_sum;
         return t;
@@ -76,7 +74,6 @@ const KernelTable* avx512_table() {
         t.sigmoid = avx512::sigmoid;
         t.swiglu = avx512::swiglu;
         t.softmax = avx512::softmax;
-        t.gdn_recurrence = avx512::gdn_recurrence;
         t.gdn_recurrence_heads = avx512::gdn_recurrence_heads;
         t.stream_sum = avx512::stream_sum;
         return t;

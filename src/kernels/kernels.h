@@ -63,11 +63,7 @@ struct KernelTable {
     //   delta = (v[e] - mem) * beta;  S[:,e] += k * delta;  out[e] = sum_d S[d,e] q[d].
     // Sums run over d in order with fused multiply-adds, so every ISA gives the scalar
     // reference's bits, and T tokens at once equal T calls of one token.
-    void (*gdn_recurrence)(const float* state_in, float* state_out, int64_t out_stride,
-                           const float* q, const float* k, const float* v, const float* g,
-                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
-                           bool tiled_heads, float* out) = nullptr;
-    // The same for value heads [j0, j1) only (threading over heads).
+    // This entry runs value heads [j0, j1) (all of them: 0, Hv), so callers can thread over heads.
     void (*gdn_recurrence_heads)(const float* state_in, float* state_out, int64_t out_stride,
                                  const float* q, const float* k, const float* v, const float* g,
                                  const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,

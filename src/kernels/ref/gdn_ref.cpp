@@ -49,11 +49,4 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
     }
 }
 
-void gdn_recurrence(const float* state_in, float* state_out, int64_t out_stride, const float* q,
-                    const float* k, const float* v, const float* g, const float* beta, int64_t T,
-                    int Hk, int Hv, int Dk, int Dv, bool tiled_heads, float* out) {
-    gdn_recurrence_heads(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv, Dk, Dv,
-                         tiled_heads, out, 0, Hv);
-}
-
 }  // namespace nextn::ref

@@ -27,9 +27,6 @@ void silu(const float* x, float* y, int64_t n);
 void sigmoid(const float* x, float* y, int64_t n);
 void swiglu(const float* gate, const float* up, float* y, int64_t n);
 void softmax(float* x, int64_t n_rows, int64_t d);
-void gdn_recurrence(const float* state_in, float* state_out, int64_t out_stride, const float* q,
-                    const float* k, const float* v, const float* g, const float* beta, int64_t T,
-                    int Hk, int Hv, int Dk, int Dv, bool tiled_heads, float* out);
 void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
                           const float* q, const float* k, const float* v, const float* g,
                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
@@ -50,9 +47,6 @@ void silu(const float* x, float* y, int64_t n);
 void sigmoid(const float* x, float* y, int64_t n);
 void swiglu(const float* gate, const float* up, float* y, int64_t n);
 void softmax(float* x, int64_t n_rows, int64_t d);
-void gdn_recurrence(const float* state_in, float* state_out, int64_t out_stride, const float* q,
-                    const float* k, const float* v, const float* g, const float* beta, int64_t T,
-                    int Hk, int Hv, int Dk, int Dv, bool tiled_heads, float* out);
 void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
                           const float* q, const float* k, const float* v, const float* g,
                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,

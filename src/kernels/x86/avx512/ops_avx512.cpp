@@ -27,13 +27,6 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                                    Dk, Dv, tiled_heads, out, j0, j1);
 }
 
-void gdn_recurrence(const float* state_in, float* state_out, int64_t out_stride, const float* q,
-                    const float* k, const float* v, const float* g, const float* beta, int64_t T,
-                    int Hk, int Hv, int Dk, int Dv, bool tiled_heads, float* out) {
-    x86::gdn_recurrence_heads<Isa>(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv,
-                                   Dk, Dv, tiled_heads, out, 0, Hv);
-}
-
 float stream_sum(const float* x, int64_t n) { return x86::stream_sum<Isa>(x, n); }
 
 }  // namespace nextn::avx512
