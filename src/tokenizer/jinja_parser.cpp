@@ -2,6 +2,7 @@
 // Jinja2: conditional < or < and < not < comparisons (in, ==, <, ...) < + - < ~ < * / // % < ** <
 // unary - + < postfix (. [] () | filters, is tests).
 #include <cstdlib>
+#include <initializer_list>
 
 #include "core/error.h"
 #include "tokenizer/jinja_ast.h"
@@ -143,41 +144,22 @@ public:
         }
     }
 
-    ExprPtr math1() {
-        ExprPtr left = concat();
-        while (is_op("+") || is_op("-")) {
+    // One left-associative precedence level: operand (op operand)*, op one of `ops`.
+    ExprPtr left_assoc(std::initializer_list<const char*> ops, ExprPtr (ExprParser::*operand)()) {
+        ExprPtr left = (this->*operand)();
+        for (;;) {
+            bool found = false;
+            for (const char* o : ops) found = found || is_op(o);
+            if (!found) return left;
             const Token& op = next();
-            left = binary(op.text, std::move(left), concat(), op.line);
+            left = binary(op.text, std::move(left), (this->*operand)(), op.line);
         }
-        return left;
     }
 
-    ExprPtr concat() {
-        ExprPtr left = math2();
-        while (is_op("~")) {
-            int line = next().line;
-            left = binary("~", std::move(left), math2(), line);
-        }
-        return left;
-    }
-
-    ExprPtr math2() {
-        ExprPtr left = power();
-        while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-            const Token& op = next();
-            left = binary(op.text, std::move(left), power(), op.line);
-        }
-        return left;
-    }
-
-    ExprPtr power() {
-        ExprPtr left = unary();
-        while (is_op("**")) {
-            int line = next().line;
-            left = binary("**", std::move(left), unary(), line);
-        }
-        return left;
-    }
+    ExprPtr math1() { return left_assoc({"+", "-"}, &ExprParser::concat); }
+    ExprPtr concat() { return left_assoc({"~"}, &ExprParser::math2); }
+    ExprPtr math2() { return left_assoc({"*", "/", "//", "%"}, &ExprParser::power); }
+    ExprPtr power() { return left_assoc({"**"}, &ExprParser::unary); }
 
     ExprPtr unary() {
         if (is_op("-") || is_op("+")) {
