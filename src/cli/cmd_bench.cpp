@@ -92,22 +92,23 @@ std::function<void(size_t, size_t)> build_progress(const std::string& what) {
 
 struct BenchModel {
     LoadedModel lm;
-    std::string name;   // path, or synthetic:NAME
-    std::string draft;  // synthetic draft variant, or the checkpoint's MTP head source
+    std::string name;     // path, or synthetic:NAME
+    std::string draft;    // synthetic draft variant, or the checkpoint's MTP head source
+    ModelOptions options;  // as parsed from the flags (the draft head is restored from them)
 };
 
 BenchModel open_bench_model(const Args& a) {
     const bool synthetic = a.has("synthetic");
+    const ModelOptions mo = model_options_from(a);
     if (synthetic == (a.positional().size() == 1) || a.positional().size() > 1)
         throw UsageError("give either MODEL or --synthetic NAME (not both, not neither)");
     if (!synthetic) {
         if (a.has("draft")) throw UsageError("--draft applies to --synthetic models only");
-        BenchModel m{load_model(a.positional()[0], model_options_from(a)), a.positional()[0], ""};
+        BenchModel m{load_model(a.positional()[0], mo), a.positional()[0], "", mo};
         m.draft = m.lm.model->has_mtp() ? m.lm.checkpoint.mtp_source : "none";
         return m;
     }
     if (a.has("draft-model")) throw UsageError("--draft-model does not apply to --synthetic models");
-    ModelOptions mo = model_options_from(a);
     SyntheticOptions so;
     so.matrix_type = a.has("quant") ? mo.matrix_type : WType::Q8_0;
     // q8_0 is held as the kernels multiply it best here (int8-dot layout with VNNI).
@@ -132,7 +133,7 @@ BenchModel open_bench_model(const Args& a) {
                                  synthetic_draft_name(so.draft) + " draft head)");
     const auto t0 = Clock::now();
     BenchModel m{load_synthetic_model(config, name, so, mo.threads), "synthetic:" + name,
-                 synthetic_draft_name(so.draft)};
+                 synthetic_draft_name(so.draft), mo};
     configure_draft_head(*m.lm.model, mo);  // the same draft head a real checkpoint gets
     std::fprintf(stderr, "built in %.1f s\n", since(t0));
     return m;
@@ -174,7 +175,6 @@ int cmd_bench(const std::vector<std::string>& argv) {
     if (repeat < 1 || repeat > 100) throw UsageError("--repeat must be between 1 and 100");
     if (n_prompt < 1 || n_decode < 2) throw UsageError("bench: token counts too small");
     BenchModel bm = open_bench_model(a);
-    const ModelOptions mo_for_head = model_options_from(a);  // to restore the draft head
     LoadedModel& lm = bm.lm;
     const Qwen35Model& model = *lm.model;
     const int64_t V = model.config().vocab_size;
@@ -325,7 +325,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
                 100.0 * acceptance_d1(with_full));
         }
         out["draft_head"] = head;
-        configure_draft_head(m, mo_for_head);
+        configure_draft_head(m, bm.options);
     }
     if (json) std::cout << out.dump(2) << "\n";
     return 0;

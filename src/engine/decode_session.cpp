@@ -30,12 +30,17 @@ std::vector<int32_t> DecodeSession::eos_tokens() const {
     return ids;
 }
 
-void DecodeSession::reset_sequence(int64_t ctx) {
-    drafter_.reset();  // it refers to the old state
-    state_.emplace(model_.new_state(ctx, depth_ + 1));
-    if (depth_ > 0) drafter_ = std::make_unique<MtpDrafter>(model_, *state_);
+void DecodeSession::forget_sequence() {
+    drafter_.reset();  // it refers to the state
+    state_.reset();
     sequence_.clear();
     next_token_ = -1;
+}
+
+void DecodeSession::reset_sequence(int64_t ctx) {
+    forget_sequence();
+    state_.emplace(model_.new_state(ctx, depth_ + 1));
+    if (depth_ > 0) drafter_ = std::make_unique<MtpDrafter>(model_, *state_);
 }
 
 DecodeStats DecodeSession::generate(const std::vector<int32_t>& prompt, int64_t ctx,
@@ -56,17 +61,10 @@ DecodeStats DecodeSession::generate(const std::vector<int32_t>& prompt, int64_t 
     try {
         stats = nextn::generate(model_, *state_, drafter_.get(), prompt, options, on_token);
     } catch (...) {
-        state_.reset();  // a request that failed part-way leaves nothing to reuse
-        drafter_.reset();
-        sequence_.clear();
+        forget_sequence();  // a request that failed part-way leaves nothing to reuse
         throw;
     }
-    if (stats.tokens.empty()) {
-        // Nothing was run (no tokens requested): the kept sequence is unchanged unless it was
-        // just reset for this prompt.
-        if (!extends) sequence_.clear();
-        return stats;
-    }
+    if (stats.tokens.empty()) return stats;  // nothing ran: the kept sequence is unchanged
     sequence_ = prompt;
     sequence_.insert(sequence_.end(), stats.tokens.begin(), stats.tokens.end() - 1);
     next_token_ = stats.tokens.back();

@@ -43,6 +43,7 @@ public:
     int64_t reused_tokens() const { return reused_; }
 
 private:
+    void forget_sequence();
     void reset_sequence(int64_t ctx);
 
     const Qwen35Model& model_;

@@ -48,6 +48,9 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     stats.drafted.assign(size_t(depth), 0);
     stats.accepted.assign(size_t(depth), 0);
     stats.snapshot_bytes = state.snapshot_bytes();
+    // Sized once: the decode loop appends without reallocating.
+    stats.tokens.reserve(size_t(std::min<int64_t>(options.max_new_tokens,
+                                                  state.max_positions - state.n_past + 1)));
     auto is_stop = [&](int32_t t) {
         return std::find(options.stop_tokens.begin(), options.stop_tokens.end(), t) !=
                options.stop_tokens.end();
