@@ -28,8 +28,8 @@ double bandwidth_gbs() {
     return gbs;
 }
 
-const WType kTypes[] = {WType::F32,  WType::BF16, WType::F16,
-                        WType::Q8_0, WType::Q4_0, WType::Q4_1, WType::Q8_0P};
+const WType kTypes[] = {WType::F32,   WType::BF16,  WType::F16,  WType::Q8_0, WType::Q4_0,
+                        WType::Q4_1,  WType::Q8_0X, WType::Q4_0X, WType::Q4_1X};
 
 void BM_ReadBandwidth(benchmark::State& state) {
     double gbs = 0.0;
@@ -64,7 +64,7 @@ void BM_Gemm(benchmark::State& state) {
     state.SetLabel(std::string(kernels().isa) + " " + wtype_name(type));
 }
 BENCHMARK(BM_Gemm)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 6}, {1, 2, 4, 8, 16}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 4, 8, 16}})
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
 
@@ -79,7 +79,7 @@ void BM_VerifyCostCurve(benchmark::State& state) {
     state.counters["pct_bw1"] = 100.0 * cost.gbs(1) / bandwidth_gbs();
     state.SetLabel(std::string(kernels().isa) + " " + wtype_name(type));
 }
-BENCHMARK(BM_VerifyCostCurve)->DenseRange(0, 6)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VerifyCostCurve)->DenseRange(0, 8)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace nextn

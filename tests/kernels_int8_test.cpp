@@ -1,8 +1,9 @@
-// Q8_0 weights x int8 activations (kernels/int8_dot.h): the repacked layout holds exactly the
-// Q8_0 values; activation codes are within half a step of x; every table's kernel equals the
-// scalar reference bit for bit on random data (odd row counts, an unpaired last block, N up
-// to 16, 1 and 2 threads), so batch invariance holds; and the int8 result stays within the
-// bound the activation rounding allows of the f32-activation Q8_0 product.
+// Block weights x int8 activations (kernels/int8_dot.h): the chunked layouts hold exactly the
+// Q8_0 / Q4_0 / Q4_1 values; activation codes are within half a step of x and every table's
+// quantizer equals the reference's bytes; every table's kernel equals the scalar reference bit
+// for bit on random data (odd row counts, ragged last chunks, N up to 16, 1 and 2 threads), so
+// batch invariance holds; and the int8 result stays within the bound the activation rounding
+// allows of the f32-activation product.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,12 +32,14 @@ std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
 struct Shape {
     int64_t rows, cols;
 };
-// 96 and 160 columns leave an unpaired last block; 37 and 19 rows leave tile remainders.
-const Shape kShapes[] = {{37, 96}, {19, 256}, {5, 32}, {40, 160}, {16, 1024}};
+// 96, 160 and 544 columns leave a ragged last chunk (3, 5 and 17 blocks); 37, 19 and 5 rows
+// leave tile remainders.
+const Shape kShapes[] = {{37, 96}, {19, 512}, {5, 32}, {40, 160}, {16, 1024}, {9, 544}};
+const WType kBlockTypes[] = {WType::Q8_0, WType::Q4_0, WType::Q4_1};
 
-WeightMatrix q8_0_weight(Shape s, uint32_t seed) {
+WeightMatrix block_weight(WType type, Shape s, uint32_t seed) {
     const std::vector<float> w = random_values(size_t(s.rows * s.cols), seed);
-    return make_weight_f32(w.data(), s.rows, s.cols, WType::Q8_0);
+    return make_weight_f32(w.data(), s.rows, s.cols, type);
 }
 
 std::vector<float> run(const KernelTable& k, const WeightMatrix& w, const std::vector<float>& x,
@@ -48,66 +51,100 @@ std::vector<float> run(const KernelTable& k, const WeightMatrix& w, const std::v
 }
 
 TEST(KernelsInt8, RepackKeepsEveryValue) {
-    for (Shape s : kShapes) {
-        WeightMatrix q8 = q8_0_weight(s, 1);
-        WeightMatrix p = repack_q8_0_pairs(q8);
-        ASSERT_EQ(WType::Q8_0P, p.type);
-        std::vector<float> a(size_t(s.cols)), b(size_t(s.cols));
-        for (int64_t r = 0; r < s.rows; ++r) {
-            weight_row_f32(q8, r, a.data());
-            weight_row_f32(p, r, b.data());
-            ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "row " << r;
+    for (WType type : kBlockTypes) {
+        for (Shape s : kShapes) {
+            WeightMatrix q = block_weight(type, s, 1);
+            WeightMatrix p = repack_for_int8_dot(q);
+            ASSERT_EQ(int8_dot_type_for(type), p.type);
+            ASSERT_EQ(0u, p.row_bytes % 64) << "rows stay 64-byte aligned";
+            std::vector<float> a(size_t(s.cols)), b(size_t(s.cols));
+            for (int64_t r = 0; r < s.rows; ++r) {
+                weight_row_f32(q, r, a.data());
+                weight_row_f32(p, r, b.data());
+                ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+                    << wtype_name(type) << " row " << r;
+            }
         }
     }
+    // Other types pass through unchanged.
+    WeightMatrix f = block_weight(WType::F32, {3, 64}, 1);
+    EXPECT_EQ(f.data, repack_for_int8_dot(f).data);
+}
+
+// Inverts the documented layout: element i of a column.
+int8_t code_of(const QuantizedColumns& q, int64_t j, int64_t i) {
+    const int64_t b = i / 32, e = i % 32;
+    const int64_t chunk = b / kI8ChunkBlocks, l = b % kI8ChunkBlocks;
+    return q.codes_of(j)[chunk * kI8ChunkValues + (e / 4) * 64 + 4 * l + e % 4];
 }
 
 TEST(KernelsInt8, ActivationCodesWithinHalfAStep) {
-    const int64_t cols = 160, n = 3;
+    const int64_t cols = 544, n = 3;  // 17 blocks: the second chunk is mostly padding
     std::vector<float> x = random_values(size_t(n * cols), 2, 3.0f);
     x[5] = 40.0f;  // an outlier sets its block's scale
     QuantizedColumns q;
-    quantize_columns(x.data(), n, cols, q);
-    ASSERT_EQ(3, q.pairs);
-    std::vector<float> back(static_cast<size_t>(cols));
+    resize_columns(n, cols, q);
+    ref::quantize_columns(x.data(), cols, q, 0, n);
+    ASSERT_EQ(2, q.chunks);
     for (int64_t j = 0; j < n; ++j) {
         for (int64_t i = 0; i < cols; ++i) {
-            // Invert the documented lane layout.
-            const int64_t p = i / 64;
-            const int half = int(i % 64) / 32, e = int(i % 32);
-            const int lane = 2 * (e / 4) + half;
-            const int8_t code = q.codes_of(j)[p * 64 + 4 * lane + e % 4];
-            const float d = q.scales_of(j)[p * 16 + lane];
-            EXPECT_LE(std::fabs(float(code) * d - x[size_t(j * cols + i)]), 0.5f * d * 1.0001f)
+            const float d = q.scales_of(j)[i / 32];
+            EXPECT_LE(std::fabs(float(code_of(q, j, i)) * d - x[size_t(j * cols + i)]), 0.5f * d * 1.0001f)
                 << "column " << j << " element " << i;
         }
-        for (int64_t p = 0; p < q.pairs; ++p)
-            for (int l = 0; l < 16; ++l) {
-                int32_t sum = 0;
-                for (int i = 0; i < 4; ++i) sum += q.codes_of(j)[p * 64 + 4 * l + i];
-                EXPECT_EQ(-128 * sum, q.corr_of(j)[p * 16 + l]);
-            }
-        // Elements past cols (the unpaired half of the last pair) are zero codes.
-        for (int l = 0; l < 16; l += 2) EXPECT_EQ(0, q.corr_of(j)[2 * 16 + l + 1]);
+        for (int64_t b = 0; b < 2 * kI8ChunkBlocks; ++b) {
+            int32_t sum = 0;
+            for (int e = 0; e < 32; ++e) sum += b < 17 ? code_of(q, j, b * 32 + e) : 0;
+            EXPECT_EQ(sum, q.sums_of(j)[b]) << "block " << b;
+        }
+        // Padding blocks (17..31) are zero codes, zero scale.
+        for (int64_t b = 17; b < 32; ++b) {
+            EXPECT_EQ(0.0f, q.scales_of(j)[b]);
+            for (int s = 0; s < kI8Steps; ++s)
+                for (int i = 0; i < 4; ++i)
+                    EXPECT_EQ(0, q.codes_of(j)[kI8ChunkValues + s * 64 + 4 * (b - 16) + i]);
+        }
     }
 }
 
-// The scalar and AVX2 tables run the reference kernel itself (AVX2 never repacks to q8_0p), so
-// for them this checks the driver (row split, threads, column groups); for AVX-512 it compares
-// the VNNI kernel with the reference.
+TEST(KernelsInt8, EveryQuantizerEqualsReferenceBitwise) {
+    for (const std::string& isa : available_isas()) {
+        for (int64_t cols : {32, 96, 544, 1024, 70}) {  // 70: a ragged block (zeros past cols)
+            const int64_t n = 5;
+            std::vector<float> x = random_values(size_t(n * cols), 7, 2.0f);
+            x[3] = 0.5f * 127.0f / 127.0f;
+            QuantizedColumns want, got;
+            resize_columns(n, cols, want);
+            resize_columns(n, cols, got);
+            std::fill(got.codes.begin(), got.codes.end(), int8_t(99));  // no stale bytes pass
+            ref::quantize_columns(x.data(), cols, want, 0, n);
+            kernels_for(isa).quantize_columns(x.data(), cols, got, 0, n);
+            EXPECT_EQ(want.codes, got.codes) << isa << " cols " << cols;
+            EXPECT_EQ(want.scales, got.scales) << isa << " cols " << cols;
+            EXPECT_EQ(want.sums, got.sums) << isa << " cols " << cols;
+        }
+    }
+}
+
+// The scalar and AVX2 tables run the reference kernel itself (they have no int8 dot product and
+// never repack), so for them this checks the driver (row split, threads, column groups); for
+// AVX-512 it compares the VNNI kernel with the reference.
 TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);
-        for (Shape s : kShapes) {
-            WeightMatrix p = repack_q8_0_pairs(q8_0_weight(s, 3));
-            const std::vector<float> x = random_values(size_t(16 * s.cols), 4);
-            std::vector<float> want = run(reference_kernels(), p, x, 16, 1);
-            for (int64_t n : {1, 2, 3, 4, 5, 8, 16}) {
-                for (int threads : {1, 2}) {
-                    std::vector<float> got = run(k, p, x, n, threads);
-                    // Column j of a width-n product equals column j of the width-16 reference.
-                    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                        << isa << " " << s.rows << "x" << s.cols << " n=" << n
-                        << " threads=" << threads;
+        for (WType type : kBlockTypes) {
+            for (Shape s : kShapes) {
+                WeightMatrix p = repack_for_int8_dot(block_weight(type, s, 3));
+                const std::vector<float> x = random_values(size_t(16 * s.cols), 4);
+                std::vector<float> want = run(reference_kernels(), p, x, 16, 1);
+                for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16}) {
+                    for (int threads : {1, 2}) {
+                        std::vector<float> got = run(k, p, x, n, threads);
+                        // Column j of a width-n product equals column j of the width-16 reference.
+                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                            << isa << " " << wtype_name(p.type) << " " << s.rows << "x" << s.cols
+                            << " n=" << n << " threads=" << threads;
+                    }
                 }
             }
         }
@@ -115,35 +152,39 @@ TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
 }
 
 TEST(KernelsInt8, WithinActivationRoundingOfTheFloatProduct) {
-    const Shape s{64, 512};
-    WeightMatrix q8 = q8_0_weight(s, 5);
-    WeightMatrix p = repack_q8_0_pairs(q8);
-    const int64_t n = 4;
-    const std::vector<float> x = random_values(size_t(n * s.cols), 6);
-    std::vector<float> exact = run(reference_kernels(), q8, x, n, 1);  // f32 activations
-    std::vector<float> got = run(kernels(), p, x, n, 2);
-    std::vector<float> row(static_cast<size_t>(s.cols));
-    int64_t differ = 0;
-    for (int64_t r = 0; r < s.rows; ++r) {
-        weight_row_f32(q8, r, row.data());
-        for (int64_t j = 0; j < n; ++j) {
-            // Each activation moves by at most half its block's step max|x_block| / 127; add
-            // a float-rounding allowance of 1e-5 of sum |w x|.
-            double bound = 0, mag = 0;
-            for (int64_t b = 0; b < s.cols / 32; ++b) {
-                float amax = 0;
-                for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(x[size_t(j * s.cols + b * 32 + e)]));
-                for (int e = 0; e < 32; ++e) {
-                    bound += std::fabs(row[size_t(b * 32 + e)]) * amax / 254.0;
-                    mag += std::fabs(row[size_t(b * 32 + e)] * x[size_t(j * s.cols + b * 32 + e)]);
+    const Shape s{64, 544};
+    for (WType type : kBlockTypes) {
+        WeightMatrix q = block_weight(type, s, 5);
+        WeightMatrix p = repack_for_int8_dot(q);
+        const int64_t n = 4;
+        const std::vector<float> x = random_values(size_t(n * s.cols), 6);
+        std::vector<float> exact = run(reference_kernels(), q, x, n, 1);  // f32 activations
+        std::vector<float> got = run(kernels(), p, x, n, 2);
+        std::vector<float> row(static_cast<size_t>(s.cols));
+        int64_t differ = 0;
+        for (int64_t r = 0; r < s.rows; ++r) {
+            weight_row_f32(q, r, row.data());
+            for (int64_t j = 0; j < n; ++j) {
+                // Each activation moves by at most half its block's step max|x_block| / 127;
+                // add a float-rounding allowance of 1e-5 of sum |w x|.
+                double bound = 0, mag = 0;
+                for (int64_t b = 0; b < s.cols / 32; ++b) {
+                    float amax = 0;
+                    for (int e = 0; e < 32; ++e)
+                        amax = std::max(amax, std::fabs(x[size_t(j * s.cols + b * 32 + e)]));
+                    for (int e = 0; e < 32; ++e) {
+                        bound += std::fabs(row[size_t(b * 32 + e)]) * amax / 254.0;
+                        mag += std::fabs(row[size_t(b * 32 + e)] * x[size_t(j * s.cols + b * 32 + e)]);
+                    }
                 }
+                const double diff =
+                    std::fabs(double(got[size_t(j * s.rows + r)]) - exact[size_t(j * s.rows + r)]);
+                EXPECT_LE(diff, bound + 1e-5 * mag) << wtype_name(type) << " row " << r << " col " << j;
+                differ += diff > 0.0;
             }
-            const double diff = std::fabs(double(got[size_t(j * s.rows + r)]) - exact[size_t(j * s.rows + r)]);
-            EXPECT_LE(diff, bound + 1e-5 * mag) << "row " << r << " col " << j;
-            differ += diff > 0.0;
         }
+        EXPECT_GT(differ, s.rows * n / 2) << "int8 activations round: most outputs must move";
     }
-    EXPECT_GT(differ, s.rows * n / 2) << "int8 activations round: most outputs must move";
 }
 
 }  // namespace

@@ -111,10 +111,8 @@ BenchModel open_bench_model(const Args& a) {
     if (a.has("draft-model")) throw UsageError("--draft-model does not apply to --synthetic models");
     SyntheticOptions so;
     so.matrix_type = a.has("quant") ? mo.matrix_type : WType::Q8_0;
-    // q8_0 is held as the kernels multiply it best here (int8-dot layout with VNNI).
-    BindOptions bo;
-    bo.int8_activations = mo.int8_activations;
-    if (so.matrix_type == WType::Q8_0) so.matrix_type = q8_storage_type(bo);
+    // Block types are held as the kernels multiply them best here (int8-dot layout with VNNI).
+    so.matrix_type = kernel_storage_type(so.matrix_type, mo.int8_activations);
     if (a.has("no-mtp") && a.has("draft")) throw UsageError("--no-mtp and --draft contradict each other");
     try {
         so.draft = a.has("no-mtp") ? SyntheticDraft::None

@@ -27,7 +27,8 @@ const KernelTable* scalar_table() {
         KernelTable t;
         t.isa = "scalar";
         t.gemm_rows = ref::gemm_rows;
-        t.gemm_q8p_rows = ref::gemm_q8p_rows;
+        t.gemm_i8_rows = ref::gemm_i8_rows;
+        t.quantize_columns = ref::quantize_columns;
         t.rmsnorm = ref::rmsnorm;
         t.l2norm = ref::l2norm;
         t.silu = ref::silu;
@@ -47,7 +48,10 @@ const KernelTable* avx2_table() {
         KernelTable t;
         t.isa = "avx2";
         t.gemm_rows = avx2::gemm_rows;
-        t.gemm_q8p_rows = ref::gemm_q8p_rows;  // correct but slow: AVX2 never repacks to q8_0p
+        // Correct but slow (AVX2 has no int8 dot product, so block weights are never repacked
+        // for it); a VEX AVX-VNNI variant would go here.
+        t.gemm_i8_rows = ref::gemm_i8_rows;
+        t.quantize_columns = ref::quantize_columns;
         t.rmsnorm = avx2::rmsnorm;
         t.l2norm = avx2::l2norm;
         t.silu = avx2::silu;
@@ -66,7 +70,8 @@ const KernelTable* avx512_table() {
         KernelTable t;
         t.isa = "avx512";
         t.gemm_rows = avx512::gemm_rows;
-        t.gemm_q8p_rows = avx512::gemm_q8p_rows;
+        t.gemm_i8_rows = avx512::gemm_i8_rows;
+        t.quantize_columns = avx512::quantize_columns;
         t.int8_dot_fast = true;
         t.rmsnorm = avx512::rmsnorm;
         t.l2norm = avx512::l2norm;
@@ -161,19 +166,19 @@ void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t
     const int64_t n_blocks = (w.rows + block - 1) / block;
     // Below ~64 KiB of f32-equivalent weights a wake-up of the other threads costs more than
     // the work; the result is the same bits either way (rows never depend on the split).
-    if (w.type == WType::Q8_0P) {
-        // Activations are quantized once per call, by the calling thread, into its own scratch
+    if (is_int8_dot_type(w.type)) {
+        // Activations are quantized once per call into the calling thread's scratch
         // (thread_local: reused across calls, so decode does not allocate after warm-up).
         thread_local QuantizedColumns scratch;
         // A plain reference: inside the lambda, `scratch` would name the worker's own copy.
         QuantizedColumns& quantized = scratch;
-        quantize_columns(x, n, w.cols, quantized);
+        quantize_activations(k, x, n, w.cols, quantized, pool);
         if (w.rows * w.cols < kMinParallelWeights) {
-            k.gemm_q8p_rows(w, quantized, y, w.rows, 0, w.rows);
+            k.gemm_i8_rows(w, quantized, y, w.rows, 0, w.rows);
             return;
         }
         pool.run(n_blocks, [&](int64_t b0, int64_t b1) {
-            k.gemm_q8p_rows(w, quantized, y, w.rows, b0 * block, std::min(b1 * block, w.rows));
+            k.gemm_i8_rows(w, quantized, y, w.rows, b0 * block, std::min(b1 * block, w.rows));
         });
         return;
     }

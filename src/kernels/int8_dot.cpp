@@ -1,136 +1,269 @@
+#pragma GCC optimize("fp-contract=off")  // the reference rounds each product and sum on its own
 #include "kernels/int8_dot.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
 #include "kernels/quant.h"
 
 namespace nextn {
 
 namespace {
 
-// Byte position inside a pair of element e (0..31) of the pair's block `half` (0 or 1).
-inline int pair_byte(int half, int e) { return 4 * (2 * (e / 4) + half) + e % 4; }
+// Scale halves per chunk after the codes: d for every type, then m for Q4_1X.
+int scale_planes(WType t) { return t == WType::Q4_1X ? 2 : 1; }
 
-}  // namespace
+size_t scales_offset(WType t, int64_t cols) {
+    return size_t(int8_dot_chunks(cols) * int8_dot_chunk_code_bytes(t));
+}
 
-void quantize_columns(const float* x, int64_t n, int64_t cols, QuantizedColumns& out) {
-    const int64_t pairs = (cols + kQ8PairValues - 1) / kQ8PairValues;
-    out.n = n;
-    out.pairs = pairs;
-    if (out.codes.size() < size_t(n * pairs * 64)) out.codes.resize(size_t(n * pairs * 64));
-    if (out.scales.size() < size_t(n * pairs * 16)) out.scales.resize(size_t(n * pairs * 16));
-    if (out.corr.size() < size_t(n * pairs * 16)) out.corr.resize(size_t(n * pairs * 16));
-    for (int64_t j = 0; j < n; ++j) {
-        const float* xj = x + j * cols;
-        int8_t* codes = out.codes.data() + j * pairs * 64;   // [pairs, 64]
-        float* scales = out.scales.data() + j * pairs * 16;  // [pairs, 16]
-        int32_t* corr = out.corr.data() + j * pairs * 16;    // [pairs, 16]
-        for (int64_t p = 0; p < pairs; ++p) {
-            for (int half = 0; half < 2; ++half) {
-                const int64_t start = p * 64 + half * 32;
-                float amax = 0.0f;
-                for (int e = 0; e < 32; ++e)
-                    if (start + e < cols) amax = std::max(amax, std::fabs(xj[start + e]));
-                const float d = amax / 127.0f;
-                const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-                for (int e = 0; e < 32; ++e) {
-                    const float v = start + e < cols ? xj[start + e] : 0.0f;
-                    const float q = std::nearbyint(v * inv);  // |q| <= 127 up to rounding
-                    codes[p * 64 + pair_byte(half, e)] =
-                        int8_t(std::max(-127.0f, std::min(127.0f, q)));
-                }
-                for (int k = 0; k < 8; ++k) scales[p * 16 + 2 * k + half] = d;
-            }
-            for (int l = 0; l < 16; ++l) {
-                int32_t sum = 0;
-                for (int i = 0; i < 4; ++i) sum += codes[p * 64 + 4 * l + i];
-                corr[p * 16 + l] = -128 * sum;
-            }
-        }
+// Byte offset inside a Q8_0X chunk of element e (0..31) of block l, and for the 4-bit types the
+// byte plus which nibble (0 low, 1 high).
+inline int q8_byte(int l, int e) { return (e / 4) * 64 + 4 * l + e % 4; }
+inline int q4_byte(int l, int e) { return (e / 8) * 64 + 4 * l + e % 4; }
+inline int q4_nibble(int e) { return (e / 4) % 2; }
+
+// Element e's code of one source block, and its f16 scale (and min).
+struct SourceBlock {
+    const uint8_t* p;
+    WType type;
+    int code(int e) const {
+        if (type == WType::Q8_0) return reinterpret_cast<const BlockQ8_0*>(p)->qs[e];
+        const uint8_t* qs = type == WType::Q4_0 ? reinterpret_cast<const BlockQ4_0*>(p)->qs
+                                                : reinterpret_cast<const BlockQ4_1*>(p)->qs;
+        return e < 16 ? qs[e] & 15 : qs[e - 16] >> 4;
+    }
+    uint16_t d() const {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        return v;
+    }
+    uint16_t m() const {
+        uint16_t v;
+        std::memcpy(&v, p + 2, 2);
+        return v;
+    }
+};
+
+size_t source_block_bytes(WType t) {
+    switch (t) {
+        case WType::Q8_0: return sizeof(BlockQ8_0);
+        case WType::Q4_0: return sizeof(BlockQ4_0);
+        default: return sizeof(BlockQ4_1);
     }
 }
 
-WeightMatrix repack_q8_0_pairs(const WeightMatrix& w) {
-    if (w.type != WType::Q8_0) fail("repack_q8_0_pairs: expected q8_0, got ", wtype_name(w.type));
-    const int64_t blocks = w.cols / kQuantBlock;
-    const int64_t pairs = (blocks + 1) / 2;
-    const size_t row_bytes = size_t(pairs) * kQ8PairBytes;
-    const size_t total = (size_t(w.rows) * row_bytes + 63) / 64 * 64;
-    void* mem = std::aligned_alloc(64, total);
-    if (!mem) fail("out of memory repacking a ", w.rows, "x", w.cols, " q8_0 weight");
-    std::memset(mem, 0, total);
+}  // namespace
+
+bool is_int8_dot_type(WType t) { return t == WType::Q8_0X || t == WType::Q4_0X || t == WType::Q4_1X; }
+
+WType int8_dot_type_for(WType t) {
+    switch (t) {
+        case WType::Q8_0: return WType::Q8_0X;
+        case WType::Q4_0: return WType::Q4_0X;
+        case WType::Q4_1: return WType::Q4_1X;
+        default: return t;
+    }
+}
+
+WType int8_dot_source_type(WType t) {
+    switch (t) {
+        case WType::Q8_0X: return WType::Q8_0;
+        case WType::Q4_0X: return WType::Q4_0;
+        case WType::Q4_1X: return WType::Q4_1;
+        default: return t;
+    }
+}
+
+size_t int8_dot_row_bytes(WType t, int64_t cols) {
+    if (cols <= 0 || cols % kQuantBlock || !is_int8_dot_type(t)) return 0;
+    const int64_t chunks = int8_dot_chunks(cols);
+    const size_t bytes = scales_offset(t, cols) + size_t(chunks * kI8ChunkBlocks * 2 * scale_planes(t));
+    return (bytes + 63) / 64 * 64;
+}
+
+WeightMatrix repack_for_int8_dot(const WeightMatrix& w) {
+    const WType type = int8_dot_type_for(w.type);
+    if (type == w.type) return w;
     WeightMatrix out;
-    out.type = WType::Q8_0P;
+    out.type = type;
     out.rows = w.rows;
     out.cols = w.cols;
-    out.row_bytes = row_bytes;
+    out.row_bytes = int8_dot_row_bytes(type, w.cols);
+    if (out.row_bytes == 0) fail("repack_for_int8_dot: ", w.cols, " columns are not whole blocks");
+    const size_t total = out.nbytes();
+    void* mem = std::aligned_alloc(64, total);
+    if (!mem) fail("out of memory repacking a ", w.rows, "x", w.cols, " ", wtype_name(w.type), " weight");
+    std::memset(mem, 0, total);
     out.owner = std::shared_ptr<void>(mem, [](void* p) { std::free(p); });
     out.data = static_cast<const uint8_t*>(mem);
-    auto* dst_base = static_cast<uint8_t*>(mem);
+    const int64_t blocks = w.cols / kQuantBlock;
+    const size_t block_bytes = source_block_bytes(w.type);
+    const int64_t chunk_bytes = int8_dot_chunk_code_bytes(type);
+    const size_t d_off = scales_offset(type, w.cols);
+    const size_t m_off = d_off + size_t(int8_dot_chunks(w.cols) * kI8ChunkBlocks * 2);
+    auto* base = static_cast<uint8_t*>(mem);
     for (int64_t r = 0; r < w.rows; ++r) {
-        const auto* src = reinterpret_cast<const BlockQ8_0*>(w.data + size_t(r) * w.row_bytes);
-        uint8_t* dst = dst_base + size_t(r) * row_bytes;
-        for (int64_t p = 0; p < pairs; ++p) {
-            uint8_t* pair = dst + p * kQ8PairBytes;
-            for (int half = 0; half < 2; ++half) {
-                const int64_t b = 2 * p + half;
-                uint16_t d = 0;
-                for (int e = 0; e < 32; ++e) {
-                    const int8_t q = b < blocks ? src[b].qs[e] : int8_t(0);
-                    pair[pair_byte(half, e)] = uint8_t(int(q) + 128);
-                }
-                if (b < blocks) d = src[b].d;
-                std::memcpy(pair + 64 + 2 * half, &d, 2);
+        const uint8_t* src = w.data + size_t(r) * w.row_bytes;
+        uint8_t* dst = base + size_t(r) * out.row_bytes;
+        for (int64_t b = 0; b < blocks; ++b) {
+            const SourceBlock blk{src + size_t(b) * block_bytes, w.type};
+            const int64_t chunk = b / kI8ChunkBlocks;
+            const int l = int(b % kI8ChunkBlocks);
+            uint8_t* codes = dst + chunk * chunk_bytes;
+            for (int e = 0; e < 32; ++e) {
+                if (type == WType::Q8_0X)
+                    codes[q8_byte(l, e)] = uint8_t(blk.code(e) + 128);
+                else
+                    codes[q4_byte(l, e)] |= uint8_t(blk.code(e) << (4 * q4_nibble(e)));
+            }
+            const uint16_t d = blk.d();
+            std::memcpy(dst + d_off + 2 * size_t(b), &d, 2);
+            if (type == WType::Q4_1X) {
+                const uint16_t m = blk.m();
+                std::memcpy(dst + m_off + 2 * size_t(b), &m, 2);
             }
         }
     }
     return out;
 }
 
-void q8_0p_row_f32(const WeightMatrix& w, int64_t row, float* out) {
+void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     const uint8_t* src = w.data + size_t(row) * w.row_bytes;
-    for (int64_t i = 0; i < w.cols; ++i) {
-        const int64_t p = i / 64;
-        const int half = int(i % 64) / 32, e = int(i % 32);
-        const uint8_t* pair = src + p * int64_t(kQ8PairBytes);
-        uint16_t d;
-        std::memcpy(&d, pair + 64 + 2 * half, 2);
-        out[i] = float(int(pair[pair_byte(half, e)]) - 128) * f16_to_f32(d);
+    const int64_t chunk_bytes = int8_dot_chunk_code_bytes(w.type);
+    const size_t d_off = scales_offset(w.type, w.cols);
+    const size_t m_off = d_off + size_t(int8_dot_chunks(w.cols) * kI8ChunkBlocks * 2);
+    for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
+        const uint8_t* codes = src + (b / kI8ChunkBlocks) * chunk_bytes;
+        const int l = int(b % kI8ChunkBlocks);
+        uint16_t dh, mh = 0;
+        std::memcpy(&dh, src + d_off + 2 * size_t(b), 2);
+        if (w.type == WType::Q4_1X) std::memcpy(&mh, src + m_off + 2 * size_t(b), 2);
+        const float d = f16_to_f32(dh), m = f16_to_f32(mh);
+        for (int e = 0; e < 32; ++e) {
+            float v;
+            if (w.type == WType::Q8_0X) {
+                v = float(int(codes[q8_byte(l, e)]) - 128) * d;
+            } else {
+                const int code = (codes[q4_byte(l, e)] >> (4 * q4_nibble(e))) & 15;
+                // The source decoders: (code - 8) * d for Q4_0; code * d + m, two roundings, for Q4_1.
+                if (w.type == WType::Q4_0X) {
+                    v = float(code - 8) * d;
+                } else {
+                    const float prod = float(code) * d;
+                    v = prod + m;
+                }
+            }
+            out[b * kQuantBlock + e] = v;
+        }
     }
+}
+
+void resize_columns(int64_t n, int64_t cols, QuantizedColumns& out) {
+    out.n = n;
+    out.chunks = int8_dot_chunks(cols);
+    const size_t values = size_t(n * out.chunks * kI8ChunkValues);
+    const size_t blocks = size_t(n * out.chunks * kI8ChunkBlocks);
+    if (out.codes.size() < values) out.codes.resize(values);
+    if (out.scales.size() < blocks) out.scales.resize(blocks);
+    if (out.sums.size() < blocks) out.sums.resize(blocks);
+}
+
+void quantize_activations(const KernelTable& k, const float* x, int64_t n, int64_t cols,
+                          QuantizedColumns& out, ThreadPool& pool) {
+    resize_columns(n, cols, out);
+    // A column costs about as much as one weight row; split only when there are many.
+    if (n < 8) {
+        k.quantize_columns(x, cols, out, 0, n);
+        return;
+    }
+    pool.run(n, [&](int64_t j0, int64_t j1) { k.quantize_columns(x, cols, out, j0, j1); });
 }
 
 namespace ref {
 
-void gemm_q8p_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
-                   int64_t r0, int64_t r1) {
+void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
+    const int64_t blocks = out.chunks * kI8ChunkBlocks;
+    for (int64_t j = j0; j < j1; ++j) {
+        const float* xj = x + j * cols;
+        int8_t* codes = out.codes.data() + j * out.chunks * kI8ChunkValues;  // [chunks, 512]
+        float* scales = out.scales.data() + j * blocks;                     // [chunks * 16]
+        int32_t* sums = out.sums.data() + j * blocks;                       // [chunks * 16]
+        for (int64_t b = 0; b < blocks; ++b) {
+            const int64_t start = b * kQuantBlock;
+            int8_t* chunk = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
+            const int l = int(b % kI8ChunkBlocks);
+            float amax = 0.0f;
+            for (int e = 0; e < 32; ++e)
+                if (start + e < cols) amax = std::max(amax, std::fabs(xj[start + e]));
+            const float d = amax / 127.0f;
+            const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+            int32_t sum = 0;
+            for (int e = 0; e < 32; ++e) {
+                const float v = start + e < cols ? xj[start + e] : 0.0f;
+                const float q = std::nearbyint(v * inv);  // |q| <= 127 up to rounding
+                const int8_t code = int8_t(std::max(-127.0f, std::min(127.0f, q)));
+                chunk[q8_byte(l, e)] = code;
+                sum += code;
+            }
+            scales[b] = d;
+            sums[b] = sum;
+        }
+    }
+}
+
+void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                  int64_t r0, int64_t r1) {
+    const int64_t chunk_bytes = int8_dot_chunk_code_bytes(w.type);
+    const size_t d_off = scales_offset(w.type, w.cols);
+    const size_t m_off = d_off + size_t(x.chunks * kI8ChunkBlocks * 2);
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* row = w.data + size_t(r) * w.row_bytes;
         for (int64_t j = 0; j < x.n; ++j) {
             const int8_t* xc = x.codes_of(j);
-            const float* xs = x.scales_of(j);
-            const int32_t* xk = x.corr_of(j);
             float acc[16] = {};
-            for (int64_t p = 0; p < x.pairs; ++p) {
-                const uint8_t* pair = row + p * int64_t(kQ8PairBytes);
-                uint16_t dh[2];
-                std::memcpy(dh, pair + 64, 4);
-                const float dw[2] = {f16_to_f32(dh[0]), f16_to_f32(dh[1])};
+            for (int64_t c = 0; c < x.chunks; ++c) {
+                const uint8_t* codes = row + c * chunk_bytes;
+                const int8_t* xcodes = xc + c * kI8ChunkValues;
                 for (int l = 0; l < 16; ++l) {
-                    int32_t isum = xk[p * 16 + l];
-                    for (int i = 0; i < 4; ++i)
-                        isum += int32_t(pair[4 * l + i]) * int32_t(xc[p * 64 + 4 * l + i]);
-                    const float s = dw[l % 2] * xs[p * 16 + l];
-                    acc[l] = std::fma(float(isum), s, acc[l]);
+                    int32_t isum = 0;
+                    for (int s = 0; s < kI8Steps; ++s)
+                        for (int i = 0; i < 4; ++i) {
+                            int32_t u;
+                            if (w.type == WType::Q8_0X)
+                                u = codes[s * 64 + 4 * l + i];
+                            else
+                                u = (codes[(s / 2) * 64 + 4 * l + i] >> (4 * (s % 2))) & 15;
+                            isum += u * int32_t(xcodes[s * 64 + 4 * l + i]);
+                        }
+                    const int64_t b = c * kI8ChunkBlocks + l;
+                    const int32_t xsum = x.sums_of(j)[b];
+                    const float dx = x.scales_of(j)[b];
+                    uint16_t dh;
+                    std::memcpy(&dh, row + d_off + 2 * size_t(b), 2);
+                    const float dw = f16_to_f32(dh);
+                    if (w.type == WType::Q8_0X) {
+                        acc[l] = std::fma(float(isum - 128 * xsum), dw * dx, acc[l]);
+                    } else if (w.type == WType::Q4_0X) {
+                        acc[l] = std::fma(float(isum - 8 * xsum), dw * dx, acc[l]);
+                    } else {
+                        uint16_t mh;
+                        std::memcpy(&mh, row + m_off + 2 * size_t(b), 2);
+                        acc[l] = std::fma(float(isum), dw * dx, acc[l]);
+                        acc[l] = std::fma(float(xsum), f16_to_f32(mh) * dx, acc[l]);
+                    }
                 }
             }
             // The AVX-512 hsum tree: halves of 16, of 8, then [0,1]+[2,3], then 0+1.
-            float a[8], b[4];
+            float a[8], b4[4];
             for (int i = 0; i < 8; ++i) a[i] = acc[i] + acc[i + 8];
-            for (int i = 0; i < 4; ++i) b[i] = a[i] + a[i + 4];
-            const float c0 = b[0] + b[2], c1 = b[1] + b[3];
+            for (int i = 0; i < 4; ++i) b4[i] = a[i] + a[i + 4];
+            const float c0 = b4[0] + b4[2], c1 = b4[1] + b4[3];
             y[j * ldy + r] = c0 + c1;
         }
     }

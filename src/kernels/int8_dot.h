@@ -1,22 +1,32 @@
 #pragma once
-// Q8_0 weights multiplied by int8-quantized activations (int8 dot products: AVX-512 VNNI on
-// x86, SDOT on ARM later). Decoding Q8_0 blocks to f32 costs more instructions than the
-// multiply itself; with both sides in int8 a 64-value block pair is one dot-product
-// instruction per column, so decode runs closer to memory bandwidth.
+// Block-quantized weights (Q8_0, Q4_0, Q4_1) multiplied by int8-quantized activations with
+// integer dot products (AVX-512 VNNI on x86; SDOT on ARM later). Decoding blocks to f32 costs
+// several instructions per 16 values; here 64 products are one instruction, so decode streams
+// weights at memory speed and a verify batch of a few tokens costs little more than one.
 //
-// Weight layout (WType::Q8_0P), per row, for each pair p of 32-value blocks (2p, 2p+1):
-//   64 code bytes, then the two f16 scales (block 2p, block 2p+1) = 68 bytes.
-//   Code byte 4l+i (lane l in 0..15, i in 0..3) holds element 4(l/2)+i of block 2p+(l%2),
-//   stored as q+128 (unsigned; the dot-product instruction multiplies u8 x s8).
-//   An odd last block is paired with an all-zero block whose scale is 0.
-// Activation layout (QuantizedColumns), per column, the same lanes: int8 codes of 32-value
-// blocks (d = max|x|/127, q = round-to-nearest-even(x/d)), the per-lane scale d, and the
-// per-lane correction -128 * (sum of the lane's 4 codes), which cancels the +128 of the weight
-// codes inside the integer sum.
+// Chunked layout (WType::Q8_0X, Q4_0X, Q4_1X): a row's 32-value blocks are taken 16 at a time
+// (a chunk of 512 values; a ragged last chunk is padded with zero blocks). Inside a chunk the
+// 16 blocks are interleaved so that vector lane l (of 16 int32 lanes) only ever meets block l:
+//   step s (0..7), lane l, byte i (0..3) is element 4s+i of the chunk's block l.
+// After the chunk's 8 steps lane l holds block l's whole integer dot product, and one
+// convert + fused multiply-add per chunk applies the 16 blocks' scales at once.
+//   Q8_0X codes: step s at byte s*64 + 4l + i, stored as q + 128 (unsigned: the dot-product
+//     instruction multiplies u8 x s8), 512 bytes per chunk.
+//   Q4_0X / Q4_1X codes: the two nibbles of byte k*64 + 4l + i (k = 0..3) are step 2k (low)
+//     and step 2k+1 (high), holding the block's 4-bit code 0..15; 256 bytes per chunk.
+// Row: [chunks x code bytes] [chunks x 16 f16 scales d] (Q4_1X: then [chunks x 16 f16 mins m]),
+// padded to 64 bytes so every row and every code step stays 64-byte aligned.
 //
-// Output (r, j): 16 float lanes start at 0; for each pair, lane l gets
-//   isum = corr + sum_i wcode*xcode (exact int32), acc = fma(float(isum), dw * dx, acc);
-// then the lanes are summed by the fixed tree of the AVX-512 hsum. Every ISA and the scalar
+// Activations (QuantizedColumns), per column and chunk: int8 codes of each 32-value block in the
+// same step/lane/byte order (d = max|x|/127, q = round-half-even(x * (1/d)), clamped to +-127),
+// the per-block scale d and the per-block code sum. Padding blocks are all zero.
+//
+// Output (r, j): 16 float lanes start at 0; per chunk, lane l (block l) with
+//   isum = sum over steps and bytes of wcode * xcode (exact in int32)
+//   Q8_0X: acc = fma(float(isum - 128 * xsum), dw * dx, acc)
+//   Q4_0X: acc = fma(float(isum -   8 * xsum), dw * dx, acc)
+//   Q4_1X: acc = fma(float(isum), dw * dx, acc); acc = fma(float(xsum), dm * dx, acc)
+// then the 16 lanes are summed by the fixed tree of the AVX-512 hsum. Every ISA and the scalar
 // reference compute exactly this, so they agree bit for bit, for every batch width.
 #include <cstdint>
 #include <vector>
@@ -25,34 +35,60 @@
 
 namespace nextn {
 
-inline constexpr int64_t kQ8PairValues = 64;
-inline constexpr size_t kQ8PairBytes = 68;
+class ThreadPool;
+
+inline constexpr int kI8ChunkBlocks = 16;   // blocks per chunk (one per int32 lane)
+inline constexpr int64_t kI8ChunkValues = 512;
+inline constexpr int kI8Steps = 8;          // 64-byte activation steps per chunk
+
+// True for Q8_0X, Q4_0X, Q4_1X.
+bool is_int8_dot_type(WType t);
+// The chunked type holding a block type's values: Q8_0 -> Q8_0X, Q4_0 -> Q4_0X,
+// Q4_1 -> Q4_1X; any other type is returned unchanged.
+WType int8_dot_type_for(WType t);
+// The block type whose values a chunked type holds (Q8_0X -> Q8_0, ...).
+WType int8_dot_source_type(WType t);
+// Bytes of one row of a chunked type (0 when cols % 32 != 0).
+size_t int8_dot_row_bytes(WType t, int64_t cols);
+// Chunks per row.
+inline int64_t int8_dot_chunks(int64_t cols) { return (cols + kI8ChunkValues - 1) / kI8ChunkValues; }
+// Code bytes per chunk: 512 for Q8_0X, 256 for the 4-bit types.
+inline int64_t int8_dot_chunk_code_bytes(WType t) { return t == WType::Q8_0X ? 512 : 256; }
+
+// A Q8_0 / Q4_0 / Q4_1 matrix in its chunked layout (same values, same scales). Other types are
+// returned unchanged.
+WeightMatrix repack_for_int8_dot(const WeightMatrix& w);
+
+// Row `row` of a chunked matrix as f32: exactly the source block type's values.
+void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out);
 
 struct QuantizedColumns {
-    int64_t n = 0;      // columns (tokens)
-    int64_t pairs = 0;  // block pairs per column
-    std::vector<int8_t> codes;   // [n, pairs * 64]
-    std::vector<float> scales;   // [n, pairs * 16] per lane
-    std::vector<int32_t> corr;   // [n, pairs * 16] per lane
+    int64_t n = 0;       // columns (tokens)
+    int64_t chunks = 0;  // chunks per column
+    std::vector<int8_t> codes;   // [n, chunks * 512]
+    std::vector<float> scales;   // [n, chunks * 16] one per block
+    std::vector<int32_t> sums;   // [n, chunks * 16] sum of the block's codes
 
-    const int8_t* codes_of(int64_t j) const { return codes.data() + j * pairs * 64; }
-    const float* scales_of(int64_t j) const { return scales.data() + j * pairs * 16; }
-    const int32_t* corr_of(int64_t j) const { return corr.data() + j * pairs * 16; }
+    const int8_t* codes_of(int64_t j) const { return codes.data() + j * chunks * kI8ChunkValues; }
+    const float* scales_of(int64_t j) const { return scales.data() + j * chunks * kI8ChunkBlocks; }
+    const int32_t* sums_of(int64_t j) const { return sums.data() + j * chunks * kI8ChunkBlocks; }
 };
 
-// x: [n, cols]. Reuses out's buffers (no allocation once they are large enough).
-void quantize_columns(const float* x, int64_t n, int64_t cols, QuantizedColumns& out);
+// Sizes out for n columns of `cols` values (no allocation once it is large enough).
+void resize_columns(int64_t n, int64_t cols, QuantizedColumns& out);
 
-// A Q8_0 matrix in the Q8_0P layout (same values, same scales).
-WeightMatrix repack_q8_0_pairs(const WeightMatrix& w);
-
-// Row `row` of a Q8_0P matrix as f32 (the Q8_0 values: code * d).
-void q8_0p_row_f32(const WeightMatrix& w, int64_t row, float* out);
+// The x[n, cols] product operand: sizes `out`, then quantizes every column with the table's
+// quantize_columns, threaded over columns when there are several.
+struct KernelTable;
+void quantize_activations(const KernelTable& k, const float* x, int64_t n, int64_t cols,
+                          QuantizedColumns& out, ThreadPool& pool);
 
 namespace ref {
-// Scalar reference of the Q8_0P x int8 product for rows [r0, r1): y[j, r], y: [n, ldy].
-void gemm_q8p_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
-                   int64_t r0, int64_t r1);
+// Quantizes columns [j0, j1) of x [n, cols] into `out` (already sized by resize_columns).
+void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);
+// Scalar reference of the chunked product for rows [r0, r1): y[j, r], y: [n, ldy].
+void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                  int64_t r0, int64_t r1);
 }  // namespace ref
 
 }  // namespace nextn

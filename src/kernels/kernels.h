@@ -32,11 +32,16 @@ struct KernelTable {
     void (*gemm_rows)(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                       int64_t r0, int64_t r1) = nullptr;
 
-    // Q8_0P weights times int8-quantized activations (kernels/int8_dot.h) for rows [r0, r1):
-    // y[j, r], y: [n, ldy]. Bit-identical to ref::gemm_q8p_rows. `int8_dot_fast` says whether
-    // this table has a native int8 dot product (only then are Q8_0 weights repacked at load).
-    void (*gemm_q8p_rows)(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
-                          int64_t r0, int64_t r1) = nullptr;
+    // Chunked Q8_0X/Q4_0X/Q4_1X weights times int8-quantized activations (kernels/int8_dot.h)
+    // for rows [r0, r1): y[j, r], y: [n, ldy]. Bit-identical to ref::gemm_i8_rows.
+    // `int8_dot_fast` says whether this table has a native int8 dot product (only then are
+    // block weights repacked to the chunked types at load).
+    void (*gemm_i8_rows)(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                         int64_t r0, int64_t r1) = nullptr;
+    // Quantizes columns [j0, j1) of x [n, cols] for gemm_i8_rows; bit-identical to
+    // ref::quantize_columns.
+    void (*quantize_columns)(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0,
+                             int64_t j1) = nullptr;
     bool int8_dot_fast = false;
 
     // y[i, :] = x[i, :] * rsqrt(mean(x[i, :]^2) + eps) * w     x, y: [n_rows, d]; w: [d]

@@ -21,7 +21,9 @@ const char* wtype_name(WType t) {
         case WType::Q8_0: return "q8_0";
         case WType::Q4_0: return "q4_0";
         case WType::Q4_1: return "q4_1";
-        case WType::Q8_0P: return "q8_0 (int8-dot layout)";
+        case WType::Q8_0X: return "q8_0 (int8-dot layout)";
+        case WType::Q4_0X: return "q4_0 (int8-dot layout)";
+        case WType::Q4_1X: return "q4_1 (int8-dot layout)";
         case WType::Native: return "native";
     }
     return "?";
@@ -50,8 +52,9 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
             return cols % kQuantBlock ? 0 : size_t(cols / kQuantBlock) * sizeof(BlockQ4_0);
         case WType::Q4_1:
             return cols % kQuantBlock ? 0 : size_t(cols / kQuantBlock) * sizeof(BlockQ4_1);
-        case WType::Q8_0P:
-            return cols % kQuantBlock ? 0 : size_t((cols + kQ8PairValues - 1) / kQ8PairValues) * kQ8PairBytes;
+        case WType::Q8_0X:
+        case WType::Q4_0X:
+        case WType::Q4_1X: return int8_dot_row_bytes(t, cols);
         case WType::Native: return 0;
     }
     return 0;
@@ -166,16 +169,14 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
         case WType::Q8_0: quantize_row_q8_0(x, cols, reinterpret_cast<BlockQ8_0*>(dst)); return;
         case WType::Q4_0: quantize_row_q4_0(x, cols, reinterpret_cast<BlockQ4_0*>(dst)); return;
         case WType::Q4_1: quantize_row_q4_1(x, cols, reinterpret_cast<BlockQ4_1*>(dst)); return;
-        case WType::Q8_0P: fail("encode_row_f32: q8_0p is made by repack_q8_0_pairs");
+        case WType::Q8_0X:
+        case WType::Q4_0X:
+        case WType::Q4_1X: fail("encode_row_f32: ", wtype_name(type), " is made by repack_for_int8_dot");
         case WType::Native: fail("encode_row_f32: Native is not a storage type");
     }
 }
 
 WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target) {
-    if (target == WType::Q8_0P) {
-        WeightMatrix q = make_weight(t, rows, cols, WType::Q8_0);
-        return q.type == WType::Q8_0 ? repack_q8_0_pairs(q) : q;
-    }
     if (rows <= 0 || cols <= 0 || t.numel() != rows * cols)
         fail(t.file, ": tensor '", t.name, "' has shape ", t.shape_str(), ", expected [", rows,
              ", ", cols, "]");
@@ -198,9 +199,10 @@ WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType t
 
 WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target) {
     if (rows <= 0 || cols <= 0) fail("make_weight_f32: bad shape [", rows, ", ", cols, "]");
-    if (target == WType::Q8_0P) {
-        WeightMatrix q = make_weight_f32(values, rows, cols, WType::Q8_0);
-        return q.type == WType::Q8_0 ? repack_q8_0_pairs(q) : q;
+    if (is_int8_dot_type(target)) {  // built in its block type, then repacked
+        const WType source = int8_dot_source_type(target);
+        WeightMatrix q = make_weight_f32(values, rows, cols, source);
+        return q.type == source ? repack_for_int8_dot(q) : q;
     }
     WeightMatrix w = allocate(resolve_target(target, DType::F32, cols), rows, cols);
     encode_rows(values, w);
@@ -236,7 +238,9 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         case WType::Q4_1:
             dequantize_row_q4_1(reinterpret_cast<const BlockQ4_1*>(src), w.cols, out);
             return;
-        case WType::Q8_0P: q8_0p_row_f32(w, row, out); return;
+        case WType::Q8_0X:
+        case WType::Q4_0X:
+        case WType::Q4_1X: int8_dot_row_f32(w, row, out); return;
         case WType::Native: break;
     }
     fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));

@@ -19,7 +19,11 @@ enum class WType {
     Q8_0,  // ggml block layout: 32 values, f16 scale + 32 x int8 (34 bytes); cols % 32 == 0
     Q4_0,  // ggml block layout: 32 values, f16 scale + 16 bytes of 4-bit codes (18 bytes)
     Q4_1,  // ggml block layout: 32 values, f16 scale + f16 offset + 16 bytes of codes (20 bytes)
-    Q8_0P,  // Q8_0 values repacked for int8 dot products (kernels/int8_dot.h); cols % 32 == 0
+    // Q8_0 / Q4_0 / Q4_1 values in the chunked layout of the int8 dot-product kernels
+    // (kernels/int8_dot.h), made only by repack_for_int8_dot.
+    Q8_0X,
+    Q4_0X,
+    Q4_1X,
     // Target only (never the type of a built WeightMatrix): keep the source's own type when a
     // kernel reads it directly (F32, BF16, F16, Q8_0, Q4_0, Q4_1), else widen to F32.
     Native,
@@ -51,11 +55,11 @@ struct WeightMatrix {
 //     type equals the target keeps its blocks byte for byte). A block target with
 //     cols % 32 != 0 cannot be represented and falls back to F32 (check w.type).
 //   target Native: F32/BF16/F16/Q8_0/Q4_0/Q4_1 sources keep their type and bytes; others -> F32.
-//   target Q8_0P: as Q8_0, then repacked for int8 dot products (kernels/int8_dot.h).
 //   MLX affine 4-bit (group 32/64/..) with target Native or Q4_1 becomes Q4_1 with the same
 //   decoded values when its scales and biases are exact in f16 (else F32 / requantized).
 WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target);
-// Same, from f32 values in memory ([rows, cols], row-major): synthetic models and tests.
+// Same, from f32 values in memory ([rows, cols], row-major): synthetic models and tests. Here
+// a chunked int8-dot target (Q8_0X, ...) is also accepted: its block type, then repacked.
 WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target);
 
 // One row of `cols` f32 values encoded as `type` (F32, BF16, F16, Q8_0, Q4_0, Q4_1) into dst

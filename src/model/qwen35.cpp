@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
 #include "model/ops.h"
 
@@ -35,6 +36,11 @@ void Qwen35Model::set_draft_head(int64_t vocab, WType type) {
     if (type == WType::Native || type == full.type) {
         draft_lm_head_ = full;  // the first `vocab` rows of the LM head, shared
         draft_lm_head_.rows = vocab;
+        return;
+    }
+    if (is_int8_dot_type(type)) {  // built in its block type, then repacked
+        set_draft_head(vocab, int8_dot_source_type(type));
+        if (draft_lm_head_.type != type) draft_lm_head_ = repack_for_int8_dot(draft_lm_head_);
         return;
     }
     // Converted in blocks of rows so the f32 staging buffer stays small for a 248k x H head.
@@ -209,9 +215,7 @@ void configure_draft_head(Qwen35Model& model, const ModelOptions& options) {
         const bool float_head = t == WType::F32 || t == WType::BF16 || t == WType::F16;
         if (float_head && wtype_row_bytes(WType::Q8_0, w.lm_head.cols) != 0) type = WType::Q8_0;
     }
-    BindOptions bo;
-    bo.int8_activations = options.int8_activations;
-    if (type == WType::Q8_0) type = q8_storage_type(bo);
+    if (type != WType::Native) type = kernel_storage_type(type, options.int8_activations);
     model.set_draft_head(vocab, type);
 }
 

@@ -451,9 +451,9 @@ void make_draft_perfect(ModelWeights& w, const ModelConfig& c, ThreadPool* pool)
 WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool,
                           const std::function<void(int64_t row, float* out)>& fill) {
     if (rows <= 0 || cols <= 0) fail("build_weight: bad shape [", rows, ", ", cols, "]");
-    if (type == WType::Q8_0P) {  // int8-dot layout: built as q8_0, then repacked
-        WeightMatrix q = build_weight(rows, cols, WType::Q8_0, pool, fill);
-        return q.type == WType::Q8_0 ? repack_q8_0_pairs(q) : q;
+    if (is_int8_dot_type(type)) {  // int8-dot layout: built in its block type, then repacked
+        WeightMatrix q = build_weight(rows, cols, int8_dot_source_type(type), pool, fill);
+        return q.type == int8_dot_source_type(type) ? repack_for_int8_dot(q) : q;
     }
     WeightMatrix w;
     w.type = stored_type(type, cols);

@@ -9,8 +9,12 @@
 
 namespace nextn {
 
-WType q8_storage_type(const BindOptions& options) {
-    return options.int8_activations && kernels().int8_dot_fast ? WType::Q8_0P : WType::Q8_0;
+WType kernel_storage_type(WType t, bool int8_activations) {
+    return int8_activations && kernels().int8_dot_fast ? int8_dot_type_for(t) : t;
+}
+
+WeightMatrix to_kernel_storage(const WeightMatrix& w, bool int8_activations) {
+    return kernel_storage_type(w.type, int8_activations) == w.type ? w : repack_for_int8_dot(w);
 }
 
 namespace {
@@ -29,10 +33,8 @@ public:
     WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
         const RawTensor& t = raw(name);
         check_shape(t, rows, cols);
-        WeightMatrix w = make_weight(t, rows, cols, options_.matrix_type);
-        if (w.type == WType::Q8_0 && q8_storage_type(options_) == WType::Q8_0P)
-            w = repack_q8_0_pairs(w);
-        return w;
+        return to_kernel_storage(make_weight(t, rows, cols, options_.matrix_type),
+                                 options_.int8_activations);
     }
 
     std::vector<float> vec(const std::string& name, int64_t n) {

@@ -77,17 +77,17 @@ struct BindOptions {
     // widens the rest (K-quants, MLX 6/8-bit) to F32; the values are the same either way.
     WType matrix_type = WType::Native;
     bool load_mtp = true;
-    // Q8_0 matrices are repacked to Q8_0P and multiplied with int8-quantized activations when
-    // the kernel table has a native int8 dot product (kernels/int8_dot.h). Off (the default):
-    // f32 activations, the arithmetic of a dequantized-f32 reference. Opt-in because on the
-    // 2-core Zen machine it measures slower than the f32-activation kernel (2048x6144, 2
-    // threads: 415 vs 304 us at N=1, 779 vs 545 us at N=4); kept as the tested base for an
-    // int8 path (vectorised activation quantization, wider tiles).
+    // Q8_0 / Q4_0 / Q4_1 matrices are repacked to their chunked int8-dot types and multiplied
+    // with int8-quantized activations when the kernel table has a native int8 dot product
+    // (kernels/int8_dot.h). Off: f32 activations, the arithmetic of a dequantized-f32 reference.
     bool int8_activations = false;
 };
 
-// The type a Q8_0 matrix is kept in under `options` on this machine (Q8_0 or Q8_0P).
-WType q8_storage_type(const BindOptions& options);
+// The type a matrix of type t is kept in for this machine's kernels: its chunked int8-dot type
+// when int8_activations is set and the kernel table has a native int8 dot product, else t.
+WType kernel_storage_type(WType t, bool int8_activations);
+// w converted to kernel_storage_type(w.type, int8_activations) (w itself when that is w.type).
+WeightMatrix to_kernel_storage(const WeightMatrix& w, bool int8_activations);
 
 // Binds and converts every tensor; throws Error naming the tensor on a missing tensor or a
 // wrong shape.

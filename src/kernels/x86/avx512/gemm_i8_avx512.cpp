@@ -1,0 +1,214 @@
+// AVX-512 VNNI: chunked Q8_0X / Q4_0X / Q4_1X weights x int8 activations, and the activation
+// quantizer (layout and arithmetic: kernels/int8_dot.h). A tile is R rows x C columns; each
+// 64-byte code step of a row is loaded once and meets every column of the tile with one
+// vpdpbusd, so weights stream once per C columns, and the 16 blocks of a chunk are scaled by
+// one convert + fma per (row, column).
+#pragma GCC optimize("fp-contract=off")
+#include "kernels/int8_dot.h"
+#include "kernels/x86/avx512/isa_avx512.h"
+#include "kernels/x86/x86_kernels.h"
+
+namespace nextn::avx512 {
+
+namespace {
+
+// Applies one chunk's integer sums to the float accumulators (the per-type line of
+// int8_dot.h). d: the chunk's 16 f16 weight scales; m: its 16 f16 minimums (Q4_1X only).
+template <WType T>
+__m512 scale_chunk(__m512i isum, __m512i xsum, __m512 dw, __m512 dm, __m512 dx, __m512 acc) {
+    if constexpr (T == WType::Q4_1X) {
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dx), acc);
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(xsum), _mm512_mul_ps(dm, dx), acc);
+    } else {
+        constexpr int kShift = T == WType::Q8_0X ? 7 : 3;  // code offset 128 or 8
+        const __m512i exact = _mm512_sub_epi32(isum, _mm512_slli_epi32(xsum, kShift));
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(dw, dx), acc);
+    }
+}
+
+template <WType T, int R, int C>
+void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off,
+          size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
+    constexpr int64_t kChunkBytes = T == WType::Q8_0X ? 512 : 256;
+    const __m512i low_nibbles = _mm512_set1_epi8(15);
+    __m512 acc[R][C];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    const int8_t* xc[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
+
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+        __m512i isum[R][C];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+            for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
+        const int64_t xoff = ch * kI8ChunkValues;
+        if constexpr (T == WType::Q8_0X) {
+#pragma GCC unroll 8
+            for (int s = 0; s < kI8Steps; ++s) {
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) {
+                    const uint8_t* p = wrow[r] + ch * kChunkBytes + s * 64;
+                    // The next tile's rows (R further down): short row streams the hardware
+                    // prefetcher alone picks up too late.
+                    __builtin_prefetch(p + R * row_bytes, 0, 0);
+                    const __m512i w = _mm512_load_si512(p);
+#pragma GCC unroll 8
+                    for (int c = 0; c < C; ++c)
+                        isum[r][c] = _mm512_dpbusd_epi32(
+                            isum[r][c], w, _mm512_loadu_si512(xc[c] + xoff + s * 64));
+                }
+            }
+        } else {
+#pragma GCC unroll 4
+            for (int k = 0; k < kI8Steps / 2; ++k) {
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) {
+                    const uint8_t* p = wrow[r] + ch * kChunkBytes + k * 64;
+                    __builtin_prefetch(p + R * row_bytes, 0, 0);
+                    const __m512i v = _mm512_load_si512(p);
+                    const __m512i lo = _mm512_and_si512(v, low_nibbles);
+                    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
+#pragma GCC unroll 8
+                    for (int c = 0; c < C; ++c) {
+                        isum[r][c] = _mm512_dpbusd_epi32(
+                            isum[r][c], lo, _mm512_loadu_si512(xc[c] + xoff + 2 * k * 64));
+                        isum[r][c] = _mm512_dpbusd_epi32(
+                            isum[r][c], hi, _mm512_loadu_si512(xc[c] + xoff + (2 * k + 1) * 64));
+                    }
+                }
+            }
+        }
+        const int64_t boff = ch * kI8ChunkBlocks;
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const __m512 dw = _mm512_cvtph_ps(
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(wrow[r] + d_off + boff * 2)));
+            __m512 dm = _mm512_setzero_ps();
+            if constexpr (T == WType::Q4_1X)
+                dm = _mm512_cvtph_ps(
+                    _mm256_load_si256(reinterpret_cast<const __m256i*>(wrow[r] + m_off + boff * 2)));
+#pragma GCC unroll 8
+            for (int c = 0; c < C; ++c) {
+                const __m512 dx = _mm512_loadu_ps(x.scales_of(j0 + c) + boff);
+                const __m512i xsum = _mm512_loadu_si512(x.sums_of(j0 + c) + boff);
+                acc[r][c] = scale_chunk<T>(isum[r][c], xsum, dw, dm, dx, acc[r][c]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) y[(j0 + c) * ldy + r] = Isa::hsum(acc[r][c]);
+}
+
+template <WType T, int R, int Cmax>
+void tile_cols(int c, const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off,
+               size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
+    if (c == Cmax) return tile<T, R, Cmax>(wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
+    if constexpr (Cmax > 1)
+        tile_cols<T, R, Cmax - 1>(c, wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
+}
+
+// Column groups of up to 4; 8 rows for one column (more loads in flight for decode), 4 rows
+// for 2..4 (the R x C integer sums stay in registers).
+constexpr int kMaxCols = 4;
+
+template <WType T>
+void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                  int64_t r0, int64_t r1) {
+    const int64_t chunks = x.chunks;
+    const size_t d_off = size_t(chunks * int8_dot_chunk_code_bytes(T));
+    const size_t m_off = d_off + size_t(chunks * kI8ChunkBlocks * 2);
+    const uint8_t* wrow[8];
+    // 16-row chunks (the unit matmul hands a thread) stay in cache while column groups pass.
+    for (int64_t c0 = r0; c0 < r1; c0 += 16) {
+        const int64_t c1 = c0 + 16 < r1 ? c0 + 16 : r1;
+        for (int64_t j0 = 0; j0 < x.n; j0 += kMaxCols) {
+            const int c = int(x.n - j0 < kMaxCols ? x.n - j0 : kMaxCols);
+            const int R = c == 1 ? 8 : 4;
+            int64_t r = c0;
+            for (; r + R <= c1; r += R) {
+                for (int i = 0; i < R; ++i) wrow[i] = w.data + size_t(r + i) * w.row_bytes;
+                if (R == 8)
+                    tile<T, 8, 1>(wrow, w.row_bytes, chunks, d_off, m_off, x, j0, y + r, ldy);
+                else
+                    tile_cols<T, 4, kMaxCols>(c, wrow, w.row_bytes, chunks, d_off, m_off, x, j0,
+                                              y + r, ldy);
+            }
+            for (; r < c1; ++r) {
+                wrow[0] = w.data + size_t(r) * w.row_bytes;
+                tile_cols<T, 1, kMaxCols>(c, wrow, w.row_bytes, chunks, d_off, m_off, x, j0, y + r,
+                                          ldy);
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                  int64_t r0, int64_t r1) {
+    switch (w.type) {
+        case WType::Q8_0X: return gemm_i8_impl<WType::Q8_0X>(w, x, y, ldy, r0, r1);
+        case WType::Q4_0X: return gemm_i8_impl<WType::Q4_0X>(w, x, y, ldy, r0, r1);
+        case WType::Q4_1X: return gemm_i8_impl<WType::Q4_1X>(w, x, y, ldy, r0, r1);
+        default: return;  // matmul() only sends the chunked types here
+    }
+}
+
+// Per 32-value block: the same operations as ref::quantize_columns, in vector form (the max
+// is exact in any order; d, 1/d, x * (1/d) and round-half-even are single IEEE operations).
+void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
+    const int64_t blocks = out.chunks * kI8ChunkBlocks;
+    const int64_t used = (cols + kQuantBlock - 1) / kQuantBlock;  // blocks holding values
+    const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    const __m512 lim = _mm512_set1_ps(127.0f);
+    for (int64_t j = j0; j < j1; ++j) {
+        const float* xj = x + j * cols;
+        int8_t* codes = out.codes.data() + j * out.chunks * kI8ChunkValues;  // [chunks, 512]
+        float* scales = out.scales.data() + j * blocks;
+        int32_t* sums = out.sums.data() + j * blocks;
+        for (int64_t b = 0; b < blocks; ++b) {
+            int8_t* chunk = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
+            const int l = int(b % kI8ChunkBlocks);
+            if (b >= used) {  // padding blocks of the last chunk
+                for (int s = 0; s < kI8Steps; ++s) __builtin_memset(chunk + s * 64 + 4 * l, 0, 4);
+                scales[b] = 0.0f;
+                sums[b] = 0;
+                continue;
+            }
+            // A ragged last block reads zeros past cols, as the reference does.
+            const int64_t left = cols - b * 32;
+            const __mmask16 ma = left >= 16 ? __mmask16(0xffff) : Isa::mask(int(left));
+            const __mmask16 mc = left >= 32 ? __mmask16(0xffff) : left <= 16 ? __mmask16(0) : Isa::mask(int(left - 16));
+            const __m512 a = _mm512_maskz_loadu_ps(ma, xj + b * 32);
+            const __m512 c = _mm512_maskz_loadu_ps(mc, xj + b * 32 + 16);
+            const float amax = _mm512_reduce_max_ps(
+                _mm512_max_ps(_mm512_and_ps(a, abs_mask), _mm512_and_ps(c, abs_mask)));
+            const float d = amax / 127.0f;
+            const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+            const __m512 vinv = _mm512_set1_ps(inv);
+            auto code = [&](__m512 v) {
+                __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(v, vinv),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                q = _mm512_min_ps(_mm512_max_ps(q, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
+                return _mm512_cvtps_epi32(q);
+            };
+            const __m512i qa = code(a), qc = code(c);  // elements 0..15, 16..31 as int32
+            sums[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qc));
+            scales[b] = d;
+            // Element e goes to step e/4, byte e%4 of lane l: each group of 4 codes is one int32.
+            alignas(64) int8_t bytes[32];
+            _mm_store_si128(reinterpret_cast<__m128i*>(bytes), _mm512_cvtepi32_epi8(qa));
+            _mm_store_si128(reinterpret_cast<__m128i*>(bytes + 16), _mm512_cvtepi32_epi8(qc));
+            for (int s = 0; s < kI8Steps; ++s) __builtin_memcpy(chunk + s * 64 + 4 * l, bytes + 4 * s, 4);
+        }
+    }
+}
+
+}  // namespace nextn::avx512
