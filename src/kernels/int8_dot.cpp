@@ -96,12 +96,11 @@ WeightMatrix repack_for_int8_dot(const WeightMatrix& w) {
     out.cols = w.cols;
     out.row_bytes = int8_dot_row_bytes(type, w.cols);
     if (out.row_bytes == 0) fail("repack_for_int8_dot: ", w.cols, " columns are not whole blocks");
-    const size_t total = out.nbytes();
-    void* mem = std::aligned_alloc(64, total);
-    if (!mem) fail("out of memory repacking a ", w.rows, "x", w.cols, " ", wtype_name(w.type), " weight");
-    std::memset(mem, 0, total);
-    out.owner = std::shared_ptr<void>(mem, [](void* p) { std::free(p); });
-    out.data = static_cast<const uint8_t*>(mem);
+    out.owner = allocate_weight_memory(out.nbytes(), std::to_string(w.rows) + "x" +
+                                                         std::to_string(w.cols) + " " +
+                                                         wtype_name(type) + " weight");
+    out.data = static_cast<const uint8_t*>(out.owner.get());
+    void* mem = out.owner.get();
     const int64_t blocks = w.cols / kQuantBlock;
     const size_t block_bytes = source_block_bytes(w.type);
     const int64_t chunk_bytes = int8_dot_chunk_code_bytes(type);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+
+#include <sys/mman.h>
 #include <vector>
 
 #include "core/error.h"
@@ -87,12 +89,9 @@ WeightMatrix allocate(WType type, int64_t rows, int64_t cols) {
     w.rows = rows;
     w.cols = cols;
     w.row_bytes = wtype_row_bytes(type, cols);
-    const size_t bytes = (w.nbytes() + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, bytes ? bytes : 64);
-    if (!p) fail("out of memory allocating a ", rows, "x", cols, " ", wtype_name(type), " weight");
-    std::memset(p, 0, bytes ? bytes : 64);
-    w.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-    w.data = static_cast<const uint8_t*>(p);
+    w.owner = allocate_weight_memory(w.nbytes(), std::to_string(rows) + "x" + std::to_string(cols) +
+                                                      " " + wtype_name(type) + " weight");
+    w.data = static_cast<const uint8_t*>(w.owner.get());
     return w;
 }
 
@@ -146,6 +145,17 @@ WType resolve_target(WType target, DType source, int64_t cols) {
 }
 
 }  // namespace
+
+std::shared_ptr<void> allocate_weight_memory(size_t bytes, const std::string& what) {
+    constexpr size_t kHuge = size_t(2) << 20;
+    const size_t align = bytes >= kHuge ? kHuge : 64;
+    const size_t size = bytes == 0 ? align : (bytes + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, size);
+    if (!p) fail("out of memory allocating ", size, " bytes for a ", what);
+    if (align == kHuge) madvise(p, size, MADV_HUGEPAGE);  // a hint: failure changes nothing
+    std::memset(p, 0, size);
+    return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
 
 std::vector<float> tensor_to_f32(const RawTensor& t) {
     if (t.dtype == DType::U32 || t.dtype == DType::I32)

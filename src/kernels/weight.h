@@ -48,6 +48,12 @@ struct WeightMatrix {
     size_t nbytes() const { return size_t(rows) * row_bytes; }
 };
 
+// Zeroed memory for weight bytes, 64-byte aligned; buffers of 2 MiB and more are 2 MiB aligned
+// and marked for transparent huge pages (decode streams every weight once per token, and with
+// 4 KiB pages the TLB misses cost a measurable share of the bandwidth). `what` names the weight
+// in the out-of-memory error.
+std::shared_ptr<void> allocate_weight_memory(size_t bytes, const std::string& what);
+
 // Builds a kernel weight from a checkpoint tensor of shape [rows, cols] (or [rows] for vectors
 // treated as one column), copied into 64-byte aligned memory owned by the result.
 //   target F32/BF16/F16/Q8_0/Q4_0: the result has that type (float sources are rounded or

@@ -47,11 +47,9 @@ void Qwen35Model::set_draft_head(int64_t vocab, WType type) {
     const int64_t H = full.cols, block = 1024;
     const size_t row_bytes = wtype_row_bytes(type, H);
     if (row_bytes == 0) fail("draft head type ", wtype_name(type), " cannot hold rows of ", H);
-    const size_t n_bytes = (size_t(vocab) * row_bytes + 63) / 64 * 64;
-    void* storage = std::aligned_alloc(64, n_bytes);
-    if (!storage) fail("out of memory building the ", vocab, "-token draft LM head");
-    std::shared_ptr<void> owner(storage, [](void* p) { std::free(p); });
-    auto* bytes = static_cast<uint8_t*>(storage);
+    std::shared_ptr<void> owner =
+        allocate_weight_memory(size_t(vocab) * row_bytes, std::to_string(vocab) + "-token draft LM head");
+    auto* bytes = static_cast<uint8_t*>(owner.get());
     std::vector<float> rows(size_t(block * H));  // [block, H] staging
     for (int64_t r0 = 0; r0 < vocab; r0 += block) {
         const int64_t n = std::min(block, vocab - r0);

@@ -460,17 +460,12 @@ WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* po
     w.rows = rows;
     w.cols = cols;
     w.row_bytes = wtype_row_bytes(w.type, cols);
-    // Large matrices go on 2 MiB-aligned memory marked for transparent huge pages: touching a
-    // fresh 4 KiB page costs a page fault, which dominated building (expensive in a VM).
-    constexpr size_t kHuge = size_t(2) << 20;
-    const size_t align = w.nbytes() >= kHuge ? kHuge : 64;
-    const size_t bytes = (w.nbytes() + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, bytes);
-    if (!p) fail("out of memory allocating a ", rows, "x", cols, " ", wtype_name(w.type), " weight");
-    if (align == kHuge) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure changes nothing
-    w.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-    w.data = static_cast<const uint8_t*>(p);
-    auto* base = static_cast<uint8_t*>(p);
+    // Huge pages for large matrices (allocate_weight_memory): touching a fresh 4 KiB page costs
+    // a page fault, which dominated building (expensive in a VM).
+    w.owner = allocate_weight_memory(w.nbytes(), std::to_string(rows) + "x" + std::to_string(cols) +
+                                                     " " + wtype_name(w.type) + " weight");
+    w.data = static_cast<const uint8_t*>(w.owner.get());
+    auto* base = static_cast<uint8_t*>(w.owner.get());
     // One f32 row per thread, allocated here: nothing inside the pool allocates or throws.
     const int n_threads = pool ? pool->size() : 1;
     std::vector<std::vector<float>> scratch(static_cast<size_t>(n_threads),
