@@ -74,7 +74,9 @@ struct Form {
     std::string name, path, draft;
     bool quantized;
     int bits = 32;
-    bool int8_activations = false;  // Q8_0 through the int8-dot kernels (where the CPU has them)
+    // Q8_0 / Q4_0 / Q4_1 through the int8-dot kernels (where the CPU has them; the library's
+    // default, but the comparisons here start from f32 activations).
+    bool int8_activations = false;
 };
 
 void check_model(const std::string& fx, const std::string& model, std::vector<Form> forms) {
@@ -111,8 +113,11 @@ TEST(FormatsCross, DenseSameGreedyInEveryFormatAndMtpEqualsPlain) {
                  {"gguf-f32+mtp-gguf", "model-f32.gguf", "mtp-model-bf16.gguf", false},
                  {"gguf-q8_0", "model-Q8_0.gguf", "", true, 8},
                  {"gguf-q8_0-int8-activations", "model-Q8_0.gguf", "", true, 8, true},
+                 {"gguf-q4_0", "model-Q4_0.gguf", "", true, 4},
+                 {"gguf-q4_0-int8-activations", "model-Q4_0.gguf", "", true, 4, true},
                  {"mlx-8bit-inline", "mlx-8bit", "", true, 8},
                  {"mlx-4bit-sidecar", "mlx-4bit", "", true, 4},
+                 {"mlx-4bit-sidecar-int8-activations", "mlx-4bit", "", true, 4, true},
                  {"hf+mlx-drafter", "", "mlx-mtp-drafter", false}});
 }
 
@@ -121,8 +126,10 @@ TEST(FormatsCross, MoeSameGreedyInEveryFormatAndMtpEqualsPlain) {
     check_model(fx, "qwen35-moe-tiny",
                 {{"gguf-f32", "model-f32.gguf", "", false},
                  {"gguf-q8_0", "model-Q8_0.gguf", "", true, 8},
+                 {"gguf-q8_0-int8-activations", "model-Q8_0.gguf", "", true, 8, true},
                  {"mlx-8bit-inline", "mlx-8bit", "", true, 8},
-                 {"mlx-4bit-sidecar", "mlx-4bit", "", true, 4}});
+                 {"mlx-4bit-sidecar", "mlx-4bit", "", true, 4},
+                 {"mlx-4bit-sidecar-int8-activations", "mlx-4bit", "", true, 4, true}});
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "kernels/int8_dot.h"
 #include "kernels/measure.h"
 #include "model/synthetic.h"
 #include "spec/depth_controller.h"
@@ -183,9 +184,13 @@ int cmd_bench(const std::vector<std::string>& argv) {
     nlohmann::ordered_json out;
     const WType quant = dominant_weight_type(model.weights());
     out["model"] = bm.name;
-    out["quant"] = wtype_name(quant);
+    // The values' type (q8_0, q4_0, ...) and, separately, how activations meet them.
+    const bool int8 = is_int8_dot_type(quant);
+    out["quant"] = wtype_name(int8_dot_source_type(quant));
+    out["activations"] = int8 ? "int8" : "f32";
     out["draft"] = bm.draft;
-    say("model: %s, %s weights, MTP head: %s\n", bm.name.c_str(), wtype_name(quant), bm.draft.c_str());
+    say("model: %s, %s weights, %s activations, MTP head: %s\n", bm.name.c_str(),
+        wtype_name(int8_dot_source_type(quant)), int8 ? "int8" : "f32", bm.draft.c_str());
     out["isa"] = kernels().isa;
     out["threads"] = lm.pool->size();
 

@@ -13,9 +13,10 @@ std::vector<FlagSpec> model_flags() {
          "convert every weight matrix at load: native (default: keep the file's type where a "
          "kernel reads it, else f32), f32, bf16, q8_0, q4",
          "TYPE"},
-        {"int8-activations", "", false,
-         "experimental: multiply q8_0 weights with int8-quantized activations (AVX-512 VNNI); "
-         "currently slower than the default f32 activations on Zen 4"},
+        {"f32-activations", "", false,
+         "multiply q8_0/q4_0/q4_1 weights with f32 activations (the arithmetic of dequantized "
+         "weights; slower) instead of int8-quantized ones (default where the CPU has AVX-512 "
+         "VNNI)"},
         {"mtp-input", "", true,
          "hidden state the MTP head reads: post-norm (default; vLLM, llama.cpp) or pre-norm "
          "(MLX PR 990)",
@@ -52,7 +53,7 @@ ModelOptions model_options_from(const Args& a) {
     o.load_mtp = !a.has("no-mtp");
     o.draft_model = a.str("draft-model");
     std::string q = a.str("quant", "native");
-    o.int8_activations = a.has("int8-activations");
+    o.int8_activations = !a.has("f32-activations");
     if (q == "native") {
         o.matrix_type = WType::Native;
     } else if (q == "f32") {

@@ -103,7 +103,7 @@ struct ModelOptions {
     bool load_mtp = true;
     std::string draft_model;  // --draft-model
     WType matrix_type = WType::Native;  // --quant (see BindOptions)
-    bool int8_activations = false;       // see BindOptions
+    bool int8_activations = true;        // see BindOptions
     MtpInput mtp_input = MtpInput::PostNorm;
     // Draft LM head (Qwen35Model::set_draft_head). The defaults keep the exact full head;
     // the CLI defaults to auto. draft_vocab: 0 = whole vocabulary, -1 = auto (kAutoDraftVocab

@@ -79,8 +79,11 @@ struct BindOptions {
     bool load_mtp = true;
     // Q8_0 / Q4_0 / Q4_1 matrices are repacked to their chunked int8-dot types and multiplied
     // with int8-quantized activations when the kernel table has a native int8 dot product
-    // (kernels/int8_dot.h). Off: f32 activations, the arithmetic of a dequantized-f32 reference.
-    bool int8_activations = false;
+    // (kernels/int8_dot.h): 64 products per instruction, so decode streams weights at memory
+    // speed and prefill runs ~1.5x faster. Off: f32 activations, the arithmetic of a
+    // dequantized-f32 reference (each activation is otherwise rounded to 8 bits per 32-value
+    // block, as llama.cpp does for these types).
+    bool int8_activations = true;
 };
 
 // The type a matrix of type t is kept in for this machine's kernels: its chunked int8-dot type

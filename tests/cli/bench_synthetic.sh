@@ -47,6 +47,7 @@ import json, sys
 r = json.loads(sys.argv[1])
 assert r["model"] == "synthetic:qwen3.5-0.8b", r["model"]
 assert r["quant"] == "q4_0", r["quant"]
+assert r["activations"] in ("int8", "f32"), r["activations"]
 assert r["draft"] == "perfect", r["draft"]
 for k in ("isa", "threads", "prefill_tok_s", "decode_tok_s", "verify_cost", "bandwidth_gbs", "bandwidth_pct"):
     assert k in r, k
