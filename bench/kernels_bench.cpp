@@ -30,6 +30,7 @@ double bandwidth_gbs() {
 
 const WType kTypes[] = {WType::F32,   WType::BF16,  WType::F16,  WType::Q8_0, WType::Q4_0,
                         WType::Q4_1,  WType::Q8_0X, WType::Q4_0X, WType::Q4_1X};
+// (Q4_1FX, the Q4_K holder, runs the Q4_1X loop with f32 scale loads; it has no f32 builder.)
 
 void BM_ReadBandwidth(benchmark::State& state) {
     double gbs = 0.0;

@@ -14,6 +14,7 @@
 
 #include "decode_helpers.h"
 #include "golden.h"
+#include "kernels/kernels.h"
 #include "model/qwen35.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
@@ -115,6 +116,8 @@ TEST(FormatsCross, DenseSameGreedyInEveryFormatAndMtpEqualsPlain) {
                  {"gguf-q8_0-int8-activations", "model-Q8_0.gguf", "", true, 8, true},
                  {"gguf-q4_0", "model-Q4_0.gguf", "", true, 4},
                  {"gguf-q4_0-int8-activations", "model-Q4_0.gguf", "", true, 4, true},
+                 {"gguf-q4_k_m", "model-Q4_K_M.gguf", "", true, 4},
+                 {"gguf-q4_k_m-int8-activations", "model-Q4_K_M.gguf", "", true, 4, true},
                  {"mlx-8bit-inline", "mlx-8bit", "", true, 8},
                  {"mlx-4bit-sidecar", "mlx-4bit", "", true, 4},
                  {"mlx-4bit-sidecar-int8-activations", "mlx-4bit", "", true, 4, true},
@@ -130,6 +133,26 @@ TEST(FormatsCross, MoeSameGreedyInEveryFormatAndMtpEqualsPlain) {
                  {"mlx-8bit-inline", "mlx-8bit", "", true, 8},
                  {"mlx-4bit-sidecar", "mlx-4bit", "", true, 4},
                  {"mlx-4bit-sidecar-int8-activations", "mlx-4bit", "", true, 4, true}});
+}
+
+// Q4_K tensors stay 4-bit for the int8 kernels (Q4_1FX, the same values) instead of widening to
+// f32; with f32 activations they are widened, as no f32-activation kernel reads them.
+TEST(FormatsCross, Q4KStaysFourBitForTheInt8Kernels) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    const std::string path = fx + "/qwen35-dense-tiny/model-Q4_K_M.gguf";
+    auto count = [](const LoadedModel& lm, WType type) {
+        int n = 0;
+        for_each_matrix(lm.model->weights(), [&](const WeightMatrix& w) { n += w.type == type; });
+        return n;
+    };
+    LoadedModel f32_acts = open(path, "", false);
+    EXPECT_EQ(0, count(f32_acts, WType::Q4_1FX));
+    LoadedModel int8_acts = open(path, "", true);
+    if (kernels().int8_dot_fast) {
+        EXPECT_EQ(8, count(int8_acts, WType::Q4_1FX)) << "the file holds 8 Q4_K matrices";
+    } else {
+        EXPECT_EQ(0, count(int8_acts, WType::Q4_1FX));
+    }
 }
 
 }  // namespace

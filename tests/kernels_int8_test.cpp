@@ -11,8 +11,11 @@
 #include <random>
 #include <vector>
 
+#include "core/half.h"
 #include "core/thread_pool.h"
+#include "formats/dequant.h"
 #include "kernels/int8_dot.h"
+#include "kernels/quant.h"
 #include "kernels/kernels.h"
 
 namespace nextn {
@@ -69,6 +72,116 @@ TEST(KernelsInt8, RepackKeepsEveryValue) {
     // Other types pass through unchanged.
     WeightMatrix f = block_weight(WType::F32, {3, 64}, 1);
     EXPECT_EQ(f.data, repack_for_int8_dot(f).data);
+}
+
+// Random GGUF Q4_K super-blocks ([rows, cols], 144 bytes per 256 values): finite f16 d and
+// dmin, random 6-bit scales/mins and codes.
+struct Q4KTensor {
+    std::vector<uint8_t> bytes;
+    RawTensor t;
+    Q4KTensor(int64_t rows, int64_t cols, uint32_t seed) : bytes(size_t(rows * cols / 256 * 144)) {
+        std::mt19937 rng(seed);
+        std::uniform_int_distribution<int> byte(0, 255);
+        std::uniform_real_distribution<float> scale(1e-4f, 2e-2f);
+        for (size_t b = 0; b < bytes.size() / 144; ++b) {
+            uint8_t* blk = bytes.data() + b * 144;
+            const uint16_t d = f32_to_f16(scale(rng)), dmin = f32_to_f16(scale(rng));
+            std::memcpy(blk, &d, 2);
+            std::memcpy(blk + 2, &dmin, 2);
+            for (int i = 4; i < 144; ++i) blk[i] = uint8_t(byte(rng));
+        }
+        t.name = "q4k";
+        t.file = "test";
+        t.dtype = DType::Q4_K;
+        t.shape = {rows, cols};
+        t.data = bytes.data();
+        t.nbytes = bytes.size();
+    }
+};
+
+// MLX affine 4-bit with f32 scales that have no exact f16 form (so Q4_1 cannot hold them).
+struct Mlx4Tensor {
+    std::vector<uint8_t> codes;
+    std::vector<float> scales, biases;
+    RawTensor t;
+    Mlx4Tensor(int64_t rows, int64_t cols, int group, uint32_t seed)
+        : codes(size_t(rows * cols / 2)), scales(size_t(rows * cols / group)), biases(scales.size()) {
+        std::mt19937 rng(seed);
+        std::uniform_int_distribution<int> byte(0, 255);
+        std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+        for (uint8_t& c : codes) c = uint8_t(byte(rng));
+        for (float& v : scales) v = 0.001f + std::fabs(u(rng)) + 1e-9f;
+        for (float& v : biases) v = u(rng);
+        t.name = "mlx4";
+        t.file = "test";
+        t.dtype = DType::MLX_AFFINE;
+        t.shape = {rows, cols};
+        t.data = codes.data();
+        t.nbytes = codes.size();
+        t.bits = 4;
+        t.group_size = group;
+        t.scale_dtype = DType::F32;
+        t.scales = reinterpret_cast<const uint8_t*>(scales.data());
+        t.biases = reinterpret_cast<const uint8_t*>(biases.data());
+    }
+};
+
+TEST(KernelsInt8, AffineFourBitRepackKeepsEveryValue) {
+    Q4KTensor k(7, 768, 11);
+    Mlx4Tensor m(5, 576, 64, 12);  // 18 blocks: a ragged second chunk
+    for (const RawTensor* t : {&k.t, &m.t}) {
+        const int64_t rows = t->shape[0], cols = t->shape[1];
+        WeightMatrix w;
+        ASSERT_TRUE(repack_affine4_for_int8_dot(*t, rows, cols, w)) << t->name;
+        ASSERT_EQ(WType::Q4_1FX, w.type);
+        std::vector<float> want(size_t(rows * cols)), got(static_cast<size_t>(cols));
+        dequantize_to_f32(*t, want.data());
+        for (int64_t r = 0; r < rows; ++r) {
+            weight_row_f32(w, r, got.data());
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data() + r * cols, got.size() * sizeof(float)))
+                << t->name << " row " << r;
+        }
+    }
+    // Not affine 4-bit: refused.
+    WeightMatrix w;
+    Q4KTensor bad(2, 256, 1);
+    bad.t.dtype = DType::Q5_K;
+    EXPECT_FALSE(repack_affine4_for_int8_dot(bad.t, 2, 256, w));
+}
+
+TEST(KernelsInt8, AffineFourBitEveryTableEqualsReferenceAndStaysNearTheFloatProduct) {
+    Q4KTensor k(21, 1280, 13);
+    WeightMatrix w;
+    ASSERT_TRUE(repack_affine4_for_int8_dot(k.t, 21, 1280, w));
+    const std::vector<float> x = random_values(size_t(16 * 1280), 14);
+    std::vector<float> want = run(reference_kernels(), w, x, 16, 1);
+    for (const std::string& isa : available_isas())
+        for (int64_t n : {1, 3, 4, 9, 16})
+            for (int threads : {1, 2}) {
+                std::vector<float> got = run(kernels_for(isa), w, x, n, threads);
+                ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                    << isa << " n=" << n << " threads=" << threads;
+            }
+    // Against the f32 product of the dequantized values: within the activation-rounding bound.
+    std::vector<float> wf(size_t(21 * 1280));
+    dequantize_to_f32(k.t, wf.data());
+    WeightMatrix f32 = make_weight_f32(wf.data(), 21, 1280, WType::F32);
+    std::vector<float> exact = run(reference_kernels(), f32, x, 16, 1);
+    for (int64_t j = 0; j < 16; ++j)
+        for (int64_t r = 0; r < 21; ++r) {
+            double bound = 0, mag = 0;
+            for (int64_t b = 0; b < 1280 / 32; ++b) {
+                float amax = 0;
+                for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(x[size_t(j * 1280 + b * 32 + e)]));
+                for (int e = 0; e < 32; ++e) {
+                    const float wv = wf[size_t(r * 1280 + b * 32 + e)];
+                    bound += std::fabs(wv) * amax / 254.0;
+                    mag += std::fabs(wv * x[size_t(j * 1280 + b * 32 + e)]);
+                }
+            }
+            EXPECT_LE(std::fabs(double(want[size_t(j * 21 + r)]) - exact[size_t(j * 21 + r)]),
+                      bound + 1e-5 * mag) << "row " << r << " col " << j;
+        }
 }
 
 // Inverts the documented layout: element i of a column.

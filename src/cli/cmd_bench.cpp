@@ -53,21 +53,7 @@ double bytes_per_token(const Qwen35Model& m) {
 // The weight type holding most of the trunk's bytes: what --quant (or the file) really gave.
 WType dominant_weight_type(const ModelWeights& w) {
     std::map<WType, double> bytes;
-    auto add = [&](const WeightMatrix& x) {
-        if (!x.empty()) bytes[x.type] += double(x.nbytes());
-    };
-    add(w.lm_head);
-    for (const auto& l : w.layers) {
-        for (const WeightMatrix* x : {&l.in_qkv, &l.in_z, &l.out_proj, &l.q_proj, &l.o_proj,
-                                      &l.ffn.gate, &l.ffn.up, &l.ffn.down, &l.ffn.shared_gate,
-                                      &l.ffn.shared_up, &l.ffn.shared_down})
-            add(*x);
-        for (const auto& e : l.ffn.experts) {
-            add(e.gate);
-            add(e.up);
-            add(e.down);
-        }
-    }
+    for_each_matrix(w, [&](const WeightMatrix& x) { bytes[x.type] += double(x.nbytes()); });
     WType best = WType::F32;
     double most = -1;
     for (const auto& [type, b] : bytes)

@@ -274,6 +274,43 @@ void dequantize_rows_to_f32(const RawTensor& t, int64_t first_row, int64_t n_row
     dequantize_to_f32(view, out);
 }
 
+bool is_affine4(const RawTensor& t, int64_t rows, int64_t cols) {
+    if (rows <= 0 || cols <= 0 || t.numel() != rows * cols) return false;
+    if (t.dtype == DType::Q4_K) return cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 144;
+    return t.dtype == DType::MLX_AFFINE && t.bits == 4 && t.group_size > 0 &&
+           t.group_size % 32 == 0 && cols % t.group_size == 0 && t.scales && t.biases &&
+           t.nbytes == size_t(rows * cols / 2);
+}
+
+void affine4_row(const RawTensor& t, int64_t row, int64_t cols, uint8_t* codes, float* d, float* m) {
+    if (t.dtype == DType::Q4_K) {
+        // As block_q4_k: sub-block s of a 256-value super-block is 32 values of one nibble half.
+        for (int64_t sb = 0; sb < cols / 256; ++sb) {
+            const uint8_t* b = t.data + size_t((row * cols / 256 + sb) * 144);
+            const float dd = load_f16(b), dmin = load_f16(b + 2);
+            for (int s = 0; s < 8; ++s) {
+                int sc, mn;
+                k_scale_min(s, b + 4, &sc, &mn);
+                d[sb * 8 + s] = dd * float(sc);
+                m[sb * 8 + s] = -(dmin * float(mn));
+                const uint8_t* q = b + 16 + 32 * (s / 2);
+                for (int l = 0; l < 32; ++l)
+                    codes[sb * 256 + s * 32 + l] = s % 2 ? q[l] >> 4 : q[l] & 0x0F;
+            }
+        }
+        return;
+    }
+    // MLX affine 4-bit: code j at byte j/2, low nibble first; one scale and bias per group.
+    const uint8_t* data = t.data + size_t(row * cols / 2);
+    const int64_t groups = cols / t.group_size;
+    for (int64_t j = 0; j < cols; ++j) codes[j] = (data[j / 2] >> (4 * (j & 1))) & 15u;
+    for (int64_t b = 0; b < cols / 32; ++b) {
+        const size_t gi = size_t(row * groups + b * 32 / t.group_size);
+        d[b] = load_float(t.scales, gi, t.scale_dtype);
+        m[b] = load_float(t.biases, gi, t.scale_dtype);
+    }
+}
+
 void dequantize_to_f32(const RawTensor& t, float* out) {
     const int64_t n = t.numel();
     switch (t.dtype) {

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "formats/dequant.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 
@@ -15,11 +16,31 @@ namespace nextn {
 
 namespace {
 
-// Scale halves per chunk after the codes: d for every type, then m for Q4_1X.
-int scale_planes(WType t) { return t == WType::Q4_1X ? 2 : 1; }
+// Scale planes after the codes: d for every type, then m for the affine types; f16 values
+// except Q4_1FX's f32.
+int scale_planes(WType t) { return t == WType::Q4_1X || t == WType::Q4_1FX ? 2 : 1; }
+size_t scale_bytes(WType t) { return t == WType::Q4_1FX ? 4 : 2; }
 
 size_t scales_offset(WType t, int64_t cols) {
     return size_t(int8_dot_chunks(cols) * int8_dot_chunk_code_bytes(t));
+}
+
+// Where block b's scale (plane 0) or offset (plane 1) sits in a row.
+size_t scale_at(WType t, int64_t cols, int plane, int64_t b) {
+    return scales_offset(t, cols) +
+           (size_t(plane) * size_t(int8_dot_chunks(cols) * kI8ChunkBlocks) + size_t(b)) * scale_bytes(t);
+}
+
+float load_scale(const uint8_t* row, WType t, int64_t cols, int plane, int64_t b) {
+    const uint8_t* p = row + scale_at(t, cols, plane, b);
+    if (t == WType::Q4_1FX) {
+        float v;
+        std::memcpy(&v, p, 4);
+        return v;
+    }
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return f16_to_f32(h);
 }
 
 // Byte offset inside a Q8_0X chunk of element e (0..31) of block l, and for the 4-bit types the
@@ -60,7 +81,9 @@ size_t source_block_bytes(WType t) {
 
 }  // namespace
 
-bool is_int8_dot_type(WType t) { return t == WType::Q8_0X || t == WType::Q4_0X || t == WType::Q4_1X; }
+bool is_int8_dot_type(WType t) {
+    return t == WType::Q8_0X || t == WType::Q4_0X || t == WType::Q4_1X || t == WType::Q4_1FX;
+}
 
 WType int8_dot_type_for(WType t) {
     switch (t) {
@@ -83,7 +106,8 @@ WType int8_dot_source_type(WType t) {
 size_t int8_dot_row_bytes(WType t, int64_t cols) {
     if (cols <= 0 || cols % kQuantBlock || !is_int8_dot_type(t)) return 0;
     const int64_t chunks = int8_dot_chunks(cols);
-    const size_t bytes = scales_offset(t, cols) + size_t(chunks * kI8ChunkBlocks * 2 * scale_planes(t));
+    const size_t bytes =
+        scales_offset(t, cols) + size_t(chunks * kI8ChunkBlocks) * scale_bytes(t) * size_t(scale_planes(t));
     return (bytes + 63) / 64 * 64;
 }
 
@@ -104,8 +128,6 @@ WeightMatrix repack_for_int8_dot(const WeightMatrix& w) {
     const int64_t blocks = w.cols / kQuantBlock;
     const size_t block_bytes = source_block_bytes(w.type);
     const int64_t chunk_bytes = int8_dot_chunk_code_bytes(type);
-    const size_t d_off = scales_offset(type, w.cols);
-    const size_t m_off = d_off + size_t(int8_dot_chunks(w.cols) * kI8ChunkBlocks * 2);
     auto* base = static_cast<uint8_t*>(mem);
     for (int64_t r = 0; r < w.rows; ++r) {
         const uint8_t* src = w.data + size_t(r) * w.row_bytes;
@@ -122,35 +144,60 @@ WeightMatrix repack_for_int8_dot(const WeightMatrix& w) {
                     codes[q4_byte(l, e)] |= uint8_t(blk.code(e) << (4 * q4_nibble(e)));
             }
             const uint16_t d = blk.d();
-            std::memcpy(dst + d_off + 2 * size_t(b), &d, 2);
+            std::memcpy(dst + scale_at(type, w.cols, 0, b), &d, 2);
             if (type == WType::Q4_1X) {
                 const uint16_t m = blk.m();
-                std::memcpy(dst + m_off + 2 * size_t(b), &m, 2);
+                std::memcpy(dst + scale_at(type, w.cols, 1, b), &m, 2);
             }
         }
     }
     return out;
 }
 
+bool repack_affine4_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out) {
+    if (!is_affine4(t, rows, cols)) return false;
+    const WType type = WType::Q4_1FX;
+    out = WeightMatrix{};
+    out.type = type;
+    out.rows = rows;
+    out.cols = cols;
+    out.row_bytes = int8_dot_row_bytes(type, cols);
+    out.owner = allocate_weight_memory(out.nbytes(), t.name + " (" + wtype_name(type) + ")");
+    out.data = static_cast<const uint8_t*>(out.owner.get());
+    auto* base = static_cast<uint8_t*>(out.owner.get());
+    std::vector<uint8_t> codes(static_cast<size_t>(cols));                  // [cols]
+    std::vector<float> d(static_cast<size_t>(cols / 32)), m(d.size());     // [cols / 32]
+    for (int64_t r = 0; r < rows; ++r) {
+        affine4_row(t, r, cols, codes.data(), d.data(), m.data());
+        uint8_t* dst = base + size_t(r) * out.row_bytes;
+        for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+            uint8_t* chunk = dst + (b / kI8ChunkBlocks) * int8_dot_chunk_code_bytes(type);
+            const int l = int(b % kI8ChunkBlocks);
+            for (int e = 0; e < 32; ++e)
+                chunk[q4_byte(l, e)] |= uint8_t(codes[size_t(b * 32 + e)] << (4 * q4_nibble(e)));
+            std::memcpy(dst + scale_at(type, cols, 0, b), &d[size_t(b)], 4);
+            std::memcpy(dst + scale_at(type, cols, 1, b), &m[size_t(b)], 4);
+        }
+    }
+    return true;
+}
+
 void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     const uint8_t* src = w.data + size_t(row) * w.row_bytes;
     const int64_t chunk_bytes = int8_dot_chunk_code_bytes(w.type);
-    const size_t d_off = scales_offset(w.type, w.cols);
-    const size_t m_off = d_off + size_t(int8_dot_chunks(w.cols) * kI8ChunkBlocks * 2);
     for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
         const uint8_t* codes = src + (b / kI8ChunkBlocks) * chunk_bytes;
         const int l = int(b % kI8ChunkBlocks);
-        uint16_t dh, mh = 0;
-        std::memcpy(&dh, src + d_off + 2 * size_t(b), 2);
-        if (w.type == WType::Q4_1X) std::memcpy(&mh, src + m_off + 2 * size_t(b), 2);
-        const float d = f16_to_f32(dh), m = f16_to_f32(mh);
+        const float d = load_scale(src, w.type, w.cols, 0, b);
+        const float m = scale_planes(w.type) == 2 ? load_scale(src, w.type, w.cols, 1, b) : 0.0f;
         for (int e = 0; e < 32; ++e) {
             float v;
             if (w.type == WType::Q8_0X) {
                 v = float(int(codes[q8_byte(l, e)]) - 128) * d;
             } else {
                 const int code = (codes[q4_byte(l, e)] >> (4 * q4_nibble(e))) & 15;
-                // The source decoders: (code - 8) * d for Q4_0; code * d + m, two roundings, for Q4_1.
+                // The source decoders: (code - 8) * d for Q4_0; code * d + m, two roundings, for
+                // Q4_1 and the affine 4-bit types.
                 if (w.type == WType::Q4_0X) {
                     v = float(code - 8) * d;
                 } else {
@@ -219,8 +266,6 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
     const int64_t chunk_bytes = int8_dot_chunk_code_bytes(w.type);
-    const size_t d_off = scales_offset(w.type, w.cols);
-    const size_t m_off = d_off + size_t(x.chunks * kI8ChunkBlocks * 2);
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* row = w.data + size_t(r) * w.row_bytes;
         for (int64_t j = 0; j < x.n; ++j) {
@@ -243,18 +288,15 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
                     const int64_t b = c * kI8ChunkBlocks + l;
                     const int32_t xsum = x.sums_of(j)[b];
                     const float dx = x.scales_of(j)[b];
-                    uint16_t dh;
-                    std::memcpy(&dh, row + d_off + 2 * size_t(b), 2);
-                    const float dw = f16_to_f32(dh);
+                    const float dw = load_scale(row, w.type, w.cols, 0, b);
                     if (w.type == WType::Q8_0X) {
                         acc[l] = std::fma(float(isum - 128 * xsum), dw * dx, acc[l]);
                     } else if (w.type == WType::Q4_0X) {
                         acc[l] = std::fma(float(isum - 8 * xsum), dw * dx, acc[l]);
                     } else {
-                        uint16_t mh;
-                        std::memcpy(&mh, row + m_off + 2 * size_t(b), 2);
+                        const float dm = load_scale(row, w.type, w.cols, 1, b);
                         acc[l] = std::fma(float(isum), dw * dx, acc[l]);
-                        acc[l] = std::fma(float(xsum), f16_to_f32(mh) * dx, acc[l]);
+                        acc[l] = std::fma(float(xsum), dm * dx, acc[l]);
                     }
                 }
             }

@@ -14,8 +14,10 @@
 //     instruction multiplies u8 x s8), 512 bytes per chunk.
 //   Q4_0X / Q4_1X codes: the two nibbles of byte k*64 + 4l + i (k = 0..3) are step 2k (low)
 //     and step 2k+1 (high), holding the block's 4-bit code 0..15; 256 bytes per chunk.
-// Row: [chunks x code bytes] [chunks x 16 f16 scales d] (Q4_1X: then [chunks x 16 f16 mins m]),
-// padded to 64 bytes so every row and every code step stays 64-byte aligned.
+//   Q4_1FX codes: as Q4_1X.
+// Row: [chunks x code bytes] [chunks x 16 scales d] (Q4_1X, Q4_1FX: then [chunks x 16 offsets m]),
+// scales and offsets f16 (Q4_1FX: f32), padded to 64 bytes so every row and every code step
+// stays 64-byte aligned.
 //
 // Activations (QuantizedColumns), per column and chunk: int8 codes of each 32-value block in the
 // same step/lane/byte order (d = max|x|/127, q = round-half-even(x * (1/d)), clamped to +-127),
@@ -25,7 +27,7 @@
 //   isum = sum over steps and bytes of wcode * xcode (exact in int32)
 //   Q8_0X: acc = fma(float(isum - 128 * xsum), dw * dx, acc)
 //   Q4_0X: acc = fma(float(isum -   8 * xsum), dw * dx, acc)
-//   Q4_1X: acc = fma(float(isum), dw * dx, acc); acc = fma(float(xsum), dm * dx, acc)
+//   Q4_1X, Q4_1FX: acc = fma(float(isum), dw * dx, acc); acc = fma(float(xsum), dm * dx, acc)
 // then the 16 lanes are summed by the fixed tree of the AVX-512 hsum. Every ISA and the scalar
 // reference compute exactly this, so they agree bit for bit, for every batch width.
 #include <cstdint>
@@ -41,12 +43,13 @@ inline constexpr int kI8ChunkBlocks = 16;   // blocks per chunk (one per int32 l
 inline constexpr int64_t kI8ChunkValues = 512;
 inline constexpr int kI8Steps = 8;          // 64-byte activation steps per chunk
 
-// True for Q8_0X, Q4_0X, Q4_1X.
+// True for Q8_0X, Q4_0X, Q4_1X, Q4_1FX.
 bool is_int8_dot_type(WType t);
 // The chunked type holding a block type's values: Q8_0 -> Q8_0X, Q4_0 -> Q4_0X,
 // Q4_1 -> Q4_1X; any other type is returned unchanged.
 WType int8_dot_type_for(WType t);
-// The block type whose values a chunked type holds (Q8_0X -> Q8_0, ...).
+// The block type whose values a chunked type holds (Q8_0X -> Q8_0, ...; Q4_1FX has none and
+// is returned unchanged).
 WType int8_dot_source_type(WType t);
 // Bytes of one row of a chunked type (0 when cols % 32 != 0).
 size_t int8_dot_row_bytes(WType t, int64_t cols);
@@ -58,6 +61,12 @@ inline int64_t int8_dot_chunk_code_bytes(WType t) { return t == WType::Q8_0X ? 5
 // A Q8_0 / Q4_0 / Q4_1 matrix in its chunked layout (same values, same scales). Other types are
 // returned unchanged.
 WeightMatrix repack_for_int8_dot(const WeightMatrix& w);
+
+// A GGUF Q4_K tensor [rows, cols] (cols % 256 == 0) or an MLX affine 4-bit one (group size a
+// multiple of 32) as Q4_1FX, holding exactly the values dequantize_to_f32 gives: Q4_K's
+// d * sc * q - dmin * m becomes code * (d * sc) + (-(dmin * m)) (the products are exact in
+// f32), MLX's scale * q + bias likewise. Returns false for any other tensor.
+bool repack_affine4_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out);
 
 // Row `row` of a chunked matrix as f32: exactly the source block type's values.
 void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out);

@@ -26,6 +26,7 @@ const char* wtype_name(WType t) {
         case WType::Q8_0X: return "q8_0 (int8-dot layout)";
         case WType::Q4_0X: return "q4_0 (int8-dot layout)";
         case WType::Q4_1X: return "q4_1 (int8-dot layout)";
+        case WType::Q4_1FX: return "q4 affine, f32 scales (int8-dot layout)";
         case WType::Native: return "native";
     }
     return "?";
@@ -56,7 +57,8 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
             return cols % kQuantBlock ? 0 : size_t(cols / kQuantBlock) * sizeof(BlockQ4_1);
         case WType::Q8_0X:
         case WType::Q4_0X:
-        case WType::Q4_1X: return int8_dot_row_bytes(t, cols);
+        case WType::Q4_1X:
+        case WType::Q4_1FX: return int8_dot_row_bytes(t, cols);
         case WType::Native: return 0;
     }
     return 0;
@@ -181,7 +183,8 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
         case WType::Q4_1: quantize_row_q4_1(x, cols, reinterpret_cast<BlockQ4_1*>(dst)); return;
         case WType::Q8_0X:
         case WType::Q4_0X:
-        case WType::Q4_1X: fail("encode_row_f32: ", wtype_name(type), " is made by repack_for_int8_dot");
+        case WType::Q4_1X:
+        case WType::Q4_1FX: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
         case WType::Native: fail("encode_row_f32: Native is not a storage type");
     }
 }
@@ -250,7 +253,8 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
             return;
         case WType::Q8_0X:
         case WType::Q4_0X:
-        case WType::Q4_1X: int8_dot_row_f32(w, row, out); return;
+        case WType::Q4_1X:
+        case WType::Q4_1FX: int8_dot_row_f32(w, row, out); return;
         case WType::Native: break;
     }
     fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));

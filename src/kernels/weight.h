@@ -24,6 +24,11 @@ enum class WType {
     Q8_0X,
     Q4_0X,
     Q4_1X,
+    // 4-bit codes with an f32 scale and offset per 32 values, chunked for the int8 kernels:
+    // GGUF Q4_K (and MLX 4-bit whose scales have no exact f16 form) held exactly, from
+    // repack_affine4_for_int8_dot. Only built where the int8 kernels run (no f32-activation
+    // kernel reads it).
+    Q4_1FX,
     // Target only (never the type of a built WeightMatrix): keep the source's own type when a
     // kernel reads it directly (F32, BF16, F16, Q8_0, Q4_0, Q4_1), else widen to F32.
     Native,

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "formats/dequant.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
 
@@ -33,8 +34,17 @@ public:
     WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
         const RawTensor& t = raw(name);
         check_shape(t, rows, cols);
-        return to_kernel_storage(make_weight(t, rows, cols, options_.matrix_type),
-                                 options_.int8_activations);
+        // 4-bit affine tensors no kernel reads in their own layout (GGUF Q4_K; MLX 4-bit whose
+        // scales have no exact f16 form) stay 4-bit for the int8 kernels instead of widening
+        // to f32.
+        const bool affine4 = options_.matrix_type == WType::Native &&
+                             kernel_storage_type(WType::Q4_1, options_.int8_activations) != WType::Q4_1 &&
+                             is_affine4(t, rows, cols);
+        WeightMatrix w;
+        if (affine4 && t.dtype == DType::Q4_K && repack_affine4_for_int8_dot(t, rows, cols, w)) return w;
+        w = make_weight(t, rows, cols, options_.matrix_type);
+        if (affine4 && w.type == WType::F32 && repack_affine4_for_int8_dot(t, rows, cols, w)) return w;
+        return to_kernel_storage(w, options_.int8_activations);
     }
 
     std::vector<float> vec(const std::string& name, int64_t n) {
@@ -150,6 +160,32 @@ LayerWeights bind_layer(Binder& b, const ModelConfig& c, const std::string& p, b
 }
 
 }  // namespace
+
+void for_each_matrix(const ModelWeights& w, const std::function<void(const WeightMatrix&)>& f) {
+    auto visit = [&](const WeightMatrix& x) {
+        if (!x.empty()) f(x);
+    };
+    auto layer = [&](const LayerWeights& l) {
+        for (const WeightMatrix* x : {&l.in_qkv, &l.in_z, &l.in_b, &l.in_a, &l.out_proj, &l.q_proj,
+                                      &l.k_proj, &l.v_proj, &l.o_proj, &l.ffn.gate, &l.ffn.up,
+                                      &l.ffn.down, &l.ffn.router, &l.ffn.shared_gate,
+                                      &l.ffn.shared_up, &l.ffn.shared_down,
+                                      &l.ffn.shared_expert_gate})
+            visit(*x);
+        for (const auto& e : l.ffn.experts) {
+            visit(e.gate);
+            visit(e.up);
+            visit(e.down);
+        }
+    };
+    if (w.embed.data != w.lm_head.data) visit(w.embed);
+    visit(w.lm_head);
+    for (const LayerWeights& l : w.layers) layer(l);
+    if (w.mtp.present) {
+        visit(w.mtp.fc);
+        layer(w.mtp.layer);
+    }
+}
 
 ModelWeights bind_weights(const Checkpoint& ck, const BindOptions& options) {
     const ModelConfig& c = ck.config;

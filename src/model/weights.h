@@ -3,6 +3,7 @@
 // the forward reads: matrices for the kernels, f32 vectors for norms and gates. Norm vectors
 // hold the multiplier the forward applies, i.e. (1 + w) for zero-centred norms.
 #include <memory>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,10 @@ struct BindOptions {
 WType kernel_storage_type(WType t, bool int8_activations);
 // w converted to kernel_storage_type(w.type, int8_activations) (w itself when that is w.type).
 WeightMatrix to_kernel_storage(const WeightMatrix& w, bool int8_activations);
+
+// Calls f on every weight matrix of the trunk, the LM head and the MTP head (the embedding only
+// when it is not the tied LM head); empty ones are skipped.
+void for_each_matrix(const ModelWeights& w, const std::function<void(const WeightMatrix&)>& f);
 
 // Binds and converts every tensor; throws Error naming the tensor on a missing tensor or a
 // wrong shape.

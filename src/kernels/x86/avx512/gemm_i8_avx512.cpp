@@ -13,10 +13,10 @@ namespace nextn::avx512 {
 namespace {
 
 // Applies one chunk's integer sums to the float accumulators (the per-type line of
-// int8_dot.h). d: the chunk's 16 f16 weight scales; m: its 16 f16 minimums (Q4_1X only).
+// int8_dot.h). dw: the chunk's 16 weight scales; dm: its 16 offsets (affine types only).
 template <WType T>
 __m512 scale_chunk(__m512i isum, __m512i xsum, __m512 dw, __m512 dm, __m512 dx, __m512 acc) {
-    if constexpr (T == WType::Q4_1X) {
+    if constexpr (T == WType::Q4_1X || T == WType::Q4_1FX) {
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dx), acc);
         return _mm512_fmadd_ps(_mm512_cvtepi32_ps(xsum), _mm512_mul_ps(dm, dx), acc);
     } else {
@@ -86,12 +86,17 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
         const int64_t boff = ch * kI8ChunkBlocks;
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-            const __m512 dw = _mm512_cvtph_ps(
-                _mm256_load_si256(reinterpret_cast<const __m256i*>(wrow[r] + d_off + boff * 2)));
-            __m512 dm = _mm512_setzero_ps();
-            if constexpr (T == WType::Q4_1X)
-                dm = _mm512_cvtph_ps(
-                    _mm256_load_si256(reinterpret_cast<const __m256i*>(wrow[r] + m_off + boff * 2)));
+            __m512 dw, dm = _mm512_setzero_ps();
+            if constexpr (T == WType::Q4_1FX) {  // f32 scales and offsets
+                dw = _mm512_load_ps(reinterpret_cast<const float*>(wrow[r] + d_off) + boff);
+                dm = _mm512_load_ps(reinterpret_cast<const float*>(wrow[r] + m_off) + boff);
+            } else {  // f16
+                dw = _mm512_cvtph_ps(_mm256_load_si256(
+                    reinterpret_cast<const __m256i*>(wrow[r] + d_off + boff * 2)));
+                if constexpr (T == WType::Q4_1X)
+                    dm = _mm512_cvtph_ps(_mm256_load_si256(
+                        reinterpret_cast<const __m256i*>(wrow[r] + m_off + boff * 2)));
+            }
 #pragma GCC unroll 8
             for (int c = 0; c < C; ++c) {
                 const __m512 dx = _mm512_loadu_ps(x.scales_of(j0 + c) + boff);
@@ -122,8 +127,9 @@ template <WType T>
 void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
     const int64_t chunks = x.chunks;
+    constexpr size_t kScaleBytes = T == WType::Q4_1FX ? 4 : 2;
     const size_t d_off = size_t(chunks * int8_dot_chunk_code_bytes(T));
-    const size_t m_off = d_off + size_t(chunks * kI8ChunkBlocks * 2);
+    const size_t m_off = d_off + size_t(chunks * kI8ChunkBlocks) * kScaleBytes;
     const uint8_t* wrow[8];
     // 16-row chunks (the unit matmul hands a thread) stay in cache while column groups pass.
     for (int64_t c0 = r0; c0 < r1; c0 += 16) {
@@ -157,6 +163,7 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
         case WType::Q8_0X: return gemm_i8_impl<WType::Q8_0X>(w, x, y, ldy, r0, r1);
         case WType::Q4_0X: return gemm_i8_impl<WType::Q4_0X>(w, x, y, ldy, r0, r1);
         case WType::Q4_1X: return gemm_i8_impl<WType::Q4_1X>(w, x, y, ldy, r0, r1);
+        case WType::Q4_1FX: return gemm_i8_impl<WType::Q4_1FX>(w, x, y, ldy, r0, r1);
         default: return;  // matmul() only sends the chunked types here
     }
 }
