@@ -115,6 +115,35 @@ TEST(KernelsOps, ActivationsMatchReference) {
     }
 }
 
+// One fma per position in order: every ISA equals the reference bit for bit, for strided p and v,
+// odd widths (vector tails) and any number of positions; and the reference is the sum itself.
+TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        for (int64_t d : kLengths) {
+            for (int64_t n : {1, 2, 7, 64}) {
+                const int64_t G = 3, ldp = n + 5, ldv = d + 3;
+                std::vector<float> p = random_values(size_t(G * ldp), 9, 0.0f, 1.0f);
+                std::vector<float> v = random_values(size_t(n * ldv), 10, -2.0f, 2.0f);
+                std::vector<float> want(size_t(G * d), std::nanf("")), got = want;
+                reference_kernels().weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d, want.data());
+                k.weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d, got.data());
+                ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                    << isa << " d=" << d << " n=" << n;
+                for (int64_t g = 0; g < G; ++g)
+                    for (int64_t e = 0; e < d; ++e) {
+                        double sum = 0, mag = 0;
+                        for (int64_t pos = 0; pos < n; ++pos) {
+                            sum += double(p[size_t(g * ldp + pos)]) * v[size_t(pos * ldv + e)];
+                            mag += std::fabs(double(p[size_t(g * ldp + pos)]) * v[size_t(pos * ldv + e)]);
+                        }
+                        ASSERT_NEAR(want[size_t(g * d + e)], sum, (n + 1) * kU * mag + 1e-30);
+                    }
+            }
+        }
+    }
+}
+
 TEST(KernelsOps, SoftmaxMatchesReference) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);

@@ -35,6 +35,7 @@ const KernelTable* scalar_table() {
         t.sigmoid = ref::sigmoid;
         t.swiglu = ref::swiglu;
         t.softmax = ref::softmax;
+        t.weighted_rows = ref::weighted_rows;
         t.gdn_recurrence_heads = ref::gdn_recurrence_heads;
         t.stream_sum = ref::stream_sum;
         return t;
@@ -58,6 +59,7 @@ const KernelTable* avx2_table() {
         t.sigmoid = avx2::sigmoid;
         t.swiglu = avx2::swiglu;
         t.softmax = avx2::softmax;
+        t.weighted_rows = avx2::weighted_rows;
         t.gdn_recurrence_heads = avx2::gdn_recurrence_heads;
         t.stream_sum = avx2::stream_sum;
         return t;
@@ -79,6 +81,7 @@ const KernelTable* avx512_table() {
         t.sigmoid = avx512::sigmoid;
         t.swiglu = avx512::swiglu;
         t.softmax = avx512::softmax;
+        t.weighted_rows = avx512::weighted_rows;
         t.gdn_recurrence_heads = avx512::gdn_recurrence_heads;
         t.stream_sum = avx512::stream_sum;
         return t;

@@ -57,6 +57,12 @@ struct KernelTable {
     void (*swiglu)(const float* gate, const float* up, float* y, int64_t n) = nullptr;
     // In place, per row: x = exp(x - max) / sum.                  x: [n_rows, d]
     void (*softmax)(float* x, int64_t n_rows, int64_t d) = nullptr;
+    // Attention's probability-weighted sum of value rows:
+    //   out[g, :] = sum over pos in [0, n) of p[g * ldp + pos] * v[pos * ldv + :]
+    // for g in [0, G); out: [G, d]. Each output element starts at 0 and takes one fused
+    // multiply-add per position, in position order, so every ISA gives the reference's bits.
+    void (*weighted_rows)(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv,
+                          int64_t n, int64_t d, float* out) = nullptr;
 
     // Gated-DeltaNet recurrence with per-token state snapshots.
     //   state [Hv, Dk, Dv] fp32, k-major (S[j][d][e]); q, k: [T, Hk, Dk] (l2-normalised, q

@@ -69,17 +69,12 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
             keys.row_bytes = size_t(Nkv * D) * sizeof(float);
             kt.gemm_rows(keys, qs, group, scores, n_ctx, 0, n_ctx);
             kt.softmax(scores, group, n_ctx);
+            // The group's heads are adjacent in attn ([group, D]): one call for all of them.
+            float* og = attn + (t * Nq + kvh * group) * D;  // [group, D]
+            kt.weighted_rows(scores, n_ctx, group, cache.v.data() + kvh * D, Nkv * D, n_ctx, D, og);
             for (int64_t g = 0; g < group; ++g) {
-                const int64_t h = kvh * group + g;
-                float* __restrict o = attn + (t * Nq + h) * D;
-                const float* p = scores + g * n_ctx;
-                std::fill(o, o + D, 0.0f);
-                for (int64_t pos = 0; pos < n_ctx; ++pos) {
-                    const float* __restrict vp = cache.v.data() + (pos * Nkv + kvh) * D;
-                    const float w = p[pos];
-                    for (int64_t d = 0; d < D; ++d) o[d] += w * vp[d];
-                }
-                const float* gate = qg + (t * Nq + h) * 2 * D + D;  // already sigmoid(gate)
+                float* __restrict o = og + g * D;
+                const float* gate = qg + (t * Nq + kvh * group + g) * 2 * D + D;  // sigmoid(gate)
                 for (int64_t d = 0; d < D; ++d) o[d] *= gate[d];
             }
         }

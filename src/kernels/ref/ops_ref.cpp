@@ -55,4 +55,17 @@ void softmax(float* x, int64_t n_rows, int64_t d) {
     }
 }
 
+void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
+                   int64_t d, float* out) {
+    for (int64_t g = 0; g < G; ++g) {
+        float* o = out + g * d;
+        for (int64_t e = 0; e < d; ++e) o[e] = 0.0f;
+        for (int64_t pos = 0; pos < n; ++pos) {
+            const float w = p[g * ldp + pos];
+            const float* vp = v + pos * ldv;
+            for (int64_t e = 0; e < d; ++e) o[e] = std::fma(w, vp[e], o[e]);
+        }
+    }
+}
+
 }  // namespace nextn::ref

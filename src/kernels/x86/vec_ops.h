@@ -129,6 +129,41 @@ void softmax(float* x, int64_t n_rows, int64_t d) {
     }
 }
 
+// out[g, :] = sum_pos p[g, pos] * v[pos, :], one fma per position in order (see KernelTable).
+// Value columns go U vectors at a time, so each position's row slice is loaded once per pass
+// and meets U independent accumulator chains.
+template <class I>
+void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
+                   int64_t d, float* out) {
+    using V = typename I::V;
+    constexpr int U = 4;
+    for (int64_t g = 0; g < G; ++g) {
+        const float* pg = p + g * ldp;
+        float* o = out + g * d;
+        int64_t e0 = 0;
+        for (; e0 + U * I::L <= d; e0 += U * I::L) {
+            V acc[U];
+#pragma GCC unroll 4
+            for (int u = 0; u < U; ++u) acc[u] = I::zero();
+            for (int64_t pos = 0; pos < n; ++pos) {
+                const V w = I::set1(pg[pos]);
+                const float* vp = v + pos * ldv + e0;
+#pragma GCC unroll 4
+                for (int u = 0; u < U; ++u) acc[u] = I::fma(w, I::load(vp + u * I::L), acc[u]);
+            }
+#pragma GCC unroll 4
+            for (int u = 0; u < U; ++u) I::store(o + e0 + u * I::L, acc[u]);
+        }
+        for (; e0 < d; e0 += I::L) {  // leftover vectors, the last one possibly partial
+            const int len = d - e0 < I::L ? int(d - e0) : I::L;
+            V acc = I::zero();
+            for (int64_t pos = 0; pos < n; ++pos)
+                acc = I::fma(I::set1(pg[pos]), I::load_part(v + pos * ldv + e0, len), acc);
+            I::store_part(o + e0, acc, len);
+        }
+    }
+}
+
 // One value head, value columns [e0, e0 + U*L) (the last vector has `last` lanes, Partial when
 // last < L). Per lane e this is exactly the scalar reference's sequence (ref/gdn_ref.cpp).
 template <class I, int U, bool Partial>
