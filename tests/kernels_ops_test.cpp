@@ -315,6 +315,20 @@ TEST(KernelsGdn, ChunkedEqualsStepwiseBitwise) {
                                     c.Dv, c.tiled, o_all.data(), 0, c.Hv);
             ASSERT_EQ(0, std::memcmp(inplace.data(), &states[(c.T - 1) * S], size_t(S) * 4)) << isa;
             ASSERT_EQ(0, std::memcmp(o_all.data(), out.data(), out.size() * 4)) << isa;
+            // The committed state may itself sit in a snapshot slot that this run overwrites
+            // (after commit(n) the current slot is n): each head's columns are read before
+            // they are written.
+            if (c.T >= 2) {
+                std::vector<float> slots(states.size(), std::nanf(""));
+                float* in_slot = slots.data() + (c.T - 1) * S;
+                std::memcpy(in_slot, in.state.data(), size_t(S) * 4);
+                std::vector<float> oa(out.size());
+                kt.gdn_recurrence_heads(in_slot, slots.data(), S, in.q.data(), in.k.data(),
+                                        in.v.data(), in.g.data(), in.beta.data(), c.T, c.Hk, c.Hv,
+                                        c.Dk, c.Dv, c.tiled, oa.data(), 0, c.Hv);
+                ASSERT_EQ(0, std::memcmp(slots.data(), states.data(), slots.size() * 4)) << isa;
+                ASSERT_EQ(0, std::memcmp(oa.data(), out.data(), oa.size() * 4)) << isa;
+            }
             // Threaded over heads.
             for (int threads : {1, 2}) {
                 ThreadPool pool(threads);

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/aligned_allocator.h"
+
 namespace nextn {
 
 struct AttentionCache {
@@ -21,7 +23,8 @@ struct AttentionCache {
 
 struct RecurrentState {
     int64_t state_size = 0;     // Hv * Dk * Dv floats
-    std::vector<float> slots;   // [1 + max_width, Hv, Dk, Dv]
+    // [1 + max_width, Hv, Dk, Dv]; cache-line aligned for the kernel's streaming stores
+    std::vector<float, CacheAlignedAllocator<float>> slots;
     int current = 0;            // slot holding the committed state
     std::vector<float> conv;    // [K-1, conv_dim] raw qkv of the last K-1 committed tokens
     std::vector<float> pending_qkv;  // [max_width, conv_dim] raw qkv of the last verify forward

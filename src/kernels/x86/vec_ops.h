@@ -165,10 +165,14 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
 }
 
 // One value head, value columns [e0, e0 + U*L) (the last vector has `last` lanes, Partial when
-// last < L). Per lane e this is exactly the scalar reference's sequence (ref/gdn_ref.cpp).
+// last < L). S0 / S1 point at column e0 of the head's row 0 and step s0_stride / s1_stride
+// floats per key row (S1 may equal S0); vj / oj at column e0 of the value / output. With
+// `snap` the final state is also streamed there (row stride snap_stride). Per lane this is
+// exactly the scalar reference's sequence (ref/gdn_ref.cpp).
 template <class I, int U, bool Partial>
-void gdn_columns(const float* S0, float* S1, int Dk, int Dv, int e0, int last, float decay,
-                 float beta, const float* kj, const float* qj, const float* vj, float* oj) {
+void gdn_columns(const float* S0, int64_t s0_stride, float* S1, int64_t s1_stride, int Dk,
+                 int last, float decay, float beta, const float* kj, const float* qj,
+                 const float* vj, float* oj, float* snap = nullptr, int64_t snap_stride = 0) {
     using V = typename I::V;
     auto load = [&](const float* p, int u) {
         if constexpr (Partial) {
@@ -188,33 +192,65 @@ void gdn_columns(const float* S0, float* S1, int Dk, int Dv, int e0, int last, f
     for (int u = 0; u < U; ++u) acc[u] = I::zero();
     for (int d = 0; d < Dk; ++d) {  // decay, store, mem = sum_d S[d,e] k[d]
         const V kd = I::set1(kj[d]);
-        const int64_t row = int64_t(d) * Dv + e0;
 #pragma GCC unroll 4
         for (int u = 0; u < U; ++u) {
-            const V s = I::mul(load(S0 + row + u * I::L, u), vdecay);
-            store(S1 + row + u * I::L, s, u);
+            const V s = I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay);
+            store(S1 + d * s1_stride + u * I::L, s, u);
             acc[u] = I::fma(s, kd, acc[u]);
         }
     }
     const V vbeta = I::set1(beta);
 #pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) acc[u] = I::mul(I::sub(load(vj + e0 + u * I::L, u), acc[u]), vbeta);
+    for (int u = 0; u < U; ++u) acc[u] = I::mul(I::sub(load(vj + u * I::L, u), acc[u]), vbeta);
     V out[U];
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) out[u] = I::zero();
     for (int d = 0; d < Dk; ++d) {  // S[d,e] += k[d] delta[e]; out = sum_d S[d,e] q[d]
         const V kd = I::set1(kj[d]);
         const V qd = I::set1(qj[d]);
-        const int64_t row = int64_t(d) * Dv + e0;
 #pragma GCC unroll 4
         for (int u = 0; u < U; ++u) {
-            const V s = I::fma(kd, acc[u], load(S1 + row + u * I::L, u));
-            store(S1 + row + u * I::L, s, u);
+            float* row = S1 + d * s1_stride + u * I::L;
+            const V s = I::fma(kd, acc[u], load(row, u));
+            store(row, s, u);
+            if (snap) I::stream(snap + d * snap_stride + u * I::L, s, Partial && u == U - 1 ? last : I::L);
             out[u] = I::fma(s, qd, out[u]);
         }
     }
 #pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) store(oj + e0 + u * I::L, out[u], u);
+    for (int u = 0; u < U; ++u) store(oj + u * I::L, out[u], u);
+}
+
+// Per-token inputs of value head j at token t.
+struct GdnToken {
+    const float *q, *k, *v;
+    float* out;
+    float decay, beta;
+};
+
+inline GdnToken gdn_token(const float* q, const float* k, const float* v, const float* g,
+                          const float* beta, float* out, int64_t t, int j, int Hk, int Hv, int Dk,
+                          int Dv, bool tiled_heads) {
+    const int kh = tiled_heads ? j % Hk : j / (Hv / Hk);
+    return {q + (t * Hk + kh) * Dk, k + (t * Hk + kh) * Dk, v + (t * Hv + j) * Dv,
+            out + (t * Hv + j) * Dv, __builtin_expf(g[t * Hv + j]), beta[t * Hv + j]};
+}
+
+// Runs columns [e0, e0 + width) of a head (width = U*L full vectors, or one possibly partial
+// vector) with the strides given.
+template <class I, int U>
+void gdn_block(const float* S0, int64_t s0_stride, float* S1, int64_t s1_stride, int Dk, int e0,
+               int width, const GdnToken& tk, float* snap = nullptr, int64_t snap_stride = 0) {
+    if (width == U * I::L) {
+        gdn_columns<I, U, false>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
+                                 tk.q, tk.v + e0, tk.out + e0, snap, snap_stride);
+    } else if (width == I::L) {
+        gdn_columns<I, 1, false>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
+                                 tk.q, tk.v + e0, tk.out + e0, snap, snap_stride);
+    } else {
+        gdn_columns<I, 1, true>(S0, s0_stride, S1, s1_stride, Dk, width, tk.decay, tk.beta, tk.k,
+                                tk.q, tk.v + e0, tk.out + e0, snap, snap_stride);
+    }
 }
 
 template <class I>
@@ -223,30 +259,44 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
                           bool tiled_heads, float* out, int j0, int j1) {
     constexpr int U = 4;  // vectors of value columns per pass over the head's state
-    const int ratio = Hv / Hk;
+    constexpr int kBlock = U * I::L;
     const int64_t head_size = int64_t(Dk) * Dv;
-    for (int64_t t = 0; t < T; ++t) {
-        const float* src = t == 0 ? state_in : state_out + (t - 1) * out_stride;
-        float* dst = state_out + t * out_stride;
-        for (int j = j0; j < j1; ++j) {
-            const int kh = tiled_heads ? j % Hk : j / ratio;
-            const float* qj = q + (t * Hk + kh) * Dk;
-            const float* kj = k + (t * Hk + kh) * Dk;
-            const float* vj = v + (t * Hv + j) * Dv;
-            const float decay = __builtin_expf(g[t * Hv + j]);
-            const float b = beta[t * Hv + j];
-            const float* S0 = src + j * head_size;
-            float* S1 = dst + j * head_size;
-            float* oj = out + (t * Hv + j) * Dv;
-            int e0 = 0;
-            for (; e0 + U * I::L <= Dv; e0 += U * I::L)
-                gdn_columns<I, U, false>(S0, S1, Dk, Dv, e0, I::L, decay, b, kj, qj, vj, oj);
-            for (; e0 + I::L <= Dv; e0 += I::L)
-                gdn_columns<I, 1, false>(S0, S1, Dk, Dv, e0, I::L, decay, b, kj, qj, vj, oj);
-            if (e0 < Dv)
-                gdn_columns<I, 1, true>(S0, S1, Dk, Dv, e0, Dv - e0, decay, b, kj, qj, vj, oj);
+    auto width_at = [&](int e0) {
+        return Dv - e0 >= kBlock ? kBlock : Dv - e0 >= I::L ? I::L : Dv - e0;
+    };
+    constexpr int kMaxDk = 256;
+    if (out_stride == 0 || T == 1 || Dk > kMaxDk) {
+        // In place (or one token): token by token over the heads' states.
+        for (int64_t t = 0; t < T; ++t) {
+            const float* src = t == 0 ? state_in : state_out + (t - 1) * out_stride;
+            float* dst = state_out + t * out_stride;
+            for (int j = j0; j < j1; ++j) {
+                const GdnToken tk = gdn_token(q, k, v, g, beta, out, t, j, Hk, Hv, Dk, Dv, tiled_heads);
+                for (int e0 = 0; e0 < Dv; e0 += width_at(e0))
+                    gdn_block<I, U>(src + j * head_size + e0, Dv, dst + j * head_size + e0, Dv, Dk,
+                                    e0, width_at(e0), tk);
+            }
+        }
+        return;
+    }
+    // Snapshots (verify): a block of value columns stays in a small working copy (L1) across
+    // all T tokens, and each token's state is streamed out to its snapshot slot with stores
+    // that bypass the cache: the slots are only read again on a later commit, so this reads the
+    // state once and writes each snapshot once, instead of fetching every snapshot line before
+    // writing it and re-reading it for the next token. The arithmetic is unchanged.
+    alignas(64) float work[kMaxDk * kBlock];  // [Dk, kBlock]
+    for (int j = j0; j < j1; ++j) {
+        for (int e0 = 0; e0 < Dv; e0 += width_at(e0)) {
+            const int width = width_at(e0);
+            for (int64_t t = 0; t < T; ++t) {
+                const GdnToken tk = gdn_token(q, k, v, g, beta, out, t, j, Hk, Hv, Dk, Dv, tiled_heads);
+                const float* src = t == 0 ? state_in + j * head_size + e0 : work;
+                float* snap = state_out + t * out_stride + j * head_size + e0;
+                gdn_block<I, U>(src, t == 0 ? Dv : kBlock, work, kBlock, Dk, e0, width, tk, snap, Dv);
+            }
         }
     }
+    I::fence();  // streamed stores are weakly ordered: publish them before the pool's barrier
 }
 
 // Reads n floats the way a GEMM tile reads weight rows: groups of S streams of kRun floats,

@@ -26,6 +26,14 @@ struct Isa {
     static V load_part(const float* p, int n) { return _mm256_maskload_ps(p, mask(n)); }
     static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
     static void store_part(float* p, V v, int n) { _mm256_maskstore_ps(p, mask(n), v); }
+    // n lanes to memory that will not be read soon: a full aligned vector bypasses the cache
+    // (no read-for-ownership); anything else is an ordinary store. fence() orders them.
+    static void stream(float* p, V v, int n) {
+        if (n == L && (reinterpret_cast<uintptr_t>(p) & 31) == 0) return _mm256_stream_ps(p, v);
+        if (n == L) return store(p, v);
+        store_part(p, v, n);
+    }
+    static void fence() { _mm_sfence(); }
     static V keep(V v, int n) { return _mm256_and_ps(v, _mm256_castsi256_ps(mask(n))); }
     static V add(V a, V b) { return _mm256_add_ps(a, b); }
     static V sub(V a, V b) { return _mm256_sub_ps(a, b); }

@@ -31,6 +31,14 @@ struct Isa {
     static V load_part(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
     static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
     static void store_part(float* p, V v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+    // n lanes to memory that will not be read soon: a full aligned vector bypasses the cache
+    // (no read-for-ownership); anything else is an ordinary store. fence() orders them.
+    static void stream(float* p, V v, int n) {
+        if (n == L && (reinterpret_cast<uintptr_t>(p) & 63) == 0) return _mm512_stream_ps(p, v);
+        if (n == L) return store(p, v);
+        store_part(p, v, n);
+    }
+    static void fence() { _mm_sfence(); }
     static V keep(V v, int n) { return _mm512_maskz_mov_ps(mask(n), v); }  // zero lanes >= n
     static V add(V a, V b) { return _mm512_add_ps(a, b); }
     static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
