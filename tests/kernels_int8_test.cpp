@@ -74,6 +74,19 @@ TEST(KernelsInt8, RepackKeepsEveryValue) {
     EXPECT_EQ(f.data, repack_for_int8_dot(f).data);
 }
 
+// A [rows, cols] tensor of `dtype` over bytes owned by the caller.
+RawTensor tensor_over(const char* name, DType dtype, int64_t rows, int64_t cols,
+                      const std::vector<uint8_t>& bytes) {
+    RawTensor t;
+    t.name = name;
+    t.file = "test";
+    t.dtype = dtype;
+    t.shape = {rows, cols};
+    t.data = bytes.data();
+    t.nbytes = bytes.size();
+    return t;
+}
+
 // Random GGUF Q4_K super-blocks ([rows, cols], 144 bytes per 256 values): finite f16 d and
 // dmin, random 6-bit scales/mins and codes.
 struct Q4KTensor {
@@ -90,12 +103,7 @@ struct Q4KTensor {
             std::memcpy(blk + 2, &dmin, 2);
             for (int i = 4; i < 144; ++i) blk[i] = uint8_t(byte(rng));
         }
-        t.name = "q4k";
-        t.file = "test";
-        t.dtype = DType::Q4_K;
-        t.shape = {rows, cols};
-        t.data = bytes.data();
-        t.nbytes = bytes.size();
+        t = tensor_over("q4k", DType::Q4_K, rows, cols, bytes);
     }
 };
 
@@ -112,12 +120,7 @@ struct Mlx4Tensor {
         for (uint8_t& c : codes) c = uint8_t(byte(rng));
         for (float& v : scales) v = 0.001f + std::fabs(u(rng)) + 1e-9f;
         for (float& v : biases) v = u(rng);
-        t.name = "mlx4";
-        t.file = "test";
-        t.dtype = DType::MLX_AFFINE;
-        t.shape = {rows, cols};
-        t.data = codes.data();
-        t.nbytes = codes.size();
+        t = tensor_over("mlx4", DType::MLX_AFFINE, rows, cols, codes);
         t.bits = 4;
         t.group_size = group;
         t.scale_dtype = DType::F32;
