@@ -45,6 +45,8 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     std::vector<FlagSpec> specs = {
         {"no-mtp", "", false, "do not load the MTP head"},
         {"draft-model", "", true, "attach a separate MTP drafter", "PATH"},
+        {"f32-activations", "", false,
+         "show the weights as held for f32 activations (no int8-dot repacking)"},
         {"help", "h", false, "show this help"},
     };
     Args a(specs, argv);
@@ -61,6 +63,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     const ModelConfig& c = ck.config;
     BindOptions bo;
     bo.load_mtp = lo.load_mtp;
+    bo.int8_activations = !a.has("f32-activations");
     ModelWeights w = bind_weights(ck, bo);  // validates every shape
 
     std::map<std::string, int64_t> dtype_counts;
@@ -99,6 +102,13 @@ int cmd_inspect(const std::vector<std::string>& argv) {
               << "tensor types:   ";
     for (const auto& [t, n] : dtype_counts) std::cout << " " << t << " x" << n;
     std::cout << "\n";
+    // What the kernels will read: the file's types kept, repacked or widened to f32.
+    std::map<std::string, int64_t> held;
+    for_each_matrix(w, [&](const WeightMatrix& m) { held[wtype_name(m.type)]++; });
+    std::string held_list;
+    for (const auto& [t, n] : held)
+        held_list += (held_list.empty() ? "" : ", ") + t + " x" + std::to_string(n);
+    std::cout << "weights held as: " << held_list << " (matrices, as the kernels read them)\n";
     // group -> type label -> tensor count
     std::map<std::string, std::map<std::string, int64_t>> groups;
     for (const auto& [name, t] : ck.tensors) groups[tensor_group(name)][tensor_type_label(t)]++;

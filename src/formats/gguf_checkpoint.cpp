@@ -267,7 +267,7 @@ Checkpoint gguf_to_checkpoint(const GgufFile& g, bool load_mtp, bool allow_mtp_o
     std::string types;
     for (const auto& [name, n] : type_counts) types += (types.empty() ? "" : ", ") + name + " x" + std::to_string(n);
     ck.notes.push_back("GGUF v" + std::to_string(g.version) + " '" + arch + "', tensor types: " + types +
-                       "; block-quantized types are dequantized with ggml's formulas");
+                       "; block types no kernel reads are dequantized with ggml's formulas (inspect: 'weights held as')");
     ck.notes.push_back("Gated DeltaNet value heads are in GGUF's tiled order");
     if (ck.config.tied_embeddings) ck.notes.push_back("no output.weight: lm_head tied to token_embd");
     if (ck.mtp_source == "inline")

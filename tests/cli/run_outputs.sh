@@ -45,5 +45,16 @@ if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
     done
 fi
 
+# Quantized at load (q8_0: the int8 kernels where the CPU has them; q4): greedy MTP output
+# equals plain output, with int8 and with f32 activations.
+for quant in "--quant q8_0" "--quant q4" "--quant q8_0 --f32-activations"; do
+    qplain=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos --no-mtp -q $quant) || fail "plain $quant"
+    qmtp=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q --draft-depth 3 $quant) || fail "mtp $quant"
+    [ "$qplain" = "$qmtp" ] || fail "$quant: MTP '$qmtp' != plain '$qplain'"
+done
+
+# inspect says how the weights are held (this bf16 checkpoint: all bf16, kept as is).
+"$NEXTN" inspect "$MODEL" | grep -qE "^weights held as: bf16 x[0-9]+ \(matrices" || fail "inspect: weights held as"
+
 if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
 echo "ok"
