@@ -119,6 +119,7 @@ TEST(FormatsCross, DenseSameGreedyInEveryFormatAndMtpEqualsPlain) {
                  {"gguf-q4_k_m", "model-Q4_K_M.gguf", "", true, 4},
                  {"gguf-q4_k_m-int8-activations", "model-Q4_K_M.gguf", "", true, 4, true},
                  {"mlx-8bit-inline", "mlx-8bit", "", true, 8},
+                 {"mlx-8bit-inline-int8-activations", "mlx-8bit", "", true, 8, true},
                  {"mlx-4bit-sidecar", "mlx-4bit", "", true, 4},
                  {"mlx-4bit-sidecar-int8-activations", "mlx-4bit", "", true, 4, true},
                  {"hf+mlx-drafter", "", "mlx-mtp-drafter", false}});
@@ -136,8 +137,9 @@ TEST(FormatsCross, MoeSameGreedyInEveryFormatAndMtpEqualsPlain) {
 }
 
 // Q4_K tensors stay 4-bit for the int8 kernels (Q4_1FX, the same values) instead of widening to
-// f32; with f32 activations they are widened, as no f32-activation kernel reads them.
-TEST(FormatsCross, Q4KStaysFourBitForTheInt8Kernels) {
+// f32; with f32 activations they are widened, as no f32-activation kernel reads them. Q5_0
+// tensors are Q8_0 either way.
+TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
     NEXTN_REQUIRE_FIXTURES(fx);
     const std::string path = fx + "/qwen35-dense-tiny/model-Q4_K_M.gguf";
     auto count = [](const LoadedModel& lm, WType type) {
@@ -147,9 +149,21 @@ TEST(FormatsCross, Q4KStaysFourBitForTheInt8Kernels) {
     };
     LoadedModel f32_acts = open(path, "", false);
     EXPECT_EQ(0, count(f32_acts, WType::Q4_1FX));
+    EXPECT_EQ(53 + 6, count(f32_acts, WType::Q8_0)) << "the file holds 53 Q5_0 and 6 Q8_0 matrices";
     LoadedModel int8_acts = open(path, "", true);
+    // MLX 6-bit (no MTP head in this fixture): 8-bit codes with f32 scales, the same logits.
+    const std::string mlx6 = fx + "/qwen35-dense-tiny/mlx-6bit";
+    LoadedModel mlx6_f32 = open(mlx6, "", false), mlx6_int8 = open(mlx6, "", true);
+    EXPECT_EQ(0, count(mlx6_f32, WType::Q8_1FX));
     if (kernels().int8_dot_fast) {
         EXPECT_EQ(8, count(int8_acts, WType::Q4_1FX)) << "the file holds 8 Q4_K matrices";
+        EXPECT_GT(count(mlx6_int8, WType::Q8_1FX), 0);
+        // Same values, int8 activations: the next-token choices mostly agree.
+        test::GoldenModel g = test::golden_model("qwen35-dense-tiny");
+        std::vector<int32_t> prompt = test::json_ids(g.index["prompts"]["p128"]["tokens"]);
+        std::vector<int32_t> cont = greedy(*mlx6_f32.model, prompt, 0);
+        EXPECT_GE(teacher_forced_agreement(*mlx6_f32.model, *mlx6_int8.model, prompt, cont),
+                  kMinAgreement8Bit);
     } else {
         EXPECT_EQ(0, count(int8_acts, WType::Q4_1FX));
     }

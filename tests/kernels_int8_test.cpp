@@ -87,41 +87,42 @@ RawTensor tensor_over(const char* name, DType dtype, int64_t rows, int64_t cols,
     return t;
 }
 
-// Random GGUF Q4_K super-blocks ([rows, cols], 144 bytes per 256 values): finite f16 d and
-// dmin, random 6-bit scales/mins and codes.
-struct Q4KTensor {
+// Random GGUF blocks of `dtype` ([rows, cols]): finite f16 scales at the byte offsets f16_at of
+// each block, random bytes (codes, sub-scales, high bits) everywhere else.
+struct BlockTensor {
     std::vector<uint8_t> bytes;
     RawTensor t;
-    Q4KTensor(int64_t rows, int64_t cols, uint32_t seed) : bytes(size_t(rows * cols / 256 * 144)) {
+    BlockTensor(const char* name, DType dtype, int64_t rows, int64_t cols, int block_values,
+                int block_bytes, std::vector<int> f16_at, uint32_t seed)
+        : bytes(size_t(rows * cols / block_values * block_bytes)) {
         std::mt19937 rng(seed);
         std::uniform_int_distribution<int> byte(0, 255);
         std::uniform_real_distribution<float> scale(1e-4f, 2e-2f);
-        for (size_t b = 0; b < bytes.size() / 144; ++b) {
-            uint8_t* blk = bytes.data() + b * 144;
-            const uint16_t d = f32_to_f16(scale(rng)), dmin = f32_to_f16(scale(rng));
-            std::memcpy(blk, &d, 2);
-            std::memcpy(blk + 2, &dmin, 2);
-            for (int i = 4; i < 144; ++i) blk[i] = uint8_t(byte(rng));
-        }
-        t = tensor_over("q4k", DType::Q4_K, rows, cols, bytes);
+        for (uint8_t& x : bytes) x = uint8_t(byte(rng));
+        for (size_t b = 0; b < bytes.size() / size_t(block_bytes); ++b)
+            for (int at : f16_at) {
+                const uint16_t h = f32_to_f16(scale(rng));
+                std::memcpy(bytes.data() + b * size_t(block_bytes) + at, &h, 2);
+            }
+        t = tensor_over(name, dtype, rows, cols, bytes);
     }
 };
 
-// MLX affine 4-bit with f32 scales that have no exact f16 form (so Q4_1 cannot hold them).
-struct Mlx4Tensor {
+// MLX affine `bits`-bit with f32 scales that have no exact f16 form (so Q4_1 cannot hold them).
+struct MlxTensor {
     std::vector<uint8_t> codes;
     std::vector<float> scales, biases;
     RawTensor t;
-    Mlx4Tensor(int64_t rows, int64_t cols, int group, uint32_t seed)
-        : codes(size_t(rows * cols / 2)), scales(size_t(rows * cols / group)), biases(scales.size()) {
+    MlxTensor(int bits, int64_t rows, int64_t cols, int group, uint32_t seed)
+        : codes(size_t(rows * cols * bits / 8)), scales(size_t(rows * cols / group)), biases(scales.size()) {
         std::mt19937 rng(seed);
         std::uniform_int_distribution<int> byte(0, 255);
         std::uniform_real_distribution<float> u(-0.05f, 0.05f);
         for (uint8_t& c : codes) c = uint8_t(byte(rng));
         for (float& v : scales) v = 0.001f + std::fabs(u(rng)) + 1e-9f;
         for (float& v : biases) v = u(rng);
-        t = tensor_over("mlx4", DType::MLX_AFFINE, rows, cols, codes);
-        t.bits = 4;
+        t = tensor_over("mlx", DType::MLX_AFFINE, rows, cols, codes);
+        t.bits = bits;
         t.group_size = group;
         t.scale_dtype = DType::F32;
         t.scales = reinterpret_cast<const uint8_t*>(scales.data());
@@ -129,33 +130,62 @@ struct Mlx4Tensor {
     }
 };
 
-TEST(KernelsInt8, AffineFourBitRepackKeepsEveryValue) {
-    Q4KTensor k(7, 768, 11);
-    Mlx4Tensor m(5, 576, 64, 12);  // 18 blocks: a ragged second chunk
-    for (const RawTensor* t : {&k.t, &m.t}) {
+TEST(KernelsInt8, AffineRepackKeepsEveryValue) {
+    BlockTensor q4k("q4_k", DType::Q4_K, 7, 768, 256, 144, {0, 2}, 11);
+    BlockTensor q5k("q5_k", DType::Q5_K, 3, 512, 256, 176, {0, 2}, 12);
+    BlockTensor q51("q5_1", DType::Q5_1, 5, 96, 32, 24, {0, 2}, 13);
+    MlxTensor m4(4, 5, 576, 64, 14);  // 18 blocks: a ragged second chunk
+    MlxTensor m3(3, 4, 256, 32, 15);
+    MlxTensor m6(6, 3, 512, 64, 16);
+    MlxTensor m8(8, 6, 160, 32, 17);
+    const std::pair<const RawTensor*, WType> cases[] = {
+        {&q4k.t, WType::Q4_1FX}, {&q5k.t, WType::Q8_1FX}, {&q51.t, WType::Q8_1FX},
+        {&m4.t, WType::Q4_1FX},  {&m3.t, WType::Q4_1FX},  {&m6.t, WType::Q8_1FX},
+        {&m8.t, WType::Q8_1FX}};
+    for (const auto& [t, type] : cases) {
         const int64_t rows = t->shape[0], cols = t->shape[1];
+        SCOPED_TRACE(std::string(dtype_name(t->dtype)) + " bits " + std::to_string(t->bits));
         WeightMatrix w;
-        ASSERT_TRUE(repack_affine4_for_int8_dot(*t, rows, cols, w)) << t->name;
-        ASSERT_EQ(WType::Q4_1FX, w.type);
+        ASSERT_TRUE(repack_affine_for_int8_dot(*t, rows, cols, w));
+        ASSERT_EQ(type, w.type);
         std::vector<float> want(size_t(rows * cols)), got(static_cast<size_t>(cols));
         dequantize_to_f32(*t, want.data());
         for (int64_t r = 0; r < rows; ++r) {
             weight_row_f32(w, r, got.data());
             ASSERT_EQ(0, std::memcmp(got.data(), want.data() + r * cols, got.size() * sizeof(float)))
-                << t->name << " row " << r;
+                << "row " << r;
         }
+        // Every table's product equals the reference's bits.
+        const std::vector<float> x = random_values(size_t(5 * cols), 18);
+        std::vector<float> ref = run(reference_kernels(), w, x, 5, 1);
+        for (const std::string& isa : available_isas())
+            for (int64_t n : {1, 2, 5})
+                ASSERT_EQ(0, std::memcmp(run(kernels_for(isa), w, x, n, 2).data(), ref.data(),
+                                         size_t(n * rows) * sizeof(float))) << isa << " n=" << n;
     }
-    // Not affine 4-bit: refused.
+    // Not affine: refused.
     WeightMatrix w;
-    Q4KTensor bad(2, 256, 1);
-    bad.t.dtype = DType::Q5_K;
-    EXPECT_FALSE(repack_affine4_for_int8_dot(bad.t, 2, 256, w));
+    BlockTensor q6k("q6_k", DType::Q6_K, 2, 256, 256, 210, {208}, 1);
+    EXPECT_FALSE(repack_affine_for_int8_dot(q6k.t, 2, 256, w));
+}
+
+// GGUF Q5_0 is held as Q8_0 (the same values): readable by every kernel, int8 or f32.
+TEST(KernelsInt8, Q5_0IsHeldAsQ8_0WithTheSameValues) {
+    BlockTensor q50("q5_0", DType::Q5_0, 6, 160, 32, 22, {0}, 19);
+    WeightMatrix w = make_weight(q50.t, 6, 160, WType::Native);
+    ASSERT_EQ(WType::Q8_0, w.type);
+    std::vector<float> want(6 * 160), got(160);
+    dequantize_to_f32(q50.t, want.data());
+    for (int64_t r = 0; r < 6; ++r) {
+        weight_row_f32(w, r, got.data());
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data() + r * 160, got.size() * sizeof(float))) << r;
+    }
 }
 
 TEST(KernelsInt8, AffineFourBitEveryTableEqualsReferenceAndStaysNearTheFloatProduct) {
-    Q4KTensor k(21, 1280, 13);
+    BlockTensor k("q4_k", DType::Q4_K, 21, 1280, 256, 144, {0, 2}, 13);
     WeightMatrix w;
-    ASSERT_TRUE(repack_affine4_for_int8_dot(k.t, 21, 1280, w));
+    ASSERT_TRUE(repack_affine_for_int8_dot(k.t, 21, 1280, w));
     const std::vector<float> x = random_values(size_t(16 * 1280), 14);
     std::vector<float> want = run(reference_kernels(), w, x, 16, 1);
     for (const std::string& isa : available_isas())

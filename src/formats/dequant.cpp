@@ -274,40 +274,87 @@ void dequantize_rows_to_f32(const RawTensor& t, int64_t first_row, int64_t n_row
     dequantize_to_f32(view, out);
 }
 
-bool is_affine4(const RawTensor& t, int64_t rows, int64_t cols) {
-    if (rows <= 0 || cols <= 0 || t.numel() != rows * cols) return false;
-    if (t.dtype == DType::Q4_K) return cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 144;
-    return t.dtype == DType::MLX_AFFINE && t.bits == 4 && t.group_size > 0 &&
-           t.group_size % 32 == 0 && cols % t.group_size == 0 && t.scales && t.biases &&
-           t.nbytes == size_t(rows * cols / 2);
+int affine_code_bits(const RawTensor& t, int64_t rows, int64_t cols) {
+    if (rows <= 0 || cols <= 0 || t.numel() != rows * cols) return 0;
+    switch (t.dtype) {
+        case DType::Q4_K: return cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 144 ? 4 : 0;
+        case DType::Q5_K: return cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 176 ? 8 : 0;
+        case DType::Q5_1: return cols % 32 == 0 && t.nbytes == size_t(rows * cols / 32) * 24 ? 8 : 0;
+        case DType::MLX_AFFINE:
+            if (t.bits < 2 || t.bits > 8 || t.group_size <= 0 || t.group_size % 32 ||
+                cols % t.group_size || (cols * t.bits) % 8 || !t.scales || !t.biases ||
+                t.nbytes != size_t(rows * cols * t.bits / 8))
+                return 0;
+            return t.bits <= 4 ? 4 : 8;
+        default: return 0;
+    }
 }
 
-void affine4_row(const RawTensor& t, int64_t row, int64_t cols, uint8_t* codes, float* d, float* m) {
-    if (t.dtype == DType::Q4_K) {
-        // As block_q4_k: sub-block s of a 256-value super-block is 32 values of one nibble half.
+void affine_row(const RawTensor& t, int64_t row, int64_t cols, uint8_t* codes, float* d, float* m) {
+    if (t.dtype == DType::Q4_K || t.dtype == DType::Q5_K) {
+        // As block_q4_k / block_q5_k: sub-block s of a 256-value super-block is 32 values of
+        // one nibble half (plus, for Q5_K, bit s of qh[l]).
+        const bool five = t.dtype == DType::Q5_K;
+        const size_t block_bytes = five ? 176 : 144;
         for (int64_t sb = 0; sb < cols / 256; ++sb) {
-            const uint8_t* b = t.data + size_t((row * cols / 256 + sb) * 144);
+            const uint8_t* b = t.data + size_t(row * cols / 256 + sb) * block_bytes;
             const float dd = load_f16(b), dmin = load_f16(b + 2);
+            const uint8_t* qh = b + 16;
+            const uint8_t* qs = b + (five ? 48 : 16);
             for (int s = 0; s < 8; ++s) {
                 int sc, mn;
                 k_scale_min(s, b + 4, &sc, &mn);
                 d[sb * 8 + s] = dd * float(sc);
                 m[sb * 8 + s] = -(dmin * float(mn));
-                const uint8_t* q = b + 16 + 32 * (s / 2);
-                for (int l = 0; l < 32; ++l)
-                    codes[sb * 256 + s * 32 + l] = s % 2 ? q[l] >> 4 : q[l] & 0x0F;
+                const uint8_t* q = qs + 32 * (s / 2);
+                for (int l = 0; l < 32; ++l) {
+                    int code = s % 2 ? q[l] >> 4 : q[l] & 0x0F;
+                    if (five) code += ((qh[l] >> s) & 1) << 4;
+                    codes[sb * 256 + s * 32 + l] = uint8_t(code);
+                }
             }
         }
         return;
     }
-    // MLX affine 4-bit: code j at byte j/2, low nibble first; one scale and bias per group.
-    const uint8_t* data = t.data + size_t(row * cols / 2);
+    if (t.dtype == DType::Q5_1) {  // as block_q5_1
+        for (int64_t b = 0; b < cols / 32; ++b) {
+            const uint8_t* blk = t.data + size_t(row * cols / 32 + b) * 24;
+            d[b] = load_f16(blk);
+            m[b] = load_f16(blk + 2);
+            const uint32_t qh = fifth_bits(blk + 4);
+            const uint8_t* qs = blk + 8;
+            for (int j = 0; j < 16; ++j) {
+                codes[b * 32 + j] = uint8_t((qs[j] & 0x0F) | ((qh >> j) & 1u) << 4);
+                codes[b * 32 + j + 16] = uint8_t((qs[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4);
+            }
+        }
+        return;
+    }
+    // MLX affine: code j at bits [j*bits, (j+1)*bits) of the row; one scale and bias per group.
+    const size_t row_bytes = size_t(cols * t.bits / 8);
+    const uint8_t* data = t.data + size_t(row) * row_bytes;
+    const uint32_t mask = (1u << t.bits) - 1u;
+    for (int64_t j = 0; j < cols; ++j) {
+        const uint64_t bit = uint64_t(j) * uint64_t(t.bits);
+        uint32_t window = data[bit / 8];
+        if ((bit % 8) + uint64_t(t.bits) > 8) window |= uint32_t(data[bit / 8 + 1]) << 8;
+        codes[j] = uint8_t((window >> (bit % 8)) & mask);
+    }
     const int64_t groups = cols / t.group_size;
-    for (int64_t j = 0; j < cols; ++j) codes[j] = (data[j / 2] >> (4 * (j & 1))) & 15u;
     for (int64_t b = 0; b < cols / 32; ++b) {
         const size_t gi = size_t(row * groups + b * 32 / t.group_size);
         d[b] = load_float(t.scales, gi, t.scale_dtype);
         m[b] = load_float(t.biases, gi, t.scale_dtype);
+    }
+}
+
+void q5_0_block_codes(const uint8_t* block, int8_t* codes, uint16_t* d) {
+    *d = load_u16(block);
+    const uint32_t qh = fifth_bits(block + 2);
+    const uint8_t* qs = block + 6;
+    for (int j = 0; j < 16; ++j) {  // as block_q5_0
+        codes[j] = int8_t((int(qs[j] & 0x0F) | int((qh >> j) & 1u) << 4) - 16);
+        codes[j + 16] = int8_t((int(qs[j] >> 4) | int((qh >> (j + 16)) & 1u) << 4) - 16);
     }
 }
 

@@ -16,14 +16,20 @@ void dequantize_to_f32(const RawTensor& t, float* out);
 // dtype dequantize_to_f32 takes), e.g. embedding lookups without converting the whole matrix.
 void dequantize_rows_to_f32(const RawTensor& t, int64_t first_row, int64_t n_rows, float* out);
 
-// Tensors whose values are 4-bit codes with one scale and offset per 32 values,
-// value = code * d + m (product and sum each rounded in f32): GGUF Q4_K (d = super-scale *
-// sub-scale, m = -(super-min * sub-min), both products exact in f32) and MLX affine 4-bit with a
-// group size that is a multiple of 32 (d = scale, m = bias). True when t has that form, with
-// shape [rows, cols].
-bool is_affine4(const RawTensor& t, int64_t rows, int64_t cols);
-// Row `row` of such a tensor: codes[cols] (0..15), d[cols / 32], m[cols / 32]. Exactly the values
-// dequantize_to_f32 gives, as code * d + m.
-void affine4_row(const RawTensor& t, int64_t row, int64_t cols, uint8_t* codes, float* d, float* m);
+// Code-form access for kernels that keep codes instead of floats; the values are exactly
+// dequantize_to_f32's.
+//
+// Affine tensors: value = code * d + m with one d and m per 32 values (product and sum each
+// rounded in f32): GGUF Q4_K and Q5_K (d = super-scale * sub-scale, m = -(super-min * sub-min),
+// both products exact in f32), Q5_1, and MLX affine 2..8-bit with a group size that is a
+// multiple of 32 (d = scale, m = bias). Returns the width the codes fit in, 4 (codes 0..15:
+// Q4_K, MLX <= 4-bit) or 8 (Q5_K, Q5_1, MLX 5..8-bit), or 0 when t has no such form or is not
+// [rows, cols].
+int affine_code_bits(const RawTensor& t, int64_t rows, int64_t cols);
+// Row `row` of an affine tensor: codes[cols], d[cols / 32], m[cols / 32].
+void affine_row(const RawTensor& t, int64_t row, int64_t cols, uint8_t* codes, float* d, float* m);
+// One GGUF Q5_0 block: value j = codes[j] * d exactly, codes in -16..15, d its f16 scale bits
+// (so a Q5_0 tensor is a Q8_0 tensor with the same values).
+void q5_0_block_codes(const uint8_t* block, int8_t* codes, uint16_t* d);
 
 }  // namespace nextn

@@ -18,8 +18,9 @@ namespace {
 
 // Scale planes after the codes: d for every type, then m for the affine types; f16 values
 // except Q4_1FX's f32.
-int scale_planes(WType t) { return t == WType::Q4_1X || t == WType::Q4_1FX ? 2 : 1; }
-size_t scale_bytes(WType t) { return t == WType::Q4_1FX ? 4 : 2; }
+bool is_affine(WType t) { return t == WType::Q4_1X || t == WType::Q4_1FX || t == WType::Q8_1FX; }
+int scale_planes(WType t) { return is_affine(t) ? 2 : 1; }
+size_t scale_bytes(WType t) { return t == WType::Q4_1FX || t == WType::Q8_1FX ? 4 : 2; }
 
 size_t scales_offset(WType t, int64_t cols) {
     return size_t(int8_dot_chunks(cols) * int8_dot_chunk_code_bytes(t));
@@ -33,7 +34,7 @@ size_t scale_at(WType t, int64_t cols, int plane, int64_t b) {
 
 float load_scale(const uint8_t* row, WType t, int64_t cols, int plane, int64_t b) {
     const uint8_t* p = row + scale_at(t, cols, plane, b);
-    if (t == WType::Q4_1FX) {
+    if (scale_bytes(t) == 4) {
         float v;
         std::memcpy(&v, p, 4);
         return v;
@@ -82,7 +83,8 @@ size_t source_block_bytes(WType t) {
 }  // namespace
 
 bool is_int8_dot_type(WType t) {
-    return t == WType::Q8_0X || t == WType::Q4_0X || t == WType::Q4_1X || t == WType::Q4_1FX;
+    return t == WType::Q8_0X || t == WType::Q4_0X || t == WType::Q4_1X || t == WType::Q4_1FX ||
+           t == WType::Q8_1FX;
 }
 
 WType int8_dot_type_for(WType t) {
@@ -154,9 +156,10 @@ WeightMatrix repack_for_int8_dot(const WeightMatrix& w) {
     return out;
 }
 
-bool repack_affine4_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out) {
-    if (!is_affine4(t, rows, cols)) return false;
-    const WType type = WType::Q4_1FX;
+bool repack_affine_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out) {
+    const int bits = affine_code_bits(t, rows, cols);
+    if (bits == 0) return false;
+    const WType type = bits == 4 ? WType::Q4_1FX : WType::Q8_1FX;
     out = WeightMatrix{};
     out.type = type;
     out.rows = rows;
@@ -168,13 +171,18 @@ bool repack_affine4_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols,
     std::vector<uint8_t> codes(static_cast<size_t>(cols));                  // [cols]
     std::vector<float> d(static_cast<size_t>(cols / 32)), m(d.size());     // [cols / 32]
     for (int64_t r = 0; r < rows; ++r) {
-        affine4_row(t, r, cols, codes.data(), d.data(), m.data());
+        affine_row(t, r, cols, codes.data(), d.data(), m.data());
         uint8_t* dst = base + size_t(r) * out.row_bytes;
         for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
             uint8_t* chunk = dst + (b / kI8ChunkBlocks) * int8_dot_chunk_code_bytes(type);
             const int l = int(b % kI8ChunkBlocks);
-            for (int e = 0; e < 32; ++e)
-                chunk[q4_byte(l, e)] |= uint8_t(codes[size_t(b * 32 + e)] << (4 * q4_nibble(e)));
+            for (int e = 0; e < 32; ++e) {
+                const uint8_t code = codes[size_t(b * 32 + e)];
+                if (type == WType::Q8_1FX)
+                    chunk[q8_byte(l, e)] = code;
+                else
+                    chunk[q4_byte(l, e)] |= uint8_t(code << (4 * q4_nibble(e)));
+            }
             std::memcpy(dst + scale_at(type, cols, 0, b), &d[size_t(b)], 4);
             std::memcpy(dst + scale_at(type, cols, 1, b), &m[size_t(b)], 4);
         }
@@ -194,6 +202,9 @@ void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out) {
             float v;
             if (w.type == WType::Q8_0X) {
                 v = float(int(codes[q8_byte(l, e)]) - 128) * d;
+            } else if (w.type == WType::Q8_1FX) {
+                const float prod = float(codes[q8_byte(l, e)]) * d;
+                v = prod + m;
             } else {
                 const int code = (codes[q4_byte(l, e)] >> (4 * q4_nibble(e))) & 15;
                 // The source decoders: (code - 8) * d for Q4_0; code * d + m, two roundings, for
@@ -279,7 +290,7 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
                     for (int s = 0; s < kI8Steps; ++s)
                         for (int i = 0; i < 4; ++i) {
                             int32_t u;
-                            if (w.type == WType::Q8_0X)
+                            if (int8_dot_chunk_code_bytes(w.type) == 512)
                                 u = codes[s * 64 + 4 * l + i];
                             else
                                 u = (codes[(s / 2) * 64 + 4 * l + i] >> (4 * (s % 2))) & 15;

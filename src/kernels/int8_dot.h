@@ -14,10 +14,10 @@
 //     instruction multiplies u8 x s8), 512 bytes per chunk.
 //   Q4_0X / Q4_1X codes: the two nibbles of byte k*64 + 4l + i (k = 0..3) are step 2k (low)
 //     and step 2k+1 (high), holding the block's 4-bit code 0..15; 256 bytes per chunk.
-//   Q4_1FX codes: as Q4_1X.
-// Row: [chunks x code bytes] [chunks x 16 scales d] (Q4_1X, Q4_1FX: then [chunks x 16 offsets m]),
-// scales and offsets f16 (Q4_1FX: f32), padded to 64 bytes so every row and every code step
-// stays 64-byte aligned.
+//   Q4_1FX codes: as Q4_1X. Q8_1FX codes: as Q8_0X, but the code itself (0..255, no offset).
+// Row: [chunks x code bytes] [chunks x 16 scales d] (affine types Q4_1X, Q4_1FX, Q8_1FX: then
+// [chunks x 16 offsets m]), scales and offsets f16 (the FX types: f32), padded to 64 bytes so
+// every row and every code step stays 64-byte aligned.
 //
 // Activations (QuantizedColumns), per column and chunk: int8 codes of each 32-value block in the
 // same step/lane/byte order (d = max|x|/127, q = round-half-even(x * (1/d)), clamped to +-127),
@@ -27,7 +27,7 @@
 //   isum = sum over steps and bytes of wcode * xcode (exact in int32)
 //   Q8_0X: acc = fma(float(isum - 128 * xsum), dw * dx, acc)
 //   Q4_0X: acc = fma(float(isum -   8 * xsum), dw * dx, acc)
-//   Q4_1X, Q4_1FX: acc = fma(float(isum), dw * dx, acc); acc = fma(float(xsum), dm * dx, acc)
+//   affine:  acc = fma(float(isum), dw * dx, acc); acc = fma(float(xsum), dm * dx, acc)
 // then the 16 lanes are summed by the fixed tree of the AVX-512 hsum. Every ISA and the scalar
 // reference compute exactly this, so they agree bit for bit, for every batch width.
 #include <cstdint>
@@ -43,30 +43,32 @@ inline constexpr int kI8ChunkBlocks = 16;   // blocks per chunk (one per int32 l
 inline constexpr int64_t kI8ChunkValues = 512;
 inline constexpr int kI8Steps = 8;          // 64-byte activation steps per chunk
 
-// True for Q8_0X, Q4_0X, Q4_1X, Q4_1FX.
+// True for Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX.
 bool is_int8_dot_type(WType t);
 // The chunked type holding a block type's values: Q8_0 -> Q8_0X, Q4_0 -> Q4_0X,
 // Q4_1 -> Q4_1X; any other type is returned unchanged.
 WType int8_dot_type_for(WType t);
-// The block type whose values a chunked type holds (Q8_0X -> Q8_0, ...; Q4_1FX has none and
-// is returned unchanged).
+// The block type whose values a chunked type holds (Q8_0X -> Q8_0, ...; the FX types have none
+// and are returned unchanged).
 WType int8_dot_source_type(WType t);
 // Bytes of one row of a chunked type (0 when cols % 32 != 0).
 size_t int8_dot_row_bytes(WType t, int64_t cols);
 // Chunks per row.
 inline int64_t int8_dot_chunks(int64_t cols) { return (cols + kI8ChunkValues - 1) / kI8ChunkValues; }
-// Code bytes per chunk: 512 for Q8_0X, 256 for the 4-bit types.
-inline int64_t int8_dot_chunk_code_bytes(WType t) { return t == WType::Q8_0X ? 512 : 256; }
+// Code bytes per chunk: 512 for the 8-bit types, 256 for the 4-bit ones.
+inline int64_t int8_dot_chunk_code_bytes(WType t) {
+    return t == WType::Q8_0X || t == WType::Q8_1FX ? 512 : 256;
+}
 
 // A Q8_0 / Q4_0 / Q4_1 matrix in its chunked layout (same values, same scales). Other types are
 // returned unchanged.
 WeightMatrix repack_for_int8_dot(const WeightMatrix& w);
 
-// A GGUF Q4_K tensor [rows, cols] (cols % 256 == 0) or an MLX affine 4-bit one (group size a
-// multiple of 32) as Q4_1FX, holding exactly the values dequantize_to_f32 gives: Q4_K's
-// d * sc * q - dmin * m becomes code * (d * sc) + (-(dmin * m)) (the products are exact in
-// f32), MLX's scale * q + bias likewise. Returns false for any other tensor.
-bool repack_affine4_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out);
+// An affine tensor [rows, cols] (formats/dequant.h affine_code_bits: GGUF Q4_K, Q5_K, Q5_1,
+// MLX 2..8-bit) as Q4_1FX (codes up to 4 bits) or Q8_1FX, holding exactly the values
+// dequantize_to_f32 gives: e.g. Q4_K's d * sc * q - dmin * m becomes code * (d * sc) +
+// (-(dmin * m)), the products exact in f32. Returns false for any other tensor.
+bool repack_affine_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out);
 
 // Row `row` of a chunked matrix as f32: exactly the source block type's values.
 void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out);

@@ -27,6 +27,7 @@ const char* wtype_name(WType t) {
         case WType::Q4_0X: return "q4_0 (int8-dot layout)";
         case WType::Q4_1X: return "q4_1 (int8-dot layout)";
         case WType::Q4_1FX: return "q4 affine, f32 scales (int8-dot layout)";
+        case WType::Q8_1FX: return "q8 affine, f32 scales (int8-dot layout)";
         case WType::Native: return "native";
     }
     return "?";
@@ -58,7 +59,8 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
         case WType::Q8_0X:
         case WType::Q4_0X:
         case WType::Q4_1X:
-        case WType::Q4_1FX: return int8_dot_row_bytes(t, cols);
+        case WType::Q4_1FX:
+        case WType::Q8_1FX: return int8_dot_row_bytes(t, cols);
         case WType::Native: return 0;
     }
     return 0;
@@ -184,7 +186,8 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
         case WType::Q8_0X:
         case WType::Q4_0X:
         case WType::Q4_1X:
-        case WType::Q4_1FX: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
+        case WType::Q4_1FX:
+        case WType::Q8_1FX: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
         case WType::Native: fail("encode_row_f32: Native is not a storage type");
     }
 }
@@ -196,6 +199,15 @@ WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType t
     if (target == WType::Native || target == WType::Q4_1) {
         WeightMatrix w;
         if (repack_mlx4_as_q4_1(t, rows, cols, w)) return w;
+    }
+    if ((target == WType::Native || target == WType::Q8_0) && t.dtype == DType::Q5_0 &&
+        cols % kQuantBlock == 0 && t.nbytes == size_t(rows * cols / kQuantBlock) * 22) {
+        // Q5_0's values are (code - 16) * d with an f16 d: exactly a Q8_0 block's.
+        WeightMatrix w = allocate(WType::Q8_0, rows, cols);
+        auto* blocks = reinterpret_cast<BlockQ8_0*>(mutable_data(w));
+        for (int64_t b = 0; b < rows * cols / kQuantBlock; ++b)
+            q5_0_block_codes(t.data + size_t(b) * 22, blocks[b].qs, &blocks[b].d);
+        return w;
     }
     const WType type = resolve_target(target, t.dtype, cols);
     if (same_layout(t.dtype, type)) {  // keep the file's bytes (rounding already done)
@@ -254,7 +266,8 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         case WType::Q8_0X:
         case WType::Q4_0X:
         case WType::Q4_1X:
-        case WType::Q4_1FX: int8_dot_row_f32(w, row, out); return;
+        case WType::Q4_1FX:
+        case WType::Q8_1FX: int8_dot_row_f32(w, row, out); return;
         case WType::Native: break;
     }
     fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));

@@ -24,11 +24,12 @@ enum class WType {
     Q8_0X,
     Q4_0X,
     Q4_1X,
-    // 4-bit codes with an f32 scale and offset per 32 values, chunked for the int8 kernels:
-    // GGUF Q4_K (and MLX 4-bit whose scales have no exact f16 form) held exactly, from
-    // repack_affine4_for_int8_dot. Only built where the int8 kernels run (no f32-activation
-    // kernel reads it).
+    // 4-bit (Q4_1FX) or 8-bit (Q8_1FX) codes with an f32 scale and offset per 32 values,
+    // chunked for the int8 kernels: GGUF Q4_K / Q5_K / Q5_1 and MLX 2..8-bit held exactly, from
+    // repack_affine_for_int8_dot. Only built where the int8 kernels run (no f32-activation
+    // kernel reads them).
     Q4_1FX,
+    Q8_1FX,
     // Target only (never the type of a built WeightMatrix): keep the source's own type when a
     // kernel reads it directly (F32, BF16, F16, Q8_0, Q4_0, Q4_1), else widen to F32.
     Native,
@@ -65,7 +66,8 @@ std::shared_ptr<void> allocate_weight_memory(size_t bytes, const std::string& wh
 //     quantized; block sources are dequantized first, except that a GGUF Q8_0/Q4_0 source whose
 //     type equals the target keeps its blocks byte for byte). A block target with
 //     cols % 32 != 0 cannot be represented and falls back to F32 (check w.type).
-//   target Native: F32/BF16/F16/Q8_0/Q4_0/Q4_1 sources keep their type and bytes; others -> F32.
+//   target Native: F32/BF16/F16/Q8_0/Q4_0/Q4_1 sources keep their type and bytes; GGUF Q5_0
+//     becomes Q8_0 with the same values (also for target Q8_0); others -> F32.
 //   MLX affine 4-bit (group 32/64/..) with target Native or Q4_1 becomes Q4_1 with the same
 //   decoded values when its scales and biases are exact in f16 (else F32 / requantized).
 WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target);

@@ -34,16 +34,17 @@ public:
     WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
         const RawTensor& t = raw(name);
         check_shape(t, rows, cols);
-        // 4-bit affine tensors no kernel reads in their own layout (GGUF Q4_K; MLX 4-bit whose
-        // scales have no exact f16 form) stay 4-bit for the int8 kernels instead of widening
-        // to f32.
-        const bool affine4 = options_.matrix_type == WType::Native &&
-                             kernel_storage_type(WType::Q4_1, options_.int8_activations) != WType::Q4_1 &&
-                             is_affine4(t, rows, cols);
+        // Affine tensors no f32-activation kernel reads in their own layout (GGUF Q4_K, Q5_K,
+        // Q5_1; MLX 2..8-bit other than 4-bit with f16-exact scales, which is Q4_1) keep their
+        // codes for the int8 kernels instead of widening to f32.
+        const bool int8 = kernel_storage_type(WType::Q8_0, options_.int8_activations) != WType::Q8_0;
+        const bool affine = options_.matrix_type == WType::Native && int8 &&
+                            affine_code_bits(t, rows, cols) != 0;
         WeightMatrix w;
-        if (affine4 && t.dtype == DType::Q4_K && repack_affine4_for_int8_dot(t, rows, cols, w)) return w;
+        if (affine && t.dtype != DType::MLX_AFFINE && repack_affine_for_int8_dot(t, rows, cols, w))
+            return w;
         w = make_weight(t, rows, cols, options_.matrix_type);
-        if (affine4 && w.type == WType::F32 && repack_affine4_for_int8_dot(t, rows, cols, w)) return w;
+        if (affine && w.type == WType::F32 && repack_affine_for_int8_dot(t, rows, cols, w)) return w;
         return to_kernel_storage(w, options_.int8_activations);
     }
 

@@ -1,8 +1,8 @@
-// AVX-512 VNNI: chunked Q8_0X / Q4_0X / Q4_1X weights x int8 activations, and the activation
-// quantizer (layout and arithmetic: kernels/int8_dot.h). A tile is R rows x C columns; each
-// 64-byte code step of a row is loaded once and meets every column of the tile with one
-// vpdpbusd, so weights stream once per C columns, and the 16 blocks of a chunk are scaled by
-// one convert + fma per (row, column).
+// AVX-512 VNNI: the chunked int8-dot weight types (Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX) times
+// int8 activations, and the activation quantizer (layout and arithmetic: kernels/int8_dot.h).
+// A tile is R rows x C columns; each 64-byte code step of a row is loaded once and meets every
+// column of the tile with one vpdpbusd, so weights stream once per C columns, and the 16 blocks
+// of a chunk are scaled by one convert + fma per (row, column).
 #pragma GCC optimize("fp-contract=off")
 #include "kernels/int8_dot.h"
 #include "kernels/x86/avx512/isa_avx512.h"
@@ -12,11 +12,15 @@ namespace nextn::avx512 {
 
 namespace {
 
+constexpr bool eight_bit(WType t) { return t == WType::Q8_0X || t == WType::Q8_1FX; }
+constexpr bool affine(WType t) { return t == WType::Q4_1X || t == WType::Q4_1FX || t == WType::Q8_1FX; }
+constexpr bool f32_scales(WType t) { return t == WType::Q4_1FX || t == WType::Q8_1FX; }
+
 // Applies one chunk's integer sums to the float accumulators (the per-type line of
 // int8_dot.h). dw: the chunk's 16 weight scales; dm: its 16 offsets (affine types only).
 template <WType T>
 __m512 scale_chunk(__m512i isum, __m512i xsum, __m512 dw, __m512 dm, __m512 dx, __m512 acc) {
-    if constexpr (T == WType::Q4_1X || T == WType::Q4_1FX) {
+    if constexpr (affine(T)) {
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dx), acc);
         return _mm512_fmadd_ps(_mm512_cvtepi32_ps(xsum), _mm512_mul_ps(dm, dx), acc);
     } else {
@@ -29,7 +33,7 @@ __m512 scale_chunk(__m512i isum, __m512i xsum, __m512 dw, __m512 dm, __m512 dx, 
 template <WType T, int R, int C>
 void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off,
           size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
-    constexpr int64_t kChunkBytes = T == WType::Q8_0X ? 512 : 256;
+    constexpr int64_t kChunkBytes = eight_bit(T) ? 512 : 256;
     const __m512i low_nibbles = _mm512_set1_epi8(15);
     __m512 acc[R][C];
 #pragma GCC unroll 8
@@ -47,7 +51,7 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
 #pragma GCC unroll 8
             for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
         const int64_t xoff = ch * kI8ChunkValues;
-        if constexpr (T == WType::Q8_0X) {
+        if constexpr (eight_bit(T)) {
 #pragma GCC unroll 8
             for (int s = 0; s < kI8Steps; ++s) {
 #pragma GCC unroll 8
@@ -87,7 +91,7 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             __m512 dw, dm = _mm512_setzero_ps();
-            if constexpr (T == WType::Q4_1FX) {  // f32 scales and offsets
+            if constexpr (f32_scales(T)) {  // f32 scales and offsets
                 dw = _mm512_load_ps(reinterpret_cast<const float*>(wrow[r] + d_off) + boff);
                 dm = _mm512_load_ps(reinterpret_cast<const float*>(wrow[r] + m_off) + boff);
             } else {  // f16
@@ -123,13 +127,13 @@ void tile_cols(int c, const uint8_t* const* wrow, size_t row_bytes, int64_t chun
 // tile measured slower than 3 + 1 cache-resident); 8 rows for one column (more loads in
 // flight for decode), 4 rows for more (the R x C integer sums stay in registers).
 template <WType T>
-constexpr int kMaxCols = T == WType::Q8_0X ? 4 : 3;
+constexpr int kMaxCols = eight_bit(T) ? 4 : 3;
 
 template <WType T>
 void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
     const int64_t chunks = x.chunks;
-    constexpr size_t kScaleBytes = T == WType::Q4_1FX ? 4 : 2;
+    constexpr size_t kScaleBytes = f32_scales(T) ? 4 : 2;
     const size_t d_off = size_t(chunks * int8_dot_chunk_code_bytes(T));
     const size_t m_off = d_off + size_t(chunks * kI8ChunkBlocks) * kScaleBytes;
     const uint8_t* wrow[8];
@@ -166,6 +170,7 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
         case WType::Q4_0X: return gemm_i8_impl<WType::Q4_0X>(w, x, y, ldy, r0, r1);
         case WType::Q4_1X: return gemm_i8_impl<WType::Q4_1X>(w, x, y, ldy, r0, r1);
         case WType::Q4_1FX: return gemm_i8_impl<WType::Q4_1FX>(w, x, y, ldy, r0, r1);
+        case WType::Q8_1FX: return gemm_i8_impl<WType::Q8_1FX>(w, x, y, ldy, r0, r1);
         default: return;  // matmul() only sends the chunked types here
     }
 }
