@@ -272,9 +272,9 @@ TEST(KernelsInt8, EveryQuantizerEqualsReferenceBitwise) {
     }
 }
 
-// The scalar and AVX2 tables run the reference kernel itself (they have no int8 dot product and
-// never repack), so for them this checks the driver (row split, threads, column groups); for
-// AVX-512 it compares the VNNI kernel with the reference.
+// The scalar table (and the AVX2 one on a CPU without AVX-VNNI) runs the reference kernel
+// itself, so for it this checks the driver (row split, threads, column groups); for AVX2 with
+// AVX-VNNI and for AVX-512 it compares the dot-product kernels with the reference.
 TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);

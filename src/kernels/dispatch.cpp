@@ -49,10 +49,16 @@ const KernelTable* avx2_table() {
         KernelTable t;
         t.isa = "avx2";
         t.gemm_rows = avx2::gemm_rows;
-        // Correct but slow (AVX2 has no int8 dot product, so block weights are never repacked
-        // for it); a VEX AVX-VNNI variant would go here.
-        t.gemm_i8_rows = ref::gemm_i8_rows;
-        t.quantize_columns = ref::quantize_columns;
+        // The int8-dot kernels need AVX-VNNI; without it the reference stands in (correct but
+        // slow, and block weights are then never repacked for this table).
+        if (x86::cpu_supports_avxvnni()) {
+            t.gemm_i8_rows = avxvnni::gemm_i8_rows;
+            t.quantize_columns = avxvnni::quantize_columns;
+            t.int8_dot_fast = true;
+        } else {
+            t.gemm_i8_rows = ref::gemm_i8_rows;
+            t.quantize_columns = ref::quantize_columns;
+        }
         t.rmsnorm = avx2::rmsnorm;
         t.l2norm = avx2::l2norm;
         t.silu = avx2::silu;

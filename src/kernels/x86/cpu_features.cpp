@@ -10,6 +10,9 @@ bool cpu_supports_avx2() {
            __builtin_cpu_supports("f16c");
 }
 
+// AVX-VNNI: 256-bit int8 dot products with a VEX encoding (CPUs without AVX-512 VNNI too).
+bool cpu_supports_avxvnni() { return cpu_supports_avx2() && __builtin_cpu_supports("avxvnni"); }
+
 // The avx512 translation units are compiled with F/BW/VL/DQ/VNNI/BF16, so the compiler may use
 // any of them; require all.
 bool cpu_supports_avx512() {
@@ -20,6 +23,7 @@ bool cpu_supports_avx512() {
 }
 #else
 bool cpu_supports_avx2() { return false; }
+bool cpu_supports_avxvnni() { return false; }
 bool cpu_supports_avx512() { return false; }
 #endif
 

@@ -12,6 +12,7 @@ namespace nextn::x86 {
 
 // CPU (and OS register-state) support for everything the ISA's translation units are built with.
 bool cpu_supports_avx2();
+bool cpu_supports_avxvnni();
 bool cpu_supports_avx512();
 
 }  // namespace nextn::x86
@@ -36,6 +37,16 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
 float stream_sum(const float* x, int64_t n);
 
 }  // namespace nextn::avx2
+
+// x86/avxvnni/ (AVX2 + AVX-VNNI flags): the int8-dot kernels for the avx2 table on CPUs that
+// have the VEX dot products.
+namespace nextn::avxvnni {
+
+void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                  int64_t r0, int64_t r1);
+void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);
+
+}  // namespace nextn::avxvnni
 
 namespace nextn::avx512 {
 
