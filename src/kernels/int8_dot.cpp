@@ -18,9 +18,8 @@ namespace {
 
 // Scale planes after the codes: d for every type, then m for the affine types; f16 values
 // except Q4_1FX's f32.
-bool is_affine(WType t) { return t == WType::Q4_1X || t == WType::Q4_1FX || t == WType::Q8_1FX; }
-int scale_planes(WType t) { return is_affine(t) ? 2 : 1; }
-size_t scale_bytes(WType t) { return t == WType::Q4_1FX || t == WType::Q8_1FX ? 4 : 2; }
+int scale_planes(WType t) { return int8_dot_affine(t) ? 2 : 1; }
+size_t scale_bytes(WType t) { return int8_dot_f32_scales(t) ? 4 : 2; }
 
 size_t scales_offset(WType t, int64_t cols) {
     return size_t(int8_dot_chunks(cols) * int8_dot_chunk_code_bytes(t));
@@ -245,33 +244,18 @@ void quantize_activations(const KernelTable& k, const float* x, int64_t n, int64
 namespace ref {
 
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
-    const int64_t blocks = out.chunks * kI8ChunkBlocks;
-    for (int64_t j = j0; j < j1; ++j) {
-        const float* xj = x + j * cols;
-        int8_t* codes = out.codes.data() + j * out.chunks * kI8ChunkValues;  // [chunks, 512]
-        float* scales = out.scales.data() + j * blocks;                     // [chunks * 16]
-        int32_t* sums = out.sums.data() + j * blocks;                       // [chunks * 16]
-        for (int64_t b = 0; b < blocks; ++b) {
-            const int64_t start = b * kQuantBlock;
-            int8_t* chunk = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
-            const int l = int(b % kI8ChunkBlocks);
-            float amax = 0.0f;
-            for (int e = 0; e < 32; ++e)
-                if (start + e < cols) amax = std::max(amax, std::fabs(xj[start + e]));
-            const float d = amax / 127.0f;
-            const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-            int32_t sum = 0;
-            for (int e = 0; e < 32; ++e) {
-                const float v = start + e < cols ? xj[start + e] : 0.0f;
-                const float q = std::nearbyint(v * inv);  // |q| <= 127 up to rounding
-                const int8_t code = int8_t(std::max(-127.0f, std::min(127.0f, q)));
-                chunk[q8_byte(l, e)] = code;
-                sum += code;
-            }
-            scales[b] = d;
-            sums[b] = sum;
+    quantize_columns_with(x, cols, out, j0, j1, [](const float* p, int64_t left, int32_t* q) {
+        float amax = 0.0f;
+        for (int e = 0; e < 32 && e < left; ++e) amax = std::max(amax, std::fabs(p[e]));
+        const float d = amax / 127.0f;
+        const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+        for (int e = 0; e < 32; ++e) {
+            const float v = e < left ? p[e] : 0.0f;
+            const float r = std::nearbyint(v * inv);  // |r| <= 127 up to rounding
+            q[e] = int32_t(std::max(-127.0f, std::min(127.0f, r)));
         }
-    }
+        return d;
+    });
 }
 
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,

@@ -55,10 +55,15 @@ WType int8_dot_source_type(WType t);
 size_t int8_dot_row_bytes(WType t, int64_t cols);
 // Chunks per row.
 inline int64_t int8_dot_chunks(int64_t cols) { return (cols + kI8ChunkValues - 1) / kI8ChunkValues; }
-// Code bytes per chunk: 512 for the 8-bit types, 256 for the 4-bit ones.
-inline int64_t int8_dot_chunk_code_bytes(WType t) {
-    return t == WType::Q8_0X || t == WType::Q8_1FX ? 512 : 256;
+// Properties of the chunked types: 8-bit codes (else 4-bit), affine (a second plane of
+// per-block offsets), f32 scale planes (else f16).
+constexpr bool int8_dot_eight_bit(WType t) { return t == WType::Q8_0X || t == WType::Q8_1FX; }
+constexpr bool int8_dot_affine(WType t) {
+    return t == WType::Q4_1X || t == WType::Q4_1FX || t == WType::Q8_1FX;
 }
+constexpr bool int8_dot_f32_scales(WType t) { return t == WType::Q4_1FX || t == WType::Q8_1FX; }
+// Code bytes per chunk: 512 for the 8-bit types, 256 for the 4-bit ones.
+inline int64_t int8_dot_chunk_code_bytes(WType t) { return int8_dot_eight_bit(t) ? 512 : 256; }
 
 // A Q8_0 / Q4_0 / Q4_1 matrix in its chunked layout (same values, same scales). Other types are
 // returned unchanged.
@@ -93,6 +98,49 @@ void resize_columns(int64_t n, int64_t cols, QuantizedColumns& out);
 struct KernelTable;
 void quantize_activations(const KernelTable& k, const float* x, int64_t n, int64_t cols,
                           QuantizedColumns& out, ThreadPool& pool);
+
+// Calls f.template operator()<T>() with T = type, a chunked type (ISA kernels instantiate
+// their loops per type this way).
+template <class F>
+void visit_int8_dot_type(WType type, F&& f) {
+    switch (type) {
+        case WType::Q8_0X: return f.template operator()<WType::Q8_0X>();
+        case WType::Q4_0X: return f.template operator()<WType::Q4_0X>();
+        case WType::Q4_1X: return f.template operator()<WType::Q4_1X>();
+        case WType::Q4_1FX: return f.template operator()<WType::Q4_1FX>();
+        case WType::Q8_1FX: return f.template operator()<WType::Q8_1FX>();
+        default: return;  // matmul() only sends the chunked types to the int8 kernels
+    }
+}
+
+// The activation quantizer's walk over columns [j0, j1) and their blocks, shared by every ISA:
+// padding blocks get zero codes, scale and sum; for the others block(p, left, q) reads the
+// block's values p[0, min(left, 32)) (zeros past that), writes their 32 codes to q and returns
+// the scale d. The codes are stored in the chunk layout and summed here.
+template <class QuantizeBlock>
+void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0,
+                           int64_t j1, QuantizeBlock&& block) {
+    const int64_t blocks = out.chunks * kI8ChunkBlocks;
+    const int64_t used = (cols + 31) / 32;  // blocks holding values
+    for (int64_t j = j0; j < j1; ++j) {
+        const float* xj = x + j * cols;
+        int8_t* codes = out.codes.data() + j * out.chunks * kI8ChunkValues;  // [chunks, 512]
+        float* scales = out.scales.data() + j * blocks;
+        int32_t* sums = out.sums.data() + j * blocks;
+        for (int64_t b = 0; b < blocks; ++b) {
+            int8_t* chunk = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
+            const int l = int(b % kI8ChunkBlocks);
+            alignas(64) int32_t q[32] = {};
+            scales[b] = b < used ? block(xj + b * 32, cols - b * 32, q) : 0.0f;
+            int32_t sum = 0;
+            for (int e = 0; e < 32; ++e) {  // element e: step e/4, byte e%4 of lane l
+                chunk[(e / 4) * 64 + 4 * l + e % 4] = int8_t(q[e]);
+                sum += q[e];
+            }
+            sums[b] = sum;
+        }
+    }
+}
 
 namespace ref {
 // Quantizes columns [j0, j1) of x [n, cols] into `out` (already sized by resize_columns).

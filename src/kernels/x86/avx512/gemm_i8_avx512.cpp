@@ -12,9 +12,9 @@ namespace nextn::avx512 {
 
 namespace {
 
-constexpr bool eight_bit(WType t) { return t == WType::Q8_0X || t == WType::Q8_1FX; }
-constexpr bool affine(WType t) { return t == WType::Q4_1X || t == WType::Q4_1FX || t == WType::Q8_1FX; }
-constexpr bool f32_scales(WType t) { return t == WType::Q4_1FX || t == WType::Q8_1FX; }
+constexpr bool eight_bit(WType t) { return int8_dot_eight_bit(t); }
+constexpr bool affine(WType t) { return int8_dot_affine(t); }
+constexpr bool f32_scales(WType t) { return int8_dot_f32_scales(t); }
 
 // Applies one chunk's integer sums to the float accumulators (the per-type line of
 // int8_dot.h). dw: the chunk's 16 weight scales; dm: its 16 offsets (affine types only).
@@ -165,64 +165,33 @@ void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
 
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
-    switch (w.type) {
-        case WType::Q8_0X: return gemm_i8_impl<WType::Q8_0X>(w, x, y, ldy, r0, r1);
-        case WType::Q4_0X: return gemm_i8_impl<WType::Q4_0X>(w, x, y, ldy, r0, r1);
-        case WType::Q4_1X: return gemm_i8_impl<WType::Q4_1X>(w, x, y, ldy, r0, r1);
-        case WType::Q4_1FX: return gemm_i8_impl<WType::Q4_1FX>(w, x, y, ldy, r0, r1);
-        case WType::Q8_1FX: return gemm_i8_impl<WType::Q8_1FX>(w, x, y, ldy, r0, r1);
-        default: return;  // matmul() only sends the chunked types here
-    }
+    visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(w, x, y, ldy, r0, r1); });
 }
 
 // Per 32-value block: the same operations as ref::quantize_columns, in vector form (the max
 // is exact in any order; d, 1/d, x * (1/d) and round-half-even are single IEEE operations).
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
-    const int64_t blocks = out.chunks * kI8ChunkBlocks;
-    const int64_t used = (cols + kQuantBlock - 1) / kQuantBlock;  // blocks holding values
     const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
-    const __m512 lim = _mm512_set1_ps(127.0f);
-    for (int64_t j = j0; j < j1; ++j) {
-        const float* xj = x + j * cols;
-        int8_t* codes = out.codes.data() + j * out.chunks * kI8ChunkValues;  // [chunks, 512]
-        float* scales = out.scales.data() + j * blocks;
-        int32_t* sums = out.sums.data() + j * blocks;
-        for (int64_t b = 0; b < blocks; ++b) {
-            int8_t* chunk = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
-            const int l = int(b % kI8ChunkBlocks);
-            if (b >= used) {  // padding blocks of the last chunk
-                for (int s = 0; s < kI8Steps; ++s) __builtin_memset(chunk + s * 64 + 4 * l, 0, 4);
-                scales[b] = 0.0f;
-                sums[b] = 0;
-                continue;
-            }
-            // A ragged last block reads zeros past cols, as the reference does.
-            const int64_t left = cols - b * 32;
-            const __mmask16 ma = left >= 16 ? __mmask16(0xffff) : Isa::mask(int(left));
-            const __mmask16 mc = left >= 32 ? __mmask16(0xffff) : left <= 16 ? __mmask16(0) : Isa::mask(int(left - 16));
-            const __m512 a = _mm512_maskz_loadu_ps(ma, xj + b * 32);
-            const __m512 c = _mm512_maskz_loadu_ps(mc, xj + b * 32 + 16);
-            const float amax = _mm512_reduce_max_ps(
-                _mm512_max_ps(_mm512_and_ps(a, abs_mask), _mm512_and_ps(c, abs_mask)));
-            const float d = amax / 127.0f;
-            const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-            const __m512 vinv = _mm512_set1_ps(inv);
-            auto code = [&](__m512 v) {
-                __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(v, vinv),
-                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                q = _mm512_min_ps(_mm512_max_ps(q, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
-                return _mm512_cvtps_epi32(q);
-            };
-            const __m512i qa = code(a), qc = code(c);  // elements 0..15, 16..31 as int32
-            sums[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qc));
-            scales[b] = d;
-            // Element e goes to step e/4, byte e%4 of lane l: each group of 4 codes is one int32.
-            alignas(64) int8_t bytes[32];
-            _mm_store_si128(reinterpret_cast<__m128i*>(bytes), _mm512_cvtepi32_epi8(qa));
-            _mm_store_si128(reinterpret_cast<__m128i*>(bytes + 16), _mm512_cvtepi32_epi8(qc));
-            for (int s = 0; s < kI8Steps; ++s) __builtin_memcpy(chunk + s * 64 + 4 * l, bytes + 4 * s, 4);
-        }
-    }
+    const __m512 lim = _mm512_set1_ps(127.0f), neg_lim = _mm512_set1_ps(-127.0f);
+    quantize_columns_with(x, cols, out, j0, j1, [&](const float* p, int64_t left, int32_t* q) {
+        // A ragged last block reads zeros past cols, as the reference does.
+        const __mmask16 ma = left >= 16 ? __mmask16(0xffff) : Isa::mask(int(left));
+        const __mmask16 mc = left >= 32 ? __mmask16(0xffff) : left <= 16 ? __mmask16(0) : Isa::mask(int(left - 16));
+        const __m512 a = _mm512_maskz_loadu_ps(ma, p);
+        const __m512 c = _mm512_maskz_loadu_ps(mc, p + 16);
+        const float amax = _mm512_reduce_max_ps(
+            _mm512_max_ps(_mm512_and_ps(a, abs_mask), _mm512_and_ps(c, abs_mask)));
+        const float d = amax / 127.0f;
+        const __m512 vinv = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+        auto code = [&](__m512 v) {
+            const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(v, vinv),
+                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, neg_lim), lim));
+        };
+        _mm512_store_si512(q, code(a));
+        _mm512_store_si512(q + 16, code(c));
+        return d;
+    });
 }
 
 }  // namespace nextn::avx512

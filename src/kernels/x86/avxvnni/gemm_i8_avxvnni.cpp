@@ -17,9 +17,9 @@ namespace {
 
 using avx2::Isa;
 
-constexpr bool eight_bit(WType t) { return t == WType::Q8_0X || t == WType::Q8_1FX; }
-constexpr bool affine(WType t) { return t == WType::Q4_1X || t == WType::Q4_1FX || t == WType::Q8_1FX; }
-constexpr bool f32_scales(WType t) { return t == WType::Q4_1FX || t == WType::Q8_1FX; }
+constexpr bool eight_bit(WType t) { return int8_dot_eight_bit(t); }
+constexpr bool affine(WType t) { return int8_dot_affine(t); }
+constexpr bool f32_scales(WType t) { return int8_dot_f32_scales(t); }
 
 // Lanes h*8 .. h*8+7 of a chunk's 16 scales (f16 or f32).
 template <WType T>
@@ -152,67 +152,34 @@ void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
 
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
-    switch (w.type) {
-        case WType::Q8_0X: return gemm_i8_impl<WType::Q8_0X>(w, x, y, ldy, r0, r1);
-        case WType::Q4_0X: return gemm_i8_impl<WType::Q4_0X>(w, x, y, ldy, r0, r1);
-        case WType::Q4_1X: return gemm_i8_impl<WType::Q4_1X>(w, x, y, ldy, r0, r1);
-        case WType::Q4_1FX: return gemm_i8_impl<WType::Q4_1FX>(w, x, y, ldy, r0, r1);
-        case WType::Q8_1FX: return gemm_i8_impl<WType::Q8_1FX>(w, x, y, ldy, r0, r1);
-        default: return;  // matmul() only sends the chunked types here
-    }
+    visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(w, x, y, ldy, r0, r1); });
 }
 
 // Per 32-value block, the operations of ref::quantize_columns in 8-lane form.
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
-    const int64_t blocks = out.chunks * kI8ChunkBlocks;
-    const int64_t used = (cols + kQuantBlock - 1) / kQuantBlock;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256 lim = _mm256_set1_ps(127.0f), neg_lim = _mm256_set1_ps(-127.0f);
-    for (int64_t j = j0; j < j1; ++j) {
-        const float* xj = x + j * cols;
-        int8_t* codes = out.codes.data() + j * out.chunks * kI8ChunkValues;
-        float* scales = out.scales.data() + j * blocks;
-        int32_t* sums = out.sums.data() + j * blocks;
-        for (int64_t b = 0; b < blocks; ++b) {
-            int8_t* chunk = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
-            const int l = int(b % kI8ChunkBlocks);
-            if (b >= used) {
-                for (int s = 0; s < kI8Steps; ++s) __builtin_memset(chunk + s * 64 + 4 * l, 0, 4);
-                scales[b] = 0.0f;
-                sums[b] = 0;
-                continue;
-            }
-            __m256 v[4];  // the block's 32 values, zeros past cols
-            for (int i = 0; i < 4; ++i) {
-                const int64_t left = cols - (b * 32 + i * 8);
-                v[i] = left >= 8 ? _mm256_loadu_ps(xj + b * 32 + i * 8)
-                       : left <= 0 ? _mm256_setzero_ps()
-                                   : Isa::load_part(xj + b * 32 + i * 8, int(left));
-            }
-            __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
-                                     _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
-            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-            const float amax = _mm_cvtss_f32(m4);  // the max is exact in any order
-            const float d = amax / 127.0f;
-            const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-            const __m256 vinv = _mm256_set1_ps(inv);
-            alignas(32) int32_t q[32];
-            for (int i = 0; i < 4; ++i) {
-                __m256 r = _mm256_round_ps(_mm256_mul_ps(v[i], vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                r = _mm256_min_ps(_mm256_max_ps(r, neg_lim), lim);
-                _mm256_store_si256(reinterpret_cast<__m256i*>(q + 8 * i), _mm256_cvtps_epi32(r));
-            }
-            int32_t sum = 0;
-            for (int e = 0; e < 32; ++e) {
-                chunk[(e / 4) * 64 + 4 * l + e % 4] = int8_t(q[e]);
-                sum += q[e];
-            }
-            scales[b] = d;
-            sums[b] = sum;
+    quantize_columns_with(x, cols, out, j0, j1, [&](const float* p, int64_t left, int32_t* q) {
+        __m256 v[4];  // the block's 32 values, zeros past cols
+        for (int i = 0; i < 4; ++i) {
+            const int64_t n = left - i * 8;
+            v[i] = n >= 8 ? _mm256_loadu_ps(p + i * 8)
+                   : n <= 0 ? _mm256_setzero_ps()
+                            : Isa::load_part(p + i * 8, int(n));
         }
-    }
+        const __m256 m = _mm256_max_ps(
+            _mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
+            _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
+        const float amax = Isa::hmax(m);  // the max is exact in any order
+        const float d = amax / 127.0f;
+        const __m256 vinv = _mm256_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+        for (int i = 0; i < 4; ++i) {
+            __m256 r = _mm256_round_ps(_mm256_mul_ps(v[i], vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm256_min_ps(_mm256_max_ps(r, neg_lim), lim);
+            _mm256_store_si256(reinterpret_cast<__m256i*>(q + 8 * i), _mm256_cvtps_epi32(r));
+        }
+        return d;
+    });
 }
 
 }  // namespace nextn::avxvnni
