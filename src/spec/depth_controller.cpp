@@ -64,7 +64,7 @@ int DepthController::choose() {
         const bool down = can_go_down && (probe_down_next_ || !can_go_up);
         if (down || can_go_up) {
             rounds_since_probe_ = 0;
-            probe_down_next_ = !down;
+            probe_down_next_ = down;
             probing_ = down ? chosen_ - 1 : chosen_ + 1;
             rate_before_probe_ = expected_tokens(chosen_) / cost_[size_t(chosen_)];
             return probing_;
@@ -92,9 +92,14 @@ void DepthController::observe(int depth, int accepted, double seconds) {
     if (probing_ == depth) {
         const double rate = expected_tokens(depth) / cost_[size_t(depth)];
         if (rate > rate_before_probe_) {
+            // A win keeps the direction: the next probe goes one further the same way, so a
+            // cold start climbs to a deep optimum in a few probes instead of alternating.
             chosen_ = depth;
             probe_interval_ = kMinProbeInterval;
         } else {
+            // A loss turns around, so the other neighbour (and a cost measured badly once)
+            // gets measured again.
+            probe_down_next_ = !probe_down_next_;
             probe_interval_ = std::min(kMaxProbeInterval, probe_interval_ * 2);
         }
         probing_ = -1;

@@ -4,9 +4,10 @@
 //   E(N) = 1 + sum_{i=1..N} prod_{j<=i} a_j      a_j: EWMA of P(draft j accepted | 1..j-1 were)
 //   rate(N) = E(N) / cost(N)                     cost(N): EWMA wall time of a round at depth N
 // Depth 0 is plain decoding. Every `probe_interval` rounds it tries a neighbour of its choice,
-// one deeper and one shallower in turn (so a cost measured badly once, e.g. a cold first round,
-// gets measured again); when a probe does not win the interval doubles (up to 512), when it
-// wins it resets to 4. Acceptance starts as a running mean (the 0.5 prior counts as one sample)
+// first one deeper; a probe that wins becomes the choice and the next probe goes one further
+// the same way (the interval resets to 4), a probe that loses turns the direction around (so a
+// cost measured badly once, e.g. a cold first round, gets measured again) and doubles the
+// interval (up to 512). Acceptance starts as a running mean (the 0.5 prior counts as one sample)
 // and becomes an EWMA once it holds 1/ewma samples; a depth's cost starts as the minimum of its
 // first 3 rounds (interference only slows a round), then follows an EWMA.
 // The state persists across requests and can be saved as a small JSON file per model.
@@ -49,7 +50,7 @@ private:
     int rounds_since_probe_ = 0;
     int probe_interval_ = kMinProbeInterval;
     int probing_ = -1;            // depth being probed this round, -1 if none
-    bool probe_down_next_ = false;  // direction of the next probe
+    bool probe_down_next_ = false;  // direction of the next probe (up first)
     double rate_before_probe_ = 0;
     std::vector<int> accept_samples_;  // [max_depth] observations behind accept_ (prior = 1)
     std::vector<int> cost_samples_;    // [max_depth + 1] observations behind cost_
