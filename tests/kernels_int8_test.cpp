@@ -297,6 +297,27 @@ TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
     }
 }
 
+// One input, several matrices of mixed types (f32, int8-dot, a tiny one): every output equals
+// its own matmul() bit for bit, for any width and thread count.
+TEST(KernelsInt8, SharedInputProductsEqualSeparateOnes) {
+    const int64_t cols = 544;
+    const WeightMatrix a = repack_for_int8_dot(block_weight(WType::Q8_0, {37, cols}, 21));
+    const WeightMatrix b = block_weight(WType::F32, {20, cols}, 22);
+    const WeightMatrix c = repack_for_int8_dot(block_weight(WType::Q4_0, {3, cols}, 23));
+    for (int64_t n : {1, 3, 16}) {
+        const std::vector<float> x = random_values(size_t(n * cols), 24);
+        for (int threads : {1, 2}) {
+            ThreadPool pool(threads);
+            std::vector<float> ya(size_t(n * 37)), yb(size_t(n * 20)), yc(size_t(n * 3));
+            matmul_shared_input(kernels(), {{&a, ya.data()}, {&b, yb.data()}, {&c, yc.data()}},
+                                x.data(), n, pool);
+            EXPECT_EQ(run(kernels(), a, x, n, threads), ya) << "n=" << n;
+            EXPECT_EQ(run(kernels(), b, x, n, threads), yb) << "n=" << n;
+            EXPECT_EQ(run(kernels(), c, x, n, threads), yc) << "n=" << n;
+        }
+    }
+}
+
 TEST(KernelsInt8, WithinActivationRoundingOfTheFloatProduct) {
     const Shape s{64, 544};
     for (WType type : kBlockTypes) {

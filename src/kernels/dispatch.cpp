@@ -201,6 +201,43 @@ void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t
     });
 }
 
+void matmul_shared_input(const KernelTable& k, std::initializer_list<MatmulOutput> outputs,
+                         const float* x, int64_t n, ThreadPool& pool) {
+    if (n <= 0) return;
+    constexpr int kMaxOutputs = 8;
+    const int count = int(outputs.size());
+    if (count > kMaxOutputs) fail("matmul_shared_input: at most ", kMaxOutputs, " outputs");
+    const MatmulOutput* out = outputs.begin();
+    bool int8 = false;
+    int64_t first_block[kMaxOutputs + 1] = {0};  // prefix sums of 16-row blocks per matrix
+    const int64_t block = 16;
+    for (int i = 0; i < count; ++i) {
+        check_weight(*out[i].w);
+        if (out[i].w->cols != out[0].w->cols)
+            fail("matmul_shared_input: matrices with ", out[0].w->cols, " and ", out[i].w->cols,
+                 " columns");
+        int8 = int8 || is_int8_dot_type(out[i].w->type);
+        first_block[i + 1] = first_block[i] + (out[i].w->rows + block - 1) / block;
+    }
+    thread_local QuantizedColumns scratch;
+    QuantizedColumns& quantized = scratch;  // the caller's copy (see matmul)
+    if (int8) quantize_activations(k, x, n, out[0].w->cols, quantized, pool);
+    // Rows never depend on the split, so any grouping of blocks gives matmul()'s bits.
+    pool.run(first_block[count], [&](int64_t b0, int64_t b1) {
+        for (int i = 0; i < count && b0 < b1; ++i) {
+            const int64_t lo = std::max(b0, first_block[i]), hi = std::min(b1, first_block[i + 1]);
+            if (lo >= hi) continue;
+            const WeightMatrix& w = *out[i].w;
+            const int64_t r0 = (lo - first_block[i]) * block;
+            const int64_t r1 = std::min((hi - first_block[i]) * block, w.rows);
+            if (is_int8_dot_type(w.type))
+                k.gemm_i8_rows(w, quantized, out[i].y, w.rows, r0, r1);
+            else
+                k.gemm_rows(w, x, n, out[i].y, w.rows, r0, r1);
+        }
+    });
+}
+
 void gdn_recurrence(const KernelTable& kt, const float* state_in, float* state_out,
                     int64_t out_stride, const float* q, const float* k, const float* v,
                     const float* g, const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,

@@ -244,7 +244,7 @@ void quantize_activations(const KernelTable& k, const float* x, int64_t n, int64
 namespace ref {
 
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
-    quantize_columns_with(x, cols, out, j0, j1, [](const float* p, int64_t left, int32_t* q) {
+    quantize_columns_with(x, cols, out, j0, j1, [](const float* p, int64_t left, int8_t* q, int32_t* sum) {
         float amax = 0.0f;
         for (int e = 0; e < 32 && e < left; ++e) amax = std::max(amax, std::fabs(p[e]));
         const float d = amax / 127.0f;
@@ -252,7 +252,8 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
         for (int e = 0; e < 32; ++e) {
             const float v = e < left ? p[e] : 0.0f;
             const float r = std::nearbyint(v * inv);  // |r| <= 127 up to rounding
-            q[e] = int32_t(std::max(-127.0f, std::min(127.0f, r)));
+            q[e] = int8_t(std::max(-127.0f, std::min(127.0f, r)));
+            *sum += q[e];
         }
         return d;
     });

@@ -114,9 +114,10 @@ void visit_int8_dot_type(WType type, F&& f) {
 }
 
 // The activation quantizer's walk over columns [j0, j1) and their blocks, shared by every ISA:
-// padding blocks get zero codes, scale and sum; for the others block(p, left, q) reads the
-// block's values p[0, min(left, 32)) (zeros past that), writes their 32 codes to q and returns
-// the scale d. The codes are stored in the chunk layout and summed here.
+// padding blocks get zero codes, scale and sum; for the others block(p, left, q, sum) reads the
+// block's values p[0, min(left, 32)) (zeros past that), writes their 32 codes to q and their
+// sum to *sum, and returns the scale d. The codes go to the chunk layout here: codes 4s..4s+3
+// are step s of lane l, one 4-byte copy each.
 template <class QuantizeBlock>
 void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0,
                            int64_t j1, QuantizeBlock&& block) {
@@ -130,13 +131,10 @@ void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, 
         for (int64_t b = 0; b < blocks; ++b) {
             int8_t* chunk = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
             const int l = int(b % kI8ChunkBlocks);
-            alignas(64) int32_t q[32] = {};
-            scales[b] = b < used ? block(xj + b * 32, cols - b * 32, q) : 0.0f;
+            alignas(64) int8_t q[32] = {};
             int32_t sum = 0;
-            for (int e = 0; e < 32; ++e) {  // element e: step e/4, byte e%4 of lane l
-                chunk[(e / 4) * 64 + 4 * l + e % 4] = int8_t(q[e]);
-                sum += q[e];
-            }
+            scales[b] = b < used ? block(xj + b * 32, cols - b * 32, q, &sum) : 0.0f;
+            for (int s = 0; s < kI8Steps; ++s) __builtin_memcpy(chunk + s * 64 + 4 * l, q + 4 * s, 4);
             sums[b] = sum;
         }
     }

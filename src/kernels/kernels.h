@@ -12,6 +12,7 @@
 // element's position in the batch, or the thread count. Greedy speculative decoding relies on
 // this to produce bit-identical tokens. (Different ISAs may round differently from each other.)
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,16 @@ void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t
 inline void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
     matmul(kernels(), w, x, n, y, pool);
 }
+
+// Several products of one input: y_i[n, w_i.rows] = x[n, cols] · W_iᵀ for every i (all W_i
+// with the same cols). One activation quantization for the int8 types and one pool dispatch
+// over all the matrices' rows; every output has matmul()'s bits.
+struct MatmulOutput {
+    const WeightMatrix* w;
+    float* y;  // [n, w->rows]
+};
+void matmul_shared_input(const KernelTable& k, std::initializer_list<MatmulOutput> outputs,
+                         const float* x, int64_t n, ThreadPool& pool);
 
 // gdn_recurrence split over value heads on the pool (bitwise equal to the single-thread call).
 void gdn_recurrence(const KernelTable& kt, const float* state_in, float* state_out,

@@ -23,9 +23,7 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
     float* v = ForwardScratch::take(s.attn_v, size_t(T * Nkv * D));  // [T, Nkv, D]
     float* rope_cos = ForwardScratch::take(s.rope_cos, size_t(half_rot));
     float* rope_sin = ForwardScratch::take(s.rope_sin, size_t(half_rot));
-    matmul(kt, lw.q_proj, xn, T, qg, pool_);
-    matmul(kt, lw.k_proj, xn, T, k, pool_);
-    matmul(kt, lw.v_proj, xn, T, v, pool_);
+    matmul_shared_input(kt, {{&lw.q_proj, qg}, {&lw.k_proj, k}, {&lw.v_proj, v}}, xn, T, pool_);
     kt.rmsnorm(k, lw.k_norm.data(), T * Nkv, D, c.rms_eps, k);
 
     for (int64_t t = 0; t < T; ++t) {

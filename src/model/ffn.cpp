@@ -14,8 +14,7 @@ void Qwen35Model::swiglu(const WeightMatrix& gate, const WeightMatrix& up,
     const int64_t I = gate.rows;
     float* g = ForwardScratch::take(s.gate, size_t(T * I));  // [T, I]
     float* u = ForwardScratch::take(s.up, size_t(T * I));    // [T, I]
-    matmul(kernels_, gate, x, T, g, pool_);
-    matmul(kernels_, up, x, T, u, pool_);
+    matmul_shared_input(kernels_, {{&gate, g}, {&up, u}}, x, T, pool_);
     kernels_.swiglu(g, u, g, T * I);
     matmul(kernels_, down, g, T, y, pool_);
 }

@@ -23,10 +23,8 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
     float* z = ForwardScratch::take(s.z, size_t(T * vdim));      // [T, Hv, Dv]
     float* b = ForwardScratch::take(s.b, size_t(T * Hv));        // [T, Hv]
     float* a = ForwardScratch::take(s.a, size_t(T * Hv));        // [T, Hv]
-    matmul(kt, lw.in_qkv, xn, T, qkv, pool_);
-    matmul(kt, lw.in_z, xn, T, z, pool_);
-    matmul(kt, lw.in_b, xn, T, b, pool_);
-    matmul(kt, lw.in_a, xn, T, a, pool_);
+    matmul_shared_input(kt, {{&lw.in_qkv, qkv}, {&lw.in_z, z}, {&lw.in_b, b}, {&lw.in_a, a}}, xn, T,
+                        pool_);
 
     // Causal depthwise conv + SiLU; tap K-1 multiplies the current token.
     float* conv_out = ForwardScratch::take(s.conv_out, size_t(T * C));  // [T, C] = q | k | v

@@ -159,7 +159,7 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256 lim = _mm256_set1_ps(127.0f), neg_lim = _mm256_set1_ps(-127.0f);
-    quantize_columns_with(x, cols, out, j0, j1, [&](const float* p, int64_t left, int32_t* q) {
+    quantize_columns_with(x, cols, out, j0, j1, [&](const float* p, int64_t left, int8_t* q, int32_t* sum) {
         __m256 v[4];  // the block's 32 values, zeros past cols
         for (int i = 0; i < 4; ++i) {
             const int64_t n = left - i * 8;
@@ -173,10 +173,15 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
         const float amax = Isa::hmax(m);  // the max is exact in any order
         const float d = amax / 127.0f;
         const __m256 vinv = _mm256_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+        alignas(32) int32_t w[32];
         for (int i = 0; i < 4; ++i) {
             __m256 r = _mm256_round_ps(_mm256_mul_ps(v[i], vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             r = _mm256_min_ps(_mm256_max_ps(r, neg_lim), lim);
-            _mm256_store_si256(reinterpret_cast<__m256i*>(q + 8 * i), _mm256_cvtps_epi32(r));
+            _mm256_store_si256(reinterpret_cast<__m256i*>(w + 8 * i), _mm256_cvtps_epi32(r));
+        }
+        for (int e = 0; e < 32; ++e) {
+            q[e] = int8_t(w[e]);
+            *sum += w[e];
         }
         return d;
     });
