@@ -1,5 +1,6 @@
 // One model, every file format: the HF safetensors checkpoint, llama.cpp's f32 GGUF of it, its
-// Q8_0 GGUF and mlx_lm's 8-bit MLX form (../shared/fixtures). What must hold, and why:
+// Q8_0 / Q4_0 / Q4_K_M GGUFs and mlx_lm's 8-bit and 4-bit MLX forms (../shared/fixtures), with
+// f32 activations and through the int8 kernels. What must hold, and why:
 //  - f32 forms hold the same numbers, so their greedy continuations are identical;
 //  - quantized forms round every weight. These fixture models have random weights and nearly
 //    flat next-token distributions, so rounding moves logits by 2-10 (max |diff| over 64

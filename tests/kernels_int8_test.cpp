@@ -258,7 +258,7 @@ TEST(KernelsInt8, EveryQuantizerEqualsReferenceBitwise) {
         for (int64_t cols : {32, 96, 544, 1024, 70}) {  // 70: a ragged block (zeros past cols)
             const int64_t n = 5;
             std::vector<float> x = random_values(size_t(n * cols), 7, 2.0f);
-            x[3] = 0.5f * 127.0f / 127.0f;
+            x[3] = 0.5f;
             QuantizedColumns want, got;
             resize_columns(n, cols, want);
             resize_columns(n, cols, got);
@@ -269,6 +269,29 @@ TEST(KernelsInt8, EveryQuantizerEqualsReferenceBitwise) {
             EXPECT_EQ(want.scales, got.scales) << isa << " cols " << cols;
             EXPECT_EQ(want.sums, got.sums) << isa << " cols " << cols;
         }
+    }
+}
+
+// Round-half-even ties and tiny (subnormal-scale) blocks: the codes the reference defines, and
+// every ISA's quantizer gives the same bytes. A block whose max is 127 has d = 1, so x * (1/d)
+// is x and 2.5 -> 2, 3.5 -> 4, -2.5 -> -2; a block of values below 1e-38 has a scale whose
+// inverse overflows, and all its codes are 0.
+TEST(KernelsInt8, QuantizerTiesAndTinyBlocks) {
+    const int64_t cols = 64;
+    std::vector<float> x(size_t(cols), 0.0f);
+    x[0] = 127.0f, x[1] = 2.5f, x[2] = 3.5f, x[3] = -2.5f, x[4] = 0.5f;
+    for (int e = 32; e < 64; ++e) x[size_t(e)] = e % 3 ? 1e-40f * float(e) : 0.0f;  // max 6.3e-39
+    for (const std::string& isa : available_isas()) {
+        QuantizedColumns q;
+        resize_columns(1, cols, q);
+        kernels_for(isa).quantize_columns(x.data(), cols, q, 0, 1);
+        EXPECT_EQ(127, code_of(q, 0, 0)) << isa;
+        EXPECT_EQ(2, code_of(q, 0, 1)) << isa;
+        EXPECT_EQ(4, code_of(q, 0, 2)) << isa;
+        EXPECT_EQ(-2, code_of(q, 0, 3)) << isa;
+        EXPECT_EQ(0, code_of(q, 0, 4)) << isa;
+        for (int e = 32; e < 64; ++e) EXPECT_EQ(0, code_of(q, 0, e)) << isa << " element " << e;
+        EXPECT_EQ(0, q.sums_of(0)[1]) << isa;
     }
 }
 

@@ -83,6 +83,15 @@ TEST(DepthController, HighAcceptanceSettlesDeep) {
     EXPECT_GE(got, 2);
 }
 
+// Every draft accepted and deeper always better: a cold start climbs to the deepest depth within
+// a short request (20 rounds: about 64 tokens at depth 2-3), because a winning probe keeps its
+// direction. (Alternating up and down probes needed ~40 rounds to get there.)
+TEST(DepthController, PerfectDraftsClimbToTheTopQuickly) {
+    DepthController c(4);
+    EXPECT_EQ(4, simulate(1.0, 0.1, 20, c));
+    EXPECT_EQ(4, c.choose());
+}
+
 TEST(DepthController, ModerateAcceptanceMatchesClosedForm) {
     DepthController c(6);
     int got = simulate(0.6, 0.3, 4000, c);

@@ -10,13 +10,14 @@ std::vector<FlagSpec> model_flags() {
         {"draft-model", "", true, "separate MTP drafter checkpoint (qwen3_5_mtp, MTP-only GGUF)",
          "PATH"},
         {"quant", "", true,
-         "convert every weight matrix at load: native (default: keep the file's type where a "
-         "kernel reads it, else f32), f32, bf16, q8_0, q4",
+         "convert every weight matrix at load: native (default: keep the file's values in a "
+         "layout a kernel reads, widening to f32 only where none does; `inspect` shows which), "
+         "f32, bf16, q8_0, q4",
          "TYPE"},
         {"f32-activations", "", false,
-         "multiply q8_0/q4_0/q4_1 weights with f32 activations (the arithmetic of dequantized "
-         "weights; slower) instead of int8-quantized ones (default where the CPU has AVX-512 "
-         "VNNI)"},
+         "multiply quantized weights with f32 activations (the arithmetic of dequantized weights; "
+         "slower; K-quants and MLX 5-8-bit are then widened to f32) instead of int8-quantized "
+         "ones (the default where the CPU has AVX-512 VNNI or AVX-VNNI)"},
         {"mtp-input", "", true,
          "hidden state the MTP head reads: post-norm (default; vLLM, llama.cpp) or pre-norm "
          "(MLX PR 990)",

@@ -248,7 +248,7 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
         float amax = 0.0f;
         for (int e = 0; e < 32 && e < left; ++e) amax = std::max(amax, std::fabs(p[e]));
         const float d = amax / 127.0f;
-        const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+        const float inv = int8_inverse_scale(d);
         for (int e = 0; e < 32; ++e) {
             const float v = e < left ? p[e] : 0.0f;
             const float r = std::nearbyint(v * inv);  // |r| <= 127 up to rounding

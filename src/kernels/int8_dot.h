@@ -1,10 +1,11 @@
 #pragma once
-// Block-quantized weights (Q8_0, Q4_0, Q4_1) multiplied by int8-quantized activations with
-// integer dot products (AVX-512 VNNI on x86; SDOT on ARM later). Decoding blocks to f32 costs
+// Block-quantized weights (Q8_0, Q4_0, Q4_1, and the affine K-quant / MLX codes) multiplied by
+// int8-quantized activations with integer dot products (AVX-512 VNNI or AVX-VNNI on x86; SDOT
+// on ARM later). Decoding blocks to f32 costs
 // several instructions per 16 values; here 64 products are one instruction, so decode streams
 // weights at memory speed and a verify batch of a few tokens costs little more than one.
 //
-// Chunked layout (WType::Q8_0X, Q4_0X, Q4_1X): a row's 32-value blocks are taken 16 at a time
+// Chunked layout (WType::Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX): a row's 32-value blocks are taken 16 at a time
 // (a chunk of 512 values; a ragged last chunk is padded with zero blocks). Inside a chunk the
 // 16 blocks are interleaved so that vector lane l (of 16 int32 lanes) only ever meets block l:
 //   step s (0..7), lane l, byte i (0..3) is element 4s+i of the chunk's block l.
@@ -111,6 +112,14 @@ void visit_int8_dot_type(WType type, F&& f) {
         case WType::Q8_1FX: return f.template operator()<WType::Q8_1FX>();
         default: return;  // matmul() only sends the chunked types to the int8 kernels
     }
+}
+
+// 1/d for an activation block's scale d, or 0 (every code 0) when d is 0 or so small (subnormal)
+// that 1/d overflows: then x * (1/d) would be NaN for a zero x, which the vector and scalar
+// clamps order differently.
+inline float int8_inverse_scale(float d) {
+    const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+    return inv <= 3.4028234e38f ? inv : 0.0f;
 }
 
 // The activation quantizer's walk over columns [j0, j1) and their blocks, shared by every ISA:

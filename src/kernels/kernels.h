@@ -33,7 +33,7 @@ struct KernelTable {
     void (*gemm_rows)(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                       int64_t r0, int64_t r1) = nullptr;
 
-    // Chunked Q8_0X/Q4_0X/Q4_1X weights times int8-quantized activations (kernels/int8_dot.h)
+    // Chunked int8-dot weights (Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX) times int8-quantized activations (kernels/int8_dot.h)
     // for rows [r0, r1): y[j, r], y: [n, ldy]. Bit-identical to ref::gemm_i8_rows.
     // `int8_dot_fast` says whether this table has a native int8 dot product (only then are
     // block weights repacked to the chunked types at load).

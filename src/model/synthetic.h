@@ -49,7 +49,9 @@ struct SyntheticSize {
 SyntheticSize synthetic_size(const ModelConfig& c, WType type, bool with_mtp);
 
 struct SyntheticOptions {
-    WType matrix_type = WType::Q8_0;  // F32, BF16, F16, Q8_0, Q4_0, Q4_1 (Native means F32)
+    // F32, BF16, F16, Q8_0, Q4_0, Q4_1, or Q8_0X / Q4_0X / Q4_1X (built as the block type, then
+    // repacked for the int8 kernels); Native means F32.
+    WType matrix_type = WType::Q8_0;
     SyntheticDraft draft = SyntheticDraft::Random;
     uint64_t seed = 0x5EED;
     // Called on the calling thread after each tensor with the bytes built so far and in all.

@@ -41,8 +41,10 @@ public:
         const bool affine = options_.matrix_type == WType::Native && int8 &&
                             affine_code_bits(t, rows, cols) != 0;
         WeightMatrix w;
-        if (affine && t.dtype != DType::MLX_AFFINE && repack_affine_for_int8_dot(t, rows, cols, w))
-            return w;
+        // MLX 4-bit tries Q4_1 first (f16-exact scales: a layout every kernel reads); the rest
+        // repack straight from the file's codes, never through a transient f32 copy.
+        const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;
+        if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w)) return w;
         w = make_weight(t, rows, cols, options_.matrix_type);
         if (affine && w.type == WType::F32 && repack_affine_for_int8_dot(t, rows, cols, w)) return w;
         return to_kernel_storage(w, options_.int8_activations);

@@ -279,12 +279,12 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
         }
         return;
     }
-    // Snapshots (verify): a block of value columns stays in a small working copy (L1) across
+    // Snapshots (verify): a block of value columns stays in a small working copy (L1/L2) across
     // all T tokens, and each token's state is streamed out to its snapshot slot with stores
     // that bypass the cache: the slots are only read again on a later commit, so this reads the
     // state once and writes each snapshot once, instead of fetching every snapshot line before
     // writing it and re-reading it for the next token. The arithmetic is unchanged.
-    alignas(64) float work[kMaxDk * kBlock];  // [Dk, kBlock]
+    alignas(64) static thread_local float work[kMaxDk * kBlock];  // [Dk, kBlock], per thread
     for (int j = j0; j < j1; ++j) {
         for (int e0 = 0; e0 < Dv; e0 += width_at(e0)) {
             const int width = width_at(e0);

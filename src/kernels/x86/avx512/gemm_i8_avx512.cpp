@@ -125,7 +125,8 @@ void tile_cols(int c, const uint8_t* const* wrow, size_t row_bytes, int64_t chun
 
 // Column groups of up to 4 (q8) or 3 (4-bit: each code step is two dot products, and a 4 x 4
 // tile measured slower than 3 + 1 cache-resident); 8 rows for one column (more loads in
-// flight for decode), 4 rows for more (the R x C integer sums stay in registers).
+// flight for decode), 4 rows for more (the R x C integer sums stay in registers; the float
+// accumulators, touched once per chunk, may spill).
 template <WType T>
 constexpr int kMaxCols = eight_bit(T) ? 4 : 3;
 
@@ -182,7 +183,7 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
         const float amax = _mm512_reduce_max_ps(
             _mm512_max_ps(_mm512_and_ps(a, abs_mask), _mm512_and_ps(c, abs_mask)));
         const float d = amax / 127.0f;
-        const __m512 vinv = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+        const __m512 vinv = _mm512_set1_ps(int8_inverse_scale(d));
         auto code = [&](__m512 v) {
             const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(v, vinv),
                                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -172,7 +172,7 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
             _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
         const float amax = Isa::hmax(m);  // the max is exact in any order
         const float d = amax / 127.0f;
-        const __m256 vinv = _mm256_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+        const __m256 vinv = _mm256_set1_ps(int8_inverse_scale(d));
         alignas(32) int32_t w[32];
         for (int i = 0; i < 4; ++i) {
             __m256 r = _mm256_round_ps(_mm256_mul_ps(v[i], vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
