@@ -165,40 +165,32 @@ void check_weight(const WeightMatrix& w) {
 
 constexpr int64_t kMinParallelWeights = 16 * 1024;
 
+namespace {
+
+// The calling thread's activation scratch for the int8 kernels (thread_local: reused across
+// calls, so decode does not allocate after warm-up). Take a plain reference before handing it
+// to pool lambdas: inside them the name would denote the worker's own copy.
+QuantizedColumns& activation_scratch() {
+    thread_local QuantizedColumns scratch;
+    return scratch;
+}
+
+}  // namespace
+
 void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t n, float* y,
             ThreadPool& pool) {
     if (n <= 0) return;
     check_weight(w);
-    // Split rows in blocks of 16 so each thread gets whole blocks; a row is always computed by
-    // one thread with the same code, whatever the split.
-    const int64_t block = 16;
-    const int64_t n_blocks = (w.rows + block - 1) / block;
     // Below ~64 KiB of f32-equivalent weights a wake-up of the other threads costs more than
     // the work; the result is the same bits either way (rows never depend on the split).
+    if (w.rows * w.cols >= kMinParallelWeights) return matmul_shared_input(k, {{&w, y}}, x, n, pool);
     if (is_int8_dot_type(w.type)) {
-        // Activations are quantized once per call into the calling thread's scratch
-        // (thread_local: reused across calls, so decode does not allocate after warm-up).
-        thread_local QuantizedColumns scratch;
-        // A plain reference: inside the lambda, `scratch` would name the worker's own copy.
-        QuantizedColumns& quantized = scratch;
+        QuantizedColumns& quantized = activation_scratch();
         quantize_activations(k, x, n, w.cols, quantized, pool);
-        if (w.rows * w.cols < kMinParallelWeights) {
-            k.gemm_i8_rows(w, quantized, y, w.rows, 0, w.rows);
-            return;
-        }
-        pool.run(n_blocks, [&](int64_t b0, int64_t b1) {
-            k.gemm_i8_rows(w, quantized, y, w.rows, b0 * block, std::min(b1 * block, w.rows));
-        });
+        k.gemm_i8_rows(w, quantized, y, w.rows, 0, w.rows);
         return;
     }
-    if (w.rows * w.cols < kMinParallelWeights) {
-        k.gemm_rows(w, x, n, y, w.rows, 0, w.rows);
-        return;
-    }
-    pool.run(n_blocks, [&](int64_t b0, int64_t b1) {
-        const int64_t r1 = std::min(b1 * block, w.rows);
-        k.gemm_rows(w, x, n, y, w.rows, b0 * block, r1);
-    });
+    k.gemm_rows(w, x, n, y, w.rows, 0, w.rows);
 }
 
 void matmul_shared_input(const KernelTable& k, std::initializer_list<MatmulOutput> outputs,
@@ -219,10 +211,10 @@ void matmul_shared_input(const KernelTable& k, std::initializer_list<MatmulOutpu
         int8 = int8 || is_int8_dot_type(out[i].w->type);
         first_block[i + 1] = first_block[i] + (out[i].w->rows + block - 1) / block;
     }
-    thread_local QuantizedColumns scratch;
-    QuantizedColumns& quantized = scratch;  // the caller's copy (see matmul)
+    QuantizedColumns& quantized = activation_scratch();
     if (int8) quantize_activations(k, x, n, out[0].w->cols, quantized, pool);
-    // Rows never depend on the split, so any grouping of blocks gives matmul()'s bits.
+    // Rows are split in blocks of 16 so each thread gets whole blocks; a row is always computed
+    // by one thread with the same code, so any grouping of blocks gives the same bits.
     pool.run(first_block[count], [&](int64_t b0, int64_t b1) {
         for (int i = 0; i < count && b0 < b1; ++i) {
             const int64_t lo = std::max(b0, first_block[i]), hi = std::min(b1, first_block[i + 1]);

@@ -19,21 +19,15 @@ namespace {
 // Scale planes after the codes: d for every type, then m for the affine types; f16 values
 // except Q4_1FX's f32.
 int scale_planes(WType t) { return int8_dot_affine(t) ? 2 : 1; }
-size_t scale_bytes(WType t) { return int8_dot_f32_scales(t) ? 4 : 2; }
-
-size_t scales_offset(WType t, int64_t cols) {
-    return size_t(int8_dot_chunks(cols) * int8_dot_chunk_code_bytes(t));
-}
 
 // Where block b's scale (plane 0) or offset (plane 1) sits in a row.
 size_t scale_at(WType t, int64_t cols, int plane, int64_t b) {
-    return scales_offset(t, cols) +
-           (size_t(plane) * size_t(int8_dot_chunks(cols) * kI8ChunkBlocks) + size_t(b)) * scale_bytes(t);
+    return int8_dot_plane_offset(t, int8_dot_chunks(cols), plane) + size_t(b) * int8_dot_scale_bytes(t);
 }
 
 float load_scale(const uint8_t* row, WType t, int64_t cols, int plane, int64_t b) {
     const uint8_t* p = row + scale_at(t, cols, plane, b);
-    if (scale_bytes(t) == 4) {
+    if (int8_dot_scale_bytes(t) == 4) {
         float v;
         std::memcpy(&v, p, 4);
         return v;
@@ -107,8 +101,7 @@ WType int8_dot_source_type(WType t) {
 size_t int8_dot_row_bytes(WType t, int64_t cols) {
     if (cols <= 0 || cols % kQuantBlock || !is_int8_dot_type(t)) return 0;
     const int64_t chunks = int8_dot_chunks(cols);
-    const size_t bytes =
-        scales_offset(t, cols) + size_t(chunks * kI8ChunkBlocks) * scale_bytes(t) * size_t(scale_planes(t));
+    const size_t bytes = int8_dot_plane_offset(t, chunks, scale_planes(t));
     return (bytes + 63) / 64 * 64;
 }
 

@@ -134,9 +134,8 @@ template <WType T>
 void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
     const int64_t chunks = x.chunks;
-    constexpr size_t kScaleBytes = f32_scales(T) ? 4 : 2;
-    const size_t d_off = size_t(chunks * int8_dot_chunk_code_bytes(T));
-    const size_t m_off = d_off + size_t(chunks * kI8ChunkBlocks) * kScaleBytes;
+    const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
+    const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
     const uint8_t* wrow[8];
     // 16-row chunks (the unit matmul hands a thread) stay in cache while column groups pass.
     for (int64_t c0 = r0; c0 < r1; c0 += 16) {

@@ -122,10 +122,9 @@ template <WType T>
 void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
     constexpr int kMaxCols = 2;
-    constexpr size_t kScaleBytes = f32_scales(T) ? 4 : 2;
     const int64_t chunks = x.chunks;
-    const size_t d_off = size_t(chunks * int8_dot_chunk_code_bytes(T));
-    const size_t m_off = d_off + size_t(chunks * kI8ChunkBlocks) * kScaleBytes;
+    const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
+    const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
     const uint8_t* wrow[4];
     for (int64_t c0 = r0; c0 < r1; c0 += 16) {
         const int64_t c1 = c0 + 16 < r1 ? c0 + 16 : r1;
