@@ -2,7 +2,7 @@
 # `make bench`: kernel micro-benchmarks, tokenizer throughput, the model benchmark, and a
 # synthetic Qwen3.5-0.8B (real shapes, random weights, q8_0) with a random MTP head (drafts
 # rejected: the cost of speculating for nothing) and a perfect one (every draft accepted: the
-# ceiling of MTP speed-up on this machine).
+# ceiling of MTP speed-up on this machine), then q4 decode and a 512-token prefill.
 set -euo pipefail
 BUILD=${1:-build}
 MODEL=${MODEL:-$( [ -f models/nextn-tiny/config.json ] && echo models/nextn-tiny || echo tests/data/qwen35-dense-tiny )}
@@ -17,3 +17,9 @@ for draft in random perfect; do
     echo "== nextn bench --synthetic qwen3.5-0.8b --quant q8_0 --draft $draft"
     "$BUILD/nextn" bench --synthetic qwen3.5-0.8b --quant q8_0 --draft "$draft" --decode-tokens 32 --json
 done
+# The comparison points: Q4_0 decode with the perfect head, and a 512-token Q8_0 prefill
+# (llama.cpp on the same machine: decode Q8_0 28.4, Q4_0 42.3, prefill 512 Q8_0 157 tok/s).
+echo "== nextn bench --synthetic qwen3.5-0.8b --quant q4 --draft perfect"
+"$BUILD/nextn" bench --synthetic qwen3.5-0.8b --quant q4 --draft perfect --decode-tokens 32 --json
+echo "== nextn bench --synthetic qwen3.5-0.8b --quant q8_0 --no-mtp --prompt-tokens 512"
+"$BUILD/nextn" bench --synthetic qwen3.5-0.8b --quant q8_0 --no-mtp --prompt-tokens 512 --json
