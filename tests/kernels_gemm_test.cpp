@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kernel_test_helpers.h"
 #include "kernels/kernels.h"
 
 namespace nextn {
@@ -47,13 +48,7 @@ WeightMatrix random_weight(WType t, Shape s, uint32_t seed) {
     return m;
 }
 
-std::vector<float> run(const KernelTable& k, const WeightMatrix& w, const std::vector<float>& x,
-                       int64_t n, int threads) {
-    ThreadPool pool(threads);
-    std::vector<float> y(size_t(n * w.rows), std::nanf(""));
-    matmul(k, w, x.data(), n, y.data(), pool);
-    return y;
-}
+using test::matmul_on;
 
 // Any two summation orders of K terms each lie within gamma_K * sum|terms| of the exact sum
 // (Higham, Accuracy and Stability, eq. 3.5), so they differ by at most twice that.
@@ -70,7 +65,7 @@ TEST(KernelsGemm, ReferenceMatchesDoubleSum) {
             const WeightMatrix w = random_weight(t, s, 1);
             const int64_t n = 3;
             const std::vector<float> x = random_values(size_t(n * s.cols), 2);
-            const std::vector<float> y = run(reference_kernels(), w, x, n, 1);
+            const std::vector<float> y = matmul_on(reference_kernels(), w, x, n, 1);
             std::vector<float> row(size_t(s.cols));
             for (int64_t r = 0; r < s.rows; ++r) {
                 weight_row_f32(w, r, row.data());
@@ -93,8 +88,8 @@ TEST(KernelsGemm, EveryIsaMatchesReference) {
                 const WeightMatrix w = random_weight(t, s, 3);
                 const int64_t n = 7;
                 const std::vector<float> x = random_values(size_t(n * s.cols), 4, -2.0f, 2.0f);
-                const std::vector<float> ref = run(reference_kernels(), w, x, n, 1);
-                const std::vector<float> got = run(k, w, x, n, 2);
+                const std::vector<float> ref = matmul_on(reference_kernels(), w, x, n, 1);
+                const std::vector<float> got = matmul_on(k, w, x, n, 2);
                 std::vector<float> row(size_t(s.cols));
                 for (int64_t r = 0; r < s.rows; ++r) {
                     weight_row_f32(w, r, row.data());
@@ -121,12 +116,12 @@ TEST(KernelsGemm, BatchInvariantBitwise) {
                 std::vector<float> single(size_t(max_n * s.rows));
                 for (int64_t j = 0; j < max_n; ++j) {
                     std::vector<float> xj(x.begin() + j * s.cols, x.begin() + (j + 1) * s.cols);
-                    const std::vector<float> yj = run(k, w, xj, 1, 1);
+                    const std::vector<float> yj = matmul_on(k, w, xj, 1, 1);
                     std::memcpy(&single[j * s.rows], yj.data(), size_t(s.rows) * 4);
                 }
                 for (int64_t n = 1; n <= max_n; ++n) {
                     for (int threads : {1, 2}) {
-                        const std::vector<float> y = run(k, w, x, n, threads);
+                        const std::vector<float> y = matmul_on(k, w, x, n, threads);
                         ASSERT_EQ(0, std::memcmp(y.data(), single.data(), size_t(n * s.rows) * 4))
                             << isa << " " << wtype_name(t) << " [" << s.rows << "x" << s.cols
                             << "] n=" << n << " threads=" << threads;
@@ -134,7 +129,7 @@ TEST(KernelsGemm, BatchInvariantBitwise) {
                 }
                 // A column's bits do not depend on its neighbours either: shift by one column.
                 const std::vector<float> x_shift(x.begin() + s.cols, x.end());
-                const std::vector<float> y_shift = run(k, w, x_shift, max_n - 1, 2);
+                const std::vector<float> y_shift = matmul_on(k, w, x_shift, max_n - 1, 2);
                 ASSERT_EQ(0, std::memcmp(y_shift.data(), &single[s.rows],
                                          size_t((max_n - 1) * s.rows) * 4))
                     << isa << " " << wtype_name(t) << " shifted columns";
@@ -172,10 +167,10 @@ TEST(KernelsGemm, WideBatchMatchesColumns) {
     const WeightMatrix w = random_weight(WType::Q8_0, s, 9);
     const int64_t n = 37;
     const std::vector<float> x = random_values(size_t(n * s.cols), 10);
-    const std::vector<float> y = run(k, w, x, n, 2);
+    const std::vector<float> y = matmul_on(k, w, x, n, 2);
     for (int64_t j = 0; j < n; ++j) {
         std::vector<float> xj(x.begin() + j * s.cols, x.begin() + (j + 1) * s.cols);
-        const std::vector<float> yj = run(k, w, xj, 1, 1);
+        const std::vector<float> yj = matmul_on(k, w, xj, 1, 1);
         ASSERT_EQ(0, std::memcmp(&y[j * s.rows], yj.data(), size_t(s.rows) * 4)) << "j=" << j;
     }
 }

@@ -13,6 +13,7 @@
 
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "kernel_test_helpers.h"
 #include "formats/dequant.h"
 #include "kernels/int8_dot.h"
 #include "kernels/quant.h"
@@ -45,13 +46,7 @@ WeightMatrix block_weight(WType type, Shape s, uint32_t seed) {
     return make_weight_f32(w.data(), s.rows, s.cols, type);
 }
 
-std::vector<float> run(const KernelTable& k, const WeightMatrix& w, const std::vector<float>& x,
-                       int64_t n, int threads) {
-    ThreadPool pool(threads);
-    std::vector<float> y(size_t(n * w.rows), std::nanf(""));
-    matmul(k, w, x.data(), n, y.data(), pool);
-    return y;
-}
+using test::matmul_on;
 
 TEST(KernelsInt8, RepackKeepsEveryValue) {
     for (WType type : kBlockTypes) {
@@ -157,10 +152,10 @@ TEST(KernelsInt8, AffineRepackKeepsEveryValue) {
         }
         // Every table's product equals the reference's bits.
         const std::vector<float> x = random_values(size_t(5 * cols), 18);
-        std::vector<float> ref = run(reference_kernels(), w, x, 5, 1);
+        std::vector<float> ref = matmul_on(reference_kernels(), w, x, 5, 1);
         for (const std::string& isa : available_isas())
             for (int64_t n : {1, 2, 5})
-                ASSERT_EQ(0, std::memcmp(run(kernels_for(isa), w, x, n, 2).data(), ref.data(),
+                ASSERT_EQ(0, std::memcmp(matmul_on(kernels_for(isa), w, x, n, 2).data(), ref.data(),
                                          size_t(n * rows) * sizeof(float))) << isa << " n=" << n;
     }
     // Not affine: refused.
@@ -182,16 +177,32 @@ TEST(KernelsInt8, Q5_0IsHeldAsQ8_0WithTheSameValues) {
     }
 }
 
+// How far an int8-activation product of weight row w and activations x (cols values) may lie
+// from the f32-activation one: each activation moves by at most half its block's step
+// max|x_block| / 127, plus a float-rounding allowance of 1e-5 of sum |w x|.
+double activation_rounding_bound(const float* w, const float* x, int64_t cols) {
+    double bound = 0, mag = 0;
+    for (int64_t b = 0; b < cols / 32; ++b) {
+        float amax = 0;
+        for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(x[b * 32 + e]));
+        for (int e = 0; e < 32; ++e) {
+            bound += std::fabs(w[b * 32 + e]) * amax / 254.0;
+            mag += std::fabs(w[b * 32 + e] * x[b * 32 + e]);
+        }
+    }
+    return bound + 1e-5 * mag;
+}
+
 TEST(KernelsInt8, AffineFourBitEveryTableEqualsReferenceAndStaysNearTheFloatProduct) {
     BlockTensor k("q4_k", DType::Q4_K, 21, 1280, 256, 144, {0, 2}, 13);
     WeightMatrix w;
     ASSERT_TRUE(repack_affine_for_int8_dot(k.t, 21, 1280, w));
     const std::vector<float> x = random_values(size_t(16 * 1280), 14);
-    std::vector<float> want = run(reference_kernels(), w, x, 16, 1);
+    std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
     for (const std::string& isa : available_isas())
         for (int64_t n : {1, 3, 4, 9, 16})
             for (int threads : {1, 2}) {
-                std::vector<float> got = run(kernels_for(isa), w, x, n, threads);
+                std::vector<float> got = matmul_on(kernels_for(isa), w, x, n, threads);
                 ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
                     << isa << " n=" << n << " threads=" << threads;
             }
@@ -199,21 +210,12 @@ TEST(KernelsInt8, AffineFourBitEveryTableEqualsReferenceAndStaysNearTheFloatProd
     std::vector<float> wf(size_t(21 * 1280));
     dequantize_to_f32(k.t, wf.data());
     WeightMatrix f32 = make_weight_f32(wf.data(), 21, 1280, WType::F32);
-    std::vector<float> exact = run(reference_kernels(), f32, x, 16, 1);
+    std::vector<float> exact = matmul_on(reference_kernels(), f32, x, 16, 1);
     for (int64_t j = 0; j < 16; ++j)
         for (int64_t r = 0; r < 21; ++r) {
-            double bound = 0, mag = 0;
-            for (int64_t b = 0; b < 1280 / 32; ++b) {
-                float amax = 0;
-                for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(x[size_t(j * 1280 + b * 32 + e)]));
-                for (int e = 0; e < 32; ++e) {
-                    const float wv = wf[size_t(r * 1280 + b * 32 + e)];
-                    bound += std::fabs(wv) * amax / 254.0;
-                    mag += std::fabs(wv * x[size_t(j * 1280 + b * 32 + e)]);
-                }
-            }
             EXPECT_LE(std::fabs(double(want[size_t(j * 21 + r)]) - exact[size_t(j * 21 + r)]),
-                      bound + 1e-5 * mag) << "row " << r << " col " << j;
+                      activation_rounding_bound(&wf[size_t(r * 1280)], &x[size_t(j * 1280)], 1280))
+                << "row " << r << " col " << j;
         }
 }
 
@@ -305,10 +307,10 @@ TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
             for (Shape s : kShapes) {
                 WeightMatrix p = repack_for_int8_dot(block_weight(type, s, 3));
                 const std::vector<float> x = random_values(size_t(16 * s.cols), 4);
-                std::vector<float> want = run(reference_kernels(), p, x, 16, 1);
+                std::vector<float> want = matmul_on(reference_kernels(), p, x, 16, 1);
                 for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16}) {
                     for (int threads : {1, 2}) {
-                        std::vector<float> got = run(k, p, x, n, threads);
+                        std::vector<float> got = matmul_on(k, p, x, n, threads);
                         // Column j of a width-n product equals column j of the width-16 reference.
                         ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
                             << isa << " " << wtype_name(p.type) << " " << s.rows << "x" << s.cols
@@ -334,9 +336,9 @@ TEST(KernelsInt8, SharedInputProductsEqualSeparateOnes) {
             std::vector<float> ya(size_t(n * 37)), yb(size_t(n * 20)), yc(size_t(n * 3));
             matmul_shared_input(kernels(), {{&a, ya.data()}, {&b, yb.data()}, {&c, yc.data()}},
                                 x.data(), n, pool);
-            EXPECT_EQ(run(kernels(), a, x, n, threads), ya) << "n=" << n;
-            EXPECT_EQ(run(kernels(), b, x, n, threads), yb) << "n=" << n;
-            EXPECT_EQ(run(kernels(), c, x, n, threads), yc) << "n=" << n;
+            EXPECT_EQ(matmul_on(kernels(), a, x, n, threads), ya) << "n=" << n;
+            EXPECT_EQ(matmul_on(kernels(), b, x, n, threads), yb) << "n=" << n;
+            EXPECT_EQ(matmul_on(kernels(), c, x, n, threads), yc) << "n=" << n;
         }
     }
 }
@@ -348,28 +350,17 @@ TEST(KernelsInt8, WithinActivationRoundingOfTheFloatProduct) {
         WeightMatrix p = repack_for_int8_dot(q);
         const int64_t n = 4;
         const std::vector<float> x = random_values(size_t(n * s.cols), 6);
-        std::vector<float> exact = run(reference_kernels(), q, x, n, 1);  // f32 activations
-        std::vector<float> got = run(kernels(), p, x, n, 2);
+        std::vector<float> exact = matmul_on(reference_kernels(), q, x, n, 1);  // f32 activations
+        std::vector<float> got = matmul_on(kernels(), p, x, n, 2);
         std::vector<float> row(static_cast<size_t>(s.cols));
         int64_t differ = 0;
         for (int64_t r = 0; r < s.rows; ++r) {
             weight_row_f32(q, r, row.data());
             for (int64_t j = 0; j < n; ++j) {
-                // Each activation moves by at most half its block's step max|x_block| / 127;
-                // add a float-rounding allowance of 1e-5 of sum |w x|.
-                double bound = 0, mag = 0;
-                for (int64_t b = 0; b < s.cols / 32; ++b) {
-                    float amax = 0;
-                    for (int e = 0; e < 32; ++e)
-                        amax = std::max(amax, std::fabs(x[size_t(j * s.cols + b * 32 + e)]));
-                    for (int e = 0; e < 32; ++e) {
-                        bound += std::fabs(row[size_t(b * 32 + e)]) * amax / 254.0;
-                        mag += std::fabs(row[size_t(b * 32 + e)] * x[size_t(j * s.cols + b * 32 + e)]);
-                    }
-                }
                 const double diff =
                     std::fabs(double(got[size_t(j * s.rows + r)]) - exact[size_t(j * s.rows + r)]);
-                EXPECT_LE(diff, bound + 1e-5 * mag) << wtype_name(type) << " row " << r << " col " << j;
+                EXPECT_LE(diff, activation_rounding_bound(row.data(), &x[size_t(j * s.cols)], s.cols))
+                    << wtype_name(type) << " row " << r << " col " << j;
                 differ += diff > 0.0;
             }
         }

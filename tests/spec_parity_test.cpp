@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "decode_helpers.h"
 #include "golden.h"
 #include "model/qwen35.h"
 #include "spec/mtp_drafter.h"
@@ -13,26 +14,6 @@
 namespace nextn {
 namespace {
 
-std::vector<int32_t> run(const Qwen35Model& model, Drafter* (*make)(const Qwen35Model&, SequenceState&),
-                         const std::vector<int32_t>& prompt, int depth, int64_t n,
-                         DecodeStats* stats_out = nullptr) {
-    SequenceState state = model.new_state(int64_t(prompt.size()) + n + 8, 8);
-    std::unique_ptr<Drafter> drafter(make ? make(model, state) : nullptr);
-    DecodeOptions opts;
-    opts.max_new_tokens = n;
-    opts.draft_depth = depth;
-    std::vector<int32_t> out;
-    DecodeStats stats = generate(model, state, drafter.get(), prompt, opts, [&](const EmittedToken& t) {
-        out.push_back(t.id);
-        return true;
-    });
-    if (stats_out) *stats_out = stats;
-    return out;
-}
-
-Drafter* make_mtp(const Qwen35Model& model, SequenceState& state) {
-    return new MtpDrafter(model, state);
-}
 
 // Proposes the known plain-greedy continuation, corrupting every `corrupt_every`-th draft, so
 // rounds see full accepts, partial accepts and immediate rejections.
@@ -86,7 +67,7 @@ TEST_P(SpecParity, MtpGreedyEqualsPlainAtEveryDepth) {
     // Several prompts (1, 7, 40 and 128 tokens), 200 generated tokens each.
     for (const char* name : {"p1", "p7", "p40", "p128"}) {
         std::vector<int32_t> prompt = test::json_ids(g_.index["prompts"][name]["tokens"]);
-        std::vector<int32_t> plain = run(model, nullptr, prompt, 0, 200);
+        std::vector<int32_t> plain = test::greedy_decode(model, prompt, 0, 200);
         // The plain run is itself the independent reference's greedy continuation.
         std::vector<int32_t> want = test::json_ids(g_.index["prompts"][name]["greedy_tokens"]);
         ASSERT_EQ(std::vector<int32_t>(want.begin(), want.begin() + 64),
@@ -94,7 +75,7 @@ TEST_P(SpecParity, MtpGreedyEqualsPlainAtEveryDepth) {
             << name;
         for (int depth = 1; depth <= 4; ++depth) {
             DecodeStats stats;
-            std::vector<int32_t> spec = run(model, make_mtp, prompt, depth, 200, &stats);
+            std::vector<int32_t> spec = test::greedy_decode(model, prompt, depth, 200, &stats);
             EXPECT_EQ(plain, spec) << name << ", depth " << depth;
             EXPECT_GT(stats.rounds, 0);
             EXPECT_GE(stats.drafted[0], stats.rounds - 1)
@@ -108,7 +89,7 @@ TEST_P(SpecParity, MtpGreedyEqualsPlainAtEveryDepth) {
 TEST_P(SpecParity, CheapDraftHeadsAndPreNormInputEqualPlain) {
     Qwen35Model& model = *lm_.model;
     const int64_t V = model.config().vocab_size;
-    std::vector<int32_t> plain = run(model, nullptr, prompt_, 0, 48);
+    std::vector<int32_t> plain = test::greedy_decode(model, prompt_, 0, 48);
     struct Variant {
         int64_t vocab;
         WType type;
@@ -123,7 +104,7 @@ TEST_P(SpecParity, CheapDraftHeadsAndPreNormInputEqualPlain) {
         ASSERT_EQ(v.vocab ? v.vocab : V, model.draft_vocab());
         for (int depth = 1; depth <= 4; ++depth) {
             DecodeStats stats;
-            std::vector<int32_t> spec = run(model, make_mtp, prompt_, depth, 48, &stats);
+            std::vector<int32_t> spec = test::greedy_decode(model, prompt_, depth, 48, &stats);
             EXPECT_EQ(plain, spec) << "draft vocab " << v.vocab << ", type " << wtype_name(v.type)
                                    << ", " << mtp_input_name(v.input) << ", depth " << depth;
             EXPECT_GT(stats.drafted[0], 0);
@@ -163,7 +144,7 @@ TEST_P(SpecParity, SubVocabularyDraftsStayInsideIt) {
 
 TEST_P(SpecParity, ScriptedDraftsWithRejectionsEqualPlain) {
     const Qwen35Model& model = *lm_.model;
-    std::vector<int32_t> plain = run(model, nullptr, prompt_, 0, 40);
+    std::vector<int32_t> plain = test::greedy_decode(model, prompt_, 0, 40);
     for (int corrupt : {0, 2, 3, 5}) {
         for (int depth : {1, 3, 6}) {
             SequenceState state = model.new_state(int64_t(prompt_.size()) + 48, 8);

@@ -4,20 +4,7 @@
 # keys with every perfect draft accepted. Usage: bench_synthetic.sh NEXTN_BINARY
 set -u
 NEXTN=$1
-failures=0
-
-# expect CODE PATTERN -- command...
-expect() {
-    local code=$1 pattern=$2
-    shift 3
-    local out rc
-    out=$("$@" 2>&1 >/dev/null)
-    rc=$?
-    if [ "$rc" -ne "$code" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-        echo "FAIL: $* -> rc=$rc (want $code), stderr: $out (want /$pattern/)"
-        failures=$((failures + 1))
-    fi
-}
+source tests/cli_expect.sh
 
 expect 2 "either MODEL or --synthetic" -- "$NEXTN" bench tests/data/qwen35-dense-tiny --synthetic qwen3.5-0.8b
 expect 2 "unknown synthetic model 'qwen9'.*qwen3.5-0.8b, qwen3.5-2b, qwen3.5-9b, qwen3.5-35b-a3b" -- "$NEXTN" bench --synthetic qwen9

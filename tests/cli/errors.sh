@@ -6,23 +6,7 @@ NEXTN=$1
 MODEL=tests/data/qwen35-dense-tiny
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-failures=0
-passes=0
-
-# expect CODE PATTERN -- command...
-expect() {
-    local code=$1 pattern=$2
-    shift 3
-    local out rc
-    out=$("$@" 2>&1 >/dev/null)
-    rc=$?
-    if [ "$rc" -ne "$code" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-        echo "FAIL: $* -> rc=$rc (want $code), stderr: $out (want /$pattern/)"
-        failures=$((failures + 1))
-    else
-        passes=$((passes + 1))
-    fi
-}
+source tests/cli_expect.sh
 
 expect 2 "unknown command" -- "$NEXTN" frobnicate
 expect 2 "unknown flag '--bogus'" -- "$NEXTN" run "$MODEL" -p hi --bogus
