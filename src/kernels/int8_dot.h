@@ -64,7 +64,7 @@ constexpr bool int8_dot_affine(WType t) {
 }
 constexpr bool int8_dot_f32_scales(WType t) { return t == WType::Q4_1FX || t == WType::Q8_1FX; }
 // Code bytes per chunk: 512 for the 8-bit types, 256 for the 4-bit ones.
-inline int64_t int8_dot_chunk_code_bytes(WType t) { return int8_dot_eight_bit(t) ? 512 : 256; }
+constexpr int64_t int8_dot_chunk_code_bytes(WType t) { return int8_dot_eight_bit(t) ? 512 : 256; }
 // Bytes per scale or offset: 4 (f32) or 2 (f16).
 constexpr size_t int8_dot_scale_bytes(WType t) { return int8_dot_f32_scales(t) ? 4 : 2; }
 // Byte offset inside a row of `chunks` chunks where scale plane `plane` starts (0: scales d,

@@ -41,6 +41,11 @@ struct Isa {
     static V div(V a, V b) { return _mm256_div_ps(a, b); }
     static V max(V a, V b) { return _mm256_max_ps(a, b); }
     static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }  // a * b + c, one rounding
+    // int32 lanes (the int8-dot kernels' sums)
+    using Vi = __m256i;
+    static V to_float(Vi v) { return _mm256_cvtepi32_ps(v); }
+    static Vi sub_i32(Vi a, Vi b) { return _mm256_sub_epi32(a, b); }
+    static Vi shl_i32(Vi a, unsigned k) { return _mm256_slli_epi32(a, int(k)); }
 
     // Fixed tree: halves of 256, of 128, then lane pairs.
     static float hsum(V v) {

@@ -6,34 +6,19 @@
 #pragma GCC optimize("fp-contract=off")
 #include "kernels/int8_dot.h"
 #include "kernels/x86/avx512/isa_avx512.h"
+#include "kernels/x86/int8_dot_tiles.h"
 #include "kernels/x86/x86_kernels.h"
 
 namespace nextn::avx512 {
 
 namespace {
 
-constexpr bool eight_bit(WType t) { return int8_dot_eight_bit(t); }
-constexpr bool affine(WType t) { return int8_dot_affine(t); }
-constexpr bool f32_scales(WType t) { return int8_dot_f32_scales(t); }
 
-// Applies one chunk's integer sums to the float accumulators (the per-type line of
-// int8_dot.h). dw: the chunk's 16 weight scales; dm: its 16 offsets (affine types only).
-template <WType T>
-__m512 scale_chunk(__m512i isum, __m512i xsum, __m512 dw, __m512 dm, __m512 dx, __m512 acc) {
-    if constexpr (affine(T)) {
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dx), acc);
-        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(xsum), _mm512_mul_ps(dm, dx), acc);
-    } else {
-        constexpr int kShift = T == WType::Q8_0X ? 7 : 3;  // code offset 128 or 8
-        const __m512i exact = _mm512_sub_epi32(isum, _mm512_slli_epi32(xsum, kShift));
-        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(dw, dx), acc);
-    }
-}
 
 template <WType T, int R, int C>
 void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off,
           size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
-    constexpr int64_t kChunkBytes = eight_bit(T) ? 512 : 256;
+    constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(T);
     const __m512i low_nibbles = _mm512_set1_epi8(15);
     __m512 acc[R][C];
 #pragma GCC unroll 8
@@ -51,7 +36,7 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
 #pragma GCC unroll 8
             for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
         const int64_t xoff = ch * kI8ChunkValues;
-        if constexpr (eight_bit(T)) {
+        if constexpr (int8_dot_eight_bit(T)) {
 #pragma GCC unroll 8
             for (int s = 0; s < kI8Steps; ++s) {
 #pragma GCC unroll 8
@@ -91,7 +76,7 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             __m512 dw, dm = _mm512_setzero_ps();
-            if constexpr (f32_scales(T)) {  // f32 scales and offsets
+            if constexpr (int8_dot_f32_scales(T)) {  // f32 scales and offsets
                 dw = _mm512_load_ps(reinterpret_cast<const float*>(wrow[r] + d_off) + boff);
                 dm = _mm512_load_ps(reinterpret_cast<const float*>(wrow[r] + m_off) + boff);
             } else {  // f16
@@ -105,7 +90,7 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
             for (int c = 0; c < C; ++c) {
                 const __m512 dx = _mm512_loadu_ps(x.scales_of(j0 + c) + boff);
                 const __m512i xsum = _mm512_loadu_si512(x.sums_of(j0 + c) + boff);
-                acc[r][c] = scale_chunk<T>(isum[r][c], xsum, dw, dm, dx, acc[r][c]);
+                acc[r][c] = x86::scale_chunk<Isa, T>(isum[r][c], xsum, dw, dm, dx, acc[r][c]);
             }
         }
     }
@@ -128,7 +113,7 @@ void tile_cols(int c, const uint8_t* const* wrow, size_t row_bytes, int64_t chun
 // flight for decode), 4 rows for more (the R x C integer sums stay in registers; the float
 // accumulators, touched once per chunk, may spill).
 template <WType T>
-constexpr int kMaxCols = eight_bit(T) ? 4 : 3;
+constexpr int kMaxCols = int8_dot_eight_bit(T) ? 4 : 3;
 
 template <WType T>
 void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
@@ -136,29 +121,14 @@ void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    const uint8_t* wrow[8];
-    // 16-row chunks (the unit matmul hands a thread) stay in cache while column groups pass.
-    for (int64_t c0 = r0; c0 < r1; c0 += 16) {
-        const int64_t c1 = c0 + 16 < r1 ? c0 + 16 : r1;
-        for (int64_t j0 = 0; j0 < x.n; j0 += kMaxCols<T>) {
-            const int c = int(x.n - j0 < kMaxCols<T> ? x.n - j0 : kMaxCols<T>);
-            const int R = c == 1 ? 8 : 4;
-            int64_t r = c0;
-            for (; r + R <= c1; r += R) {
-                for (int i = 0; i < R; ++i) wrow[i] = w.data + size_t(r + i) * w.row_bytes;
-                if (R == 8)
-                    tile<T, 8, 1>(wrow, w.row_bytes, chunks, d_off, m_off, x, j0, y + r, ldy);
-                else
-                    tile_cols<T, 4, kMaxCols<T>>(c, wrow, w.row_bytes, chunks, d_off, m_off, x, j0,
-                                              y + r, ldy);
-            }
-            for (; r < c1; ++r) {
-                wrow[0] = w.data + size_t(r) * w.row_bytes;
-                tile_cols<T, 1, kMaxCols<T>>(c, wrow, w.row_bytes, chunks, d_off, m_off, x, j0, y + r,
-                                          ldy);
-            }
-        }
-    }
+    x86::int8_dot_rows<kMaxCols<T>, 8, 4>(
+        w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
+            if constexpr (R == 8)  // one column only
+                tile<T, 8, 1>(wrow, w.row_bytes, chunks, d_off, m_off, x, j0, y + r, ldy);
+            else
+                tile_cols<T, R, kMaxCols<T>>(c, wrow, w.row_bytes, chunks, d_off, m_off, x, j0,
+                                             y + r, ldy);
+        });
 }
 
 }  // namespace

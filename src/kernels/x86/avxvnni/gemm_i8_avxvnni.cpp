@@ -9,6 +9,7 @@
 
 #include "kernels/int8_dot.h"
 #include "kernels/x86/avx2/isa_avx2.h"
+#include "kernels/x86/int8_dot_tiles.h"
 #include "kernels/x86/x86_kernels.h"
 
 namespace nextn::avxvnni {
@@ -17,36 +18,21 @@ namespace {
 
 using avx2::Isa;
 
-constexpr bool eight_bit(WType t) { return int8_dot_eight_bit(t); }
-constexpr bool affine(WType t) { return int8_dot_affine(t); }
-constexpr bool f32_scales(WType t) { return int8_dot_f32_scales(t); }
 
 // Lanes h*8 .. h*8+7 of a chunk's 16 scales (f16 or f32).
 template <WType T>
 __m256 load_scales(const uint8_t* plane, int64_t boff, int h) {
-    if constexpr (f32_scales(T))
+    if constexpr (int8_dot_f32_scales(T))
         return _mm256_loadu_ps(reinterpret_cast<const float*>(plane) + boff + 8 * h);
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(plane + (boff + 8 * h) * 2)));
 }
 
-// The per-type line of int8_dot.h for 8 lanes.
-template <WType T>
-__m256 scale_chunk(__m256i isum, __m256i xsum, __m256 dw, __m256 dm, __m256 dx, __m256 acc) {
-    if constexpr (affine(T)) {
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, dx), acc);
-        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(xsum), _mm256_mul_ps(dm, dx), acc);
-    } else {
-        constexpr int kShift = T == WType::Q8_0X ? 7 : 3;  // code offset 128 or 8
-        const __m256i exact = _mm256_sub_epi32(isum, _mm256_slli_epi32(xsum, kShift));
-        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(dw, dx), acc);
-    }
-}
 
 // R rows x C columns; [.][.][2]: the two 8-lane halves.
 template <WType T, int R, int C>
 void tile(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m_off,
           const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
-    constexpr int64_t kChunkBytes = eight_bit(T) ? 512 : 256;
+    constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(T);
     const __m256i low_nibbles = _mm256_set1_epi8(15);
     __m256 acc[R][C][2];
 #pragma GCC unroll 8
@@ -61,10 +47,10 @@ void tile(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m_off
 #pragma GCC unroll 8
             for (int c = 0; c < C; ++c) isum[r][c][0] = isum[r][c][1] = _mm256_setzero_si256();
 #pragma GCC unroll 8
-        for (int s = 0; s < kI8Steps; s += eight_bit(T) ? 1 : 2) {
+        for (int s = 0; s < kI8Steps; s += int8_dot_eight_bit(T) ? 1 : 2) {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
-                const uint8_t* p = wrow[r] + ch * kChunkBytes + (eight_bit(T) ? s : s / 2) * 64;
+                const uint8_t* p = wrow[r] + ch * kChunkBytes + (int8_dot_eight_bit(T) ? s : s / 2) * 64;
 #pragma GCC unroll 8
                 for (int h = 0; h < 2; ++h) {
                     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h));
@@ -74,7 +60,7 @@ void tile(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m_off
                         auto xload = [&](int step) {
                             return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs + step * 64));
                         };
-                        if constexpr (eight_bit(T)) {
+                        if constexpr (int8_dot_eight_bit(T)) {
                             isum[r][c][h] = _mm256_dpbusd_avx_epi32(isum[r][c][h], v, xload(s));
                         } else {  // low nibbles are step s, high nibbles step s + 1
                             const __m256i lo = _mm256_and_si256(v, low_nibbles);
@@ -91,13 +77,13 @@ void tile(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m_off
 #pragma GCC unroll 8
             for (int h = 0; h < 2; ++h) {
                 const __m256 dw = load_scales<T>(wrow[r] + d_off, boff, h);
-                const __m256 dm = affine(T) ? load_scales<T>(wrow[r] + m_off, boff, h) : _mm256_setzero_ps();
+                const __m256 dm = int8_dot_affine(T) ? load_scales<T>(wrow[r] + m_off, boff, h) : _mm256_setzero_ps();
 #pragma GCC unroll 8
                 for (int c = 0; c < C; ++c) {
                     const __m256 dx = _mm256_loadu_ps(x.scales_of(j0 + c) + boff + 8 * h);
                     const __m256i xsum = _mm256_loadu_si256(
                         reinterpret_cast<const __m256i*>(x.sums_of(j0 + c) + boff + 8 * h));
-                    acc[r][c][h] = scale_chunk<T>(isum[r][c][h], xsum, dw, dm, dx, acc[r][c][h]);
+                    acc[r][c][h] = x86::scale_chunk<Isa, T>(isum[r][c][h], xsum, dw, dm, dx, acc[r][c][h]);
                 }
             }
         }
@@ -125,26 +111,13 @@ void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    const uint8_t* wrow[4];
-    for (int64_t c0 = r0; c0 < r1; c0 += 16) {
-        const int64_t c1 = c0 + 16 < r1 ? c0 + 16 : r1;
-        for (int64_t j0 = 0; j0 < x.n; j0 += kMaxCols) {
-            const int c = int(x.n - j0 < kMaxCols ? x.n - j0 : kMaxCols);
-            const int R = c == 1 ? 4 : 2;
-            int64_t r = c0;
-            for (; r + R <= c1; r += R) {
-                for (int i = 0; i < R; ++i) wrow[i] = w.data + size_t(r + i) * w.row_bytes;
-                if (R == 4)
-                    tile<T, 4, 1>(wrow, chunks, d_off, m_off, x, j0, y + r, ldy);
-                else
-                    tile_cols<T, 2, kMaxCols>(c, wrow, chunks, d_off, m_off, x, j0, y + r, ldy);
-            }
-            for (; r < c1; ++r) {
-                wrow[0] = w.data + size_t(r) * w.row_bytes;
-                tile_cols<T, 1, kMaxCols>(c, wrow, chunks, d_off, m_off, x, j0, y + r, ldy);
-            }
-        }
-    }
+    x86::int8_dot_rows<kMaxCols, 4, 2>(
+        w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
+            if constexpr (R == 4)  // one column only
+                tile<T, 4, 1>(wrow, chunks, d_off, m_off, x, j0, y + r, ldy);
+            else
+                tile_cols<T, R, kMaxCols>(c, wrow, chunks, d_off, m_off, x, j0, y + r, ldy);
+        });
 }
 
 }  // namespace

@@ -1,0 +1,53 @@
+#pragma once
+// What the x86 int8-dot kernels (kernels/int8_dot.h) share: the per-chunk scaling, written once
+// over an ISA description `I` (x86/<isa>/isa_<isa>.h), and the walk over rows and column groups.
+// Include only from an ISA translation unit.
+#include "kernels/int8_dot.h"
+
+namespace nextn::x86 {
+
+// Applies one chunk's integer sums to the float accumulators, I::L lanes (blocks) at a time:
+// dw the blocks' weight scales, dm their offsets (affine types only), dx the activation scales.
+template <class I, WType T>
+typename I::V scale_chunk(typename I::Vi isum, typename I::Vi xsum, typename I::V dw,
+                          typename I::V dm, typename I::V dx, typename I::V acc) {
+    if constexpr (int8_dot_affine(T)) {
+        acc = I::fma(I::to_float(isum), I::mul(dw, dx), acc);
+        return I::fma(I::to_float(xsum), I::mul(dm, dx), acc);
+    } else {
+        constexpr unsigned kShift = T == WType::Q8_0X ? 7 : 3;  // code offset 128 or 8
+        const typename I::Vi exact = I::sub_i32(isum, I::shl_i32(xsum, kShift));
+        return I::fma(I::to_float(exact), I::mul(dw, dx), acc);
+    }
+}
+
+// Rows [r0, r1) of a chunked matrix for n columns: rows in 16-row chunks (the unit matmul hands
+// a thread; a chunk stays in cache while column groups pass over it), columns in groups of up
+// to MaxCols, rows in tiles of RowsOne (a single column) or RowsMany rows, leftover rows one at
+// a time. tile.template operator()<R>(c, wrow, j0, r) runs rows [r, r + R) (wrow: their
+// starts) for columns [j0, j0 + c).
+template <int MaxCols, int RowsOne, int RowsMany, class Tile>
+void int8_dot_rows(const WeightMatrix& w, int64_t n, int64_t r0, int64_t r1, Tile&& tile) {
+    const uint8_t* wrow[RowsOne > RowsMany ? RowsOne : RowsMany];
+    for (int64_t c0 = r0; c0 < r1; c0 += 16) {
+        const int64_t c1 = c0 + 16 < r1 ? c0 + 16 : r1;
+        for (int64_t j0 = 0; j0 < n; j0 += MaxCols) {
+            const int c = int(n - j0 < MaxCols ? n - j0 : MaxCols);
+            const int R = c == 1 ? RowsOne : RowsMany;
+            int64_t r = c0;
+            for (; r + R <= c1; r += R) {
+                for (int i = 0; i < R; ++i) wrow[i] = w.data + size_t(r + i) * w.row_bytes;
+                if (c == 1)
+                    tile.template operator()<RowsOne>(c, wrow, j0, r);
+                else
+                    tile.template operator()<RowsMany>(c, wrow, j0, r);
+            }
+            for (; r < c1; ++r) {
+                wrow[0] = w.data + size_t(r) * w.row_bytes;
+                tile.template operator()<1>(c, wrow, j0, r);
+            }
+        }
+    }
+}
+
+}  // namespace nextn::x86
