@@ -116,7 +116,7 @@ int cmd_chat(const std::vector<std::string>& argv) {
         std::cout << stream.flush() << (interrupt.requested() ? " [interrupted]" : "") << "\n";
         if (a.has("verbose"))
             std::cerr << "[" << prompt.size() << " prompt tokens, " << session.reused_tokens()
-                      << " reused; " << stats.generated << " generated at "
+                      << " reused; " << stats.generated() << " generated at "
                       << stats.decode_tokens_per_second() << " tok/s, "
                       << stats.tokens_per_round() << " tokens/round]\n";
         if (!a.has("raw"))

@@ -46,7 +46,7 @@ void print_report(const DecodeStats& s, bool mtp) {
                  (long long)s.prompt_tokens, s.prefill_seconds,
                  s.prefill_seconds > 0 ? double(s.prompt_tokens) / s.prefill_seconds : 0.0);
     std::fprintf(stderr, "--- decode: %lld tokens in %.3f s (%.1f tok/s), %lld rounds, %.2f tokens/round\n",
-                 (long long)s.generated, s.decode_seconds, s.decode_tokens_per_second(),
+                 (long long)s.generated(), s.decode_seconds, s.decode_tokens_per_second(),
                  (long long)s.rounds, s.tokens_per_round());
     if (mtp && !s.drafted.empty()) {
         std::fprintf(stderr, "--- acceptance by depth:");
@@ -65,7 +65,7 @@ void write_stats_json(const std::string& path, const DecodeStats& s,
     nlohmann::ordered_json j;
     j["generated_ids"] = ids;
     j["prompt_tokens"] = s.prompt_tokens;
-    j["generated"] = s.generated;
+    j["generated"] = s.generated();
     j["prefill_tok_s"] = s.prefill_seconds > 0 ? double(s.prompt_tokens) / s.prefill_seconds : 0.0;
     j["decode_tok_s"] = s.decode_tokens_per_second();
     j["rounds"] = s.rounds;

@@ -99,7 +99,6 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     }
     if (drafter) drafter->flush();
     stats.prefill_seconds = seconds_since(t0);
-    stats.generated = 1;
     stats.tokens.push_back(current);
     history.push_back(current);
     bool stop = is_stop(current);
@@ -112,8 +111,8 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     std::vector<int32_t> batch;  // [current, drafts...]
     std::vector<Distribution> targets;
     std::vector<SamplingWorkspace> processed;  // [W] per-position processed logits
-    while (!stop && stats.generated < options.max_new_tokens) {
-        const int64_t room = std::min<int64_t>(options.max_new_tokens - stats.generated,
+    while (!stop && stats.generated() < options.max_new_tokens) {
+        const int64_t room = std::min<int64_t>(options.max_new_tokens - stats.generated(),
                                                state.max_positions - state.n_past);
         if (room <= 0) break;
         const int round_depth =
@@ -154,13 +153,12 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         while (m < int64_t(emitted.size())) {
             const int32_t t = emitted[size_t(m)];
             ++m;
-            stats.generated++;
             if (is_stop(t)) {
                 stats.stopped_by_token = true;
                 stop = true;
                 break;
             }
-            if (stats.generated >= options.max_new_tokens) {
+            if (stats.generated() + m >= options.max_new_tokens) {
                 stop = true;
                 break;
             }

@@ -38,7 +38,6 @@ struct DecodeOptions {
 
 struct DecodeStats {
     int64_t prompt_tokens = 0;
-    int64_t generated = 0;
     int64_t rounds = 0;  // verify forwards after the prefill
     std::vector<int64_t> drafted;   // [depth]: rounds that proposed a draft at depth d+1
     std::vector<int64_t> accepted;  // [depth]: ... and had it accepted
@@ -51,9 +50,10 @@ struct DecodeStats {
     // the last token streamed.
     std::vector<int32_t> tokens;
 
-    double tokens_per_round() const { return rounds ? double(generated - 1) / double(rounds) : 0; }
+    int64_t generated() const { return int64_t(tokens.size()); }
+    double tokens_per_round() const { return rounds ? double(generated() - 1) / double(rounds) : 0; }
     double decode_tokens_per_second() const {
-        return decode_seconds > 0 ? double(generated - 1) / decode_seconds : 0;
+        return decode_seconds > 0 ? double(generated() - 1) / decode_seconds : 0;
     }
 };
 
