@@ -10,8 +10,12 @@
 
 namespace nextn {
 
+bool int8_kernels_in_use(bool int8_activations) {
+    return int8_activations && kernels().int8_dot_fast;
+}
+
 WType kernel_storage_type(WType t, bool int8_activations) {
-    return int8_activations && kernels().int8_dot_fast ? int8_dot_type_for(t) : t;
+    return int8_kernels_in_use(int8_activations) ? int8_dot_type_for(t) : t;
 }
 
 WeightMatrix to_kernel_storage(const WeightMatrix& w, bool int8_activations) {
@@ -37,8 +41,8 @@ public:
         // Affine tensors no f32-activation kernel reads in their own layout (GGUF Q4_K, Q5_K,
         // Q5_1; MLX 2..8-bit other than 4-bit with f16-exact scales, which is Q4_1) keep their
         // codes for the int8 kernels instead of widening to f32.
-        const bool int8 = kernel_storage_type(WType::Q8_0, options_.int8_activations) != WType::Q8_0;
-        const bool affine = options_.matrix_type == WType::Native && int8 &&
+        const bool affine = options_.matrix_type == WType::Native &&
+                            int8_kernels_in_use(options_.int8_activations) &&
                             affine_code_bits(t, rows, cols) != 0;
         WeightMatrix w;
         // MLX 4-bit tries Q4_1 first (f16-exact scales: a layout every kernel reads); the rest

@@ -92,6 +92,8 @@ struct BindOptions {
 // The type a matrix of type t is kept in for this machine's kernels: its chunked int8-dot type
 // when int8_activations is set and the kernel table has a native int8 dot product, else t.
 WType kernel_storage_type(WType t, bool int8_activations);
+// Whether int8_activations takes effect here (the kernel table has a native int8 dot product).
+bool int8_kernels_in_use(bool int8_activations);
 // w converted to kernel_storage_type(w.type, int8_activations) (w itself when that is w.type).
 WeightMatrix to_kernel_storage(const WeightMatrix& w, bool int8_activations);
 
