@@ -5,10 +5,14 @@
 //   build-*/kernels_bench --benchmark_filter=Curve     # the cost curves with %-of-bandwidth
 #include <benchmark/benchmark.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include "core/half.h"
 #include "core/thread_pool.h"
+#include "formats/raw_tensor.h"
+#include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
 #include "kernels/measure.h"
 
@@ -68,6 +72,46 @@ BENCHMARK(BM_Gemm)
     ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 4, 8, 16}})
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
+
+// GGUF Q6_K held as Q6_KX (only the int8 kernels read it): random codes and sub-scales, one
+// matmul of width N as BM_Gemm; GB/s counts the Q6_KX bytes streamed (7 bits per value).
+void BM_GemmQ6K(benchmark::State& state) {
+    const int n = int(state.range(0));
+    if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
+    std::mt19937 rng(1);
+    std::vector<uint8_t> blocks(size_t(kRows * kCols / 256 * 210));  // [rows * cols / 256] blocks
+    for (uint8_t& b : blocks) b = uint8_t(rng());
+    for (size_t b = 0; b < blocks.size(); b += 210) {
+        const uint16_t d = f32_to_f16(0.001f);
+        std::memcpy(&blocks[b + 208], &d, 2);
+    }
+    RawTensor t;
+    t.name = "q6_k";
+    t.dtype = DType::Q6_K;
+    t.shape = {kRows, kCols};
+    t.data = blocks.data();
+    t.nbytes = blocks.size();
+    std::vector<WeightMatrix> weights(1);
+    if (!repack_q6_k_for_int8_dot(t, kRows, kCols, weights[0])) return state.SkipWithError("repack");
+    while (weights.size() * weights[0].nbytes() < (size_t(192) << 20))
+        weights.push_back(clone_weight(weights[0]));
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> x(size_t(n * kCols)), y(size_t(n * kRows));
+    for (float& v : x) v = dist(rng);
+    size_t next = 0;
+    for (auto _ : state) {
+        matmul(weights[next], x.data(), n, y.data(), pool());
+        next = (next + 1) % weights.size();
+        benchmark::ClobberMemory();
+    }
+    const double bytes = double(weights[0].nbytes());
+    state.counters["GB/s"] = benchmark::Counter(bytes * double(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+    state.counters["pct_bw"] = benchmark::Counter(
+        100.0 * bytes * double(state.iterations()) / 1e9 / bandwidth_gbs(), benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(kernels().isa) + " " + wtype_name(WType::Q6_KX));
+}
+BENCHMARK(BM_GemmQ6K)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // cost(N)/cost(1) for N = 1..8 and the N=1 streaming rate as a share of measured bandwidth.
 void BM_VerifyCostCurve(benchmark::State& state) {

@@ -137,9 +137,9 @@ TEST(FormatsCross, MoeSameGreedyInEveryFormatAndMtpEqualsPlain) {
                  {"mlx-4bit-sidecar-int8-activations", "mlx-4bit", "", true, 4, true}});
 }
 
-// Q4_K tensors stay 4-bit for the int8 kernels (Q4_1FX, the same values) instead of widening to
-// f32; with f32 activations they are widened, as no f32-activation kernel reads them. Q5_0
-// tensors are Q8_0 either way.
+// Q4_K tensors stay 4-bit for the int8 kernels (Q4_1FX, the same values) and Q6_K tensors keep
+// their 6-bit codes (Q6_KX) instead of widening to f32; with f32 activations they are widened,
+// as no f32-activation kernel reads them. Q5_0 tensors are Q8_0 either way.
 TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
     NEXTN_REQUIRE_FIXTURES(fx);
     const std::string path = fx + "/qwen35-dense-tiny/model-Q4_K_M.gguf";
@@ -150,6 +150,8 @@ TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
     };
     LoadedModel f32_acts = open(path, "", false);
     EXPECT_EQ(0, count(f32_acts, WType::Q4_1FX));
+    EXPECT_EQ(0, count(f32_acts, WType::Q6_KX));
+    EXPECT_EQ(8 + 5, count(f32_acts, WType::F32)) << "the 8 Q4_K and 5 Q6_K matrices, widened";
     EXPECT_EQ(53 + 6, count(f32_acts, WType::Q8_0)) << "the file holds 53 Q5_0 and 6 Q8_0 matrices";
     LoadedModel int8_acts = open(path, "", true);
     // MLX 6-bit (no MTP head in this fixture): 8-bit codes with f32 scales, the same logits.
@@ -158,6 +160,8 @@ TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
     EXPECT_EQ(0, count(mlx6_f32, WType::Q8_1FX));
     if (kernels().int8_dot_fast) {
         EXPECT_EQ(8, count(int8_acts, WType::Q4_1FX)) << "the file holds 8 Q4_K matrices";
+        EXPECT_EQ(5, count(int8_acts, WType::Q6_KX)) << "the file holds 5 Q6_K matrices";
+        EXPECT_EQ(0, count(int8_acts, WType::F32));
         EXPECT_GT(count(mlx6_int8, WType::Q8_1FX), 0);
         // Same values, int8 activations: the next-token choices mostly agree.
         test::GoldenModel g = test::golden_model("qwen35-dense-tiny");

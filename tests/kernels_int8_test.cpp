@@ -1,5 +1,5 @@
 // Block weights x int8 activations (kernels/int8_dot.h): the chunked layouts hold exactly the
-// Q8_0 / Q4_0 / Q4_1 values; activation codes are within half a step of x and every table's
+// Q8_0 / Q4_0 / Q4_1 / Q6_K values; activation codes are within half a step of x and every table's
 // quantizer equals the reference's bytes; every table's kernel equals the scalar reference bit
 // for bit on random data (odd row counts, ragged last chunks, N up to 16, 1 and 2 threads), so
 // batch invariance holds; and the int8 result stays within the bound the activation rounding
@@ -241,9 +241,14 @@ TEST(KernelsInt8, ActivationCodesWithinHalfAStep) {
                 << "column " << j << " element " << i;
         }
         for (int64_t b = 0; b < 2 * kI8ChunkBlocks; ++b) {
-            int32_t sum = 0;
-            for (int e = 0; e < 32; ++e) sum += b < 17 ? code_of(q, j, b * 32 + e) : 0;
+            int32_t sum = 0, half = 0;
+            for (int e = 0; e < 32; ++e) {
+                const int32_t code = b < 17 ? code_of(q, j, b * 32 + e) : 0;
+                sum += code;
+                half += e < 16 ? code : 0;
+            }
             EXPECT_EQ(sum, q.sums_of(j)[b]) << "block " << b;
+            EXPECT_EQ(half, q.half_sums_of(j)[b]) << "block " << b;
         }
         // Padding blocks (17..31) are zero codes, zero scale.
         for (int64_t b = 17; b < 32; ++b) {
@@ -255,8 +260,8 @@ TEST(KernelsInt8, ActivationCodesWithinHalfAStep) {
     }
 }
 
-// On the scalar table (and AVX2 without AVX-VNNI) the quantizer is the reference itself, so
-// this compares only where a vector quantizer exists (AVX-512, AVX-VNNI).
+// On the scalar table the quantizer is the reference itself, so this compares only where a
+// vector quantizer exists (AVX2 and AVX-VNNI share one; AVX-512).
 TEST(KernelsInt8, EveryQuantizerEqualsReferenceBitwise) {
     for (const std::string& isa : available_isas()) {
         for (int64_t cols : {32, 96, 544, 1024, 70}) {  // 70: a ragged block (zeros past cols)
@@ -272,6 +277,7 @@ TEST(KernelsInt8, EveryQuantizerEqualsReferenceBitwise) {
             EXPECT_EQ(want.codes, got.codes) << isa << " cols " << cols;
             EXPECT_EQ(want.scales, got.scales) << isa << " cols " << cols;
             EXPECT_EQ(want.sums, got.sums) << isa << " cols " << cols;
+            EXPECT_EQ(want.half_sums, got.half_sums) << isa << " cols " << cols;
         }
     }
 }
@@ -299,9 +305,9 @@ TEST(KernelsInt8, QuantizerTiesAndTinyBlocks) {
     }
 }
 
-// The scalar table (and the AVX2 one on a CPU without AVX-VNNI) runs the reference kernel
-// itself, so for it this checks the driver (row split, threads, column groups); for AVX2 with
-// AVX-VNNI and for AVX-512 it compares the dot-product kernels with the reference.
+// The scalar table runs the reference kernel itself, so for it this checks the driver (row
+// split, threads, column groups); for AVX2 (pmaddubsw), AVX-VNNI and AVX-512 it compares the
+// dot-product kernels with the reference.
 TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);
@@ -322,6 +328,74 @@ TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
             }
         }
     }
+}
+
+// GGUF Q6_K: Q6_KX holds exactly the dequantized values (random codes, sub-scales of both
+// signs, 768 columns: the second chunk is half padding); every table's product equals the
+// reference bit for bit for every width and thread count; and it stays within the
+// activation-rounding bound of the f32 product of the dequantized values.
+TEST(KernelsInt8, Q6_KHeldAsCodesEveryTableEqualsReference) {
+    const int64_t rows = 13, cols = 768;
+    BlockTensor q6k("q6_k", DType::Q6_K, rows, cols, 256, 210, {208}, 31);
+    WeightMatrix w;
+    ASSERT_TRUE(repack_q6_k_for_int8_dot(q6k.t, rows, cols, w));
+    ASSERT_EQ(WType::Q6_KX, w.type);
+    ASSERT_EQ(0u, w.row_bytes % 64);
+    std::vector<float> wf(size_t(rows * cols)), got(static_cast<size_t>(cols));
+    dequantize_to_f32(q6k.t, wf.data());
+    for (int64_t r = 0; r < rows; ++r) {
+        weight_row_f32(w, r, got.data());
+        ASSERT_EQ(0, std::memcmp(got.data(), wf.data() + r * cols, got.size() * sizeof(float))) << "row " << r;
+    }
+    const std::vector<float> x = random_values(size_t(16 * cols), 32);
+    std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
+    for (const std::string& isa : available_isas())
+        for (int64_t n : {1, 2, 3, 4, 5, 9, 16})
+            for (int threads : {1, 2})
+                ASSERT_EQ(0, std::memcmp(matmul_on(kernels_for(isa), w, x, n, threads).data(),
+                                         want.data(), size_t(n * rows) * sizeof(float)))
+                    << isa << " n=" << n << " threads=" << threads;
+    WeightMatrix f32 = make_weight_f32(wf.data(), rows, cols, WType::F32);
+    std::vector<float> exact = matmul_on(reference_kernels(), f32, x, 16, 1);
+    for (int64_t j = 0; j < 16; ++j)
+        for (int64_t r = 0; r < rows; ++r)
+            EXPECT_LE(std::fabs(double(want[size_t(j * rows + r)]) - exact[size_t(j * rows + r)]),
+                      activation_rounding_bound(&wf[size_t(r * cols)], &x[size_t(j * cols)], cols))
+                << "row " << r << " col " << j;
+    // Anything else, or a byte count that does not match the shape: refused.
+    BlockTensor q4k("q4_k", DType::Q4_K, 2, 256, 256, 144, {0, 2}, 33);
+    EXPECT_FALSE(repack_q6_k_for_int8_dot(q4k.t, 2, 256, w));
+    EXPECT_FALSE(repack_q6_k_for_int8_dot(q6k.t, rows, cols + 256, w));
+}
+
+// The extremes of the 8-bit codes: Q8_0 code -128 (stored 0) and 127 against activation codes
+// +-127. AVX2's pmaddubsw path forms these products as |s| x sign-adjusted x; a pair of
+// 128 x 127 products is where an int16 would saturate if the bound were wrong.
+TEST(KernelsInt8, EightBitExtremesEveryTableEqualsReference) {
+    const int64_t rows = 9, cols = 512;
+    std::vector<uint8_t> bytes(size_t(rows * cols / 32 * sizeof(BlockQ8_0)));
+    const int8_t extremes[4] = {-128, -128, 127, -128};
+    for (size_t b = 0; b < bytes.size() / sizeof(BlockQ8_0); ++b) {
+        auto* blk = reinterpret_cast<BlockQ8_0*>(bytes.data() + b * sizeof(BlockQ8_0));
+        blk->d = f32_to_f16(0.01f);
+        for (int e = 0; e < 32; ++e) blk->qs[e] = extremes[(e + b) % 4];
+    }
+    const RawTensor t = tensor_over("q8_0", DType::Q8_0, rows, cols, bytes);
+    const WeightMatrix w = repack_for_int8_dot(make_weight(t, rows, cols, WType::Native));
+    ASSERT_EQ(WType::Q8_0X, w.type);
+    std::vector<float> x(size_t(4 * cols));  // every code +-127
+    for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 3) % 2 ? -1.0f : 1.0f;
+    std::vector<float> want = matmul_on(reference_kernels(), w, x, 4, 1);
+    // The reference itself against the exact sum: every product is +-0.01 * 128 or 127.
+    std::vector<float> row(static_cast<size_t>(cols));
+    weight_row_f32(w, 0, row.data());
+    double exact = 0;
+    for (int64_t i = 0; i < cols; ++i) exact += double(row[size_t(i)]) * x[size_t(i)];
+    EXPECT_NEAR(exact, want[0], 1e-3 * std::fabs(exact) + 1e-3);
+    for (const std::string& isa : available_isas())
+        for (int64_t n : {1, 4})
+            ASSERT_EQ(0, std::memcmp(matmul_on(kernels_for(isa), w, x, n, 1).data(), want.data(),
+                                     size_t(n * rows) * sizeof(float))) << isa << " n=" << n;
 }
 
 // One input, several matrices of mixed types (f32, int8-dot, a tiny one): every output equals

@@ -18,7 +18,7 @@ std::vector<FlagSpec> model_flags() {
          "multiply quantized weights with f32 activations (the arithmetic of dequantized weights; "
          "slower; the codes only the int8 kernels read, K-quants, Q5_1 and MLX other than "
          "f16-exact 4-bit, are then widened to f32) instead of int8-quantized ones (the default "
-         "where the CPU has AVX-512 VNNI or AVX-VNNI)"},
+         "on any CPU with AVX2)"},
         {"mtp-input", "", true,
          "hidden state the MTP head reads: post-norm (default; vLLM, llama.cpp) or pre-norm "
          "(MLX PR 990)",

@@ -358,6 +358,21 @@ void q5_0_block_codes(const uint8_t* block, int8_t* codes, uint16_t* d) {
     }
 }
 
+void q6_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint16_t* d) {
+    const uint8_t* ql = block;         // [128] low 4 bits
+    const uint8_t* qh = block + 128;   // [64] high 2 bits, four per byte
+    std::memcpy(scales, block + 192, 16);
+    *d = load_u16(block + 208);
+    for (int h = 0; h < 2; ++h)  // as block_q6_k: value 128h + 32g + l takes nibble and bits g
+        for (int l = 0; l < 32; ++l)
+            for (int g = 0; g < 4; ++g) {
+                const uint8_t byte = ql[64 * h + l + 32 * (g % 2)];
+                const uint8_t low = g < 2 ? byte & 0x0F : byte >> 4;
+                const int high = (qh[32 * h + l] >> (2 * g)) & 3;
+                codes[128 * h + 32 * g + l] = uint8_t(low | high << 4);
+            }
+}
+
 void dequantize_to_f32(const RawTensor& t, float* out) {
     const int64_t n = t.numel();
     switch (t.dtype) {

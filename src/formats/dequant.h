@@ -31,5 +31,8 @@ void affine_row(const RawTensor& t, int64_t row, int64_t cols, uint8_t* codes, f
 // One GGUF Q5_0 block: value j = codes[j] * d exactly, codes in -16..15, d its f16 scale bits
 // (so a Q5_0 tensor is a Q8_0 tensor with the same values).
 void q5_0_block_codes(const uint8_t* block, int8_t* codes, uint16_t* d);
+// One GGUF Q6_K block (256 values): value j = d * scales[j / 16] * (codes[j] - 32), codes in
+// 0..63, d its f16 scale bits.
+void q6_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint16_t* d);
 
 }  // namespace nextn

@@ -44,30 +44,37 @@ const KernelTable* scalar_table() {
 }
 
 // Built here, in a translation unit without ISA flags (see x86/x86_kernels.h).
+KernelTable make_avx2_table() {
+    KernelTable t;
+    t.isa = "avx2";
+    t.gemm_rows = avx2::gemm_rows;
+    t.gemm_i8_rows = avx2::gemm_i8_rows;
+    t.quantize_columns = avx2::quantize_columns;
+    t.int8_dot_fast = true;
+    t.rmsnorm = avx2::rmsnorm;
+    t.l2norm = avx2::l2norm;
+    t.silu = avx2::silu;
+    t.sigmoid = avx2::sigmoid;
+    t.swiglu = avx2::swiglu;
+    t.softmax = avx2::softmax;
+    t.weighted_rows = avx2::weighted_rows;
+    t.gdn_recurrence_heads = avx2::gdn_recurrence_heads;
+    t.stream_sum = avx2::stream_sum;
+    return t;
+}
+
 const KernelTable* avx2_table() {
+    static const KernelTable table = make_avx2_table();
+    return &table;
+}
+
+// AVX2 plus AVX-VNNI's 256-bit dot products for the int8-dot kernels.
+const KernelTable* avxvnni_table() {
     static const KernelTable table = [] {
-        KernelTable t;
-        t.isa = "avx2";
-        t.gemm_rows = avx2::gemm_rows;
-        // The int8-dot kernels need AVX-VNNI; without it the reference stands in (correct but
-        // slow, and block weights are then never repacked for this table).
-        if (x86::cpu_supports_avxvnni()) {
-            t.gemm_i8_rows = avxvnni::gemm_i8_rows;
-            t.quantize_columns = avxvnni::quantize_columns;
-            t.int8_dot_fast = true;
-        } else {
-            t.gemm_i8_rows = ref::gemm_i8_rows;
-            t.quantize_columns = ref::quantize_columns;
-        }
-        t.rmsnorm = avx2::rmsnorm;
-        t.l2norm = avx2::l2norm;
-        t.silu = avx2::silu;
-        t.sigmoid = avx2::sigmoid;
-        t.swiglu = avx2::swiglu;
-        t.softmax = avx2::softmax;
-        t.weighted_rows = avx2::weighted_rows;
-        t.gdn_recurrence_heads = avx2::gdn_recurrence_heads;
-        t.stream_sum = avx2::stream_sum;
+        KernelTable t = make_avx2_table();
+        t.isa = "avxvnni";
+        t.gemm_i8_rows = avxvnni::gemm_i8_rows;
+        t.quantize_columns = avxvnni::quantize_columns;
         return t;
     }();
     return &table;
@@ -99,6 +106,7 @@ const KernelTable* avx512_table() {
 constexpr Candidate kCandidates[] = {
     {"scalar", always, scalar_table},
     {"avx2", x86::cpu_supports_avx2, avx2_table},
+    {"avxvnni", x86::cpu_supports_avxvnni, avxvnni_table},
     {"avx512", x86::cpu_supports_avx512, avx512_table},
 };
 

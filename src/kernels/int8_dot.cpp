@@ -16,10 +16,6 @@ namespace nextn {
 
 namespace {
 
-// Scale planes after the codes: d for every type, then m for the affine types; f16 values
-// except Q4_1FX's f32.
-int scale_planes(WType t) { return int8_dot_affine(t) ? 2 : 1; }
-
 // Where block b's scale (plane 0) or offset (plane 1) sits in a row.
 size_t scale_at(WType t, int64_t cols, int plane, int64_t b) {
     return int8_dot_plane_offset(t, int8_dot_chunks(cols), plane) + size_t(b) * int8_dot_scale_bytes(t);
@@ -42,6 +38,19 @@ float load_scale(const uint8_t* row, WType t, int64_t cols, int plane, int64_t b
 inline int q8_byte(int l, int e) { return (e / 4) * 64 + 4 * l + e % 4; }
 inline int q4_byte(int l, int e) { return (e / 8) * 64 + 4 * l + e % 4; }
 inline int q4_nibble(int e) { return (e / 4) % 2; }
+// Q6_KX: the byte (after the 256 low-nibble bytes) and bit position of element e's high 2 bits.
+inline int q6_high_byte(int l, int e) { return 256 + (e / 16) * 64 + 4 * l + e % 4; }
+inline int q6_high_shift(int e) { return 2 * ((e / 4) % 4); }
+// Q6_KX: element e's code (0..63) and its sub-block scale (plane 1: 16 first-half scales, then 16
+// second-half ones per chunk).
+int q6_code(const uint8_t* chunk, int l, int e) {
+    const int low = (chunk[q4_byte(l, e)] >> (4 * q4_nibble(e))) & 15;
+    return low | ((chunk[q6_high_byte(l, e)] >> q6_high_shift(e)) & 3) << 4;
+}
+size_t q6_sub_scale_at(int64_t cols, int64_t b, int half) {
+    return int8_dot_plane_offset(WType::Q6_KX, int8_dot_chunks(cols), 1) +
+           size_t((b / kI8ChunkBlocks) * 32 + half * 16 + b % kI8ChunkBlocks);
+}
 
 // Element e's code of one source block, and its f16 scale (and min).
 struct SourceBlock {
@@ -77,7 +86,7 @@ size_t source_block_bytes(WType t) {
 
 bool is_int8_dot_type(WType t) {
     return t == WType::Q8_0X || t == WType::Q4_0X || t == WType::Q4_1X || t == WType::Q4_1FX ||
-           t == WType::Q8_1FX;
+           t == WType::Q8_1FX || t == WType::Q6_KX;
 }
 
 WType int8_dot_type_for(WType t) {
@@ -101,7 +110,7 @@ WType int8_dot_source_type(WType t) {
 size_t int8_dot_row_bytes(WType t, int64_t cols) {
     if (cols <= 0 || cols % kQuantBlock || !is_int8_dot_type(t)) return 0;
     const int64_t chunks = int8_dot_chunks(cols);
-    const size_t bytes = int8_dot_plane_offset(t, chunks, scale_planes(t));
+    const size_t bytes = int8_dot_plane_offset(t, chunks, int8_dot_scale_planes(t));
     return (bytes + 63) / 64 * 64;
 }
 
@@ -182,6 +191,45 @@ bool repack_affine_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, 
     return true;
 }
 
+bool repack_q6_k_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out) {
+    constexpr int64_t kSuper = 256, kSuperBytes = 210;
+    if (t.dtype != DType::Q6_K || cols % kSuper || rows * cols != t.numel() ||
+        t.nbytes != size_t(rows * cols / kSuper * kSuperBytes))
+        return false;
+    const WType type = WType::Q6_KX;
+    out = WeightMatrix{};
+    out.type = type;
+    out.rows = rows;
+    out.cols = cols;
+    out.row_bytes = int8_dot_row_bytes(type, cols);
+    out.owner = allocate_weight_memory(out.nbytes(), t.name + " (" + wtype_name(type) + ")");
+    out.data = static_cast<const uint8_t*>(out.owner.get());
+    auto* base = static_cast<uint8_t*>(out.owner.get());
+    uint8_t codes[kSuper];
+    int8_t scales[16];
+    uint16_t d;
+    for (int64_t r = 0; r < rows; ++r) {
+        uint8_t* dst = base + size_t(r) * out.row_bytes;
+        for (int64_t sb = 0; sb < cols / kSuper; ++sb) {
+            q6_k_block_codes(t.data + size_t((r * cols / kSuper + sb) * kSuperBytes), codes, scales, &d);
+            for (int64_t b = sb * 8; b < sb * 8 + 8; ++b) {  // the super-block's 8 blocks of 32
+                uint8_t* chunk = dst + (b / kI8ChunkBlocks) * int8_dot_chunk_code_bytes(type);
+                const int l = int(b % kI8ChunkBlocks);
+                const uint8_t* q = codes + (b - sb * 8) * 32;
+                for (int e = 0; e < 32; ++e) {
+                    chunk[q4_byte(l, e)] |= uint8_t((q[e] & 15) << (4 * q4_nibble(e)));
+                    chunk[q6_high_byte(l, e)] |= uint8_t((q[e] >> 4) << q6_high_shift(e));
+                }
+                std::memcpy(dst + scale_at(type, cols, 0, b), &d, 2);
+                for (int half = 0; half < 2; ++half)
+                    std::memcpy(dst + q6_sub_scale_at(cols, b, half),
+                                &scales[(b - sb * 8) * 2 + half], 1);
+            }
+        }
+    }
+    return true;
+}
+
 void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     const uint8_t* src = w.data + size_t(row) * w.row_bytes;
     const int64_t chunk_bytes = int8_dot_chunk_code_bytes(w.type);
@@ -189,10 +237,13 @@ void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         const uint8_t* codes = src + (b / kI8ChunkBlocks) * chunk_bytes;
         const int l = int(b % kI8ChunkBlocks);
         const float d = load_scale(src, w.type, w.cols, 0, b);
-        const float m = scale_planes(w.type) == 2 ? load_scale(src, w.type, w.cols, 1, b) : 0.0f;
+        const float m = int8_dot_affine(w.type) ? load_scale(src, w.type, w.cols, 1, b) : 0.0f;
         for (int e = 0; e < 32; ++e) {
             float v;
-            if (w.type == WType::Q8_0X) {
+            if (w.type == WType::Q6_KX) {  // as block_q6_k: (d * sc) * (q - 32)
+                const auto sc = int8_t(src[q6_sub_scale_at(w.cols, b, e / 16)]);
+                v = d * float(sc) * float(q6_code(codes, l, e) - 32);
+            } else if (w.type == WType::Q8_0X) {
                 v = float(int(codes[q8_byte(l, e)]) - 128) * d;
             } else if (w.type == WType::Q8_1FX) {
                 const float prod = float(codes[q8_byte(l, e)]) * d;
@@ -221,6 +272,7 @@ void resize_columns(int64_t n, int64_t cols, QuantizedColumns& out) {
     if (out.codes.size() < values) out.codes.resize(values);
     if (out.scales.size() < blocks) out.scales.resize(blocks);
     if (out.sums.size() < blocks) out.sums.resize(blocks);
+    if (out.half_sums.size() < blocks) out.half_sums.resize(blocks);
 }
 
 void quantize_activations(const KernelTable& k, const float* x, int64_t n, int64_t cols,
@@ -264,21 +316,31 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
                 const uint8_t* codes = row + c * chunk_bytes;
                 const int8_t* xcodes = xc + c * kI8ChunkValues;
                 for (int l = 0; l < 16; ++l) {
-                    int32_t isum = 0;
+                    int32_t half_isum[2] = {0, 0};  // steps 0..3, 4..7
                     for (int s = 0; s < kI8Steps; ++s)
                         for (int i = 0; i < 4; ++i) {
                             int32_t u;
-                            if (int8_dot_chunk_code_bytes(w.type) == 512)
+                            if (int8_dot_eight_bit(w.type))
                                 u = codes[s * 64 + 4 * l + i];
+                            else if (w.type == WType::Q6_KX)
+                                u = q6_code(codes, l, 4 * s + i);
                             else
                                 u = (codes[(s / 2) * 64 + 4 * l + i] >> (4 * (s % 2))) & 15;
-                            isum += u * int32_t(xcodes[s * 64 + 4 * l + i]);
+                            half_isum[s / 4] += u * int32_t(xcodes[s * 64 + 4 * l + i]);
                         }
+                    const int32_t isum = half_isum[0] + half_isum[1];
                     const int64_t b = c * kI8ChunkBlocks + l;
                     const int32_t xsum = x.sums_of(j)[b];
                     const float dx = x.scales_of(j)[b];
                     const float dw = load_scale(row, w.type, w.cols, 0, b);
-                    if (w.type == WType::Q8_0X) {
+                    if (w.type == WType::Q6_KX) {
+                        const int32_t xhalf = x.half_sums_of(j)[b];
+                        const int32_t sc_a = int8_t(row[q6_sub_scale_at(w.cols, b, 0)]);
+                        const int32_t sc_b = int8_t(row[q6_sub_scale_at(w.cols, b, 1)]);
+                        const int32_t exact = sc_a * (half_isum[0] - 32 * xhalf) +
+                                              sc_b * (half_isum[1] - 32 * (xsum - xhalf));
+                        acc[l] = std::fma(float(exact), dw * dx, acc[l]);
+                    } else if (w.type == WType::Q8_0X) {
                         acc[l] = std::fma(float(isum - 128 * xsum), dw * dx, acc[l]);
                     } else if (w.type == WType::Q4_0X) {
                         acc[l] = std::fma(float(isum - 8 * xsum), dw * dx, acc[l]);

@@ -1,11 +1,11 @@
 #pragma once
-// Block-quantized weights (Q8_0, Q4_0, Q4_1, and the affine K-quant / MLX codes) multiplied by
-// int8-quantized activations with integer dot products (AVX-512 VNNI or AVX-VNNI on x86; SDOT
-// on ARM later). Decoding blocks to f32 costs
+// Block-quantized weights (Q8_0, Q4_0, Q4_1, Q6_K, and the affine K-quant / MLX codes) multiplied
+// by int8-quantized activations with integer dot products (AVX-512 VNNI, AVX-VNNI, or AVX2's
+// pmaddubsw on x86; SDOT on ARM later). Decoding blocks to f32 costs
 // several instructions per 16 values; here 64 products are one instruction, so decode streams
 // weights at memory speed and a verify batch of a few tokens costs little more than one.
 //
-// Chunked layout (WType::Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX): a row's 32-value blocks are taken 16 at a time
+// Chunked layout (WType::Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX, Q6_KX): a row's 32-value blocks are taken 16 at a time
 // (a chunk of 512 values; a ragged last chunk is padded with zero blocks). Inside a chunk the
 // 16 blocks are interleaved so that vector lane l (of 16 int32 lanes) only ever meets block l:
 //   step s (0..7), lane l, byte i (0..3) is element 4s+i of the chunk's block l.
@@ -16,19 +16,28 @@
 //   Q4_0X / Q4_1X codes: the two nibbles of byte k*64 + 4l + i (k = 0..3) are step 2k (low)
 //     and step 2k+1 (high), holding the block's 4-bit code 0..15; 256 bytes per chunk.
 //   Q4_1FX codes: as Q4_1X. Q8_1FX codes: as Q8_0X, but the code itself (0..255, no offset).
+//   Q6_KX codes (GGUF Q6_K: q in 0..63, value d * sc * (q - 32), an int8 sc per 16 values):
+//     the low 4 bits as Q4_0X (256 bytes), then 128 bytes of high bits: bits 2t, 2t+1 of byte
+//     256 + j*64 + 4l + i are the high 2 bits of step 4j + t; 384 bytes per chunk.
 // Row: [chunks x code bytes] [chunks x 16 scales d] (affine types Q4_1X, Q4_1FX, Q8_1FX: then
 // [chunks x 16 offsets m]), scales and offsets f16 (the FX types: f32), padded to 64 bytes so
-// every row and every code step stays 64-byte aligned.
+// every row and every code step stays 64-byte aligned. Q6_KX: d is the f16 super-block scale of
+// each block, and the second plane holds per chunk 16 int8 sc of the blocks' first 16 values
+// (steps 0..3), then 16 of their last 16 (steps 4..7).
 //
 // Activations (QuantizedColumns), per column and chunk: int8 codes of each 32-value block in the
 // same step/lane/byte order (d = max|x|/127, q = round-half-even(x * (1/d)), clamped to +-127),
-// the per-block scale d and the per-block code sum. Padding blocks are all zero.
+// the per-block scale d, the per-block code sum and the sum of its first 16 codes. Padding
+// blocks are all zero.
 //
 // Output (r, j): 16 float lanes start at 0; per chunk, lane l (block l) with
 //   isum = sum over steps and bytes of wcode * xcode (exact in int32)
 //   Q8_0X: acc = fma(float(isum - 128 * xsum), dw * dx, acc)
 //   Q4_0X: acc = fma(float(isum -   8 * xsum), dw * dx, acc)
 //   affine:  acc = fma(float(isum), dw * dx, acc); acc = fma(float(xsum), dm * dx, acc)
+//   Q6_KX: isum_a, isum_b over steps 0..3 and 4..7, xhalf the first 16 codes' sum:
+//     i = sc_a * (isum_a - 32 * xhalf) + sc_b * (isum_b - 32 * (xsum - xhalf))  (|i| < 2^24)
+//     acc = fma(float(i), dw * dx, acc)
 // then the 16 lanes are summed by the fixed tree of the AVX-512 hsum. Every ISA and the scalar
 // reference compute exactly this, so they agree bit for bit, for every batch width.
 #include <cstdint>
@@ -44,7 +53,7 @@ inline constexpr int kI8ChunkBlocks = 16;   // blocks per chunk (one per int32 l
 inline constexpr int64_t kI8ChunkValues = 512;
 inline constexpr int kI8Steps = 8;          // 64-byte activation steps per chunk
 
-// True for Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX.
+// True for Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX, Q6_KX.
 bool is_int8_dot_type(WType t);
 // The chunked type holding a block type's values: Q8_0 -> Q8_0X, Q4_0 -> Q4_0X,
 // Q4_1 -> Q4_1X; any other type is returned unchanged.
@@ -63,9 +72,17 @@ constexpr bool int8_dot_affine(WType t) {
     return t == WType::Q4_1X || t == WType::Q4_1FX || t == WType::Q8_1FX;
 }
 constexpr bool int8_dot_f32_scales(WType t) { return t == WType::Q4_1FX || t == WType::Q8_1FX; }
-// Code bytes per chunk: 512 for the 8-bit types, 256 for the 4-bit ones.
-constexpr int64_t int8_dot_chunk_code_bytes(WType t) { return int8_dot_eight_bit(t) ? 512 : 256; }
-// Bytes per scale or offset: 4 (f32) or 2 (f16).
+// Q6_KX: a second scale per 16 values (the plane of int8 sub-block scales).
+constexpr bool int8_dot_sub_scales(WType t) { return t == WType::Q6_KX; }
+// Scale planes after the codes: d, then m (affine) or the sub-block scales (Q6_KX).
+constexpr int int8_dot_scale_planes(WType t) {
+    return int8_dot_affine(t) || int8_dot_sub_scales(t) ? 2 : 1;
+}
+// Code bytes per chunk: 512 for the 8-bit types, 384 for Q6_KX, 256 for the 4-bit ones.
+constexpr int64_t int8_dot_chunk_code_bytes(WType t) {
+    return int8_dot_eight_bit(t) ? 512 : int8_dot_sub_scales(t) ? 384 : 256;
+}
+// Bytes per block in a scale plane: 4 (f32) or 2 (f16; Q6_KX's sub-scales: two int8).
 constexpr size_t int8_dot_scale_bytes(WType t) { return int8_dot_f32_scales(t) ? 4 : 2; }
 // Byte offset inside a row of `chunks` chunks where scale plane `plane` starts (0: scales d,
 // 1: offsets m of the affine types); block b's value sits b * int8_dot_scale_bytes(t) further.
@@ -84,6 +101,10 @@ WeightMatrix repack_for_int8_dot(const WeightMatrix& w);
 // (-(dmin * m)), the products exact in f32. Returns false for any other tensor.
 bool repack_affine_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out);
 
+// A GGUF Q6_K tensor [rows, cols] as Q6_KX, holding exactly the values dequantize_to_f32 gives.
+// Returns false for any other tensor.
+bool repack_q6_k_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out);
+
 // Row `row` of a chunked matrix as f32: exactly the source block type's values.
 void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out);
 
@@ -93,10 +114,14 @@ struct QuantizedColumns {
     std::vector<int8_t> codes;   // [n, chunks * 512]
     std::vector<float> scales;   // [n, chunks * 16] one per block
     std::vector<int32_t> sums;   // [n, chunks * 16] sum of the block's codes
+    std::vector<int32_t> half_sums;  // [n, chunks * 16] sum of the block's first 16 codes
 
     const int8_t* codes_of(int64_t j) const { return codes.data() + j * chunks * kI8ChunkValues; }
     const float* scales_of(int64_t j) const { return scales.data() + j * chunks * kI8ChunkBlocks; }
     const int32_t* sums_of(int64_t j) const { return sums.data() + j * chunks * kI8ChunkBlocks; }
+    const int32_t* half_sums_of(int64_t j) const {
+        return half_sums.data() + j * chunks * kI8ChunkBlocks;
+    }
 };
 
 // Sizes out for n columns of `cols` values (no allocation once it is large enough).
@@ -118,6 +143,7 @@ void visit_int8_dot_type(WType type, F&& f) {
         case WType::Q4_1X: return f.template operator()<WType::Q4_1X>();
         case WType::Q4_1FX: return f.template operator()<WType::Q4_1FX>();
         case WType::Q8_1FX: return f.template operator()<WType::Q8_1FX>();
+        case WType::Q6_KX: return f.template operator()<WType::Q6_KX>();
         default: return;  // matmul() only sends the chunked types to the int8 kernels
     }
 }
@@ -131,10 +157,10 @@ inline float int8_inverse_scale(float d) {
 }
 
 // The activation quantizer's walk over columns [j0, j1) and their blocks, shared by every ISA:
-// padding blocks get zero codes, scale and sum; for the others block(p, left, q, sum) reads the
-// block's values p[0, min(left, 32)) (zeros past that), writes their 32 codes to q and their
+// padding blocks get zero codes, scale and sums; for the others block(p, left, q, sum) reads
+// the block's values p[0, min(left, 32)) (zeros past that), writes their 32 codes to q and their
 // sum to *sum, and returns the scale d. The codes go to the chunk layout here: codes 4s..4s+3
-// are step s of lane l, one 4-byte copy each.
+// are step s of lane l, one 4-byte copy each; the first 16 codes' sum is taken here too.
 template <class QuantizeBlock>
 void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0,
                            int64_t j1, QuantizeBlock&& block) {
@@ -145,6 +171,7 @@ void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, 
         int8_t* codes = out.codes.data() + j * out.chunks * kI8ChunkValues;  // [chunks, 512]
         float* scales = out.scales.data() + j * blocks;
         int32_t* sums = out.sums.data() + j * blocks;
+        int32_t* half_sums = out.half_sums.data() + j * blocks;
         for (int64_t b = 0; b < blocks; ++b) {
             int8_t* chunk = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
             const int l = int(b % kI8ChunkBlocks);
@@ -153,6 +180,9 @@ void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, 
             scales[b] = b < used ? block(xj + b * 32, cols - b * 32, q, &sum) : 0.0f;
             for (int s = 0; s < kI8Steps; ++s) __builtin_memcpy(chunk + s * 64 + 4 * l, q + 4 * s, 4);
             sums[b] = sum;
+            int32_t half = 0;
+            for (int e = 0; e < 16; ++e) half += q[e];
+            half_sums[b] = half;
         }
     }
 }

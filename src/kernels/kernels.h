@@ -33,10 +33,10 @@ struct KernelTable {
     void (*gemm_rows)(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                       int64_t r0, int64_t r1) = nullptr;
 
-    // Chunked int8-dot weights (Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX) times int8-quantized activations (kernels/int8_dot.h)
-    // for rows [r0, r1): y[j, r], y: [n, ldy]. Bit-identical to ref::gemm_i8_rows.
-    // `int8_dot_fast` says whether this table has a native int8 dot product (only then are
-    // block weights repacked to the chunked types at load).
+    // Chunked int8-dot weights (Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX, Q6_KX) times
+    // int8-quantized activations (kernels/int8_dot.h) for rows [r0, r1): y[j, r], y: [n, ldy].
+    // Bit-identical to ref::gemm_i8_rows. `int8_dot_fast` says whether this table has a vector
+    // int8 dot product (only then are block weights repacked to the chunked types at load).
     void (*gemm_i8_rows)(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                          int64_t r0, int64_t r1) = nullptr;
     // Quantizes columns [j0, j1) of x [n, cols] for gemm_i8_rows; bit-identical to
@@ -86,7 +86,7 @@ struct KernelTable {
     float (*stream_sum)(const float* x, int64_t n) = nullptr;
 };
 
-// The table in use, chosen once: NEXTN_ISA=scalar|avx2|avx512 forces one (Error if unknown or
+// The table in use, chosen once: NEXTN_ISA=scalar|avx2|avxvnni|avx512 forces one (Error if unknown or
 // not supported by this CPU), else the best this CPU supports.
 const KernelTable& kernels();
 // The scalar reference table, always available.

@@ -28,6 +28,7 @@ const char* wtype_name(WType t) {
         case WType::Q4_1X: return "q4_1 (int8-dot layout)";
         case WType::Q4_1FX: return "q4 affine, f32 scales (int8-dot layout)";
         case WType::Q8_1FX: return "q8 affine, f32 scales (int8-dot layout)";
+        case WType::Q6_KX: return "q6_k (int8-dot layout)";
         case WType::Native: return "native";
     }
     return "?";
@@ -60,7 +61,8 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
         case WType::Q4_0X:
         case WType::Q4_1X:
         case WType::Q4_1FX:
-        case WType::Q8_1FX: return int8_dot_row_bytes(t, cols);
+        case WType::Q8_1FX:
+        case WType::Q6_KX: return int8_dot_row_bytes(t, cols);
         case WType::Native: return 0;
     }
     return 0;
@@ -187,7 +189,8 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
         case WType::Q4_0X:
         case WType::Q4_1X:
         case WType::Q4_1FX:
-        case WType::Q8_1FX: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
+        case WType::Q8_1FX:
+        case WType::Q6_KX: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
         case WType::Native: fail("encode_row_f32: Native is not a storage type");
     }
 }
@@ -268,7 +271,8 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         case WType::Q4_0X:
         case WType::Q4_1X:
         case WType::Q4_1FX:
-        case WType::Q8_1FX: int8_dot_row_f32(w, row, out); return;
+        case WType::Q8_1FX:
+        case WType::Q6_KX: int8_dot_row_f32(w, row, out); return;
         case WType::Native: break;
     }
     fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));

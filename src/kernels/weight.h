@@ -30,6 +30,9 @@ enum class WType {
     // kernel reads them).
     Q4_1FX,
     Q8_1FX,
+    // GGUF Q6_K (6-bit codes, an int8 scale per 16 values, an f16 scale per 256) chunked for the
+    // int8 kernels, from repack_q6_k_for_int8_dot; also only where the int8 kernels run.
+    Q6_KX,
     // Target only (never the type of a built WeightMatrix): keep the source's own type when a
     // kernel reads it directly (F32, BF16, F16, Q8_0, Q4_0, Q4_1), else widen to F32.
     Native,

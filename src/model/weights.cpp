@@ -41,10 +41,14 @@ public:
         // Affine tensors no f32-activation kernel reads in their own layout (GGUF Q4_K, Q5_K,
         // Q5_1; MLX 2..8-bit other than 4-bit with f16-exact scales, which is Q4_1) keep their
         // codes for the int8 kernels instead of widening to f32.
-        const bool affine = options_.matrix_type == WType::Native &&
-                            int8_kernels_in_use(options_.int8_activations) &&
-                            affine_code_bits(t, rows, cols) != 0;
+        const bool int8_native = options_.matrix_type == WType::Native &&
+                                 int8_kernels_in_use(options_.int8_activations);
+        const bool affine = int8_native && affine_code_bits(t, rows, cols) != 0;
         WeightMatrix w;
+        // GGUF Q6_K (e.g. the output and half the FFN-down tensors of a Q4_K_M file) keeps its
+        // 6-bit codes and 16-value scales.
+        if (int8_native && t.dtype == DType::Q6_K && repack_q6_k_for_int8_dot(t, rows, cols, w))
+            return w;
         // MLX 4-bit tries Q4_1 first (f16-exact scales: a layout every kernel reads); the rest
         // repack straight from the file's codes, never through a transient f32 copy.
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;

@@ -76,12 +76,12 @@ struct BindOptions {
     // --quant: the type every matrix is converted to. Native (the default) keeps each tensor's
     // own type where a kernel reads it (F32, BF16, F16, Q8_0, Q4_0, Q4_1, MLX 4-bit as Q4_1,
     // Q5_0 as Q8_0; with int8 activations also Q4_K, Q5_K, Q5_1 and MLX 2..8-bit as codes with
-    // f32 scales) and widens the rest (Q6_K, and those affine types without int8 activations)
-    // to F32; the values are the same either way.
+    // f32 scales, and Q6_K as Q6_KX) and widens the rest (those types without int8
+    // activations) to F32; the values are the same either way.
     WType matrix_type = WType::Native;
     bool load_mtp = true;
     // Block-quantized matrices are repacked to their chunked int8-dot types and multiplied
-    // with int8-quantized activations when the kernel table has a native int8 dot product
+    // with int8-quantized activations when the kernel table has an int8 dot product
     // (kernels/int8_dot.h): 64 products per instruction, so decode streams weights at memory
     // speed and prefill runs ~1.5x faster. Off: f32 activations, the arithmetic of a
     // dequantized-f32 reference (each activation is otherwise rounded to 8 bits per 32-value

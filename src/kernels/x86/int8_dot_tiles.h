@@ -21,6 +21,18 @@ typename I::V scale_chunk(typename I::Vi isum, typename I::Vi xsum, typename I::
     }
 }
 
+// Q6_KX's chunk scaling: ia, ib the integer sums over steps 0..3 and 4..7 (the blocks' two
+// sub-blocks), xhalf the activation codes' first-half sums, sca / scb the sub-block scales.
+template <class I>
+typename I::V scale_chunk_q6(typename I::Vi ia, typename I::Vi ib, typename I::Vi xsum,
+                             typename I::Vi xhalf, typename I::Vi sca, typename I::Vi scb,
+                             typename I::V dw, typename I::V dx, typename I::V acc) {
+    ia = I::sub_i32(ia, I::shl_i32(xhalf, 5));  // codes carry an offset of 32
+    ib = I::sub_i32(ib, I::shl_i32(I::sub_i32(xsum, xhalf), 5));
+    const typename I::Vi exact = I::add_i32(I::mul_i32(ia, sca), I::mul_i32(ib, scb));
+    return I::fma(I::to_float(exact), I::mul(dw, dx), acc);
+}
+
 // Rows [r0, r1) of a chunked matrix for n columns: rows in 16-row chunks (the unit matmul hands
 // a thread; a chunk stays in cache while column groups pass over it), columns in groups of up
 // to MaxCols, rows in tiles of RowsOne (a single column) or RowsMany rows, leftover rows one at

@@ -22,6 +22,10 @@ namespace nextn::avx2 {
 
 void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                int64_t r0, int64_t r1);
+// The int8-dot kernels with pmaddubsw (no AVX-VNNI needed).
+void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                  int64_t r0, int64_t r1);
+void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);
 void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y);
 void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y);
 void silu(const float* x, float* y, int64_t n);

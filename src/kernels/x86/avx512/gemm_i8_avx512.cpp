@@ -1,4 +1,4 @@
-// AVX-512 VNNI: the chunked int8-dot weight types (Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX) times
+// AVX-512 VNNI: the chunked int8-dot weight types (Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX, Q6_KX) times
 // int8 activations, and the activation quantizer (layout and arithmetic: kernels/int8_dot.h).
 // A tile is R rows x C columns; each 64-byte code step of a row is loaded once and meets every
 // column of the tile with one vpdpbusd, so weights stream once per C columns, and the 16 blocks
@@ -12,8 +12,6 @@
 namespace nextn::avx512 {
 
 namespace {
-
-
 
 template <WType T, int R, int C>
 void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off,
@@ -100,10 +98,86 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
         for (int c = 0; c < C; ++c) y[(j0 + c) * ldy + r] = Isa::hsum(acc[r][c]);
 }
 
+// Q6_KX, R rows x C columns: each chunk's 8 code steps are rebuilt once per row from the
+// low-nibble and high-bit planes and meet every column; steps 0..3 and 4..7 (the blocks' two
+// sub-blocks, each with its own scale) sum separately.
+template <int R, int C>
+void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off,
+             size_t sc_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
+    constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(WType::Q6_KX);
+    const __m512i low_nibbles = _mm512_set1_epi8(15), high_bits = _mm512_set1_epi8(0x30);
+    __m512 acc[R][C];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    const int8_t* xc[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
+
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+        const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* p = wrow[r] + ch * kChunkBytes;
+#pragma GCC unroll 8
+            for (int line = 0; line < 6; ++line) __builtin_prefetch(p + R * row_bytes + line * 64, 0, 0);
+            __m512i lo[4], hi[2];
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) lo[k] = _mm512_load_si512(p + k * 64);
+            hi[0] = _mm512_load_si512(p + 256);
+            hi[1] = _mm512_load_si512(p + 320);
+            __m512i isum[C][2];
+#pragma GCC unroll 8
+            for (int c = 0; c < C; ++c) isum[c][0] = isum[c][1] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+            for (int s = 0; s < kI8Steps; ++s) {
+                const __m512i v = lo[s / 2];
+                const __m512i nib = _mm512_and_si512(s % 2 ? _mm512_srli_epi16(v, 4) : v, low_nibbles);
+                const __m512i h = hi[s / 4];
+                // Bits 2t, 2t+1 of each byte moved to bits 4, 5 (16-bit shifts: the mask drops
+                // what crosses from the neighbouring byte).
+                const int t = s % 4;
+                const __m512i hs = t == 0 ? _mm512_slli_epi16(h, 4)
+                                   : t == 1 ? _mm512_slli_epi16(h, 2)
+                                   : t == 2 ? h
+                                            : _mm512_srli_epi16(h, 2);
+                const __m512i code = _mm512_or_si512(nib, _mm512_and_si512(hs, high_bits));
+#pragma GCC unroll 8
+                for (int c = 0; c < C; ++c)
+                    isum[c][s / 4] = _mm512_dpbusd_epi32(isum[c][s / 4], code,
+                                                         _mm512_loadu_si512(xc[c] + xoff + s * 64));
+            }
+            const __m512 dw = _mm512_cvtph_ps(
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(wrow[r] + d_off + boff * 2)));
+            const uint8_t* sc = wrow[r] + sc_off + ch * 32;
+            const __m512i sca = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+            const __m512i scb = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
+#pragma GCC unroll 8
+            for (int c = 0; c < C; ++c) {
+                const __m512 dx = _mm512_loadu_ps(x.scales_of(j0 + c) + boff);
+                const __m512i xsum = _mm512_loadu_si512(x.sums_of(j0 + c) + boff);
+                const __m512i xhalf = _mm512_loadu_si512(x.half_sums_of(j0 + c) + boff);
+                acc[r][c] = x86::scale_chunk_q6<Isa>(isum[c][0], isum[c][1], xsum, xhalf, sca,
+                                                     scb, dw, dx, acc[r][c]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) y[(j0 + c) * ldy + r] = Isa::hsum(acc[r][c]);
+}
+
 template <WType T, int R, int Cmax>
 void tile_cols(int c, const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off,
                size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
-    if (c == Cmax) return tile<T, R, Cmax>(wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
+    if (c == Cmax) {
+        if constexpr (T == WType::Q6_KX)
+            return tile_q6<R, Cmax>(wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
+        else
+            return tile<T, R, Cmax>(wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
+    }
     if constexpr (Cmax > 1)
         tile_cols<T, R, Cmax - 1>(c, wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
 }
@@ -111,9 +185,12 @@ void tile_cols(int c, const uint8_t* const* wrow, size_t row_bytes, int64_t chun
 // Column groups of up to 4 (q8) or 3 (4-bit: each code step is two dot products, and a 4 x 4
 // tile measured slower than 3 + 1 cache-resident); 8 rows for one column (more loads in
 // flight for decode), 4 rows for more (the R x C integer sums stay in registers; the float
-// accumulators, touched once per chunk, may spill).
+// accumulators, touched once per chunk, may spill). Q6_KX keeps two integer sums per (row,
+// column) and six code vectors per row: 4 rows by up to 2 columns.
 template <WType T>
-constexpr int kMaxCols = int8_dot_eight_bit(T) ? 4 : 3;
+constexpr int kMaxCols = int8_dot_eight_bit(T) ? 4 : T == WType::Q6_KX ? 2 : 3;
+template <WType T>
+constexpr int kRowsOneColumn = T == WType::Q6_KX ? 4 : 8;
 
 template <WType T>
 void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
@@ -121,7 +198,7 @@ void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    x86::int8_dot_rows<kMaxCols<T>, 8, 4>(
+    x86::int8_dot_rows<kMaxCols<T>, kRowsOneColumn<T>, 4>(
         w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
             if constexpr (R == 8)  // one column only
                 tile<T, 8, 1>(wrow, w.row_bytes, chunks, d_off, m_off, x, j0, y + r, ldy);

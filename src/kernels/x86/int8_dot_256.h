@@ -1,0 +1,242 @@
+#pragma once
+// The int8-dot kernels (kernels/int8_dot.h) in 256-bit AVX2 form, shared by two translation
+// units that differ only in how 4-byte dot products are formed (a `Dot` policy): x86/avxvnni/
+// (AVX-VNNI's vpdpbusd) and x86/avx2/ (pmaddubsw + pmaddwd, for AVX2 CPUs without AVX-VNNI).
+// Each 64-byte code step is two 32-byte halves: lanes 0..7 and 8..15 of the reference's 16,
+// kept in two accumulators; the final sum adds the halves first, which is the first level of
+// the reference's hsum tree, then follows the AVX2 tree (halves of 128, then lane pairs) as the
+// reference does. The integer sums are exact with either policy, so both give the reference's
+// bits.
+//
+// Include only from an ISA translation unit. Everything here has internal linkage, so the two
+// units' copies (compiled with and without -mavxvnni) are never merged by the linker.
+//
+// A Dot policy provides, for u8 weight codes w and s8 activation codes x:
+//   Dot::W Dot::prepare<EightBit>(w)          once per weight vector (shared by the columns)
+//   __m256i Dot::dot<EightBit>(acc, pw, x)    acc + per int32 lane the sum of its 4 products
+//   Dot::kSignedEightBit                      8-bit codes were multiplied as w - 128: the
+//                                             chunk's sum gets 128 * xsum added back
+#include <immintrin.h>
+
+#include "kernels/int8_dot.h"
+#include "kernels/x86/avx2/isa_avx2.h"
+#include "kernels/x86/int8_dot_tiles.h"
+
+namespace nextn::x86 {
+namespace {
+
+using avx2::Isa;
+
+// Lanes h*8 .. h*8+7 of a chunk's 16 scales (f16 or f32).
+template <WType T>
+__m256 load_scales_256(const uint8_t* plane, int64_t boff, int h) {
+    if constexpr (int8_dot_f32_scales(T))
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(plane) + boff + 8 * h);
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(plane + (boff + 8 * h) * 2)));
+}
+
+// R rows x C columns of the 8-bit and 4-bit types; [.][.][2]: the two 8-lane halves.
+template <class Dot, WType T, int R, int C>
+void tile_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m_off,
+              const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
+    constexpr bool kEight = int8_dot_eight_bit(T);
+    constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(T);
+    const __m256i low_nibbles = _mm256_set1_epi8(15);
+    __m256 acc[R][C][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+        const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
+        __m256i isum[R][C][2];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+            for (int c = 0; c < C; ++c) isum[r][c][0] = isum[r][c][1] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int s = 0; s < kI8Steps; s += kEight ? 1 : 2) {
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* p = wrow[r] + ch * kChunkBytes + (kEight ? s : s / 2) * 64;
+#pragma GCC unroll 8
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h));
+                    auto xload = [&](int c, int step) {
+                        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                            x.codes_of(j0 + c) + xoff + 32 * h + step * 64));
+                    };
+                    if constexpr (kEight) {
+                        const auto w = Dot::template prepare<true>(v);
+#pragma GCC unroll 8
+                        for (int c = 0; c < C; ++c)
+                            isum[r][c][h] = Dot::template dot<true>(isum[r][c][h], w, xload(c, s));
+                    } else {  // low nibbles are step s, high nibbles step s + 1
+                        const auto lo = Dot::template prepare<false>(_mm256_and_si256(v, low_nibbles));
+                        const auto hi = Dot::template prepare<false>(
+                            _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibbles));
+#pragma GCC unroll 8
+                        for (int c = 0; c < C; ++c) {
+                            isum[r][c][h] = Dot::template dot<false>(isum[r][c][h], lo, xload(c, s));
+                            isum[r][c][h] = Dot::template dot<false>(isum[r][c][h], hi, xload(c, s + 1));
+                        }
+                    }
+                }
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+            for (int h = 0; h < 2; ++h) {
+                const __m256 dw = load_scales_256<T>(wrow[r] + d_off, boff, h);
+                const __m256 dm = int8_dot_affine(T) ? load_scales_256<T>(wrow[r] + m_off, boff, h)
+                                                     : _mm256_setzero_ps();
+#pragma GCC unroll 8
+                for (int c = 0; c < C; ++c) {
+                    const __m256 dx = _mm256_loadu_ps(x.scales_of(j0 + c) + boff + 8 * h);
+                    const __m256i xsum = _mm256_loadu_si256(
+                        reinterpret_cast<const __m256i*>(x.sums_of(j0 + c) + boff + 8 * h));
+                    __m256i isum_u = isum[r][c][h];
+                    if constexpr (kEight && Dot::kSignedEightBit)
+                        isum_u = Isa::add_i32(isum_u, Isa::shl_i32(xsum, 7));
+                    acc[r][c][h] = scale_chunk<Isa, T>(isum_u, xsum, dw, dm, dx, acc[r][c][h]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+            y[(j0 + c) * ldy + r] = Isa::hsum(_mm256_add_ps(acc[r][c][0], acc[r][c][1]));
+}
+
+// Q6_KX, R rows x C columns: per row and half, the 8 code steps are rebuilt from the low-nibble
+// and high-bit planes and meet every column; steps 0..3 and 4..7 (the sub-blocks) sum apart.
+template <class Dot, int R, int C>
+void tile_q6_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t sc_off,
+                 const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
+    constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(WType::Q6_KX);
+    const __m256i low_nibbles = _mm256_set1_epi8(15), high_bits = _mm256_set1_epi8(0x30);
+    __m256 acc[R][C][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
+    auto load = [](const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+        const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* p = wrow[r] + ch * kChunkBytes;
+            const uint8_t* sc = wrow[r] + sc_off + ch * 32;
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {
+                __m256i isum[C][2];
+#pragma GCC unroll 8
+                for (int c = 0; c < C; ++c) isum[c][0] = isum[c][1] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+                for (int s = 0; s < kI8Steps; ++s) {
+                    const __m256i v = load(p + (s / 2) * 64 + 32 * h);
+                    const __m256i nib = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, low_nibbles);
+                    const __m256i hb = load(p + 256 + (s / 4) * 64 + 32 * h);
+                    const int t = s % 4;  // bits 2t, 2t+1 to bits 4, 5 (the mask drops the rest)
+                    const __m256i hs = t == 0 ? _mm256_slli_epi16(hb, 4)
+                                       : t == 1 ? _mm256_slli_epi16(hb, 2)
+                                       : t == 2 ? hb
+                                                : _mm256_srli_epi16(hb, 2);
+                    const auto code = Dot::template prepare<false>(
+                        _mm256_or_si256(nib, _mm256_and_si256(hs, high_bits)));
+#pragma GCC unroll 8
+                    for (int c = 0; c < C; ++c)
+                        isum[c][s / 4] = Dot::template dot<false>(
+                            isum[c][s / 4], code, load(reinterpret_cast<const uint8_t*>(
+                                                      x.codes_of(j0 + c) + xoff + s * 64 + 32 * h)));
+                }
+                const __m256 dw = load_scales_256<WType::Q6_KX>(wrow[r] + d_off, boff, h);
+                const __m256i sca = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8 * h)));
+                const __m256i scb = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 + 8 * h)));
+#pragma GCC unroll 8
+                for (int c = 0; c < C; ++c) {
+                    const __m256 dx = _mm256_loadu_ps(x.scales_of(j0 + c) + boff + 8 * h);
+                    const __m256i xsum = _mm256_loadu_si256(
+                        reinterpret_cast<const __m256i*>(x.sums_of(j0 + c) + boff + 8 * h));
+                    const __m256i xhalf = _mm256_loadu_si256(
+                        reinterpret_cast<const __m256i*>(x.half_sums_of(j0 + c) + boff + 8 * h));
+                    acc[r][c][h] = scale_chunk_q6<Isa>(isum[c][0], isum[c][1], xsum, xhalf, sca,
+                                                       scb, dw, dx, acc[r][c][h]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+            y[(j0 + c) * ldy + r] = Isa::hsum(_mm256_add_ps(acc[r][c][0], acc[r][c][1]));
+}
+
+template <class Dot, WType T, int R, int Cmax>
+void tile_cols_256(int c, const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m_off,
+                   const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
+    if (c == Cmax) {
+        if constexpr (T == WType::Q6_KX)
+            return tile_q6_256<Dot, R, Cmax>(wrow, chunks, d_off, m_off, x, j0, y, ldy);
+        else
+            return tile_256<Dot, T, R, Cmax>(wrow, chunks, d_off, m_off, x, j0, y, ldy);
+    }
+    if constexpr (Cmax > 1)
+        tile_cols_256<Dot, T, R, Cmax - 1>(c, wrow, chunks, d_off, m_off, x, j0, y, ldy);
+}
+
+// 16 ymm registers: 4 rows x 1 column (8 sums, 8 accumulators spill to the stack at chunk
+// ends), 2 rows x 2 columns; Q6_KX works one row at a time (2 x 1, 1 x 2: its per-row sums
+// and codes use the registers).
+template <class Dot, WType T>
+void gemm_i8_rows_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                      int64_t r0, int64_t r1) {
+    constexpr int kMaxCols = 2;
+    constexpr bool kQ6 = T == WType::Q6_KX;
+    const int64_t chunks = x.chunks;
+    const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
+    const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
+    x86::int8_dot_rows<kMaxCols, kQ6 ? 2 : 4, kQ6 ? 1 : 2>(
+        w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
+            tile_cols_256<Dot, T, R, kMaxCols>(c, wrow, chunks, d_off, m_off, x, j0, y + r, ldy);
+        });
+}
+
+// Per 32-value block, the operations of ref::quantize_columns in 8-lane form.
+void quantize_columns_256(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 lim = _mm256_set1_ps(127.0f), neg_lim = _mm256_set1_ps(-127.0f);
+    quantize_columns_with(x, cols, out, j0, j1, [&](const float* p, int64_t left, int8_t* q, int32_t* sum) {
+        __m256 v[4];  // the block's 32 values, zeros past cols
+        for (int i = 0; i < 4; ++i) {
+            const int64_t n = left - i * 8;
+            v[i] = n >= 8 ? _mm256_loadu_ps(p + i * 8)
+                   : n <= 0 ? _mm256_setzero_ps()
+                            : Isa::load_part(p + i * 8, int(n));
+        }
+        const __m256 m = _mm256_max_ps(
+            _mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
+            _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
+        const float amax = Isa::hmax(m);  // the max is exact in any order
+        const float d = amax / 127.0f;
+        const __m256 vinv = _mm256_set1_ps(int8_inverse_scale(d));
+        alignas(32) int32_t w[32];
+        for (int i = 0; i < 4; ++i) {
+            __m256 r = _mm256_round_ps(_mm256_mul_ps(v[i], vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm256_min_ps(_mm256_max_ps(r, neg_lim), lim);
+            _mm256_store_si256(reinterpret_cast<__m256i*>(w + 8 * i), _mm256_cvtps_epi32(r));
+        }
+        for (int e = 0; e < 32; ++e) {
+            q[e] = int8_t(w[e]);
+            *sum += w[e];
+        }
+        return d;
+    });
+}
+
+}  // namespace
+}  // namespace nextn::x86
