@@ -9,11 +9,11 @@
 #include <random>
 #include <vector>
 
-#include "core/half.h"
 #include "core/thread_pool.h"
 #include "formats/raw_tensor.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 #include "kernels/measure.h"
 
 namespace nextn {

@@ -185,12 +185,10 @@ void tile_cols(int c, const uint8_t* const* wrow, size_t row_bytes, int64_t chun
 // Column groups of up to 4 (q8) or 3 (4-bit: each code step is two dot products, and a 4 x 4
 // tile measured slower than 3 + 1 cache-resident); 8 rows for one column (more loads in
 // flight for decode), 4 rows for more (the R x C integer sums stay in registers; the float
-// accumulators, touched once per chunk, may spill). Q6_KX keeps two integer sums per (row,
-// column) and six code vectors per row: 4 rows by up to 2 columns.
+// accumulators, touched once per chunk, may spill). Q6_KX works one row at a time inside a
+// tile (two integer sums per column and six code vectors per row): up to 2 columns.
 template <WType T>
 constexpr int kMaxCols = int8_dot_eight_bit(T) ? 4 : T == WType::Q6_KX ? 2 : 3;
-template <WType T>
-constexpr int kRowsOneColumn = T == WType::Q6_KX ? 4 : 8;
 
 template <WType T>
 void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
@@ -198,9 +196,9 @@ void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    x86::int8_dot_rows<kMaxCols<T>, kRowsOneColumn<T>, 4>(
+    x86::int8_dot_rows<kMaxCols<T>, 8, 4>(
         w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
-            if constexpr (R == 8)  // one column only
+            if constexpr (R == 8 && T != WType::Q6_KX)  // one column only (Q6_KX: tile_q6)
                 tile<T, 8, 1>(wrow, w.row_bytes, chunks, d_off, m_off, x, j0, y + r, ldy);
             else
                 tile_cols<T, R, kMaxCols<T>>(c, wrow, w.row_bytes, chunks, d_off, m_off, x, j0,
