@@ -113,6 +113,41 @@ void BM_GemmQ6K(benchmark::State& state) {
 }
 BENCHMARK(BM_GemmQ6K)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
+// The Gated-DeltaNet recurrence of one Qwen3.5-0.8B layer (16 key and value heads of 128 x
+// 128) over T tokens, as decode (in place, T = 1), as a snapshot verify (every token's state to
+// its slot) or as a run that writes only its last state; the states of 18 layers rotate so
+// that none stays in cache, as in a forward.
+void BM_GdnRecurrence(benchmark::State& state) {
+    const int T = int(state.range(0));
+    const bool snapshots = state.range(1) != 0;
+    constexpr int H = 16, D = 128, kLayers = 18;
+    const int64_t state_size = int64_t(H) * D * D;
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-0.1f, 0.1f);
+    std::vector<std::vector<float>> states(kLayers);  // [1 + T, H, D, D] each
+    for (auto& st : states) {
+        st.resize(size_t((1 + T) * state_size));
+        for (float& v : st) v = dist(rng);
+    }
+    std::vector<float> q(size_t(T * H * D)), k(q.size()), v(q.size()), out(q.size());
+    std::vector<float> g(size_t(T * H), -0.05f), beta(size_t(T * H), 0.5f);
+    for (auto* vec : {&q, &k, &v})
+        for (float& x : *vec) x = dist(rng);
+    int layer = 0;
+    for (auto _ : state) {
+        float* s = states[size_t(layer)].data();
+        gdn_recurrence(kernels(), s, s + state_size, snapshots ? state_size : 0, q.data(), k.data(),
+                       v.data(), g.data(), beta.data(), T, H, H, D, D, false, out.data(), pool());
+        layer = (layer + 1) % kLayers;
+        benchmark::ClobberMemory();
+    }
+    state.SetLabel(std::string(kernels().isa) + (snapshots ? " snapshots" : " last state only"));
+}
+BENCHMARK(BM_GdnRecurrence)
+    ->ArgsProduct({{1, 2, 3, 5}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.3);
+
 // cost(N)/cost(1) for N = 1..8 and the N=1 streaming rate as a share of measured bandwidth.
 void BM_VerifyCostCurve(benchmark::State& state) {
     const WType type = kTypes[state.range(0)];

@@ -7,7 +7,11 @@ namespace nextn {
 int64_t SequenceState::snapshot_bytes() const {
     int64_t total = 0;
     for (const auto& r : recurrent)
-        if (r.state_size) total += int64_t(max_width) * r.state_size * int64_t(sizeof(float));
+        if (r.state_size)
+            total += int64_t(sizeof(float)) *
+                     (r.state_size + int64_t(r.pending_qkv.size() + r.pending_q.size() +
+                                             r.pending_k.size() + r.pending_v.size() +
+                                             r.pending_g.size() + r.pending_beta.size()));
     return total;
 }
 

@@ -2,11 +2,16 @@
 // Per-sequence caches of a Qwen3.5 model.
 //
 // Attention KV is indexed by position, so rolling back is moving n_past. Gated-DeltaNet state
-// cannot be trimmed, so each GDN layer keeps 1 + max_width state slots: a verify forward over
-// W <= max_width positions writes the state after position t into slot t + 1 (reading slot t,
-// or the current slot for t = 0), and committing n positions makes slot n current. No state is
-// copied and nothing is re-run on rejection. The conv state (the last K-1 raw qkv rows) is
-// rebuilt from the forward's own qkv rows on commit.
+// cannot be trimmed, so each GDN layer keeps two state slots: a verify forward over
+// W <= max_width positions leaves the committed state in its slot, ends in the spare slot, and
+// keeps its recurrence inputs (q, k, v, g, beta: a few KB per position). Committing all W
+// positions makes the spare slot current; committing n < W re-runs the recurrence alone (no
+// weights are read) over the n kept positions from the committed state into the spare slot,
+// which gives the same bits as the forward (the kernel is batch-invariant). Measured on a
+// Qwen3.5-0.8B layer (kernels_bench BM_GdnRecurrence), writing a snapshot per position cost
+// 2.3x the plain recurrence at W = 5: more than the re-run costs even when every draft is
+// rejected. The conv state (the last K-1 raw qkv rows) is rebuilt from the forward's own qkv
+// rows on commit.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -23,14 +28,18 @@ struct AttentionCache {
 
 struct RecurrentState {
     int64_t state_size = 0;     // Hv * Dk * Dv floats
-    // [1 + max_width, Hv, Dk, Dv]; cache-line aligned for the kernel's streaming stores
+    // [2, Hv, Dk, Dv]: the committed state and the spare; cache-line aligned for the kernel
     std::vector<float, CacheAlignedAllocator<float>> slots;
     int current = 0;            // slot holding the committed state
     std::vector<float> conv;    // [K-1, conv_dim] raw qkv of the last K-1 committed tokens
-    std::vector<float> pending_qkv;  // [max_width, conv_dim] raw qkv of the last verify forward
+    // The last verify forward's inputs, for commit():
+    std::vector<float> pending_qkv;              // [max_width, conv_dim] raw qkv (conv state)
+    std::vector<float> pending_q, pending_k;     // [max_width, Hk, Dk] recurrence inputs
+    std::vector<float> pending_v;                // [max_width, Hv, Dv]
+    std::vector<float> pending_g, pending_beta;  // [max_width, Hv]
 
     float* state() { return slots.data() + int64_t(current) * state_size; }
-    float* slot(int i) { return slots.data() + int64_t(i) * state_size; }
+    float* spare() { return slots.data() + int64_t(1 - current) * state_size; }
 };
 
 // Activation buffers of one forward, kept with the sequence so that decode steps reuse them
@@ -66,7 +75,8 @@ struct SequenceState {
     int64_t uncommitted = 0;    // positions of the last snapshot forward not yet committed
     ForwardScratch scratch;
 
-    // Bytes held by the GDN snapshot slots beyond the committed state.
+    // Bytes the GDN layers hold for rolling back beyond the committed state: the spare state
+    // slot and the pending inputs of max_width positions.
     int64_t snapshot_bytes() const;
     void reset();  // back to an empty sequence, buffers kept
 };

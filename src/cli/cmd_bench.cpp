@@ -148,7 +148,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
         std::cout << "usage: nextn bench MODEL [options]\n"
                   << "       nextn bench --synthetic NAME [--quant TYPE] [--draft random|perfect|none] [options]\n\n"
                   << "Measures read bandwidth, prefill and decode speed, the verify cost curve\n"
-                  << "cost(N)/cost(1) for N = 1..8, and MTP decode at depths 1..4 (greedy).\n"
+                  << "cost(N)/cost(1) for N = 1..8, the cost of rolling a verify back, and\n"
+                  << "MTP decode at depths 1..4 (greedy).\n"
                   << "A synthetic model is built in memory with seeded random weights of the\n"
                   << "release's shapes (it fails up front when MemAvailable is too small).\n\n"
                   << Args::help_text(specs);
@@ -215,6 +216,22 @@ int cmd_bench(const std::vector<std::string>& argv) {
     for (double r : ratios) say(" %.2f", r);
     say("\n");
 
+    // Rollback: a width-5 verify that keeps only its first position (every draft rejected)
+    // re-runs the Gated-DeltaNet recurrence over that position on commit; keeping all five
+    // costs nothing. In units of cost(1).
+    double rollback = 1e30;
+    {
+        std::vector<int32_t> batch(5);
+        for (auto& t : batch) t = int32_t(rng() % uint32_t(V));
+        for (int rep = 0; rep < 5; ++rep) {
+            model.forward(state, batch.data(), 5, {nullptr, logits.data(), 5}, true);
+            t0 = Clock::now();
+            model.commit(state, 1);
+            rollback = std::min(rollback, since(t0));
+        }
+    }
+    say("rollback (keep 1 of 5 positions): %.3f of cost(1)\n", rollback / cost[0]);
+
     // Plain decode and MTP decode at depths 1..4 and auto (greedy); each the fastest of
     // `repeat` runs (other processes on the machine only ever slow a run down).
     auto decode_once = [&](int depth, bool adaptive) {
@@ -251,6 +268,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     out["prefill_tok_s"] = double(n_prompt) / prefill_s;
     out["decode_tok_s"] = decode_tps;
     out["verify_cost"] = ratios;
+    out["rollback_cost"] = rollback / cost[0];
     out["bandwidth_gbs"] = gbs;
     out["machine_read_bandwidth_gbs"] = bw;
     out["bandwidth_pct"] = 100.0 * gbs / bw;

@@ -55,7 +55,7 @@ void print_report(const DecodeStats& s, bool mtp) {
             std::fprintf(stderr, "  d%zu %lld/%lld (%.0f%%)", d + 1, (long long)s.accepted[d],
                          (long long)s.drafted[d], 100.0 * double(s.accepted[d]) / double(s.drafted[d]));
         }
-        std::fprintf(stderr, "\n--- GDN snapshot memory: %.2f MiB\n",
+        std::fprintf(stderr, "\n--- GDN rollback memory (spare state, pending inputs): %.2f MiB\n",
                      double(s.snapshot_bytes) / (1024.0 * 1024.0));
     }
 }

@@ -60,10 +60,19 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
     float* o = ForwardScratch::take(s.o, size_t(T * vdim));  // [T, Hv, Dv]
     float* state_in = rec.state();
     if (snapshots) {
-        // Positions stay uncommitted: states go to slots 1..T, raw qkv is kept for commit().
-        gdn_recurrence(kt, state_in, rec.slot(1), rec.state_size, q, k, v, g, beta, T, Hk, Hv, Dk,
-                       Dv, c.gdn_tiled_heads, o, pool_);
-        std::memcpy(rec.pending_qkv.data(), qkv, size_t(T * C) * sizeof(float));
+        // Positions stay uncommitted: the run ends in the spare slot, and its inputs are kept
+        // for commit() (cache/sequence_state.h).
+        gdn_recurrence(kt, state_in, rec.spare(), 0, q, k, v, g, beta, T, Hk, Hv, Dk, Dv,
+                       c.gdn_tiled_heads, o, pool_);
+        auto keep = [T](std::vector<float>& dst, const float* src, int64_t per_position) {
+            std::memcpy(dst.data(), src, size_t(T * per_position) * sizeof(float));
+        };
+        keep(rec.pending_qkv, qkv, C);
+        keep(rec.pending_q, q, key_dim);
+        keep(rec.pending_k, k, key_dim);
+        keep(rec.pending_v, v, vdim);
+        keep(rec.pending_g, g, Hv);
+        keep(rec.pending_beta, beta, Hv);
     } else {
         gdn_recurrence(kt, state_in, state_in, 0, q, k, v, g, beta, T, Hk, Hv, Dk, Dv,
                        c.gdn_tiled_heads, o, pool_);

@@ -83,9 +83,15 @@ SequenceState Qwen35Model::new_state(int64_t max_positions, int max_width) const
         if (c.is_linear[i]) {
             RecurrentState& r = s.recurrent[size_t(i)];
             r.state_size = int64_t(c.gdn_v_heads) * c.gdn_k_dim * c.gdn_v_dim;
-            r.slots.assign(size_t((1 + s.max_width) * r.state_size), 0.0f);
+            r.slots.assign(size_t(2 * r.state_size), 0.0f);
             r.conv.assign(size_t((c.conv_kernel - 1) * c.gdn_conv_dim()), 0.0f);
-            r.pending_qkv.assign(size_t(s.max_width * c.gdn_conv_dim()), 0.0f);
+            const auto width = size_t(s.max_width);
+            r.pending_qkv.assign(width * size_t(c.gdn_conv_dim()), 0.0f);
+            r.pending_q.assign(width * size_t(c.gdn_key_dim()), 0.0f);
+            r.pending_k.assign(r.pending_q.size(), 0.0f);
+            r.pending_v.assign(width * size_t(c.gdn_value_dim()), 0.0f);
+            r.pending_g.assign(width * size_t(c.gdn_v_heads), 0.0f);
+            r.pending_beta.assign(r.pending_g.size(), 0.0f);
         } else {
             make_attention(s.attention[size_t(i)]);
         }
@@ -155,11 +161,21 @@ void Qwen35Model::commit(SequenceState& state, int64_t n_keep) const {
     if (n_keep < 0 || n_keep > T) fail("commit: keep ", n_keep, " of ", T, " positions");
     state.n_past -= T - n_keep;
     state.uncommitted = 0;
-    if (n_keep == 0) return;  // slots and conv state still describe the state before the forward
-    const int64_t C = config_.gdn_conv_dim(), Km1 = config_.conv_kernel - 1;
+    if (n_keep == 0) return;  // the current slot and conv state describe the state before it
+    const ModelConfig& c = config_;
+    const int64_t C = c.gdn_conv_dim(), Km1 = c.conv_kernel - 1;
     for (auto& r : state.recurrent) {
         if (!r.state_size) continue;
-        r.current = int(n_keep);  // slot n holds the state after the n-th position
+        // The spare slot holds the state after all T positions; for fewer, the recurrence
+        // re-runs over the kept ones (same kernel, same inputs: the same bits).
+        if (n_keep < T) {
+            float* discard = ForwardScratch::take(state.scratch.o, size_t(n_keep * c.gdn_value_dim()));
+            gdn_recurrence(kernels_, r.state(), r.spare(), 0, r.pending_q.data(), r.pending_k.data(),
+                           r.pending_v.data(), r.pending_g.data(), r.pending_beta.data(), n_keep,
+                           c.gdn_k_heads, c.gdn_v_heads, c.gdn_k_dim, c.gdn_v_dim,
+                           c.gdn_tiled_heads, discard, pool_);
+        }
+        r.current = 1 - r.current;
         // conv state = last K-1 rows of [old conv state; kept qkv rows]: shift the old rows
         // that survive to the front, then copy the newest kept rows after them.
         const int64_t from_old = std::max<int64_t>(0, Km1 - n_keep);

@@ -64,7 +64,8 @@ public:
     void forward(SequenceState& state, const int32_t* tokens, int64_t T, const ForwardOutputs& out,
                  bool snapshots = false) const;
     // Keeps the first n_keep positions of the last snapshot forward and drops the rest
-    // (n_keep 0 drops the whole forward: the state is as before it).
+    // (n_keep 0 drops the whole forward: the state is as before it). Keeping some but not all
+    // re-runs the Gated-DeltaNet recurrence over the kept positions (cache/sequence_state.h).
     void commit(SequenceState& state, int64_t n_keep) const;
 
     // MTP head over T pairs: row t pairs trunk hidden[t] (post final norm) with tokens[t] (the

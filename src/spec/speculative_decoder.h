@@ -1,10 +1,11 @@
 #pragma once
 // The draft -> verify -> commit loop. One round: the drafter proposes k tokens, the trunk runs
-// ONE forward over [current, d1..dk] with per-position GDN snapshots, the longest prefix of
-// drafts that the trunk agrees with is accepted, and the trunk's own token at the first
-// disagreement (or the bonus token after a full accept) is appended. Committing keeps exactly
-// those positions; nothing is re-run. With depth 0 (or no drafter) every round is plain
-// decoding through the same code path.
+// ONE uncommitted forward over [current, d1..dk], the longest prefix of drafts that the trunk
+// agrees with is accepted, and the trunk's own token at the first disagreement (or the bonus
+// token after a full accept) is appended. Committing keeps exactly those positions; no layer
+// is re-run except the Gated-DeltaNet recurrence over the kept positions when some are dropped
+// (cache/sequence_state.h). With depth 0 (or no drafter) every round is plain decoding through
+// the same code path.
 #include <cstdint>
 #include <functional>
 #include <vector>

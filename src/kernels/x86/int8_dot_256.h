@@ -14,8 +14,8 @@
 // A Dot policy provides, for u8 weight codes w and s8 activation codes x:
 //   Dot::W Dot::prepare<EightBit>(w)          once per weight vector (shared by the columns)
 //   __m256i Dot::dot<EightBit>(acc, pw, x)    acc + per int32 lane the sum of its 4 products
-//   Dot::kSignedEightBit                      8-bit codes were multiplied as w - 128: the
-//                                             chunk's sum gets 128 * xsum added back
+//   Dot::kSignedEightBit                      8-bit codes are multiplied as w - 128: the
+//                                             chunk's sum starts 128 * xsum higher
 #include <immintrin.h>
 
 #include "kernels/int8_dot.h"
@@ -47,6 +47,8 @@ void tile_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
+    // 8-bit codes the policy multiplies as w - 128 get 128 * xsum back in the start value.
+    constexpr int kBias = kEight && Dot::kSignedEightBit ? 128 : 0;
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
         __m256i isum[R][C][2];
@@ -96,10 +98,8 @@ void tile_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m
                     const __m256 dx = _mm256_loadu_ps(x.scales_of(j0 + c) + boff + 8 * h);
                     const __m256i xsum = _mm256_loadu_si256(
                         reinterpret_cast<const __m256i*>(x.sums_of(j0 + c) + boff + 8 * h));
-                    __m256i isum_u = isum[r][c][h];
-                    if constexpr (kEight && Dot::kSignedEightBit)
-                        isum_u = Isa::add_i32(isum_u, Isa::shl_i32(xsum, 7));
-                    acc[r][c][h] = scale_chunk<Isa, T>(isum_u, xsum, dw, dm, dx, acc[r][c][h]);
+                    const __m256i exact = Isa::add_i32(isum[r][c][h], chunk_start<Isa, T, kBias>(xsum));
+                    acc[r][c][h] = scale_chunk<Isa, T>(exact, xsum, dw, dm, dx, acc[r][c][h]);
                 }
             }
         }
@@ -132,9 +132,16 @@ void tile_q6_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_
             const uint8_t* sc = wrow[r] + sc_off + ch * 32;
 #pragma GCC unroll 2
             for (int h = 0; h < 2; ++h) {
-                __m256i isum[C][2];
+                __m256i isum[C][2];  // the two sub-block sums, from their starts
 #pragma GCC unroll 8
-                for (int c = 0; c < C; ++c) isum[c][0] = isum[c][1] = _mm256_setzero_si256();
+                for (int c = 0; c < C; ++c) {
+                    auto sums = [&](const int32_t* p) {
+                        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + boff + 8 * h));
+                    };
+                    const __m256i xhalf = sums(x.half_sums_of(j0 + c));
+                    isum[c][0] = q6_start_first<Isa>(xhalf);
+                    isum[c][1] = q6_start_second<Isa>(sums(x.sums_of(j0 + c)), xhalf);
+                }
 #pragma GCC unroll 8
                 for (int s = 0; s < kI8Steps; ++s) {
                     const __m256i v = load(p + (s / 2) * 64 + 32 * h);
@@ -159,12 +166,8 @@ void tile_q6_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_
 #pragma GCC unroll 8
                 for (int c = 0; c < C; ++c) {
                     const __m256 dx = _mm256_loadu_ps(x.scales_of(j0 + c) + boff + 8 * h);
-                    const __m256i xsum = _mm256_loadu_si256(
-                        reinterpret_cast<const __m256i*>(x.sums_of(j0 + c) + boff + 8 * h));
-                    const __m256i xhalf = _mm256_loadu_si256(
-                        reinterpret_cast<const __m256i*>(x.half_sums_of(j0 + c) + boff + 8 * h));
-                    acc[r][c][h] = scale_chunk_q6<Isa>(isum[c][0], isum[c][1], xsum, xhalf, sca,
-                                                       scb, dw, dx, acc[r][c][h]);
+                    acc[r][c][h] = scale_chunk_q6<Isa>(isum[c][0], isum[c][1], sca, scb, dw, dx,
+                                                       acc[r][c][h]);
                 }
             }
         }

@@ -2,33 +2,63 @@
 // What the x86 int8-dot kernels (kernels/int8_dot.h) share: the per-chunk scaling, written once
 // over an ISA description `I` (x86/<isa>/isa_<isa>.h), and the walk over rows and column groups.
 // Include only from an ISA translation unit.
+#include <bit>
+
 #include "kernels/int8_dot.h"
 
 namespace nextn::x86 {
 
-// Applies one chunk's integer sums to the float accumulators, I::L lanes (blocks) at a time:
-// dw the blocks' weight scales, dm their offsets (affine types only), dx the activation scales.
+// k * xsum for k = 0 or +-2^j.
+template <class I, int K>
+typename I::Vi times_xsum(typename I::Vi xsum) {
+    constexpr unsigned kShift = unsigned(std::countr_zero(unsigned(K < 0 ? -K : K)));
+    if constexpr (K == 0)
+        return I::zero_i32();
+    else if constexpr (K > 0)
+        return I::shl_i32(xsum, kShift);
+    else
+        return I::sub_i32(I::zero_i32(), I::shl_i32(xsum, kShift));
+}
+
+// What a lane's integer sum over a chunk needs added (xsum: the block's activation code sum)
+// to be exact: sum (code - offset) * x for Q8_0X / Q4_0X (offset 128 / 8), sum code * x for the
+// affine types. `Bias` is what the dot products subtracted from every code (AVX2's pmaddubsw
+// path multiplies 8-bit codes as w - 128), given back here. Computed once per column and chunk
+// (shared by the tile's rows), it leaves one add per (row, column) in the chunk's scaling,
+// which at 4 columns is about as much work as the dot products.
+template <class I, WType T, int Bias>
+typename I::Vi chunk_start(typename I::Vi xsum) {
+    constexpr int kOffset = T == WType::Q8_0X ? 128 : T == WType::Q4_0X ? 8 : 0;
+    return times_xsum<I, Bias - kOffset>(xsum);
+}
+
+// Applies one chunk's exact integer sums (corrected by chunk_start) to the float accumulators,
+// I::L lanes (blocks) at a time: dw the blocks' weight scales, dm their offsets (affine types
+// only), dx the activation scales, xsum the activation code sums.
 template <class I, WType T>
 typename I::V scale_chunk(typename I::Vi isum, typename I::Vi xsum, typename I::V dw,
                           typename I::V dm, typename I::V dx, typename I::V acc) {
-    if constexpr (int8_dot_affine(T)) {
-        acc = I::fma(I::to_float(isum), I::mul(dw, dx), acc);
-        return I::fma(I::to_float(xsum), I::mul(dm, dx), acc);
-    } else {
-        constexpr unsigned kShift = T == WType::Q8_0X ? 7 : 3;  // code offset 128 or 8
-        const typename I::Vi exact = I::sub_i32(isum, I::shl_i32(xsum, kShift));
-        return I::fma(I::to_float(exact), I::mul(dw, dx), acc);
-    }
+    acc = I::fma(I::to_float(isum), I::mul(dw, dx), acc);
+    if constexpr (int8_dot_affine(T)) acc = I::fma(I::to_float(xsum), I::mul(dm, dx), acc);
+    return acc;
 }
 
-// Q6_KX's chunk scaling: ia, ib the integer sums over steps 0..3 and 4..7 (the blocks' two
-// sub-blocks), xhalf the activation codes' first-half sums, sca / scb the sub-block scales.
+// Q6_KX: the start values of the two sub-block sums (steps 0..3 and 4..7), the codes' offset of 32
+// times the activation codes' first-half sum xhalf and second-half sum xsum - xhalf.
 template <class I>
-typename I::V scale_chunk_q6(typename I::Vi ia, typename I::Vi ib, typename I::Vi xsum,
-                             typename I::Vi xhalf, typename I::Vi sca, typename I::Vi scb,
-                             typename I::V dw, typename I::V dx, typename I::V acc) {
-    ia = I::sub_i32(ia, I::shl_i32(xhalf, 5));  // codes carry an offset of 32
-    ib = I::sub_i32(ib, I::shl_i32(I::sub_i32(xsum, xhalf), 5));
+typename I::Vi q6_start_first(typename I::Vi xhalf) {
+    return times_xsum<I, -32>(xhalf);
+}
+template <class I>
+typename I::Vi q6_start_second(typename I::Vi xsum, typename I::Vi xhalf) {
+    return times_xsum<I, -32>(I::sub_i32(xsum, xhalf));
+}
+
+// Q6_KX's chunk scaling: ia, ib the exact sub-block sums, sca / scb the sub-block scales.
+template <class I>
+typename I::V scale_chunk_q6(typename I::Vi ia, typename I::Vi ib, typename I::Vi sca,
+                             typename I::Vi scb, typename I::V dw, typename I::V dx,
+                             typename I::V acc) {
     const typename I::Vi exact = I::add_i32(I::mul_i32(ia, sca), I::mul_i32(ib, scb));
     return I::fma(I::to_float(exact), I::mul(dw, dx), acc);
 }

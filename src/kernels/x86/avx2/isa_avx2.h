@@ -47,6 +47,7 @@ struct Isa {
     static Vi sub_i32(Vi a, Vi b) { return _mm256_sub_epi32(a, b); }
     static Vi shl_i32(Vi a, unsigned k) { return _mm256_slli_epi32(a, int(k)); }
     static Vi add_i32(Vi a, Vi b) { return _mm256_add_epi32(a, b); }
+    static Vi zero_i32() { return _mm256_setzero_si256(); }
     static Vi mul_i32(Vi a, Vi b) { return _mm256_mullo_epi32(a, b); }  // low 32 bits
 
     // Fixed tree: halves of 256, of 128, then lane pairs.

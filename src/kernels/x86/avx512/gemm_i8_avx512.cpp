@@ -28,12 +28,12 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
+        const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
         __m512i isum[R][C];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
             for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
-        const int64_t xoff = ch * kI8ChunkValues;
         if constexpr (int8_dot_eight_bit(T)) {
 #pragma GCC unroll 8
             for (int s = 0; s < kI8Steps; ++s) {
@@ -70,7 +70,12 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
                 }
             }
         }
-        const int64_t boff = ch * kI8ChunkBlocks;
+        // The offsets' corrections, once per column (not live during the dot products: the
+        // R x C sums need the registers).
+        __m512i start[C];
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+            start[c] = x86::chunk_start<Isa, T, 0>(_mm512_loadu_si512(x.sums_of(j0 + c) + boff));
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             __m512 dw, dm = _mm512_setzero_ps();
@@ -88,7 +93,8 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
             for (int c = 0; c < C; ++c) {
                 const __m512 dx = _mm512_loadu_ps(x.scales_of(j0 + c) + boff);
                 const __m512i xsum = _mm512_loadu_si512(x.sums_of(j0 + c) + boff);
-                acc[r][c] = x86::scale_chunk<Isa, T>(isum[r][c], xsum, dw, dm, dx, acc[r][c]);
+                acc[r][c] = x86::scale_chunk<Isa, T>(_mm512_add_epi32(isum[r][c], start[c]), xsum,
+                                                     dw, dm, dx, acc[r][c]);
             }
         }
     }
@@ -117,6 +123,14 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
+        __m512i start[C][2];  // the sub-block sums' starts, shared by the rows
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) {
+            const __m512i xsum = _mm512_loadu_si512(x.sums_of(j0 + c) + boff);
+            const __m512i xhalf = _mm512_loadu_si512(x.half_sums_of(j0 + c) + boff);
+            start[c][0] = x86::q6_start_first<Isa>(xhalf);
+            start[c][1] = x86::q6_start_second<Isa>(xsum, xhalf);
+        }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const uint8_t* p = wrow[r] + ch * kChunkBytes;
@@ -129,7 +143,7 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
             hi[1] = _mm512_load_si512(p + 320);
             __m512i isum[C][2];
 #pragma GCC unroll 8
-            for (int c = 0; c < C; ++c) isum[c][0] = isum[c][1] = _mm512_setzero_si512();
+            for (int c = 0; c < C; ++c) isum[c][0] = start[c][0], isum[c][1] = start[c][1];
 #pragma GCC unroll 8
             for (int s = 0; s < kI8Steps; ++s) {
                 const __m512i v = lo[s / 2];
@@ -156,10 +170,8 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
 #pragma GCC unroll 8
             for (int c = 0; c < C; ++c) {
                 const __m512 dx = _mm512_loadu_ps(x.scales_of(j0 + c) + boff);
-                const __m512i xsum = _mm512_loadu_si512(x.sums_of(j0 + c) + boff);
-                const __m512i xhalf = _mm512_loadu_si512(x.half_sums_of(j0 + c) + boff);
-                acc[r][c] = x86::scale_chunk_q6<Isa>(isum[c][0], isum[c][1], xsum, xhalf, sca,
-                                                     scb, dw, dx, acc[r][c]);
+                acc[r][c] = x86::scale_chunk_q6<Isa>(isum[c][0], isum[c][1], sca, scb, dw, dx,
+                                                     acc[r][c]);
             }
         }
     }

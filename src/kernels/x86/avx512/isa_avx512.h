@@ -52,6 +52,7 @@ struct Isa {
     static Vi sub_i32(Vi a, Vi b) { return _mm512_sub_epi32(a, b); }
     static Vi shl_i32(Vi a, unsigned k) { return _mm512_slli_epi32(a, k); }
     static Vi add_i32(Vi a, Vi b) { return _mm512_add_epi32(a, b); }
+    static Vi zero_i32() { return _mm512_setzero_si512(); }
     static Vi mul_i32(Vi a, Vi b) { return _mm512_mullo_epi32(a, b); }  // low 32 bits
 
     // Fixed tree: halves of 512, of 256, of 128, then lane pairs.
