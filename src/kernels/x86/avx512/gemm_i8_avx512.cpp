@@ -29,6 +29,18 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
+        // The scale planes sit at the row's end, a stream of their own for each row: fetch the
+        // next tile's line of scales (one or two chunks' worth) along with its codes.
+        constexpr size_t kScaleBytes = int8_dot_scale_bytes(T);
+        constexpr int64_t kChunksPerLine = 64 / (kI8ChunkBlocks * kScaleBytes);
+        if (ch % kChunksPerLine == 0) {
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                __builtin_prefetch(wrow[r] + R * row_bytes + d_off + boff * kScaleBytes, 0, 0);
+                if constexpr (int8_dot_affine(T))
+                    __builtin_prefetch(wrow[r] + R * row_bytes + m_off + boff * kScaleBytes, 0, 0);
+            }
+        }
         __m512i isum[R][C];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
@@ -136,6 +148,10 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
             const uint8_t* p = wrow[r] + ch * kChunkBytes;
 #pragma GCC unroll 8
             for (int line = 0; line < 6; ++line) __builtin_prefetch(p + R * row_bytes + line * 64, 0, 0);
+            if (ch % 2 == 0) {  // the scale planes' next line (two chunks' worth), as in tile()
+                __builtin_prefetch(wrow[r] + R * row_bytes + d_off + boff * 2, 0, 0);
+                __builtin_prefetch(wrow[r] + R * row_bytes + sc_off + ch * 32, 0, 0);
+            }
             __m512i lo[4], hi[2];
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) lo[k] = _mm512_load_si512(p + k * 64);
