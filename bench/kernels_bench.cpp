@@ -73,6 +73,35 @@ BENCHMARK(BM_Gemm)
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
 
+// Short rows (1024 values: a Qwen3.5-0.8B LM head or projection input, two int8-dot chunks
+// per row), q8_0 and q4_0 in their int8-dot layouts, 32768 rows, width N: where the per-row
+// work and the prefetch distance matter more than on the long rows of BM_Gemm.
+void BM_GemmShortRows(benchmark::State& state) {
+    const WType type = state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X;
+    const int n = int(state.range(1));
+    constexpr int64_t kShortRows = 32768, kShortCols = 1024;
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> values(size_t(kShortRows * kShortCols));
+    for (float& v : values) v = dist(rng);
+    std::vector<WeightMatrix> weights{make_weight_f32(values.data(), kShortRows, kShortCols, type)};
+    while (weights.size() * weights[0].nbytes() < (size_t(192) << 20))
+        weights.push_back(clone_weight(weights[0]));
+    std::vector<float> x(size_t(n * kShortCols)), y(size_t(n * kShortRows));
+    for (float& v : x) v = dist(rng);
+    size_t next = 0;
+    for (auto _ : state) {
+        matmul(weights[next], x.data(), n, y.data(), pool());
+        next = (next + 1) % weights.size();
+        benchmark::ClobberMemory();
+    }
+    const double bytes = double(weights[0].nbytes());
+    state.counters["GB/s"] = benchmark::Counter(bytes * double(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(kernels().isa) + " " + wtype_name(weights[0].type));
+}
+BENCHMARK(BM_GemmShortRows)->ArgsProduct({{8, 4}, {1, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+
 // GGUF Q6_K held as Q6_KX (only the int8 kernels read it): random codes and sub-scales, one
 // matmul of width N as BM_Gemm; GB/s counts the Q6_KX bytes streamed (7 bits per value).
 void BM_GemmQ6K(benchmark::State& state) {
