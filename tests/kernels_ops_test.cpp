@@ -289,7 +289,9 @@ TEST(KernelsGdn, ReferenceMatchesDoubleRecurrence) {
 }
 
 // Speculative rollback needs: T tokens at once == T calls of one token (bitwise), snapshots
-// equal to in-place states, and the threaded head split equal to one thread.
+// equal to in-place states, a run that writes only its last state (in place, or into another
+// buffer: the verify forward and commit's re-run) equal to the last snapshot, and the threaded
+// head split equal to one thread.
 TEST(KernelsGdn, ChunkedEqualsStepwiseBitwise) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& kt = kernels_for(isa);
@@ -315,9 +317,28 @@ TEST(KernelsGdn, ChunkedEqualsStepwiseBitwise) {
                                     c.Dv, c.tiled, o_all.data(), 0, c.Hv);
             ASSERT_EQ(0, std::memcmp(inplace.data(), &states[(c.T - 1) * S], size_t(S) * 4)) << isa;
             ASSERT_EQ(0, std::memcmp(o_all.data(), out.data(), out.size() * 4)) << isa;
-            // The committed state may itself sit in a snapshot slot that this run overwrites
-            // (after commit(n) the current slot is n): each head's columns are read before
-            // they are written.
+            // Last state only, into another buffer (the input is left as it was), through the
+            // threaded driver too.
+            for (int threads : {0, 1, 2}) {
+                std::vector<float> spare(size_t(S), std::nanf("")), o_spare(out.size());
+                const std::vector<float> before = in.state;
+                if (threads == 0) {
+                    kt.gdn_recurrence_heads(in.state.data(), spare.data(), 0, in.q.data(), in.k.data(),
+                                            in.v.data(), in.g.data(), in.beta.data(), c.T, c.Hk,
+                                            c.Hv, c.Dk, c.Dv, c.tiled, o_spare.data(), 0, c.Hv);
+                } else {
+                    ThreadPool pool(threads);
+                    gdn_recurrence(kt, in.state.data(), spare.data(), 0, in.q.data(), in.k.data(),
+                                   in.v.data(), in.g.data(), in.beta.data(), c.T, c.Hk, c.Hv, c.Dk,
+                                   c.Dv, c.tiled, o_spare.data(), pool);
+                }
+                ASSERT_EQ(0, std::memcmp(spare.data(), &states[(c.T - 1) * S], size_t(S) * 4))
+                    << isa << " threads=" << threads;
+                ASSERT_EQ(0, std::memcmp(o_spare.data(), out.data(), out.size() * 4)) << isa;
+                ASSERT_EQ(before, in.state) << isa;
+            }
+            // Snapshots may be written over the slot that holds the input state: each head's
+            // columns are read before they are written.
             if (c.T >= 2) {
                 std::vector<float> slots(states.size(), std::nanf(""));
                 float* in_slot = slots.data() + (c.T - 1) * S;

@@ -265,8 +265,8 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
         return Dv - e0 >= kBlock ? kBlock : Dv - e0 >= I::L ? I::L : Dv - e0;
     };
     constexpr int kMaxDk = 256;
-    if (out_stride == 0 || T == 1 || Dk > kMaxDk) {
-        // In place (or one token): token by token over the heads' states.
+    if (T == 1 || Dk > kMaxDk) {
+        // One token (or an unusually deep key head): token by token over the heads' states.
         for (int64_t t = 0; t < T; ++t) {
             const float* src = t == 0 ? state_in : state_out + (t - 1) * out_stride;
             float* dst = state_out + t * out_stride;
@@ -279,11 +279,12 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
         }
         return;
     }
-    // Snapshots (verify): a block of value columns stays in a small working copy (L1/L2) across
-    // all T tokens, and each token's state is streamed out to its snapshot slot with stores
-    // that bypass the cache: the slots are only read again on a later commit, so this reads the
-    // state once and writes each snapshot once, instead of fetching every snapshot line before
-    // writing it and re-reading it for the next token. The arithmetic is unchanged.
+    // Several tokens: a block of value columns stays in a small working copy (L1/L2) across
+    // all T tokens, so the state is read once; each token's state (snapshots: out_stride != 0),
+    // or only the last one (out_stride == 0: a verify forward, or commit's re-run of the kept
+    // positions), is streamed out with stores that bypass the cache instead of fetching every
+    // line before writing it. Columns are independent, so a block written back in place is
+    // never read again. The arithmetic is unchanged.
     alignas(64) static thread_local float work[kMaxDk * kBlock];  // [Dk, kBlock], per thread
     for (int j = j0; j < j1; ++j) {
         for (int e0 = 0; e0 < Dv; e0 += width_at(e0)) {
@@ -291,7 +292,9 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
             for (int64_t t = 0; t < T; ++t) {
                 const GdnToken tk = gdn_token(q, k, v, g, beta, out, t, j, Hk, Hv, Dk, Dv, tiled_heads);
                 const float* src = t == 0 ? state_in + j * head_size + e0 : work;
-                float* snap = state_out + t * out_stride + j * head_size + e0;
+                float* snap = out_stride != 0 || t == T - 1
+                                  ? state_out + t * out_stride + j * head_size + e0
+                                  : nullptr;
                 gdn_block<I, U>(src, t == 0 ? Dv : kBlock, work, kBlock, Dk, e0, width, tk, snap, Dv);
             }
         }
