@@ -44,18 +44,16 @@ void BM_ReadBandwidth(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
 
-// One matmul of width N on a weight that does not stay in cache (copies rotated).
-void BM_Gemm(benchmark::State& state) {
-    const WType type = kTypes[state.range(0)];
-    const int n = int(state.range(1));
-    std::mt19937 rng(1);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> values(size_t(kRows * kCols));
-    for (float& v : values) v = dist(rng);
-    std::vector<WeightMatrix> weights{make_weight_f32(values.data(), kRows, kCols, type)};
+// Times matmuls of width n with w, rotating copies of it (192 MiB in all) so that none stays
+// in cache; GB/s counts w's bytes, pct_bw that as a share of the measured read bandwidth.
+void time_matmuls(benchmark::State& state, WeightMatrix w, int n) {
+    std::vector<WeightMatrix> weights{std::move(w)};
     while (weights.size() * weights[0].nbytes() < (size_t(192) << 20))
         weights.push_back(clone_weight(weights[0]));
-    std::vector<float> x(size_t(n * kCols)), y(size_t(n * kRows));
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    const WeightMatrix& first = weights[0];
+    std::vector<float> x(size_t(n * first.cols)), y(size_t(n * first.rows));
     for (float& v : x) v = dist(rng);
     size_t next = 0;
     for (auto _ : state) {
@@ -63,10 +61,24 @@ void BM_Gemm(benchmark::State& state) {
         next = (next + 1) % weights.size();
         benchmark::ClobberMemory();
     }
-    const double bytes = double(weights[0].nbytes());
-    state.counters["GB/s"] = benchmark::Counter(bytes * double(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
-    state.SetLabel(std::string(kernels().isa) + " " + wtype_name(type));
+    const double gb = double(first.nbytes()) * double(state.iterations()) / 1e9;
+    state.counters["GB/s"] = benchmark::Counter(gb, benchmark::Counter::kIsRate);
+    state.counters["pct_bw"] = benchmark::Counter(100.0 * gb / bandwidth_gbs(), benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(kernels().isa) + " " + wtype_name(first.type));
+}
+
+// [rows, cols] uniform(-1, 1) values as `type`.
+WeightMatrix random_weight(int64_t rows, int64_t cols, WType type) {
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> values(size_t(rows * cols));
+    for (float& v : values) v = dist(rng);
+    return make_weight_f32(values.data(), rows, cols, type);
+}
+
+// One matmul of width N on a weight that does not stay in cache (copies rotated).
+void BM_Gemm(benchmark::State& state) {
+    time_matmuls(state, random_weight(kRows, kCols, kTypes[state.range(0)]), int(state.range(1)));
 }
 BENCHMARK(BM_Gemm)
     ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 4, 8, 16}})
@@ -78,27 +90,7 @@ BENCHMARK(BM_Gemm)
 // work and the prefetch distance matter more than on the long rows of BM_Gemm.
 void BM_GemmShortRows(benchmark::State& state) {
     const WType type = state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X;
-    const int n = int(state.range(1));
-    constexpr int64_t kShortRows = 32768, kShortCols = 1024;
-    std::mt19937 rng(1);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> values(size_t(kShortRows * kShortCols));
-    for (float& v : values) v = dist(rng);
-    std::vector<WeightMatrix> weights{make_weight_f32(values.data(), kShortRows, kShortCols, type)};
-    while (weights.size() * weights[0].nbytes() < (size_t(192) << 20))
-        weights.push_back(clone_weight(weights[0]));
-    std::vector<float> x(size_t(n * kShortCols)), y(size_t(n * kShortRows));
-    for (float& v : x) v = dist(rng);
-    size_t next = 0;
-    for (auto _ : state) {
-        matmul(weights[next], x.data(), n, y.data(), pool());
-        next = (next + 1) % weights.size();
-        benchmark::ClobberMemory();
-    }
-    const double bytes = double(weights[0].nbytes());
-    state.counters["GB/s"] = benchmark::Counter(bytes * double(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
-    state.SetLabel(std::string(kernels().isa) + " " + wtype_name(weights[0].type));
+    time_matmuls(state, random_weight(32768, 1024, type), int(state.range(1)));
 }
 BENCHMARK(BM_GemmShortRows)->ArgsProduct({{8, 4}, {1, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
@@ -120,32 +112,16 @@ void BM_GemmQ6K(benchmark::State& state) {
     t.shape = {kRows, kCols};
     t.data = blocks.data();
     t.nbytes = blocks.size();
-    std::vector<WeightMatrix> weights(1);
-    if (!repack_q6_k_for_int8_dot(t, kRows, kCols, weights[0])) return state.SkipWithError("repack");
-    while (weights.size() * weights[0].nbytes() < (size_t(192) << 20))
-        weights.push_back(clone_weight(weights[0]));
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> x(size_t(n * kCols)), y(size_t(n * kRows));
-    for (float& v : x) v = dist(rng);
-    size_t next = 0;
-    for (auto _ : state) {
-        matmul(weights[next], x.data(), n, y.data(), pool());
-        next = (next + 1) % weights.size();
-        benchmark::ClobberMemory();
-    }
-    const double bytes = double(weights[0].nbytes());
-    state.counters["GB/s"] = benchmark::Counter(bytes * double(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
-    state.counters["pct_bw"] = benchmark::Counter(
-        100.0 * bytes * double(state.iterations()) / 1e9 / bandwidth_gbs(), benchmark::Counter::kIsRate);
-    state.SetLabel(std::string(kernels().isa) + " " + wtype_name(WType::Q6_KX));
+    WeightMatrix w;
+    if (!repack_q6_k_for_int8_dot(t, kRows, kCols, w)) return state.SkipWithError("repack");
+    time_matmuls(state, std::move(w), n);
 }
 BENCHMARK(BM_GemmQ6K)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // The Gated-DeltaNet recurrence of one Qwen3.5-0.8B layer (16 key and value heads of 128 x
-// 128) over T tokens, as decode (in place, T = 1), as a snapshot verify (every token's state to
-// its slot) or as a run that writes only its last state; the states of 18 layers rotate so
-// that none stays in cache, as in a forward.
+// 128) over T tokens into another buffer, writing only the last state (decode at T = 1, a
+// verify forward, commit's re-run) or every token's (snapshots); the states of 18 layers rotate
+// so that none stays in cache, as in a forward.
 void BM_GdnRecurrence(benchmark::State& state) {
     const int T = int(state.range(0));
     const bool snapshots = state.range(1) != 0;

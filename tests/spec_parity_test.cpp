@@ -177,7 +177,7 @@ TEST_P(SpecParity, RollbackLeavesStateAsFreshRun) {
     model.forward(a, prompt_.data(), int64_t(prompt_.size()), {});
     model.forward(b, prompt_.data(), int64_t(prompt_.size()), {});
     std::vector<float> scratch(size_t(5 * V));
-    model.forward(a, extra.data(), 5, {nullptr, scratch.data(), 5}, /*snapshots=*/true);
+    model.forward(a, extra.data(), 5, {nullptr, scratch.data(), 5}, /*keep_open=*/true);
     model.commit(a, 2);
     for (int i = 0; i < 2; ++i) model.forward(b, &extra[size_t(i)], 1, {});
     std::vector<float> la(static_cast<size_t>(V)), lb(static_cast<size_t>(V));

@@ -4,7 +4,7 @@
 
 namespace nextn {
 
-int64_t SequenceState::snapshot_bytes() const {
+int64_t SequenceState::rollback_bytes() const {
     int64_t total = 0;
     for (const auto& r : recurrent)
         if (r.state_size)

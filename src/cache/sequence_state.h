@@ -8,10 +8,11 @@
 // positions makes the spare slot current; committing n < W re-runs the recurrence alone (no
 // weights are read) over the n kept positions from the committed state into the spare slot,
 // which gives the same bits as the forward (the kernel is batch-invariant). Measured on a
-// Qwen3.5-0.8B layer (kernels_bench BM_GdnRecurrence), writing a snapshot per position cost
-// 2.3x the plain recurrence at W = 5: more than the re-run costs even when every draft is
-// rejected. The conv state (the last K-1 raw qkv rows) is rebuilt from the forward's own qkv
-// rows on commit.
+// Qwen3.5-0.8B layer (kernels_bench BM_GdnRecurrence), W = 5: writing a snapshot per position
+// took 278-299 us, writing only the last state 100 us, and a re-run of 1..4 kept positions
+// costs 41-100 us more; so the re-run wins whatever is rejected (`nextn bench` reports the
+// rollback as a share of a decode token). The conv state (the last K-1 raw qkv rows) is
+// rebuilt from the forward's own qkv rows on commit.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -72,12 +73,12 @@ struct SequenceState {
     std::vector<AttentionCache> attention;  // per trunk layer (empty for GDN layers)
     std::vector<RecurrentState> recurrent;  // per trunk layer (empty for attention layers)
     AttentionCache mtp_attention;           // the MTP head's own KV, by position
-    int64_t uncommitted = 0;    // positions of the last snapshot forward not yet committed
+    int64_t uncommitted = 0;    // positions of the last keep_open forward not yet committed
     ForwardScratch scratch;
 
     // Bytes the GDN layers hold for rolling back beyond the committed state: the spare state
     // slot and the pending inputs of max_width positions.
-    int64_t snapshot_bytes() const;
+    int64_t rollback_bytes() const;
     void reset();  // back to an empty sequence, buffers kept
 };
 

@@ -56,7 +56,7 @@ void print_report(const DecodeStats& s, bool mtp) {
                          (long long)s.drafted[d], 100.0 * double(s.accepted[d]) / double(s.drafted[d]));
         }
         std::fprintf(stderr, "\n--- GDN rollback memory (spare state, pending inputs): %.2f MiB\n",
-                     double(s.snapshot_bytes) / (1024.0 * 1024.0));
+                     double(s.rollback_bytes) / (1024.0 * 1024.0));
     }
 }
 
@@ -78,7 +78,7 @@ void write_stats_json(const std::string& path, const DecodeStats& s,
     for (size_t d = 0; d < s.drafted.size(); ++d)
         by_position.push_back(s.drafted[d] ? double(s.accepted[d]) / double(s.drafted[d]) : 0.0);
     j["acceptance_by_position"] = by_position;
-    j["snapshot_bytes"] = s.snapshot_bytes;
+    j["rollback_bytes"] = s.rollback_bytes;
     j["stopped_by_token"] = s.stopped_by_token;
     std::ofstream f(path);
     if (!f) fail("--stats-json: cannot write '", path, "'");

@@ -1,6 +1,6 @@
 #pragma once
 // A std::allocator replacement with 64-byte (cache line, one AVX-512 vector) alignment, for
-// buffers that kernels write with aligned streaming stores (Gated-DeltaNet snapshot slots).
+// buffers that kernels write with aligned streaming stores (Gated-DeltaNet state slots).
 #include <cstddef>
 #include <cstdlib>
 #include <new>

@@ -114,24 +114,34 @@ size_t int8_dot_row_bytes(WType t, int64_t cols) {
     return (bytes + 63) / 64 * 64;
 }
 
+namespace {
+
+// A zeroed chunked matrix of `type` [rows, cols] (zero: padding blocks and unset nibbles stay
+// 0); `what` names it in the out-of-memory error. Returns the writable base of its rows.
+uint8_t* allocate_chunked(WType type, int64_t rows, int64_t cols, const std::string& what,
+                          WeightMatrix& out) {
+    out = WeightMatrix{};
+    out.type = type;
+    out.rows = rows;
+    out.cols = cols;
+    out.row_bytes = int8_dot_row_bytes(type, cols);
+    if (out.row_bytes == 0) fail("int8-dot repack of ", what, ": ", cols, " columns are not whole blocks");
+    out.owner = allocate_weight_memory(out.nbytes(), what + " (" + wtype_name(type) + ")");
+    out.data = static_cast<const uint8_t*>(out.owner.get());
+    return static_cast<uint8_t*>(out.owner.get());
+}
+
+}  // namespace
+
 WeightMatrix repack_for_int8_dot(const WeightMatrix& w) {
     const WType type = int8_dot_type_for(w.type);
     if (type == w.type) return w;
     WeightMatrix out;
-    out.type = type;
-    out.rows = w.rows;
-    out.cols = w.cols;
-    out.row_bytes = int8_dot_row_bytes(type, w.cols);
-    if (out.row_bytes == 0) fail("repack_for_int8_dot: ", w.cols, " columns are not whole blocks");
-    out.owner = allocate_weight_memory(out.nbytes(), std::to_string(w.rows) + "x" +
-                                                         std::to_string(w.cols) + " " +
-                                                         wtype_name(type) + " weight");
-    out.data = static_cast<const uint8_t*>(out.owner.get());
-    void* mem = out.owner.get();
+    uint8_t* base = allocate_chunked(
+        type, w.rows, w.cols, std::to_string(w.rows) + "x" + std::to_string(w.cols) + " weight", out);
     const int64_t blocks = w.cols / kQuantBlock;
     const size_t block_bytes = source_block_bytes(w.type);
     const int64_t chunk_bytes = int8_dot_chunk_code_bytes(type);
-    auto* base = static_cast<uint8_t*>(mem);
     for (int64_t r = 0; r < w.rows; ++r) {
         const uint8_t* src = w.data + size_t(r) * w.row_bytes;
         uint8_t* dst = base + size_t(r) * out.row_bytes;
@@ -161,14 +171,7 @@ bool repack_affine_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, 
     const int bits = affine_code_bits(t, rows, cols);
     if (bits == 0) return false;
     const WType type = bits == 4 ? WType::Q4_1FX : WType::Q8_1FX;
-    out = WeightMatrix{};
-    out.type = type;
-    out.rows = rows;
-    out.cols = cols;
-    out.row_bytes = int8_dot_row_bytes(type, cols);
-    out.owner = allocate_weight_memory(out.nbytes(), t.name + " (" + wtype_name(type) + ")");
-    out.data = static_cast<const uint8_t*>(out.owner.get());
-    auto* base = static_cast<uint8_t*>(out.owner.get());
+    uint8_t* base = allocate_chunked(type, rows, cols, t.name, out);
     std::vector<uint8_t> codes(static_cast<size_t>(cols));                  // [cols]
     std::vector<float> d(static_cast<size_t>(cols / 32)), m(d.size());     // [cols / 32]
     for (int64_t r = 0; r < rows; ++r) {
@@ -197,14 +200,7 @@ bool repack_q6_k_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, We
         t.nbytes != size_t(rows * cols / kSuper * kSuperBytes))
         return false;
     const WType type = WType::Q6_KX;
-    out = WeightMatrix{};
-    out.type = type;
-    out.rows = rows;
-    out.cols = cols;
-    out.row_bytes = int8_dot_row_bytes(type, cols);
-    out.owner = allocate_weight_memory(out.nbytes(), t.name + " (" + wtype_name(type) + ")");
-    out.data = static_cast<const uint8_t*>(out.owner.get());
-    auto* base = static_cast<uint8_t*>(out.owner.get());
+    uint8_t* base = allocate_chunked(type, rows, cols, t.name, out);
     uint8_t codes[kSuper];
     int8_t scales[16];
     uint16_t d;

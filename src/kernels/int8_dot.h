@@ -1,9 +1,9 @@
 #pragma once
 // Block-quantized weights (Q8_0, Q4_0, Q4_1, Q6_K, and the affine K-quant / MLX codes) multiplied
 // by int8-quantized activations with integer dot products (AVX-512 VNNI, AVX-VNNI, or AVX2's
-// pmaddubsw on x86; SDOT on ARM later). Decoding blocks to f32 costs
-// several instructions per 16 values; here 64 products are one instruction, so decode streams
-// weights at memory speed and a verify batch of a few tokens costs little more than one.
+// pmaddubsw on x86; SDOT on ARM later). Decoding blocks to f32 costs several instructions per
+// 16 values; here one instruction forms 64 products (AVX-512) or 32, so decode streams weights
+// at memory speed and a verify batch of a few tokens costs little more than one.
 //
 // Chunked layout (WType::Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX, Q6_KX): a row's 32-value blocks are taken 16 at a time
 // (a chunk of 512 values; a ragged last chunk is padded with zero blocks). Inside a chunk the
@@ -58,8 +58,8 @@ bool is_int8_dot_type(WType t);
 // The chunked type holding a block type's values: Q8_0 -> Q8_0X, Q4_0 -> Q4_0X,
 // Q4_1 -> Q4_1X; any other type is returned unchanged.
 WType int8_dot_type_for(WType t);
-// The block type whose values a chunked type holds (Q8_0X -> Q8_0, ...; the FX types have none
-// and are returned unchanged).
+// The block type whose values a chunked type holds (Q8_0X -> Q8_0, ...; the FX types and
+// Q6_KX have none and are returned unchanged).
 WType int8_dot_source_type(WType t);
 // Bytes of one row of a chunked type (0 when cols % 32 != 0).
 size_t int8_dot_row_bytes(WType t, int64_t cols);
@@ -85,7 +85,9 @@ constexpr int64_t int8_dot_chunk_code_bytes(WType t) {
 // Bytes per block in a scale plane: 4 (f32) or 2 (f16; Q6_KX's sub-scales: two int8).
 constexpr size_t int8_dot_scale_bytes(WType t) { return int8_dot_f32_scales(t) ? 4 : 2; }
 // Byte offset inside a row of `chunks` chunks where scale plane `plane` starts (0: scales d,
-// 1: offsets m of the affine types); block b's value sits b * int8_dot_scale_bytes(t) further.
+// 1: offsets m of the affine types, or Q6_KX's sub-block scales); block b's value sits
+// b * int8_dot_scale_bytes(t) further (Q6_KX's plane 1: chunk c's 32 bytes at c * 32, laid out
+// as the layout above says).
 inline size_t int8_dot_plane_offset(WType t, int64_t chunks, int plane) {
     return size_t(chunks * int8_dot_chunk_code_bytes(t)) +
            size_t(plane) * size_t(chunks * kI8ChunkBlocks) * int8_dot_scale_bytes(t);

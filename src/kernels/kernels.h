@@ -4,7 +4,7 @@
 // every faster variant is tested against.
 //
 // Seam for other back-ends: this header is ISA-neutral. An ISA contributes a KernelTable from
-// its own translation units (x86/avx2, x86/avx512 today; arm/neon or cuda/ later) and registers
+// its own translation units (x86/avx2, x86/avxvnni, x86/avx512 today; arm/neon or cuda/ later) and registers
 // it in dispatch.cpp's candidate list with its CPU-feature check. Nothing here may assume x86.
 //
 // Batch invariance: for every kernel, the arithmetic that produces one output element (its
@@ -65,7 +65,7 @@ struct KernelTable {
     void (*weighted_rows)(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv,
                           int64_t n, int64_t d, float* out) = nullptr;
 
-    // Gated-DeltaNet recurrence with per-token state snapshots.
+    // Gated-DeltaNet recurrence, optionally writing every token's state (snapshots).
     //   state [Hv, Dk, Dv] fp32, k-major (S[j][d][e]); q, k: [T, Hk, Dk] (l2-normalised, q
     //   already scaled by Dk^-0.5); v, out: [T, Hv, Dv]; g (log-decay), beta: [T, Hv].
     //   Value head j uses key head (tiled_heads ? j % Hk : j / (Hv / Hk)).

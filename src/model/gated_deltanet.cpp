@@ -9,7 +9,7 @@
 namespace nextn {
 
 void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, ForwardScratch& s,
-                                 const float* xn, int64_t T, bool snapshots, float* out) const {
+                                 const float* xn, int64_t T, bool keep_open, float* out) const {
     const ModelConfig& c = config_;
     const KernelTable& kt = kernels_;
     const int Hk = c.gdn_k_heads, Hv = c.gdn_v_heads, Dk = c.gdn_k_dim, Dv = c.gdn_v_dim;
@@ -59,7 +59,7 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
 
     float* o = ForwardScratch::take(s.o, size_t(T * vdim));  // [T, Hv, Dv]
     float* state_in = rec.state();
-    if (snapshots) {
+    if (keep_open) {
         // Positions stay uncommitted: the run ends in the spare slot, and its inputs are kept
         // for commit() (cache/sequence_state.h).
         gdn_recurrence(kt, state_in, rec.spare(), 0, q, k, v, g, beta, T, Hk, Hv, Dk, Dv,

@@ -106,13 +106,13 @@ void Qwen35Model::logits(const float* hidden, int64_t n, float* out) const {
 
 void Qwen35Model::decoder_layer(const LayerWeights& lw, AttentionCache* attn,
                                 RecurrentState* rec, ForwardScratch& s, float* x, int64_t T,
-                                int64_t pos0, bool snapshots) const {
+                                int64_t pos0, bool keep_open) const {
     const int64_t H = config_.hidden_size;
     float* xn = ForwardScratch::take(s.xn, size_t(T * H));    // [T, H]
     float* out = ForwardScratch::take(s.out, size_t(T * H));  // [T, H]
     kernels_.rmsnorm(x, lw.input_norm.data(), T, H, config_.rms_eps, xn);
     if (lw.linear) {
-        gated_deltanet(lw, *rec, s, xn, T, snapshots, out);
+        gated_deltanet(lw, *rec, s, xn, T, keep_open, out);
     } else {
         attention(lw, *attn, s, xn, T, pos0, out);
     }
@@ -123,7 +123,7 @@ void Qwen35Model::decoder_layer(const LayerWeights& lw, AttentionCache* attn,
 }
 
 void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T,
-                          const ForwardOutputs& out, bool snapshots) const {
+                          const ForwardOutputs& out, bool keep_open) const {
     const ModelConfig& c = config_;
     const int64_t H = c.hidden_size;
     if (T <= 0) return;
@@ -131,8 +131,8 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
     if (state.n_past + T > state.max_positions)
         fail("sequence of ", state.n_past + T, " tokens exceeds the context size ",
              state.max_positions);
-    if (snapshots && T > state.max_width)
-        fail("verify width ", T, " exceeds the snapshot capacity ", state.max_width);
+    if (keep_open && T > state.max_width)
+        fail("verify width ", T, " exceeds the rollback capacity ", state.max_width);
     if (out.n_logits > T) fail("forward: n_logits ", out.n_logits, " > tokens ", T);
     ForwardScratch& s = state.scratch;
     float* x = ForwardScratch::take(s.x, size_t(T * H));  // [T, H] residual stream
@@ -143,7 +143,7 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
     }
     for (int i = 0; i < c.n_layers; ++i)
         decoder_layer(weights_.layers[size_t(i)], &state.attention[size_t(i)],
-                      &state.recurrent[size_t(i)], s, x, T, state.n_past, snapshots);
+                      &state.recurrent[size_t(i)], s, x, T, state.n_past, keep_open);
     // Final norm; the normed hidden is the LM-head input and (post-norm) the MTP head's input.
     if (out.hidden && mtp_input_ == MtpInput::PreNorm)
         std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
@@ -152,7 +152,7 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
         std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
     if (out.logits && out.n_logits > 0) logits(x + (T - out.n_logits) * H, out.n_logits, out.logits);
     state.n_past += T;
-    if (snapshots) state.uncommitted = T;
+    if (keep_open) state.uncommitted = T;
 }
 
 void Qwen35Model::commit(SequenceState& state, int64_t n_keep) const {

@@ -2,7 +2,7 @@
 // The Qwen3.5 / Qwen3.6 text model (dense and MoE) and its MTP head, on the CPU in f32.
 //
 // forward() runs the trunk over a run of tokens at the sequence's next positions; with
-// `snapshots` it leaves the run uncommitted so that commit() can keep any prefix of it (the
+// `keep_open` it leaves the run uncommitted so that commit() can keep any prefix of it (the
 // speculative verify path). mtp_forward() runs the MTP head over (hidden, next token) pairs.
 #include <cstdint>
 #include <memory>
@@ -58,12 +58,12 @@ public:
     // Fresh caches for sequences of up to max_positions tokens, verify forwards up to max_width.
     SequenceState new_state(int64_t max_positions, int max_width) const;
 
-    // Trunk forward over tokens[0..T) at positions state.n_past... With snapshots (T <=
+    // Trunk forward over tokens[0..T) at positions state.n_past... With keep_open (T <=
     // state.max_width) the positions stay uncommitted until commit(); without, they are
     // committed at once.
     void forward(SequenceState& state, const int32_t* tokens, int64_t T, const ForwardOutputs& out,
-                 bool snapshots = false) const;
-    // Keeps the first n_keep positions of the last snapshot forward and drops the rest
+                 bool keep_open = false) const;
+    // Keeps the first n_keep positions of the last keep_open forward and drops the rest
     // (n_keep 0 drops the whole forward: the state is as before it). Keeping some but not all
     // re-runs the Gated-DeltaNet recurrence over the kept positions (cache/sequence_state.h).
     void commit(SequenceState& state, int64_t n_keep) const;
@@ -78,11 +78,11 @@ public:
 
 private:
     void decoder_layer(const LayerWeights& lw, AttentionCache* attn, RecurrentState* rec,
-                       ForwardScratch& s, float* x, int64_t T, int64_t pos0, bool snapshots) const;
+                       ForwardScratch& s, float* x, int64_t T, int64_t pos0, bool keep_open) const;
     void attention(const LayerWeights& lw, AttentionCache& cache, ForwardScratch& s,
                    const float* xn, int64_t T, int64_t pos0, float* out) const;
     void gated_deltanet(const LayerWeights& lw, RecurrentState& rec, ForwardScratch& s,
-                        const float* xn, int64_t T, bool snapshots, float* out) const;
+                        const float* xn, int64_t T, bool keep_open, float* out) const;
     void ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, int64_t T, float* out) const;
     void swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
                 ForwardScratch& s, const float* x, int64_t T, float* y) const;

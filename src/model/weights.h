@@ -82,7 +82,7 @@ struct BindOptions {
     bool load_mtp = true;
     // Block-quantized matrices are repacked to their chunked int8-dot types and multiplied
     // with int8-quantized activations when the kernel table has an int8 dot product
-    // (kernels/int8_dot.h): 64 products per instruction, so decode streams weights at memory
+    // (kernels/int8_dot.h): 32 or 64 products per instruction, so decode streams weights at memory
     // speed and prefill runs ~1.5x faster. Off: f32 activations, the arithmetic of a
     // dequantized-f32 reference (each activation is otherwise rounded to 8 bits per 32-value
     // block, as llama.cpp does for these types).
@@ -90,9 +90,9 @@ struct BindOptions {
 };
 
 // The type a matrix of type t is kept in for this machine's kernels: its chunked int8-dot type
-// when int8_activations is set and the kernel table has a native int8 dot product, else t.
+// when int8_activations is set and the kernel table has int8-dot kernels, else t.
 WType kernel_storage_type(WType t, bool int8_activations);
-// Whether int8_activations takes effect here (the kernel table has a native int8 dot product).
+// Whether int8_activations takes effect here (the kernel table has int8-dot kernels).
 bool int8_kernels_in_use(bool int8_activations);
 // w converted to kernel_storage_type(w.type, int8_activations) (w itself when that is w.type).
 WeightMatrix to_kernel_storage(const WeightMatrix& w, bool int8_activations);

@@ -47,7 +47,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
              state.max_width);
     stats.drafted.assign(size_t(depth), 0);
     stats.accepted.assign(size_t(depth), 0);
-    stats.snapshot_bytes = state.snapshot_bytes();
+    stats.rollback_bytes = state.rollback_bytes();
     // Sized once: the decode loop appends without reallocating.
     stats.tokens.reserve(size_t(std::min<int64_t>(options.max_new_tokens,
                                                   state.max_positions - state.n_past + 1)));
@@ -129,7 +129,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         const int64_t pos0 = state.n_past;
         model.forward(state, batch.data(), W,
                       {drafter ? round_hidden.data() : nullptr, round_logits.data(), W},
-                      /*snapshots=*/true);
+                      /*keep_open=*/true);
         // Target distributions p_j after the same processors as the drafts, with the drafts
         // before position j counted in the history.
         targets.resize(size_t(W));

@@ -45,7 +45,7 @@ struct DecodeStats {
     double prefill_seconds = 0;
     double decode_seconds = 0;
     bool stopped_by_token = false;
-    int64_t snapshot_bytes = 0;
+    int64_t rollback_bytes = 0;
     // Every generated token committed to the sequence, in order. All but the last are in the
     // caches; the last is the next input. When the callback stops mid-round this runs past
     // the last token streamed.

@@ -40,7 +40,7 @@ assert r["isa"] == "scalar" or r["activations"] == "int8", (r["isa"], r["activat
 assert r["draft"] == "perfect", r["draft"]
 for k in ("isa", "threads", "prefill_tok_s", "decode_tok_s", "verify_cost", "bandwidth_gbs", "bandwidth_pct"):
     assert k in r, k
-assert r["rollback_cost"] > 0, r["rollback_cost"]
+assert r["rollback_cost"]["keep_1_of_5"] > 0 and r["rollback_cost"]["keep_4_of_5"] > 0, r["rollback_cost"]
 assert [m["depth"] for m in r["mtp"]] == [1, 2, 3, 4, "auto"]
 for m in r["mtp"]:
     assert m["acceptance_d1"] == 1.0 or m["depth"] == "auto", m

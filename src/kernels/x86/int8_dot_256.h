@@ -86,6 +86,15 @@ void tile_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m
                 }
             }
         }
+        __m256i xsum[C][2], start[C][2];  // per column, shared by the rows
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {
+                xsum[c][h] = _mm256_loadu_si256(
+                    reinterpret_cast<const __m256i*>(x.sums_of(j0 + c) + boff + 8 * h));
+                start[c][h] = chunk_start<Isa, T, kBias>(xsum[c][h]);
+            }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
@@ -96,10 +105,8 @@ void tile_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m
 #pragma GCC unroll 8
                 for (int c = 0; c < C; ++c) {
                     const __m256 dx = _mm256_loadu_ps(x.scales_of(j0 + c) + boff + 8 * h);
-                    const __m256i xsum = _mm256_loadu_si256(
-                        reinterpret_cast<const __m256i*>(x.sums_of(j0 + c) + boff + 8 * h));
-                    const __m256i exact = Isa::add_i32(isum[r][c][h], chunk_start<Isa, T, kBias>(xsum));
-                    acc[r][c][h] = scale_chunk<Isa, T>(exact, xsum, dw, dm, dx, acc[r][c][h]);
+                    const __m256i exact = Isa::add_i32(isum[r][c][h], start[c][h]);
+                    acc[r][c][h] = scale_chunk<Isa, T>(exact, xsum[c][h], dw, dm, dx, acc[r][c][h]);
                 }
             }
         }
@@ -117,7 +124,6 @@ template <class Dot, int R, int C>
 void tile_q6_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t sc_off,
                  const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(WType::Q6_KX);
-    const __m256i low_nibbles = _mm256_set1_epi8(15), high_bits = _mm256_set1_epi8(0x30);
     __m256 acc[R][C][2];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -144,16 +150,8 @@ void tile_q6_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_
                 }
 #pragma GCC unroll 8
                 for (int s = 0; s < kI8Steps; ++s) {
-                    const __m256i v = load(p + (s / 2) * 64 + 32 * h);
-                    const __m256i nib = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, low_nibbles);
-                    const __m256i hb = load(p + 256 + (s / 4) * 64 + 32 * h);
-                    const int t = s % 4;  // bits 2t, 2t+1 to bits 4, 5 (the mask drops the rest)
-                    const __m256i hs = t == 0 ? _mm256_slli_epi16(hb, 4)
-                                       : t == 1 ? _mm256_slli_epi16(hb, 2)
-                                       : t == 2 ? hb
-                                                : _mm256_srli_epi16(hb, 2);
-                    const auto code = Dot::template prepare<false>(
-                        _mm256_or_si256(nib, _mm256_and_si256(hs, high_bits)));
+                    const auto code = Dot::template prepare<false>(q6_step_codes<Isa>(
+                        load(p + (s / 2) * 64 + 32 * h), load(p + 256 + (s / 4) * 64 + 32 * h), s));
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c)
                         isum[c][s / 4] = Dot::template dot<false>(

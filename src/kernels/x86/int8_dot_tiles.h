@@ -1,16 +1,21 @@
 #pragma once
 // What the x86 int8-dot kernels (kernels/int8_dot.h) share: the per-chunk scaling, written once
 // over an ISA description `I` (x86/<isa>/isa_<isa>.h), and the walk over rows and column groups.
-// Include only from an ISA translation unit.
+// Include only from an ISA translation unit. Everything here has internal linkage: translation
+// units built with different ISA flags instantiate these with the same types (the AVX2 and
+// AVX-VNNI kernels both use avx2::Isa), and the linker must never pick one unit's copy for the
+// other.
 #include <bit>
 
 #include "kernels/int8_dot.h"
 
 namespace nextn::x86 {
+namespace {
 
 // k * xsum for k = 0 or +-2^j.
 template <class I, int K>
 typename I::Vi times_xsum(typename I::Vi xsum) {
+    static_assert(K == 0 || std::has_single_bit(unsigned(K < 0 ? -K : K)), "a power of two");
     constexpr unsigned kShift = unsigned(std::countr_zero(unsigned(K < 0 ? -K : K)));
     if constexpr (K == 0)
         return I::zero_i32();
@@ -54,6 +59,21 @@ typename I::Vi q6_start_second(typename I::Vi xsum, typename I::Vi xhalf) {
     return times_xsum<I, -32>(I::sub_i32(xsum, xhalf));
 }
 
+// Q6_KX: code step s (0..7) of a lane group from the vector `low` holding its low nibbles (the
+// low halves of the bytes for even s, the high halves for odd s) and the vector `high` holding
+// its high 2 bits at bits 2t, 2t+1 (t = s % 4). The 16-bit shifts move bits across byte
+// boundaries only where the 0x30 mask drops them. Call with a constant s (an unrolled loop).
+template <class I>
+typename I::Vi q6_step_codes(typename I::Vi low, typename I::Vi high, int s) {
+    const typename I::Vi nib = I::and_i(s % 2 ? I::template shr_i16<4>(low) : low, I::splat_i8(15));
+    const int t = s % 4;
+    const typename I::Vi moved = t == 0   ? I::template shl_i16<4>(high)
+                                 : t == 1 ? I::template shl_i16<2>(high)
+                                 : t == 2 ? high
+                                          : I::template shr_i16<2>(high);
+    return I::or_i(nib, I::and_i(moved, I::splat_i8(0x30)));
+}
+
 // Q6_KX's chunk scaling: ia, ib the exact sub-block sums, sca / scb the sub-block scales.
 template <class I>
 typename I::V scale_chunk_q6(typename I::Vi ia, typename I::Vi ib, typename I::Vi sca,
@@ -92,4 +112,5 @@ void int8_dot_rows(const WeightMatrix& w, int64_t n, int64_t r0, int64_t r1, Til
     }
 }
 
+}  // namespace
 }  // namespace nextn::x86

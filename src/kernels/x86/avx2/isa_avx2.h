@@ -48,6 +48,13 @@ struct Isa {
     static Vi shl_i32(Vi a, unsigned k) { return _mm256_slli_epi32(a, int(k)); }
     static Vi add_i32(Vi a, Vi b) { return _mm256_add_epi32(a, b); }
     static Vi zero_i32() { return _mm256_setzero_si256(); }
+    static Vi and_i(Vi a, Vi b) { return _mm256_and_si256(a, b); }
+    static Vi or_i(Vi a, Vi b) { return _mm256_or_si256(a, b); }
+    static Vi splat_i8(int v) { return _mm256_set1_epi8(char(v)); }
+    template <int K>
+    static Vi shl_i16(Vi a) { return _mm256_slli_epi16(a, K); }
+    template <int K>
+    static Vi shr_i16(Vi a) { return _mm256_srli_epi16(a, K); }
     static Vi mul_i32(Vi a, Vi b) { return _mm256_mullo_epi32(a, b); }  // low 32 bits
 
     // Fixed tree: halves of 256, of 128, then lane pairs.

@@ -30,17 +30,15 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
         // The scale planes sit at the row's end, a stream of their own for each row: fetch the
-        // next tile's line of scales (one or two chunks' worth) along with its codes.
-        constexpr size_t kScaleBytes = int8_dot_scale_bytes(T);
-        constexpr int64_t kChunksPerLine = 64 / (kI8ChunkBlocks * kScaleBytes);
-        if (ch % kChunksPerLine == 0) {
+        // next tile's line of scales whenever this chunk's start one (and for the first chunk).
+        auto prefetch_plane = [&](size_t plane) {
+            const size_t at = plane + size_t(boff) * int8_dot_scale_bytes(T);
+            if (ch != 0 && at % 64 != 0) return;
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-                __builtin_prefetch(wrow[r] + R * row_bytes + d_off + boff * kScaleBytes, 0, 0);
-                if constexpr (int8_dot_affine(T))
-                    __builtin_prefetch(wrow[r] + R * row_bytes + m_off + boff * kScaleBytes, 0, 0);
-            }
-        }
+            for (int r = 0; r < R; ++r) __builtin_prefetch(wrow[r] + R * row_bytes + at, 0, 0);
+        };
+        prefetch_plane(d_off);
+        if constexpr (int8_dot_affine(T)) prefetch_plane(m_off);
         __m512i isum[R][C];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
@@ -123,7 +121,6 @@ template <int R, int C>
 void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off,
              size_t sc_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(WType::Q6_KX);
-    const __m512i low_nibbles = _mm512_set1_epi8(15), high_bits = _mm512_set1_epi8(0x30);
     __m512 acc[R][C];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -148,10 +145,9 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
             const uint8_t* p = wrow[r] + ch * kChunkBytes;
 #pragma GCC unroll 8
             for (int line = 0; line < 6; ++line) __builtin_prefetch(p + R * row_bytes + line * 64, 0, 0);
-            if (ch % 2 == 0) {  // the scale planes' next line (two chunks' worth), as in tile()
-                __builtin_prefetch(wrow[r] + R * row_bytes + d_off + boff * 2, 0, 0);
-                __builtin_prefetch(wrow[r] + R * row_bytes + sc_off + ch * 32, 0, 0);
-            }
+            // The scale planes' next lines, as in tile() (32 bytes per chunk in each).
+            for (const size_t at : {d_off + size_t(boff) * 2, sc_off + size_t(ch) * 32})
+                if (ch == 0 || at % 64 == 0) __builtin_prefetch(wrow[r] + R * row_bytes + at, 0, 0);
             __m512i lo[4], hi[2];
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) lo[k] = _mm512_load_si512(p + k * 64);
@@ -162,17 +158,7 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
             for (int c = 0; c < C; ++c) isum[c][0] = start[c][0], isum[c][1] = start[c][1];
 #pragma GCC unroll 8
             for (int s = 0; s < kI8Steps; ++s) {
-                const __m512i v = lo[s / 2];
-                const __m512i nib = _mm512_and_si512(s % 2 ? _mm512_srli_epi16(v, 4) : v, low_nibbles);
-                const __m512i h = hi[s / 4];
-                // Bits 2t, 2t+1 of each byte moved to bits 4, 5 (16-bit shifts: the mask drops
-                // what crosses from the neighbouring byte).
-                const int t = s % 4;
-                const __m512i hs = t == 0 ? _mm512_slli_epi16(h, 4)
-                                   : t == 1 ? _mm512_slli_epi16(h, 2)
-                                   : t == 2 ? h
-                                            : _mm512_srli_epi16(h, 2);
-                const __m512i code = _mm512_or_si512(nib, _mm512_and_si512(hs, high_bits));
+                const __m512i code = x86::q6_step_codes<Isa>(lo[s / 2], hi[s / 4], s);
 #pragma GCC unroll 8
                 for (int c = 0; c < C; ++c)
                     isum[c][s / 4] = _mm512_dpbusd_epi32(isum[c][s / 4], code,

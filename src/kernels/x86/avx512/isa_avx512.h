@@ -53,6 +53,13 @@ struct Isa {
     static Vi shl_i32(Vi a, unsigned k) { return _mm512_slli_epi32(a, k); }
     static Vi add_i32(Vi a, Vi b) { return _mm512_add_epi32(a, b); }
     static Vi zero_i32() { return _mm512_setzero_si512(); }
+    static Vi and_i(Vi a, Vi b) { return _mm512_and_si512(a, b); }
+    static Vi or_i(Vi a, Vi b) { return _mm512_or_si512(a, b); }
+    static Vi splat_i8(int v) { return _mm512_set1_epi8(char(v)); }
+    template <int K>
+    static Vi shl_i16(Vi a) { return _mm512_slli_epi16(a, K); }
+    template <int K>
+    static Vi shr_i16(Vi a) { return _mm512_srli_epi16(a, K); }
     static Vi mul_i32(Vi a, Vi b) { return _mm512_mullo_epi32(a, b); }  // low 32 bits
 
     // Fixed tree: halves of 512, of 256, of 128, then lane pairs.
