@@ -14,6 +14,7 @@
 // A Dot policy provides, for u8 weight codes w and s8 activation codes x:
 //   Dot::W Dot::prepare<EightBit>(w)          once per weight vector (shared by the columns)
 //   __m256i Dot::dot<EightBit>(acc, pw, x)    acc + per int32 lane the sum of its 4 products
+//   __m256i Dot::dot_pair(acc, w0, x0, w1, x1)  the same for two steps of codes up to 63
 //   Dot::kSignedEightBit                      8-bit codes are multiplied as w - 128: the
 //                                             chunk's sum starts 128 * xsum higher
 #include <immintrin.h>
@@ -78,10 +79,8 @@ void tile_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m
                         const auto hi = Dot::template prepare<false>(
                             _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibbles));
 #pragma GCC unroll 8
-                        for (int c = 0; c < C; ++c) {
-                            isum[r][c][h] = Dot::template dot<false>(isum[r][c][h], lo, xload(c, s));
-                            isum[r][c][h] = Dot::template dot<false>(isum[r][c][h], hi, xload(c, s + 1));
-                        }
+                        for (int c = 0; c < C; ++c)
+                            isum[r][c][h] = Dot::dot_pair(isum[r][c][h], lo, xload(c, s), hi, xload(c, s + 1));
                     }
                 }
             }
@@ -148,15 +147,19 @@ void tile_q6_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_
                     isum[c][0] = q6_start_first<Isa>(xhalf);
                     isum[c][1] = q6_start_second<Isa>(sums(x.sums_of(j0 + c)), xhalf);
                 }
-#pragma GCC unroll 8
-                for (int s = 0; s < kI8Steps; ++s) {
-                    const auto code = Dot::template prepare<false>(q6_step_codes<Isa>(
+                auto codes = [&](int s) {
+                    return Dot::template prepare<false>(q6_step_codes<Isa>(
                         load(p + (s / 2) * 64 + 32 * h), load(p + 256 + (s / 4) * 64 + 32 * h), s));
+                };
+#pragma GCC unroll 4
+                for (int s = 0; s < kI8Steps; s += 2) {  // steps s, s + 1: one sub-block
+                    const auto w0 = codes(s), w1 = codes(s + 1);
 #pragma GCC unroll 8
-                    for (int c = 0; c < C; ++c)
-                        isum[c][s / 4] = Dot::template dot<false>(
-                            isum[c][s / 4], code, load(reinterpret_cast<const uint8_t*>(
-                                                      x.codes_of(j0 + c) + xoff + s * 64 + 32 * h)));
+                    for (int c = 0; c < C; ++c) {
+                        const uint8_t* xs = reinterpret_cast<const uint8_t*>(x.codes_of(j0 + c) + xoff + 32 * h);
+                        isum[c][s / 4] = Dot::dot_pair(isum[c][s / 4], w0, load(xs + s * 64), w1,
+                                                       load(xs + (s + 1) * 64));
+                    }
                 }
                 const __m256 dw = load_scales_256<WType::Q6_KX>(wrow[r] + d_off, boff, h);
                 const __m256i sca = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8 * h)));

@@ -19,6 +19,9 @@ struct VnniDot {
     static W prepare(__m256i w) { return w; }
     template <bool EightBit>
     static __m256i dot(__m256i acc, W w, __m256i x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
+    static __m256i dot_pair(__m256i acc, W w0, __m256i x0, W w1, __m256i x1) {
+        return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc, w0, x0), w1, x1);
+    }
 };
 
 }  // namespace
