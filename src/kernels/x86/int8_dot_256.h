@@ -38,7 +38,7 @@ __m256 load_scales_256(const uint8_t* plane, int64_t boff, int h) {
 
 // R rows x C columns of the 8-bit and 4-bit types; [.][.][2]: the two 8-lane halves.
 template <class Dot, WType T, int R, int C>
-void tile_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m_off,
+void tile_256(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off, size_t m_off,
               const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr bool kEight = int8_dot_eight_bit(T);
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(T);
@@ -52,6 +52,8 @@ void tile_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m
     constexpr int kBias = kEight && Dot::kSignedEightBit ? 128 : 0;
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
+        prefetch_scale_lines<T, R>(wrow, row_bytes, d_off, ch);
+        if constexpr (int8_dot_affine(T)) prefetch_scale_lines<T, R>(wrow, row_bytes, m_off, ch);
         __m256i isum[R][C][2];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
@@ -62,6 +64,9 @@ void tile_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* p = wrow[r] + ch * kChunkBytes + (kEight ? s : s / 2) * 64;
+                // The next tile's rows, as the AVX-512 kernel does (short row streams the
+                // hardware prefetcher alone picks up too late).
+                __builtin_prefetch(p + R * row_bytes, 0, 0);
 #pragma GCC unroll 8
                 for (int h = 0; h < 2; ++h) {
                     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h));
@@ -120,7 +125,7 @@ void tile_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m
 // Q6_KX, R rows x C columns: per row and half, the 8 code steps are rebuilt from the low-nibble
 // and high-bit planes and meet every column; steps 0..3 and 4..7 (the sub-blocks) sum apart.
 template <class Dot, int R, int C>
-void tile_q6_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t sc_off,
+void tile_q6_256(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off, size_t sc_off,
                  const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(WType::Q6_KX);
     __m256 acc[R][C][2];
@@ -131,10 +136,14 @@ void tile_q6_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_
     auto load = [](const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
+        prefetch_scale_lines<WType::Q6_KX, R>(wrow, row_bytes, d_off, ch);
+        prefetch_scale_lines<WType::Q6_KX, R>(wrow, row_bytes, sc_off, ch);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const uint8_t* p = wrow[r] + ch * kChunkBytes;
             const uint8_t* sc = wrow[r] + sc_off + ch * 32;
+#pragma GCC unroll 6
+            for (int line = 0; line < 6; ++line) __builtin_prefetch(p + R * row_bytes + line * 64, 0, 0);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; ++h) {
                 __m256i isum[C][2];  // the two sub-block sums, from their starts
@@ -181,16 +190,16 @@ void tile_q6_256(const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_
 }
 
 template <class Dot, WType T, int R, int Cmax>
-void tile_cols_256(int c, const uint8_t* const* wrow, int64_t chunks, size_t d_off, size_t m_off,
+void tile_cols_256(int c, const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off, size_t m_off,
                    const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     if (c == Cmax) {
         if constexpr (T == WType::Q6_KX)
-            return tile_q6_256<Dot, R, Cmax>(wrow, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile_q6_256<Dot, R, Cmax>(wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
         else
-            return tile_256<Dot, T, R, Cmax>(wrow, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile_256<Dot, T, R, Cmax>(wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
     }
     if constexpr (Cmax > 1)
-        tile_cols_256<Dot, T, R, Cmax - 1>(c, wrow, chunks, d_off, m_off, x, j0, y, ldy);
+        tile_cols_256<Dot, T, R, Cmax - 1>(c, wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
 }
 
 // 16 ymm registers: 4 rows x 1 column (8 sums, 8 accumulators spill to the stack at chunk
@@ -206,7 +215,7 @@ void gemm_i8_rows_256(const WeightMatrix& w, const QuantizedColumns& x, float* y
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
     x86::int8_dot_rows<kMaxCols, kQ6 ? 2 : 4, kQ6 ? 1 : 2>(
         w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
-            tile_cols_256<Dot, T, R, kMaxCols>(c, wrow, chunks, d_off, m_off, x, j0, y + r, ldy);
+            tile_cols_256<Dot, T, R, kMaxCols>(c, wrow, w.row_bytes, chunks, d_off, m_off, x, j0, y + r, ldy);
         });
 }
 

@@ -83,6 +83,18 @@ typename I::V scale_chunk_q6(typename I::Vi ia, typename I::Vi ib, typename I::V
     return I::fma(I::to_float(exact), I::mul(dw, dx), acc);
 }
 
+// For rows wrow[0, R): fetches the line of the scale plane at byte `plane` of the next tile's
+// rows (R further down) that chunk ch's scales start, whenever they start one (and for the
+// first chunk): the planes sit at the rows' ends, a stream of their own per row. Q6_KX's second
+// plane holds 32 bytes per chunk like an f16 plane.
+template <WType T, int R>
+void prefetch_scale_lines(const uint8_t* const* wrow, size_t row_bytes, size_t plane, int64_t ch) {
+    const size_t at = plane + size_t(ch * kI8ChunkBlocks) * int8_dot_scale_bytes(T);
+    if (ch != 0 && at % 64 != 0) return;
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) __builtin_prefetch(wrow[r] + R * row_bytes + at, 0, 0);
+}
+
 // Rows [r0, r1) of a chunked matrix for n columns: rows in 16-row chunks (the unit matmul hands
 // a thread; a chunk stays in cache while column groups pass over it), columns in groups of up
 // to MaxCols, rows in tiles of RowsOne (a single column) or RowsMany rows, leftover rows one at

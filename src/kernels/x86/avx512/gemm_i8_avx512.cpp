@@ -29,16 +29,8 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
-        // The scale planes sit at the row's end, a stream of their own for each row: fetch the
-        // next tile's line of scales whenever this chunk's start one (and for the first chunk).
-        auto prefetch_plane = [&](size_t plane) {
-            const size_t at = plane + size_t(boff) * int8_dot_scale_bytes(T);
-            if (ch != 0 && at % 64 != 0) return;
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) __builtin_prefetch(wrow[r] + R * row_bytes + at, 0, 0);
-        };
-        prefetch_plane(d_off);
-        if constexpr (int8_dot_affine(T)) prefetch_plane(m_off);
+        x86::prefetch_scale_lines<T, R>(wrow, row_bytes, d_off, ch);
+        if constexpr (int8_dot_affine(T)) x86::prefetch_scale_lines<T, R>(wrow, row_bytes, m_off, ch);
         __m512i isum[R][C];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
@@ -132,6 +124,8 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
+        x86::prefetch_scale_lines<WType::Q6_KX, R>(wrow, row_bytes, d_off, ch);
+        x86::prefetch_scale_lines<WType::Q6_KX, R>(wrow, row_bytes, sc_off, ch);  // sub-scales
         __m512i start[C][2];  // the sub-block sums' starts, shared by the rows
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
@@ -145,9 +139,6 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
             const uint8_t* p = wrow[r] + ch * kChunkBytes;
 #pragma GCC unroll 8
             for (int line = 0; line < 6; ++line) __builtin_prefetch(p + R * row_bytes + line * 64, 0, 0);
-            // The scale planes' next lines, as in tile() (32 bytes per chunk in each).
-            for (const size_t at : {d_off + size_t(boff) * 2, sc_off + size_t(ch) * 32})
-                if (ch == 0 || at % 64 == 0) __builtin_prefetch(wrow[r] + R * row_bytes + at, 0, 0);
             __m512i lo[4], hi[2];
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) lo[k] = _mm512_load_si512(p + k * 64);
