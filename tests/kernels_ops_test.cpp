@@ -117,6 +117,40 @@ TEST(KernelsOps, ActivationsMatchReference) {
 
 // One fma per position in order: every ISA equals the reference bit for bit, for strided p and v,
 // odd widths (vector tails) and any number of positions; and the reference is the sum itself.
+// Causal depthwise conv: the reference computes the stated sum (against double), every ISA
+// gives its bits for channel counts with vector tails, and a run of T rows equals T runs of one
+// (each output depends only on its own window).
+TEST(KernelsOps, CausalConvEqualsReferenceBitwise) {
+    const int K = 4;
+    for (int64_t C : {1, 7, 16, 37, 6144}) {
+        for (int64_t T : {1, 3, 17}) {
+            const std::vector<float> x = random_values(size_t((T + K - 1) * C), 41, -2.0f, 2.0f);
+            const std::vector<float> w = random_values(size_t(K * C), 42, -1.0f, 1.0f);
+            std::vector<float> want(size_t(T * C), std::nanf(""));
+            reference_kernels().causal_conv(x.data(), w.data(), T, C, K, want.data());
+            for (int64_t t = 0; t < T; ++t)
+                for (int64_t c = 0; c < C; ++c) {
+                    double sum = 0;
+                    for (int j = 0; j < K; ++j) sum += double(w[size_t(j * C + c)]) * x[size_t((t + j) * C + c)];
+                    ASSERT_NEAR(want[size_t(t * C + c)], sum, 1e-5) << "t=" << t << " c=" << c;
+                }
+            for (const std::string& isa : available_isas()) {
+                const KernelTable& k = kernels_for(isa);
+                std::vector<float> got(size_t(T * C), std::nanf(""));
+                k.causal_conv(x.data(), w.data(), T, C, K, got.data());
+                ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                    << isa << " C=" << C << " T=" << T;
+                for (int64_t t = 0; t < T; ++t) {
+                    std::vector<float> one(size_t(C), std::nanf(""));
+                    k.causal_conv(x.data() + t * C, w.data(), 1, C, K, one.data());
+                    ASSERT_EQ(0, std::memcmp(one.data(), want.data() + t * C, one.size() * sizeof(float)))
+                        << isa << " C=" << C << " row " << t;
+                }
+            }
+        }
+    }
+}
+
 TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);

@@ -36,6 +36,7 @@ const KernelTable* scalar_table() {
         t.swiglu = ref::swiglu;
         t.softmax = ref::softmax;
         t.weighted_rows = ref::weighted_rows;
+        t.causal_conv = ref::causal_conv;
         t.gdn_recurrence_heads = ref::gdn_recurrence_heads;
         t.stream_sum = ref::stream_sum;
         return t;
@@ -58,6 +59,7 @@ KernelTable make_avx2_table() {
     t.swiglu = avx2::swiglu;
     t.softmax = avx2::softmax;
     t.weighted_rows = avx2::weighted_rows;
+    t.causal_conv = avx2::causal_conv;
     t.gdn_recurrence_heads = avx2::gdn_recurrence_heads;
     t.stream_sum = avx2::stream_sum;
     return t;
@@ -95,6 +97,7 @@ const KernelTable* avx512_table() {
         t.swiglu = avx512::swiglu;
         t.softmax = avx512::softmax;
         t.weighted_rows = avx512::weighted_rows;
+        t.causal_conv = avx512::causal_conv;
         t.gdn_recurrence_heads = avx512::gdn_recurrence_heads;
         t.stream_sum = avx512::stream_sum;
         return t;

@@ -64,6 +64,14 @@ struct KernelTable {
     // multiply-add per position, in position order, so every ISA gives the reference's bits.
     void (*weighted_rows)(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv,
                           int64_t n, int64_t d, float* out) = nullptr;
+    // Gated DeltaNet's causal depthwise conv over a window of rows:
+    //   out[t, c] = sum over j in [0, K) of w[j, c] * x[t + j, c]
+    // x: [T + K - 1, C] (the K - 1 rows before the run, then the run's T); w: [K, C] (tap K-1
+    // multiplies the current row); out: [T, C]. Each output starts at 0 and adds the products in
+    // tap order, each rounded on its own (no fused multiply-add): every ISA gives the
+    // reference's bits, and a row's result never depends on T.
+    void (*causal_conv)(const float* x, const float* w, int64_t T, int64_t C, int K,
+                        float* out) = nullptr;
 
     // Gated-DeltaNet recurrence, optionally writing every token's state (snapshots).
     //   state [Hv, Dk, Dv] fp32, k-major (S[j][d][e]); q, k: [T, Hk, Dk] (l2-normalised, q

@@ -28,13 +28,7 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
 
     // Causal depthwise conv + SiLU; tap K-1 multiplies the current token.
     float* conv_out = ForwardScratch::take(s.conv_out, size_t(T * C));  // [T, C] = q | k | v
-    for (int64_t t = 0; t < T; ++t) {
-        for (int64_t ch = 0; ch < C; ++ch) {
-            float acc = 0.0f;
-            for (int64_t j = 0; j < K; ++j) acc += lw.conv[size_t(ch * K + j)] * window[(t + j) * C + ch];
-            conv_out[t * C + ch] = acc;
-        }
-    }
+    kt.causal_conv(window, lw.conv.data(), T, C, int(K), conv_out);
     kt.silu(conv_out, conv_out, T * C);
     // Split and normalise: q, k [T, Hk, Dk]; v [T, Hv, Dv].
     float* q = ForwardScratch::take(s.q, size_t(T * key_dim));

@@ -188,6 +188,7 @@ public:
         const float conv_half = 1.7320508f / std::sqrt(float(c_.conv_kernel));
         l.conv = uniform(p + "linear_attn.conv1d.weight", conv_dim * c_.conv_kernel, -conv_half,
                          conv_half);
+        if (!l.conv.empty()) l.conv = conv_taps_first(l.conv, conv_dim, c_.conv_kernel);  // dry run: empty
         // HF init: A ~ U[0, 16] (here [1, 16]: every head decays), stored as -A; dt_bias =
         // softplus⁻¹(dt) for dt log-uniform in [1e-3, 1e-1].
         l.neg_exp_a = uniform(p + "linear_attn.A_log", Hv, 1.0f, 16.0f);

@@ -22,6 +22,14 @@ WeightMatrix to_kernel_storage(const WeightMatrix& w, bool int8_activations) {
     return kernel_storage_type(w.type, int8_activations) == w.type ? w : repack_for_int8_dot(w);
 }
 
+std::vector<float> conv_taps_first(const std::vector<float>& w, int64_t channels, int K) {
+    if (w.size() != size_t(channels * K)) fail("conv weight of ", w.size(), " values is not [", channels, ", ", K, "]");
+    std::vector<float> out(w.size());
+    for (int64_t c = 0; c < channels; ++c)
+        for (int j = 0; j < K; ++j) out[size_t(j * channels + c)] = w[size_t(c * K + j)];
+    return out;
+}
+
 namespace {
 
 // Tracks which canonical tensors were bound, so inspect can list the rest.
@@ -144,7 +152,8 @@ void bind_gdn(Binder& b, const ModelConfig& c, const std::string& p, LayerWeight
     l.in_b = b.matrix(p + "linear_attn.in_proj_b.weight", Hv, H);
     l.in_a = b.matrix(p + "linear_attn.in_proj_a.weight", Hv, H);
     l.out_proj = b.matrix(p + "linear_attn.out_proj.weight", H, vdim);
-    l.conv = b.vec(p + "linear_attn.conv1d.weight", conv_dim * c.conv_kernel);
+    l.conv = conv_taps_first(b.vec(p + "linear_attn.conv1d.weight", conv_dim * c.conv_kernel),
+                             conv_dim, c.conv_kernel);
     if (b.has(p + "linear_attn.A")) {
         l.neg_exp_a = b.vec(p + "linear_attn.A", Hv);  // already -exp(A_log)
     } else {

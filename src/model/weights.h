@@ -41,7 +41,8 @@ struct LayerWeights {
     WeightMatrix in_b;             // [Hv, H]
     WeightMatrix in_a;             // [Hv, H]
     WeightMatrix out_proj;         // [H, Hv*Dv]
-    std::vector<float> conv;       // [conv_dim, K]; tap K-1 multiplies the current token
+    std::vector<float> conv;       // [K, conv_dim] (the checkpoint's [conv_dim, K] transposed for
+                                   // KernelTable::causal_conv); tap K-1 multiplies the current token
     std::vector<float> neg_exp_a;  // [Hv], -exp(A_log)
     std::vector<float> dt_bias;    // [Hv]
     std::vector<float> gdn_norm;   // [Dv], plain weight of the gated RMSNorm
@@ -100,6 +101,9 @@ WeightMatrix to_kernel_storage(const WeightMatrix& w, bool int8_activations);
 // Calls f on every weight matrix of the trunk, the LM head and the MTP head (the embedding only
 // when it is not the tied LM head); empty ones are skipped.
 void for_each_matrix(const ModelWeights& w, const std::function<void(const WeightMatrix&)>& f);
+
+// A depthwise conv weight [channels, K] (checkpoint order) as [K, channels] (the kernel's).
+std::vector<float> conv_taps_first(const std::vector<float>& w, int64_t channels, int K);
 
 // Binds and converts every tensor; throws Error naming the tensor on a missing tensor or a
 // wrong shape.

@@ -98,6 +98,25 @@ void swiglu(const float* gate, const float* up, float* y, int64_t n) {
     map<I>(gate, up, y, n, [](auto g, auto u) { return I::mul(silu_v<I>(g), u); });
 }
 
+// Causal depthwise conv (KernelTable::causal_conv): per output row, channels a vector at a time
+// (tails masked), taps in order, multiply then add.
+template <class I>
+void causal_conv(const float* x, const float* w, int64_t T, int64_t C, int K, float* out) {
+    for (int64_t t = 0; t < T; ++t) {
+        for (int64_t c = 0; c < C; c += I::L) {
+            const int len = C - c < I::L ? int(C - c) : I::L;
+            auto load = [&](const float* p) { return len == I::L ? I::load(p) : I::load_part(p, len); };
+            auto acc = I::zero();
+            for (int j = 0; j < K; ++j)
+                acc = I::add(acc, I::mul(load(w + j * C + c), load(x + (t + j) * C + c)));
+            if (len == I::L)
+                I::store(out + t * C + c, acc);
+            else
+                I::store_part(out + t * C + c, acc, len);
+        }
+    }
+}
+
 template <class I>
 void softmax(float* x, int64_t n_rows, int64_t d) {
     for (int64_t i = 0; i < n_rows; ++i) {

@@ -13,6 +13,9 @@ void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y) {
     x86::l2norm<Isa>(x, n_rows, d, eps, y);
 }
 void silu(const float* x, float* y, int64_t n) { x86::silu<Isa>(x, y, n); }
+void causal_conv(const float* x, const float* w, int64_t T, int64_t C, int K, float* out) {
+    x86::causal_conv<Isa>(x, w, T, C, K, out);
+}
 void sigmoid(const float* x, float* y, int64_t n) { x86::sigmoid<Isa>(x, y, n); }
 void swiglu(const float* gate, const float* up, float* y, int64_t n) {
     x86::swiglu<Isa>(gate, up, y, n);
