@@ -151,6 +151,38 @@ TEST(KernelsOps, CausalConvEqualsReferenceBitwise) {
     }
 }
 
+// NeoX RoPE: the reference rotates each pair (against double), and every ISA gives its bits for
+// half-widths with vector tails, several heads at a stride, the dims past 2 * half untouched.
+TEST(KernelsOps, RopeNeoxEqualsReferenceBitwise) {
+    for (int64_t half : {1, 7, 16, 32, 37}) {
+        const int64_t n = 3, stride = 2 * half + 5;  // 5 trailing dims that stay as they are
+        const std::vector<float> x = random_values(size_t(n * stride), 51, -2.0f, 2.0f);
+        std::vector<float> cos(static_cast<size_t>(half)), sin(static_cast<size_t>(half));
+        for (int64_t i = 0; i < half; ++i) {
+            const double angle = 0.37 * double(i + 1);
+            cos[size_t(i)] = float(std::cos(angle));
+            sin[size_t(i)] = float(std::sin(angle));
+        }
+        std::vector<float> want = x;
+        reference_kernels().rope_neox(want.data(), n, stride, half, cos.data(), sin.data());
+        for (int64_t h = 0; h < n; ++h)
+            for (int64_t i = 0; i < half; ++i) {
+                const double a = x[size_t(h * stride + i)], b = x[size_t(h * stride + half + i)];
+                ASSERT_NEAR(want[size_t(h * stride + i)], a * cos[size_t(i)] - b * sin[size_t(i)], 1e-6);
+                ASSERT_NEAR(want[size_t(h * stride + half + i)], b * cos[size_t(i)] + a * sin[size_t(i)], 1e-6);
+            }
+        for (int64_t h = 0; h < n; ++h)
+            for (int64_t i = 2 * half; i < stride; ++i)
+                ASSERT_EQ(x[size_t(h * stride + i)], want[size_t(h * stride + i)]);
+        for (const std::string& isa : available_isas()) {
+            std::vector<float> got = x;
+            kernels_for(isa).rope_neox(got.data(), n, stride, half, cos.data(), sin.data());
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << isa << " half=" << half;
+        }
+    }
+}
+
 TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);

@@ -37,6 +37,7 @@ const KernelTable* scalar_table() {
         t.softmax = ref::softmax;
         t.weighted_rows = ref::weighted_rows;
         t.causal_conv = ref::causal_conv;
+        t.rope_neox = ref::rope_neox;
         t.gdn_recurrence_heads = ref::gdn_recurrence_heads;
         t.stream_sum = ref::stream_sum;
         return t;
@@ -60,6 +61,7 @@ KernelTable make_avx2_table() {
     t.softmax = avx2::softmax;
     t.weighted_rows = avx2::weighted_rows;
     t.causal_conv = avx2::causal_conv;
+    t.rope_neox = avx2::rope_neox;
     t.gdn_recurrence_heads = avx2::gdn_recurrence_heads;
     t.stream_sum = avx2::stream_sum;
     return t;
@@ -98,6 +100,7 @@ const KernelTable* avx512_table() {
         t.softmax = avx512::softmax;
         t.weighted_rows = avx512::weighted_rows;
         t.causal_conv = avx512::causal_conv;
+        t.rope_neox = avx512::rope_neox;
         t.gdn_recurrence_heads = avx512::gdn_recurrence_heads;
         t.stream_sum = avx512::stream_sum;
         return t;

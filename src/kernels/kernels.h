@@ -72,6 +72,11 @@ struct KernelTable {
     // reference's bits, and a row's result never depends on T.
     void (*causal_conv)(const float* x, const float* w, int64_t T, int64_t C, int K,
                         float* out) = nullptr;
+    // NeoX rotary embedding, in place, on n vectors x + h * stride (h in [0, n)): for i < half,
+    //   (a, b) = (x[i], x[i + half]);  x[i] = a*cos[i] - b*sin[i];  x[i + half] = b*cos[i] + a*sin[i]
+    // each product and sum rounded on its own (no fused multiply-add), in every ISA.
+    void (*rope_neox)(float* x, int64_t n, int64_t stride, int64_t half, const float* cos,
+                      const float* sin) = nullptr;
 
     // Gated-DeltaNet recurrence, optionally writing every token's state (snapshots).
     //   state [Hv, Dk, Dv] fp32, k-major (S[j][d][e]); q, k: [T, Hk, Dk] (l2-normalised, q

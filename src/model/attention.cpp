@@ -32,10 +32,10 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
         for (int64_t h = 0; h < Nq; ++h) {
             float* q = qg + (t * Nq + h) * 2 * D;
             kt.rmsnorm(q, lw.q_norm.data(), 1, D, c.rms_eps, q);
-            ops::rope_neox(q, half_rot, rope_cos, rope_sin);
+            kt.rope_neox(q, 1, 0, half_rot, rope_cos, rope_sin);
             kt.sigmoid(q + D, q + D, D);  // the output gate, used after attention
         }
-        for (int64_t h = 0; h < Nkv; ++h) ops::rope_neox(k + (t * Nkv + h) * D, half_rot, rope_cos, rope_sin);
+        kt.rope_neox(k + t * Nkv * D, Nkv, D, half_rot, rope_cos, rope_sin);
         std::memcpy(cache.k.data() + pos * Nkv * D, k + t * Nkv * D, size_t(Nkv * D) * sizeof(float));
         std::memcpy(cache.v.data() + pos * Nkv * D, v + t * Nkv * D, size_t(Nkv * D) * sizeof(float));
     }

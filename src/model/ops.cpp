@@ -16,12 +16,4 @@ void rope_angles(const std::vector<double>& inv_freq, int64_t pos, float* cos_ou
     }
 }
 
-void rope_neox(float* x, int64_t half, const float* cos, const float* sin) {
-    for (int64_t i = 0; i < half; ++i) {
-        const float a = x[i], b = x[i + half];
-        x[i] = a * cos[i] - b * sin[i];
-        x[i + half] = b * cos[i] + a * sin[i];
-    }
-}
-
 }  // namespace nextn::ops

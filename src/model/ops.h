@@ -14,7 +14,5 @@ inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x));
 std::vector<double> rope_inv_freq(int64_t rot, double theta);
 // cos / sin of pos * inv_freq[i]: [rot / 2] each, computed once per position.
 void rope_angles(const std::vector<double>& inv_freq, int64_t pos, float* cos_out, float* sin_out);
-// NeoX-style rotary embedding on the first 2 * half dims of one head: pairs (i, i + half).
-void rope_neox(float* x, int64_t half, const float* cos, const float* sin);
 
 }  // namespace nextn::ops

@@ -77,4 +77,15 @@ void causal_conv(const float* x, const float* w, int64_t T, int64_t C, int K, fl
         }
 }
 
+void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos, const float* sin) {
+    for (int64_t h = 0; h < n; ++h) {
+        float* xh = x + h * stride;
+        for (int64_t i = 0; i < half; ++i) {
+            const float a = xh[i], b = xh[i + half];
+            xh[i] = a * cos[i] - b * sin[i];
+            xh[i + half] = b * cos[i] + a * sin[i];
+        }
+    }
+}
+
 }  // namespace nextn::ref

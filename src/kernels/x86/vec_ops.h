@@ -117,6 +117,28 @@ void causal_conv(const float* x, const float* w, int64_t T, int64_t C, int K, fl
     }
 }
 
+// NeoX rotary embedding (KernelTable::rope_neox): I::L pairs at a time, tails masked.
+template <class I>
+void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos, const float* sin) {
+    for (int64_t h = 0; h < n; ++h) {
+        float* lo = x + h * stride;
+        float* hi = lo + half;
+        for (int64_t i = 0; i < half; i += I::L) {
+            const int len = half - i < I::L ? int(half - i) : I::L;
+            auto load = [&](const float* p) { return len == I::L ? I::load(p) : I::load_part(p, len); };
+            auto store = [&](float* p, typename I::V v) {
+                if (len == I::L)
+                    I::store(p, v);
+                else
+                    I::store_part(p, v, len);
+            };
+            const auto a = load(lo + i), b = load(hi + i), c = load(cos + i), s = load(sin + i);
+            store(lo + i, I::sub(I::mul(a, c), I::mul(b, s)));
+            store(hi + i, I::add(I::mul(b, c), I::mul(a, s)));
+        }
+    }
+}
+
 template <class I>
 void softmax(float* x, int64_t n_rows, int64_t d) {
     for (int64_t i = 0; i < n_rows; ++i) {

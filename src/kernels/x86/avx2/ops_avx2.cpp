@@ -16,6 +16,9 @@ void silu(const float* x, float* y, int64_t n) { x86::silu<Isa>(x, y, n); }
 void causal_conv(const float* x, const float* w, int64_t T, int64_t C, int K, float* out) {
     x86::causal_conv<Isa>(x, w, T, C, K, out);
 }
+void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos, const float* sin) {
+    x86::rope_neox<Isa>(x, n, stride, half, cos, sin);
+}
 void sigmoid(const float* x, float* y, int64_t n) { x86::sigmoid<Isa>(x, y, n); }
 void swiglu(const float* gate, const float* up, float* y, int64_t n) {
     x86::swiglu<Isa>(gate, up, y, n);
