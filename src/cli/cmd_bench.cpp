@@ -98,7 +98,8 @@ BenchModel open_bench_model(const Args& a) {
     if (a.has("draft-model")) throw UsageError("--draft-model does not apply to --synthetic models");
     SyntheticOptions so;
     so.matrix_type = a.has("quant") ? mo.matrix_type : WType::Q8_0;
-    // Block types are held as the kernels multiply them best here (int8-dot layouts where the kernels have int8 dot products).
+    // Block types are held as the kernels multiply them best here (the int8-dot layouts where
+    // the table has int8 kernels).
     so.matrix_type = kernel_storage_type(so.matrix_type, mo.int8_activations);
     if (a.has("no-mtp") && a.has("draft")) throw UsageError("--no-mtp and --draft contradict each other");
     try {

@@ -107,6 +107,12 @@ WType int8_dot_source_type(WType t) {
     }
 }
 
+WType int8_dot_block_source(WType t, const char* who) {
+    const WType source = int8_dot_source_type(t);
+    if (source == t) fail(who, ": ", wtype_name(t), " is only made from a checkpoint's codes");
+    return source;
+}
+
 size_t int8_dot_row_bytes(WType t, int64_t cols) {
     if (cols <= 0 || cols % kQuantBlock || !is_int8_dot_type(t)) return 0;
     const int64_t chunks = int8_dot_chunks(cols);

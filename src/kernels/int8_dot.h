@@ -61,6 +61,9 @@ WType int8_dot_type_for(WType t);
 // The block type whose values a chunked type holds (Q8_0X -> Q8_0, ...; the FX types and
 // Q6_KX have none and are returned unchanged).
 WType int8_dot_source_type(WType t);
+// For building a chunked type from values (f32, a draft head's rows): its block type, or an
+// Error naming `who` for the types only made from a checkpoint's codes (FX types, Q6_KX).
+WType int8_dot_block_source(WType t, const char* who);
 // Bytes of one row of a chunked type (0 when cols % 32 != 0).
 size_t int8_dot_row_bytes(WType t, int64_t cols);
 // Chunks per row.

@@ -228,8 +228,7 @@ WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType t
 WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target) {
     if (rows <= 0 || cols <= 0) fail("make_weight_f32: bad shape [", rows, ", ", cols, "]");
     if (is_int8_dot_type(target)) {  // built in its block type, then repacked
-        const WType source = int8_dot_source_type(target);
-        if (source == target) fail("make_weight_f32: ", wtype_name(target), " is only made from a checkpoint's codes");
+        const WType source = int8_dot_block_source(target, "make_weight_f32");
         WeightMatrix q = make_weight_f32(values, rows, cols, source);
         return q.type == source ? repack_for_int8_dot(q) : q;
     }

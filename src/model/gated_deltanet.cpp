@@ -30,10 +30,15 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
     float* conv_out = ForwardScratch::take(s.conv_out, size_t(T * C));  // [T, C] = q | k | v
     kt.causal_conv(window, lw.conv.data(), T, C, int(K), conv_out);
     kt.silu(conv_out, conv_out, T * C);
-    // Split and normalise: q, k [T, Hk, Dk]; v [T, Hv, Dv].
-    float* q = ForwardScratch::take(s.q, size_t(T * key_dim));
-    float* k = ForwardScratch::take(s.k, size_t(T * key_dim));
-    float* v = ForwardScratch::take(s.v, size_t(T * vdim));
+    // Split and normalise: q, k [T, Hk, Dk]; v [T, Hv, Dv]. A run left open writes the
+    // recurrence inputs (q, k, v, g, beta) straight into the buffers commit() re-runs from
+    // (cache/sequence_state.h); T <= max_width, their size.
+    auto input = [&](std::vector<float>& scratch, std::vector<float>& pending, int64_t per_position) {
+        return keep_open ? pending.data() : ForwardScratch::take(scratch, size_t(T * per_position));
+    };
+    float* q = input(s.q, rec.pending_q, key_dim);
+    float* k = input(s.k, rec.pending_k, key_dim);
+    float* v = input(s.v, rec.pending_v, vdim);
     for (int64_t t = 0; t < T; ++t) {
         const float* row = conv_out + t * C;
         std::memcpy(q + t * key_dim, row, size_t(key_dim) * sizeof(float));
@@ -44,8 +49,8 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
     kt.l2norm(k, T * Hk, Dk, 1e-6f, k);
     const float q_scale = 1.0f / std::sqrt(float(Dk));
     for (int64_t i = 0; i < T * key_dim; ++i) q[i] *= q_scale;
-    float* beta = ForwardScratch::take(s.beta, size_t(T * Hv));  // [T, Hv]
-    float* g = ForwardScratch::take(s.g, size_t(T * Hv));        // [T, Hv] log-decay
+    float* beta = input(s.beta, rec.pending_beta, Hv);  // [T, Hv]
+    float* g = input(s.g, rec.pending_g, Hv);           // [T, Hv] log-decay
     kt.sigmoid(b, beta, T * Hv);
     for (int64_t t = 0; t < T; ++t)
         for (int j = 0; j < Hv; ++j)
@@ -54,19 +59,11 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
     float* o = ForwardScratch::take(s.o, size_t(T * vdim));  // [T, Hv, Dv]
     float* state_in = rec.state();
     if (keep_open) {
-        // Positions stay uncommitted: the run ends in the spare slot, and its inputs are kept
-        // for commit() (cache/sequence_state.h).
+        // Positions stay uncommitted: the run ends in the spare slot; the raw qkv rows are kept
+        // for commit()'s conv state (the recurrence inputs already sit in rec.pending_*).
         gdn_recurrence(kt, state_in, rec.spare(), 0, q, k, v, g, beta, T, Hk, Hv, Dk, Dv,
                        c.gdn_tiled_heads, o, pool_);
-        auto keep = [T](std::vector<float>& dst, const float* src, int64_t per_position) {
-            std::memcpy(dst.data(), src, size_t(T * per_position) * sizeof(float));
-        };
-        keep(rec.pending_qkv, qkv, C);
-        keep(rec.pending_q, q, key_dim);
-        keep(rec.pending_k, k, key_dim);
-        keep(rec.pending_v, v, vdim);
-        keep(rec.pending_g, g, Hv);
-        keep(rec.pending_beta, beta, Hv);
+        std::memcpy(rec.pending_qkv.data(), qkv, size_t(T * C) * sizeof(float));
     } else {
         gdn_recurrence(kt, state_in, state_in, 0, q, k, v, g, beta, T, Hk, Hv, Dk, Dv,
                        c.gdn_tiled_heads, o, pool_);

@@ -39,9 +39,7 @@ void Qwen35Model::set_draft_head(int64_t vocab, WType type) {
         return;
     }
     if (is_int8_dot_type(type)) {  // built in its block type, then repacked
-        if (int8_dot_source_type(type) == type)
-            fail("draft head type ", wtype_name(type), " is only made from a checkpoint's codes");
-        set_draft_head(vocab, int8_dot_source_type(type));
+        set_draft_head(vocab, int8_dot_block_source(type, "draft head"));
         if (draft_lm_head_.type != type) draft_lm_head_ = repack_for_int8_dot(draft_lm_head_);
         return;
     }

@@ -453,10 +453,9 @@ WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* po
                           const std::function<void(int64_t row, float* out)>& fill) {
     if (rows <= 0 || cols <= 0) fail("build_weight: bad shape [", rows, ", ", cols, "]");
     if (is_int8_dot_type(type)) {  // int8-dot layout: built in its block type, then repacked
-        if (int8_dot_source_type(type) == type)
-            fail("build_weight: ", wtype_name(type), " is only made from a checkpoint's codes");
-        WeightMatrix q = build_weight(rows, cols, int8_dot_source_type(type), pool, fill);
-        return q.type == int8_dot_source_type(type) ? repack_for_int8_dot(q) : q;
+        const WType source = int8_dot_block_source(type, "build_weight");
+        WeightMatrix q = build_weight(rows, cols, source, pool, fill);
+        return q.type == source ? repack_for_int8_dot(q) : q;
     }
     WeightMatrix w;
     w.type = stored_type(type, cols);
