@@ -419,6 +419,51 @@ TEST(KernelsInt8, SharedInputProductsEqualSeparateOnes) {
     }
 }
 
+// A batch of products with their own inputs (a MoE layer's routed experts): inputs of several
+// widths (0 skips the job), one input read by two matrices, one pointer read with two different
+// row lengths, f32 and int8-dot weights, sizes on both sides of the threading bound. Every output
+// equals its own matmul() bit for bit, on every ISA and thread count, and a skipped job's
+// output is left untouched.
+TEST(KernelsInt8, BatchedProductsEqualSeparateOnes) {
+    const WeightMatrix a = repack_for_int8_dot(block_weight(WType::Q8_0, {37, 544}, 31));
+    const WeightMatrix b = block_weight(WType::F32, {20, 544}, 32);
+    const WeightMatrix c = repack_for_int8_dot(block_weight(WType::Q4_0, {3, 1024}, 33));
+    const WeightMatrix d = repack_for_int8_dot(block_weight(WType::Q4_1, {300, 1024}, 34));
+    const WeightMatrix e = repack_for_int8_dot(block_weight(WType::Q8_0, {48, 544}, 35));
+    const std::vector<float> x1 = random_values(size_t(3 * 1024), 36);  // [3, 1024] or [3, 544]
+    const std::vector<float> x2 = random_values(size_t(17 * 1024), 37);
+    const std::vector<float> x3 = random_values(size_t(1 * 544), 38);
+    struct Case {
+        const WeightMatrix* w;
+        const std::vector<float>* x;
+        int64_t n;
+    };
+    const Case cases[] = {{&a, &x1, 3}, {&b, &x1, 3}, {&c, &x1, 3}, {&d, &x2, 17},
+                          {&e, &x3, 1}, {&a, &x3, 0}, {&d, &x1, 1}, {&e, &x2, 5}};
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        for (int threads : {1, 2}) {
+            ThreadPool pool(threads);
+            std::vector<std::vector<float>> ys;
+            std::vector<MatmulJob> jobs;
+            for (const Case& cs : cases) ys.emplace_back(size_t(std::max<int64_t>(cs.n, 1) * cs.w->rows), -7.0f);
+            for (size_t i = 0; i < std::size(cases); ++i)
+                jobs.push_back({cases[i].w, cases[i].x->data(), cases[i].n, ys[i].data()});
+            matmul_batch(k, jobs, pool);
+            for (size_t i = 0; i < std::size(cases); ++i) {
+                const Case& cs = cases[i];
+                if (cs.n == 0) {
+                    EXPECT_EQ(ys[i], std::vector<float>(ys[i].size(), -7.0f)) << isa << " job " << i;
+                    continue;
+                }
+                const std::vector<float> x(cs.x->begin(), cs.x->begin() + cs.n * cs.w->cols);
+                EXPECT_EQ(matmul_on(k, *cs.w, x, cs.n, threads), ys[i])
+                    << isa << " threads=" << threads << " job " << i;
+            }
+        }
+    }
+}
+
 TEST(KernelsInt8, WithinActivationRoundingOfTheFloatProduct) {
     const Shape s{64, 544};
     for (WType type : kBlockTypes) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/aligned_allocator.h"
+#include "kernels/kernels.h"
 
 namespace nextn {
 
@@ -52,10 +53,13 @@ struct ForwardScratch {
     std::vector<float> qg, attn_k, attn_v, attn;        // attention
     std::vector<float> attn_scores;                     // per thread: queries + scores
     std::vector<float> rope_cos, rope_sin;              // [rotary_dims / 2] angles of one position
-    std::vector<float> gate, up, router, shared, shared_gate, expert_in, expert_y, expert_out;
+    std::vector<float> gate, up, router, shared, shared_gate, expert_in, expert_out;
     std::vector<float> route_w;                         // [T, k] MoE routing weights
     std::vector<int> route_e, route_order;              // [T, k] chosen experts; [E] sort scratch
-    std::vector<int64_t> route_slots;                   // rows routed to one expert
+    std::vector<int64_t> route_slots;                   // [T, k] each choice's expert-buffer row
+    std::vector<int64_t> route_first_row;               // [E + 1] each expert's first row there
+    std::vector<float> shared_g, shared_u;              // [T, I_s] MoE shared expert
+    std::vector<MatmulJob> matmul_jobs;                 // the MoE layer's batched products
     std::vector<float> mtp_cat;                         // [T, 2H] MTP [embedding | hidden]
 
     // Returns v's storage with at least n elements.

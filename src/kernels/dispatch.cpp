@@ -1,4 +1,5 @@
-// Chooses the kernel table once, and the threaded drivers over it.
+// Chooses the kernel table once; the threaded Gated-DeltaNet driver (the matmul drivers are in
+// matmul.cpp).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -164,93 +165,13 @@ const KernelTable& kernels() {
     return chosen;
 }
 
-namespace {
-
-void check_weight(const WeightMatrix& w) {
-    if (w.empty() || w.rows <= 0 || w.cols <= 0)
-        fail("matmul: empty weight matrix [", w.rows, ", ", w.cols, "]");
-    const size_t expect = wtype_row_bytes(w.type, w.cols);
-    if (expect == 0 || w.row_bytes < expect)
-        fail("matmul: a ", wtype_name(w.type), " weight cannot have ", w.cols, " columns and ",
-             w.row_bytes, "-byte rows");
-}
-
-}  // namespace
-
-constexpr int64_t kMinParallelWeights = 16 * 1024;
-
-namespace {
-
-// The calling thread's activation scratch for the int8 kernels (thread_local: reused across
-// calls, so decode does not allocate after warm-up). Take a plain reference before handing it
-// to pool lambdas: inside them the name would denote the worker's own copy.
-QuantizedColumns& activation_scratch() {
-    thread_local QuantizedColumns scratch;
-    return scratch;
-}
-
-}  // namespace
-
-void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t n, float* y,
-            ThreadPool& pool) {
-    if (n <= 0) return;
-    check_weight(w);
-    // Below ~64 KiB of f32-equivalent weights a wake-up of the other threads costs more than
-    // the work; the result is the same bits either way (rows never depend on the split).
-    if (w.rows * w.cols >= kMinParallelWeights) return matmul_shared_input(k, {{&w, y}}, x, n, pool);
-    if (is_int8_dot_type(w.type)) {
-        QuantizedColumns& quantized = activation_scratch();
-        quantize_activations(k, x, n, w.cols, quantized, pool);
-        k.gemm_i8_rows(w, quantized, y, w.rows, 0, w.rows);
-        return;
-    }
-    k.gemm_rows(w, x, n, y, w.rows, 0, w.rows);
-}
-
-void matmul_shared_input(const KernelTable& k, std::initializer_list<MatmulOutput> outputs,
-                         const float* x, int64_t n, ThreadPool& pool) {
-    if (n <= 0) return;
-    constexpr int kMaxOutputs = 8;
-    const int count = int(outputs.size());
-    if (count > kMaxOutputs) fail("matmul_shared_input: at most ", kMaxOutputs, " outputs");
-    const MatmulOutput* out = outputs.begin();
-    bool int8 = false;
-    int64_t first_block[kMaxOutputs + 1] = {0};  // prefix sums of 16-row blocks per matrix
-    const int64_t block = 16;
-    for (int i = 0; i < count; ++i) {
-        check_weight(*out[i].w);
-        if (out[i].w->cols != out[0].w->cols)
-            fail("matmul_shared_input: matrices with ", out[0].w->cols, " and ", out[i].w->cols,
-                 " columns");
-        int8 = int8 || is_int8_dot_type(out[i].w->type);
-        first_block[i + 1] = first_block[i] + (out[i].w->rows + block - 1) / block;
-    }
-    QuantizedColumns& quantized = activation_scratch();
-    if (int8) quantize_activations(k, x, n, out[0].w->cols, quantized, pool);
-    // Rows are split in blocks of 16 so each thread gets whole blocks; a row is always computed
-    // by one thread with the same code, so any grouping of blocks gives the same bits.
-    pool.run(first_block[count], [&](int64_t b0, int64_t b1) {
-        for (int i = 0; i < count && b0 < b1; ++i) {
-            const int64_t lo = std::max(b0, first_block[i]), hi = std::min(b1, first_block[i + 1]);
-            if (lo >= hi) continue;
-            const WeightMatrix& w = *out[i].w;
-            const int64_t r0 = (lo - first_block[i]) * block;
-            const int64_t r1 = std::min((hi - first_block[i]) * block, w.rows);
-            if (is_int8_dot_type(w.type))
-                k.gemm_i8_rows(w, quantized, out[i].y, w.rows, r0, r1);
-            else
-                k.gemm_rows(w, x, n, out[i].y, w.rows, r0, r1);
-        }
-    });
-}
-
 void gdn_recurrence(const KernelTable& kt, const float* state_in, float* state_out,
                     int64_t out_stride, const float* q, const float* k, const float* v,
                     const float* g, const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
                     bool tiled_heads, float* out, ThreadPool& pool) {
     if (Hk <= 0 || Hv <= 0 || Hv % Hk || Dk <= 0 || Dv <= 0)
         fail("gdn_recurrence: bad head layout Hk=", Hk, " Hv=", Hv, " Dk=", Dk, " Dv=", Dv);
-    if (int64_t(Hv) * Dk * Dv * T < kMinParallelWeights) {  // too little work to wake threads
+    if (int64_t(Hv) * Dk * Dv * T < kMinParallelWork) {  // too little work to wake threads
         kt.gdn_recurrence_heads(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv, Dk,
                                 Dv, tiled_heads, out, 0, Hv);
         return;

@@ -13,6 +13,7 @@
 // this to produce bit-identical tokens. (Different ISAs may round differently from each other.)
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,23 @@ struct MatmulOutput {
 };
 void matmul_shared_input(const KernelTable& k, std::initializer_list<MatmulOutput> outputs,
                          const float* x, int64_t n, ThreadPool& pool);
+
+// Several products, each with its own input, in one pool dispatch: y_i[n_i, w_i.rows] =
+// x_i[n_i, w_i.cols] · W_iᵀ for every job (the routed experts of a MoE layer, each over the
+// tokens sent to it, gathered into one job instead of one dispatch per matrix). Jobs with the
+// same x, n and cols share one activation quantization; jobs with n == 0 are skipped. Every
+// output has matmul()'s bits.
+struct MatmulJob {
+    const WeightMatrix* w;
+    const float* x;  // [n, w->cols]
+    int64_t n;
+    float* y;        // [n, w->rows]
+};
+void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadPool& pool);
+
+// Below this much work (f32-equivalent weight values, or state values for the GDN recurrence)
+// waking the other threads costs more than it saves; the result is the same bits either way.
+inline constexpr int64_t kMinParallelWork = 16 * 1024;
 
 // gdn_recurrence split over value heads on the pool (bitwise equal to the single-thread call).
 void gdn_recurrence(const KernelTable& kt, const float* state_in, float* state_out,

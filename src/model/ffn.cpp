@@ -48,37 +48,67 @@ void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, i
         }
     }
 
-    // Run each expert once over the tokens routed to it; the kernels are batch-invariant, so a
-    // token's expert output does not depend on which other tokens share the batch.
-    float* expert_out = ForwardScratch::take(s.expert_out, size_t(T * K * H));  // [T, K, H]
-    for (int e = 0; e < E; ++e) {
-        int64_t n = 0;
-        int64_t* slots = ForwardScratch::take(s.route_slots, size_t(T * K));
-        for (int64_t slot = 0; slot < T * K; ++slot)
-            if (chosen[slot] == e) slots[n++] = slot;
-        if (n == 0) continue;
-        float* xin = ForwardScratch::take(s.expert_in, size_t(n * H));  // [n, H]
-        float* yout = ForwardScratch::take(s.expert_y, size_t(n * H));  // [n, H]
-        for (int64_t i = 0; i < n; ++i) std::copy_n(xn + (slots[i] / K) * H, H, xin + i * H);
-        const ExpertWeights& ew = f.experts[size_t(e)];
-        swiglu(ew.gate, ew.up, ew.down, s, xin, n, yout);
-        for (int64_t i = 0; i < n; ++i) std::copy_n(yout + i * H, H, expert_out + slots[i] * H);
-    }
-    // Shared expert, gated by sigmoid(x · shared_expert_gate).
+    // Group the routed (token, choice) slots by expert: expert e's n_e tokens, in token order,
+    // take rows [row0_e, row0_e + n_e) of the [T * K, ...] expert buffers.
+    int64_t* first_row = ForwardScratch::take(s.route_first_row, size_t(E + 1));  // [E + 1]
+    int64_t* slot_row = ForwardScratch::take(s.route_slots, size_t(T * K));       // [T * K]
+    std::fill(first_row, first_row + E + 1, 0);
+    for (int64_t slot = 0; slot < T * K; ++slot) ++first_row[chosen[slot] + 1];
+    for (int e = 0; e < E; ++e) first_row[e + 1] += first_row[e];
+    for (int64_t slot = 0; slot < T * K; ++slot) slot_row[slot] = first_row[chosen[slot]]++;
+    for (int e = E; e > 0; --e) first_row[e] = first_row[e - 1];  // back to each expert's start
+    first_row[0] = 0;
+
+    const int64_t I = f.experts.empty() ? 0 : f.experts[0].gate.rows;  // moe_intermediate_size
+    float* xin = ForwardScratch::take(s.expert_in, size_t(T * K * H));     // [T * K, H]
+    float* g = ForwardScratch::take(s.gate, size_t(T * K * I));            // [T * K, I]
+    float* u = ForwardScratch::take(s.up, size_t(T * K * I));              // [T * K, I]
+    float* expert_out = ForwardScratch::take(s.expert_out, size_t(T * K * H));  // [T * K, H]
+    for (int64_t slot = 0; slot < T * K; ++slot)
+        std::copy_n(xn + (slot / K) * H, H, xin + slot_row[slot] * H);
+
+    // Every routed expert and the shared one in two pool dispatches (gate and up, then down),
+    // not two per expert; the kernels are batch-invariant, so a token's expert output does not
+    // depend on which other tokens or experts share a dispatch.
     const bool has_shared = !f.shared_gate.empty();
-    float* shared = ForwardScratch::take(s.shared, size_t(T * H));        // [T, H]
-    float* shared_gate = ForwardScratch::take(s.shared_gate, size_t(T));  // [T]
+    const int64_t Is = has_shared ? f.shared_gate.rows : 0;
+    float* shared = ForwardScratch::take(s.shared, size_t(T * H));            // [T, H]
+    float* shared_gate = ForwardScratch::take(s.shared_gate, size_t(T));      // [T]
+    float* sg = ForwardScratch::take(s.shared_g, size_t(T * Is));             // [T, I_s]
+    float* su = ForwardScratch::take(s.shared_u, size_t(T * Is));             // [T, I_s]
+    std::vector<MatmulJob>& jobs = s.matmul_jobs;
+    jobs.clear();
+    for (int e = 0; e < E; ++e) {
+        const int64_t row0 = first_row[e], n = first_row[e + 1] - row0;
+        if (n == 0) continue;
+        const ExpertWeights& ew = f.experts[size_t(e)];
+        jobs.push_back({&ew.gate, xin + row0 * H, n, g + row0 * I});
+        jobs.push_back({&ew.up, xin + row0 * H, n, u + row0 * I});
+    }
     if (has_shared) {
-        swiglu(f.shared_gate, f.shared_up, f.shared_down, s, xn, T, shared);
-        matmul(kernels_, f.shared_expert_gate, xn, T, shared_gate, pool_);
+        jobs.push_back({&f.shared_gate, xn, T, sg});
+        jobs.push_back({&f.shared_up, xn, T, su});
+        jobs.push_back({&f.shared_expert_gate, xn, T, shared_gate});
+    }
+    matmul_batch(kernels_, jobs, pool_);
+    kernels_.swiglu(g, u, g, T * K * I);
+    if (has_shared) kernels_.swiglu(sg, su, sg, T * Is);
+    jobs.clear();
+    for (int e = 0; e < E; ++e) {
+        const int64_t row0 = first_row[e], n = first_row[e + 1] - row0;
+        if (n > 0) jobs.push_back({&f.experts[size_t(e)].down, g + row0 * I, n, expert_out + row0 * H});
+    }
+    if (has_shared) {
+        jobs.push_back({&f.shared_down, sg, T, shared});
         kernels_.sigmoid(shared_gate, shared_gate, T);
     }
+    matmul_batch(kernels_, jobs, pool_);
     for (int64_t t = 0; t < T; ++t) {
         float* y = out + t * H;
         std::fill(y, y + H, 0.0f);
         for (int j = 0; j < K; ++j) {
             const float w = chosen_w[t * K + j];
-            const float* eo = expert_out + (t * K + j) * H;
+            const float* eo = expert_out + slot_row[t * K + j] * H;
             for (int64_t h = 0; h < H; ++h) y[h] += w * eo[h];
         }
         if (has_shared)

@@ -1,0 +1,150 @@
+// The threaded matmul drivers: rows split in 16-row blocks over the pool, int8 activations
+// quantized once per distinct input.
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/int8_dot.h"
+#include "kernels/kernels.h"
+
+namespace nextn {
+
+namespace {
+
+constexpr int64_t kRowBlock = 16;  // rows a thread takes at a time (a block stays in cache)
+
+void check_weight(const WeightMatrix& w) {
+    if (w.empty() || w.rows <= 0 || w.cols <= 0)
+        fail("matmul: empty weight matrix [", w.rows, ", ", w.cols, "]");
+    const size_t expect = wtype_row_bytes(w.type, w.cols);
+    if (expect == 0 || w.row_bytes < expect)
+        fail("matmul: a ", wtype_name(w.type), " weight cannot have ", w.cols, " columns and ",
+             w.row_bytes, "-byte rows");
+}
+
+// The calling thread's scratch (thread_local: reused across calls, so decode does not allocate
+// after warm-up). Take a plain reference before handing it to pool lambdas: inside them the
+// name would denote the worker's own copy.
+struct BatchScratch {
+    std::vector<int64_t> first_block;        // [jobs + 1] prefix sums of 16-row blocks
+    std::vector<int> input_of;               // [jobs] index into inputs, -1 for f32 weights
+    std::vector<const MatmulJob*> input_job;  // [inputs] the first job reading each input
+    std::vector<QuantizedColumns> inputs;    // distinct int8 activation inputs (grows only)
+    QuantizedColumns single;                 // matmul()'s small-matrix path
+};
+
+BatchScratch& batch_scratch() {
+    thread_local BatchScratch scratch;
+    return scratch;
+}
+
+// Rows [r0, r1) of one job.
+void run_rows(const KernelTable& k, const MatmulJob& job, const QuantizedColumns* q, int64_t r0,
+              int64_t r1) {
+    const WeightMatrix& w = *job.w;
+    if (q)
+        k.gemm_i8_rows(w, *q, job.y, w.rows, r0, r1);
+    else
+        k.gemm_rows(w, job.x, job.n, job.y, w.rows, r0, r1);
+}
+
+}  // namespace
+
+void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t n, float* y,
+            ThreadPool& pool) {
+    if (n <= 0) return;
+    check_weight(w);
+    if (w.rows * w.cols >= kMinParallelWork) {
+        const MatmulJob job{&w, x, n, y};
+        return matmul_batch(k, {&job, 1}, pool);
+    }
+    if (is_int8_dot_type(w.type)) {
+        QuantizedColumns& quantized = batch_scratch().single;
+        quantize_activations(k, x, n, w.cols, quantized, pool);
+        k.gemm_i8_rows(w, quantized, y, w.rows, 0, w.rows);
+        return;
+    }
+    k.gemm_rows(w, x, n, y, w.rows, 0, w.rows);
+}
+
+void matmul_shared_input(const KernelTable& k, std::initializer_list<MatmulOutput> outputs,
+                         const float* x, int64_t n, ThreadPool& pool) {
+    constexpr int kMaxOutputs = 8;
+    if (outputs.size() > size_t(kMaxOutputs))
+        fail("matmul_shared_input: at most ", kMaxOutputs, " outputs");
+    MatmulJob jobs[kMaxOutputs];
+    int count = 0;
+    for (const MatmulOutput& o : outputs) {
+        if (o.w->cols != outputs.begin()->w->cols)
+            fail("matmul_shared_input: matrices with ", outputs.begin()->w->cols, " and ",
+                 o.w->cols, " columns");
+        jobs[count++] = MatmulJob{o.w, x, n, o.y};
+    }
+    matmul_batch(k, {jobs, size_t(count)}, pool);
+}
+
+void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadPool& pool) {
+    BatchScratch& s = batch_scratch();
+    const size_t count = jobs.size();
+    s.first_block.assign(count + 1, 0);
+    s.input_of.assign(count, -1);
+    s.input_job.clear();
+    int64_t work = 0;  // weight values over all jobs
+    for (size_t i = 0; i < count; ++i) {
+        const MatmulJob& job = jobs[i];
+        const int64_t n = std::max<int64_t>(job.n, 0);
+        s.first_block[i + 1] = s.first_block[i];
+        if (n == 0) continue;
+        check_weight(*job.w);
+        s.first_block[i + 1] += (job.w->rows + kRowBlock - 1) / kRowBlock;
+        work += job.w->rows * job.w->cols;
+        if (!is_int8_dot_type(job.w->type)) continue;
+        int input = 0;
+        while (input < int(s.input_job.size()) &&
+               !(s.input_job[size_t(input)]->x == job.x && s.input_job[size_t(input)]->n == n &&
+                 s.input_job[size_t(input)]->w->cols == job.w->cols))
+            ++input;
+        if (input == int(s.input_job.size())) s.input_job.push_back(&job);
+        s.input_of[i] = input;
+    }
+
+    // Quantize each distinct input: one input splits its columns over the pool (when there are
+    // many); several run side by side, one input per call.
+    const size_t n_inputs = s.input_job.size();
+    if (s.inputs.size() < n_inputs) s.inputs.resize(n_inputs);
+    auto quantize_input = [&](size_t i) {
+        const MatmulJob& job = *s.input_job[i];
+        resize_columns(job.n, job.w->cols, s.inputs[i]);
+        k.quantize_columns(job.x, job.w->cols, s.inputs[i], 0, job.n);
+    };
+    if (n_inputs == 1) {
+        const MatmulJob& job = *s.input_job[0];
+        quantize_activations(k, job.x, job.n, job.w->cols, s.inputs[0], pool);
+    } else if (n_inputs > 1) {
+        pool.run(int64_t(n_inputs), [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; ++i) quantize_input(size_t(i));
+        });
+    }
+
+    // Blocks of 16 rows over all jobs; a row is always computed by one thread with the same
+    // code, so any grouping of blocks (and of jobs) gives the same bits.
+    auto run_blocks = [&](int64_t b0, int64_t b1) {
+        const auto first = std::upper_bound(s.first_block.begin(), s.first_block.end(), b0);
+        for (size_t i = size_t(first - s.first_block.begin()) - 1; i < count && b0 < b1; ++i) {
+            const int64_t lo = std::max(b0, s.first_block[i]), hi = std::min(b1, s.first_block[i + 1]);
+            if (lo >= hi) continue;
+            const MatmulJob& job = jobs[i];
+            const int64_t r0 = (lo - s.first_block[i]) * kRowBlock;
+            const int64_t r1 = std::min((hi - s.first_block[i]) * kRowBlock, job.w->rows);
+            run_rows(k, job, s.input_of[i] < 0 ? nullptr : &s.inputs[size_t(s.input_of[i])], r0, r1);
+        }
+    };
+    const int64_t blocks = s.first_block[count];
+    if (work < kMinParallelWork)
+        run_blocks(0, blocks);
+    else
+        pool.run(blocks, run_blocks);
+}
+
+}  // namespace nextn
