@@ -60,8 +60,10 @@ struct WeightMatrix {
 // Zeroed memory for weight bytes, 64-byte aligned; buffers of 2 MiB and more are 2 MiB aligned
 // and marked for transparent huge pages (decode streams every weight once per token, and with
 // 4 KiB pages the TLB misses cost a measurable share of the bandwidth). `what` names the weight
-// in the out-of-memory error.
-std::shared_ptr<void> allocate_weight_memory(size_t bytes, const std::string& what);
+// in the out-of-memory error. `zeroed` false leaves the bytes as they come (untouched pages
+// take no memory until written: for a buffer filled piece by piece while its sources are freed).
+std::shared_ptr<void> allocate_weight_memory(size_t bytes, const std::string& what,
+                                             bool zeroed = true);
 
 // Builds a kernel weight from a checkpoint tensor of shape [rows, cols] (or [rows] for vectors
 // treated as one column), copied into 64-byte aligned memory owned by the result.

@@ -11,9 +11,18 @@
 
 namespace nextn {
 
+namespace {
+
+ModelWeights with_small_matrices_packed(ModelWeights w) {
+    pack_small_matrices(w);
+    return w;
+}
+
+}  // namespace
+
 Qwen35Model::Qwen35Model(ModelConfig config, ModelWeights weights, ThreadPool& pool)
     : config_(std::move(config)),
-      weights_(std::move(weights)),
+      weights_(with_small_matrices_packed(std::move(weights))),
       pool_(pool),
       kernels_(kernels()),
       rope_inv_freq_(ops::rope_inv_freq(config_.rotary_dims, config_.rope_theta)),

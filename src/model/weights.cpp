@@ -181,30 +181,44 @@ LayerWeights bind_layer(Binder& b, const ModelConfig& c, const std::string& p, b
 
 }  // namespace
 
-void for_each_matrix(const ModelWeights& w, const std::function<void(const WeightMatrix&)>& f) {
-    auto visit = [&](const WeightMatrix& x) {
+namespace {
+
+// The traversal behind both for_each_matrix overloads (W: ModelWeights, const or not). A tied
+// embedding is visited with the LM head only when `tied_embed_too`.
+template <class W, class F>
+void visit_matrices(W& w, bool tied_embed_too, F&& f) {
+    auto visit = [&](auto& x) {
         if (!x.empty()) f(x);
     };
-    auto layer = [&](const LayerWeights& l) {
-        for (const WeightMatrix* x : {&l.in_qkv, &l.in_z, &l.in_b, &l.in_a, &l.out_proj, &l.q_proj,
-                                      &l.k_proj, &l.v_proj, &l.o_proj, &l.ffn.gate, &l.ffn.up,
-                                      &l.ffn.down, &l.ffn.router, &l.ffn.shared_gate,
-                                      &l.ffn.shared_up, &l.ffn.shared_down,
-                                      &l.ffn.shared_expert_gate})
+    auto layer = [&](auto& l) {
+        for (auto* x : {&l.in_qkv, &l.in_z, &l.in_b, &l.in_a, &l.out_proj, &l.q_proj, &l.k_proj,
+                        &l.v_proj, &l.o_proj, &l.ffn.gate, &l.ffn.up, &l.ffn.down, &l.ffn.router,
+                        &l.ffn.shared_gate, &l.ffn.shared_up, &l.ffn.shared_down,
+                        &l.ffn.shared_expert_gate})
             visit(*x);
-        for (const auto& e : l.ffn.experts) {
+        for (auto& e : l.ffn.experts) {
             visit(e.gate);
             visit(e.up);
             visit(e.down);
         }
     };
-    if (w.embed.data != w.lm_head.data) visit(w.embed);
+    if (tied_embed_too || w.embed.data != w.lm_head.data) visit(w.embed);
     visit(w.lm_head);
-    for (const LayerWeights& l : w.layers) layer(l);
+    for (auto& l : w.layers) layer(l);
     if (w.mtp.present) {
         visit(w.mtp.fc);
         layer(w.mtp.layer);
     }
+}
+
+}  // namespace
+
+void for_each_matrix(const ModelWeights& w, const std::function<void(const WeightMatrix&)>& f) {
+    visit_matrices(w, false, f);
+}
+
+void for_each_matrix(ModelWeights& w, const std::function<void(WeightMatrix&)>& f) {
+    visit_matrices(w, true, f);
 }
 
 ModelWeights bind_weights(const Checkpoint& ck, const BindOptions& options) {

@@ -101,6 +101,15 @@ WeightMatrix to_kernel_storage(const WeightMatrix& w, bool int8_activations);
 // Calls f on every weight matrix of the trunk, the LM head and the MTP head (the embedding only
 // when it is not the tied LM head); empty ones are skipped.
 void for_each_matrix(const ModelWeights& w, const std::function<void(const WeightMatrix&)>& f);
+// The same for changing them; a tied embedding is visited too.
+void for_each_matrix(ModelWeights& w, const std::function<void(WeightMatrix&)>& f);
+
+// Moves every converted matrix under 2 MiB (the MoE experts, small projections) into one
+// buffer on transparent huge pages, in visiting order. Decode streams thousands of such
+// matrices per token; alone, each took its own 4 KiB pages, and a TLB miss every 4 KiB
+// held a 35B-A3B MoE's decode to a fraction of the memory bandwidth. Matrices mapped from the
+// checkpoint file are left where they are; views of the same bytes stay shared.
+void pack_small_matrices(ModelWeights& w);
 
 // A depthwise conv weight [channels, K] (checkpoint order) as [K, channels] (the kernel's).
 std::vector<float> conv_taps_first(const std::vector<float>& w, int64_t channels, int K);
