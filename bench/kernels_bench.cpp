@@ -89,10 +89,41 @@ BENCHMARK(BM_Gemm)
 // per row), q8_0 and q4_0 in their int8-dot layouts, 32768 rows, width N: where the per-row
 // work and the prefetch distance matter more than on the long rows of BM_Gemm.
 void BM_GemmShortRows(benchmark::State& state) {
-    const WType type = state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X;
+    const WType type = state.range(0) == 8 ? WType::Q8_0X : state.range(0) == 4 ? WType::Q4_0X : WType::F32;
     time_matmuls(state, random_weight(32768, 1024, type), int(state.range(1)));
 }
-BENCHMARK(BM_GemmShortRows)->ArgsProduct({{8, 4}, {1, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+BENCHMARK(BM_GemmShortRows)->ArgsProduct({{8, 4, 32}, {1, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+
+// The same short-row matmul on a weight small enough to stay in L2 (1024 x 1024, half per thread), no copies
+// rotated: the kernel's compute ceiling. Where this is not well above the memory rate of
+// BM_GemmShortRows, decode is bound by the kernel's instructions, not by memory.
+void BM_GemmCached(benchmark::State& state) {
+    const WType type = state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X;
+    const WeightMatrix w = random_weight(1024, 1024, type);
+    const int n = int(state.range(1));
+    std::vector<float> x(size_t(n * w.cols), 0.5f), y(size_t(n * w.rows));
+    for (auto _ : state) {
+        matmul(w, x.data(), n, y.data(), pool());
+        benchmark::ClobberMemory();
+    }
+    const double gb = double(w.nbytes()) * double(state.iterations()) / 1e9;
+    state.counters["GB/s"] = benchmark::Counter(gb, benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(kernels().isa) + " " + wtype_name(w.type));
+}
+BENCHMARK(BM_GemmCached)->ArgsProduct({{8, 4}, {1, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+
+// The fixed cost of one thread-pool job that does nothing (a decode token runs a few hundred).
+void BM_PoolDispatch(benchmark::State& state) {
+    int64_t items_seen = 0;
+    for (auto _ : state) {
+        pool().run(2, [&](int64_t begin, int64_t end) {
+            if (begin == 0) items_seen += end - begin;
+        });
+        benchmark::ClobberMemory();
+    }
+    benchmark::DoNotOptimize(items_seen);
+}
+BENCHMARK(BM_PoolDispatch)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // GGUF Q6_K held as Q6_KX (only the int8 kernels read it): random codes and sub-scales, one
 // matmul of width N as BM_Gemm; GB/s counts the Q6_KX bytes streamed (7 bits per value).
