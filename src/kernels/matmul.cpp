@@ -110,7 +110,8 @@ void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadP
     }
 
     // Quantize each distinct input: one input splits its columns over the pool (when there are
-    // many); several run side by side, one input per call.
+    // many); several run side by side, one input per call (in this thread when the whole batch
+    // is too small to wake the others).
     const size_t n_inputs = s.input_job.size();
     if (s.inputs.size() < n_inputs) s.inputs.resize(n_inputs);
     auto quantize_input = [&](size_t i) {
@@ -121,7 +122,9 @@ void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadP
     if (n_inputs == 1) {
         const MatmulJob& job = *s.input_job[0];
         quantize_activations(k, job.x, job.n, job.w->cols, s.inputs[0], pool);
-    } else if (n_inputs > 1) {
+    } else if (work < kMinParallelWork) {
+        for (size_t i = 0; i < n_inputs; ++i) quantize_input(i);
+    } else {
         pool.run(int64_t(n_inputs), [&](int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; ++i) quantize_input(size_t(i));
         });
