@@ -31,7 +31,6 @@ struct BatchScratch {
     std::vector<int> input_of;               // [jobs] index into inputs, -1 for f32 weights
     std::vector<const MatmulJob*> input_job;  // [inputs] the first job reading each input
     std::vector<QuantizedColumns> inputs;    // distinct int8 activation inputs (grows only)
-    QuantizedColumns single;                 // matmul()'s small-matrix path
 };
 
 BatchScratch& batch_scratch() {
@@ -53,19 +52,8 @@ void run_rows(const KernelTable& k, const MatmulJob& job, const QuantizedColumns
 
 void matmul(const KernelTable& k, const WeightMatrix& w, const float* x, int64_t n, float* y,
             ThreadPool& pool) {
-    if (n <= 0) return;
-    check_weight(w);
-    if (w.rows * w.cols >= kMinParallelWork) {
-        const MatmulJob job{&w, x, n, y};
-        return matmul_batch(k, {&job, 1}, pool);
-    }
-    if (is_int8_dot_type(w.type)) {
-        QuantizedColumns& quantized = batch_scratch().single;
-        quantize_activations(k, x, n, w.cols, quantized, pool);
-        k.gemm_i8_rows(w, quantized, y, w.rows, 0, w.rows);
-        return;
-    }
-    k.gemm_rows(w, x, n, y, w.rows, 0, w.rows);
+    const MatmulJob job{&w, x, n, y};
+    matmul_batch(k, {&job, 1}, pool);  // a matrix below the threading bound runs in this thread
 }
 
 void matmul_shared_input(const KernelTable& k, std::initializer_list<MatmulOutput> outputs,

@@ -153,12 +153,11 @@ WType resolve_target(WType target, DType source, int64_t cols) {
 }  // namespace
 
 std::shared_ptr<void> allocate_weight_memory(size_t bytes, const std::string& what, bool zeroed) {
-    constexpr size_t kHuge = size_t(2) << 20;
-    const size_t align = bytes >= kHuge ? kHuge : 64;
+    const size_t align = bytes >= kHugePageBytes ? kHugePageBytes : 64;
     const size_t size = bytes == 0 ? align : (bytes + align - 1) / align * align;
     void* p = std::aligned_alloc(align, size);
     if (!p) fail("out of memory allocating ", size, " bytes for a ", what);
-    if (align == kHuge) madvise(p, size, MADV_HUGEPAGE);  // a hint: failure changes nothing
+    if (align == kHugePageBytes) madvise(p, size, MADV_HUGEPAGE);  // a hint: failure changes nothing
     if (zeroed) std::memset(p, 0, size);
     return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }

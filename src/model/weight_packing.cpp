@@ -12,10 +12,9 @@ namespace nextn {
 
 namespace {
 
-constexpr size_t kHugePage = size_t(2) << 20;
 constexpr size_t kAlign = 64;  // every matrix starts on a cache line, as allocated alone
 
-bool packable(const WeightMatrix& m) { return m.owner && m.nbytes() < kHugePage; }
+bool packable(const WeightMatrix& m) { return m.owner && m.nbytes() < kHugePageBytes; }
 
 size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
@@ -61,10 +60,10 @@ void pack_small_matrices(ModelWeights& w) {
             std::memcpy(dst, m.data, m.nbytes());
             std::memset(dst + m.nbytes(), 0, aligned(m.nbytes()) - m.nbytes());
             it->second.copied = true;
+            since_trim += m.nbytes();
         }
         m.data = dst;
         m.owner = std::shared_ptr<void>(buffer, dst);  // frees the old buffer when last held
-        since_trim += m.nbytes();
         if (since_trim >= kTrimEvery) {
             release_free_heap_pages();
             since_trim = 0;

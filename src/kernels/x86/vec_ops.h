@@ -9,6 +9,19 @@
 
 namespace nextn::x86 {
 
+// The first len (1..I::L) floats at p as a vector (zeros past them), and the same store.
+template <class I>
+typename I::V load_len(const float* p, int len) {
+    return len == I::L ? I::load(p) : I::load_part(p, len);
+}
+template <class I>
+void store_len(float* p, typename I::V v, int len) {
+    if (len == I::L)
+        I::store(p, v);
+    else
+        I::store_part(p, v, len);
+}
+
 // sum of x[i]^2 over one row: one accumulator, fma per vector, then I::hsum.
 template <class I>
 float sum_squares(const float* x, int64_t d) {
@@ -31,15 +44,9 @@ void scale_row(const float* x, const float* w, float scale, int64_t d, float* y)
     const auto s = I::set1(scale);
     for (int64_t c = 0; c < d; c += I::L) {
         const int len = d - c < I::L ? int(d - c) : I::L;
-        if (len == I::L) {
-            auto v = I::mul(I::load(x + c), s);
-            if (w) v = I::mul(v, I::load(w + c));
-            I::store(y + c, v);
-        } else {
-            auto v = I::mul(I::load_part(x + c, len), s);
-            if (w) v = I::mul(v, I::load_part(w + c, len));
-            I::store_part(y + c, v, len);
-        }
+        auto v = I::mul(load_len<I>(x + c, len), s);
+        if (w) v = I::mul(v, load_len<I>(w + c, len));
+        store_len<I>(y + c, v, len);
     }
 }
 
@@ -64,12 +71,7 @@ template <class I, class F>
 void map(const float* x, const float* u, float* y, int64_t n, F f) {
     for (int64_t i = 0; i < n; i += I::L) {
         const int len = n - i < I::L ? int(n - i) : I::L;
-        if (len == I::L) {
-            I::store(y + i, f(I::load(x + i), u ? I::load(u + i) : I::zero()));
-        } else {
-            I::store_part(y + i, f(I::load_part(x + i, len), u ? I::load_part(u + i, len) : I::zero()),
-                          len);
-        }
+        store_len<I>(y + i, f(load_len<I>(x + i, len), u ? load_len<I>(u + i, len) : I::zero()), len);
     }
 }
 
@@ -105,14 +107,10 @@ void causal_conv(const float* x, const float* w, int64_t T, int64_t C, int K, fl
     for (int64_t t = 0; t < T; ++t) {
         for (int64_t c = 0; c < C; c += I::L) {
             const int len = C - c < I::L ? int(C - c) : I::L;
-            auto load = [&](const float* p) { return len == I::L ? I::load(p) : I::load_part(p, len); };
             auto acc = I::zero();
             for (int j = 0; j < K; ++j)
-                acc = I::add(acc, I::mul(load(w + j * C + c), load(x + (t + j) * C + c)));
-            if (len == I::L)
-                I::store(out + t * C + c, acc);
-            else
-                I::store_part(out + t * C + c, acc, len);
+                acc = I::add(acc, I::mul(load_len<I>(w + j * C + c, len), load_len<I>(x + (t + j) * C + c, len)));
+            store_len<I>(out + t * C + c, acc, len);
         }
     }
 }
@@ -125,16 +123,10 @@ void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* c
         float* hi = lo + half;
         for (int64_t i = 0; i < half; i += I::L) {
             const int len = half - i < I::L ? int(half - i) : I::L;
-            auto load = [&](const float* p) { return len == I::L ? I::load(p) : I::load_part(p, len); };
-            auto store = [&](float* p, typename I::V v) {
-                if (len == I::L)
-                    I::store(p, v);
-                else
-                    I::store_part(p, v, len);
-            };
-            const auto a = load(lo + i), b = load(hi + i), c = load(cos + i), s = load(sin + i);
-            store(lo + i, I::sub(I::mul(a, c), I::mul(b, s)));
-            store(hi + i, I::add(I::mul(b, c), I::mul(a, s)));
+            const auto a = load_len<I>(lo + i, len), b = load_len<I>(hi + i, len);
+            const auto c = load_len<I>(cos + i, len), s = load_len<I>(sin + i, len);
+            store_len<I>(lo + i, I::sub(I::mul(a, c), I::mul(b, s)), len);
+            store_len<I>(hi + i, I::add(I::mul(b, c), I::mul(a, s)), len);
         }
     }
 }
