@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -302,6 +303,43 @@ TEST(KernelsInt8, QuantizerTiesAndTinyBlocks) {
         EXPECT_EQ(0, code_of(q, 0, 4)) << isa;
         for (int e = 32; e < 64; ++e) EXPECT_EQ(0, code_of(q, 0, e)) << isa << " element " << e;
         EXPECT_EQ(0, q.sums_of(0)[1]) << isa;
+    }
+}
+
+// A block holding NaN or an infinity is stored as scale NaN with zero codes and sums on every
+// ISA (the same bytes as the reference; their min/max would otherwise give NaN codes of +127
+// on one and -127 on another), so the products it enters are NaN, as in f32, and the other
+// blocks and columns are untouched.
+TEST(KernelsInt8, NonFiniteActivationsGiveNaNProductsOnEveryIsa) {
+    const int64_t cols = 96, n = 3;  // 3 blocks per column
+    std::vector<float> x = random_values(size_t(n * cols), 11, 2.0f);
+    x[5] = std::numeric_limits<float>::quiet_NaN();           // column 0, block 0
+    x[cols + 32 + 31] = std::numeric_limits<float>::infinity();  // column 1, block 1, last value
+    x[cols + 70] = -std::numeric_limits<float>::infinity();      // column 1, block 2
+    const WeightMatrix w = repack_for_int8_dot(block_weight(WType::Q8_0, Shape{5, cols}, 2));
+    for (const std::string& isa : available_isas()) {
+        QuantizedColumns want, got;
+        resize_columns(n, cols, want);
+        resize_columns(n, cols, got);
+        ref::quantize_columns(x.data(), cols, want, 0, n);
+        kernels_for(isa).quantize_columns(x.data(), cols, got, 0, n);
+        EXPECT_EQ(want.codes, got.codes) << isa;
+        EXPECT_EQ(0, std::memcmp(want.scales.data(), got.scales.data(), want.scales.size() * sizeof(float))) << isa;
+        EXPECT_EQ(want.sums, got.sums) << isa;
+        EXPECT_EQ(want.half_sums, got.half_sums) << isa;
+        for (int64_t b : {0, 1, 2}) {
+            EXPECT_EQ(b == 0, std::isnan(got.scales_of(0)[b])) << isa << " block " << b;
+            EXPECT_EQ(b != 0, std::isnan(got.scales_of(1)[b])) << isa << " block " << b;
+            EXPECT_FALSE(std::isnan(got.scales_of(2)[b])) << isa << " block " << b;
+        }
+        for (int e = 0; e < 32; ++e) EXPECT_EQ(0, code_of(got, 0, e)) << isa << " element " << e;
+        EXPECT_EQ(0, got.sums_of(0)[0]) << isa;
+        const std::vector<float> y = matmul_on(kernels_for(isa), w, x, n, 2);  // [n, rows]
+        for (int64_t r = 0; r < w.rows; ++r) {
+            EXPECT_TRUE(std::isnan(y[size_t(r)])) << isa << " row " << r;
+            EXPECT_TRUE(std::isnan(y[size_t(w.rows + r)])) << isa << " row " << r;
+            EXPECT_TRUE(std::isfinite(y[size_t(2 * w.rows + r)])) << isa << " row " << r;
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -293,7 +294,12 @@ namespace ref {
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
     quantize_columns_with(x, cols, out, j0, j1, [](const float* p, int64_t left, int8_t* q, int32_t* sum) {
         float amax = 0.0f;
-        for (int e = 0; e < 32 && e < left; ++e) amax = std::max(amax, std::fabs(p[e]));
+        bool finite = true;
+        for (int e = 0; e < 32 && e < left; ++e) {
+            finite = finite && std::isfinite(p[e]);
+            amax = std::max(amax, std::fabs(p[e]));
+        }
+        if (!finite) return std::numeric_limits<float>::quiet_NaN();
         const float d = amax / 127.0f;
         const float inv = int8_inverse_scale(d);
         for (int e = 0; e < 32; ++e) {

@@ -19,6 +19,8 @@
 //                                             chunk's sum starts 128 * xsum higher
 #include <immintrin.h>
 
+#include <limits>
+
 #include "kernels/int8_dot.h"
 #include "kernels/x86/avx2/isa_avx2.h"
 #include "kernels/x86/int8_dot_tiles.h"
@@ -231,6 +233,12 @@ void quantize_columns_256(const float* x, int64_t cols, QuantizedColumns& out, i
                    : n <= 0 ? _mm256_setzero_ps()
                             : Isa::load_part(p + i * 8, int(n));
         }
+        // x * 0 is NaN exactly for NaN and infinite x.
+        const __m256 zero = _mm256_setzero_ps();
+        __m256 nonfinite = zero;
+        for (int i = 0; i < 4; ++i)
+            nonfinite = _mm256_or_ps(nonfinite, _mm256_cmp_ps(_mm256_mul_ps(v[i], zero), zero, _CMP_UNORD_Q));
+        if (_mm256_movemask_ps(nonfinite) != 0) return std::numeric_limits<float>::quiet_NaN();
         const __m256 m = _mm256_max_ps(
             _mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
             _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));

@@ -4,6 +4,8 @@
 // column of the tile with one vpdpbusd, so weights stream once per C columns, and the 16 blocks
 // of a chunk are scaled by one convert + fma per (row, column).
 #pragma GCC optimize("fp-contract=off")
+#include <limits>
+
 #include "kernels/int8_dot.h"
 #include "kernels/x86/avx512/isa_avx512.h"
 #include "kernels/x86/int8_dot_tiles.h"
@@ -229,6 +231,10 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
         const __mmask16 mc = left >= 32 ? __mmask16(0xffff) : left <= 16 ? __mmask16(0) : Isa::mask(int(left - 16));
         const __m512 a = _mm512_maskz_loadu_ps(ma, p);
         const __m512 c = _mm512_maskz_loadu_ps(mc, p + 16);
+        // NaN, +Inf, -Inf (quiet and signalling NaN: classes 0x01, 0x80; infinities 0x08, 0x10).
+        constexpr int kNonFinite = 0x01 | 0x08 | 0x10 | 0x80;
+        if ((_mm512_fpclass_ps_mask(a, kNonFinite) | _mm512_fpclass_ps_mask(c, kNonFinite)) != 0)
+            return std::numeric_limits<float>::quiet_NaN();
         const float amax = _mm512_reduce_max_ps(
             _mm512_max_ps(_mm512_and_ps(a, abs_mask), _mm512_and_ps(c, abs_mask)));
         const float d = amax / 127.0f;
