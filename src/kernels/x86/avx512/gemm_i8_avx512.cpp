@@ -190,20 +190,27 @@ void tile_cols(int c, const uint8_t* const* wrow, size_t row_bytes, int64_t chun
 }
 
 // Column groups of up to 4 (q8) or 3 (4-bit: each code step is two dot products, and a 4 x 4
-// tile measured slower than 3 + 1 cache-resident); 8 rows for one column (more loads in
-// flight for decode), 4 rows for more (the R x C integer sums stay in registers; the float
-// accumulators, touched once per chunk, may spill). Q6_KX works one row at a time inside a
-// tile (two integer sums per column and six code vectors per row): up to 2 columns.
+// tile measured slower than 3 + 1 cache-resident); 4 rows for more than one column (the R x C
+// integer sums stay in registers; the float accumulators, touched once per chunk, may spill).
+// Q6_KX works one row at a time inside a tile (two integer sums per column and six code
+// vectors per row): up to 2 columns.
 template <WType T>
 constexpr int kMaxCols = int8_dot_eight_bit(T) ? 4 : T == WType::Q6_KX ? 2 : 3;
 
-template <WType T>
-void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
-                  int64_t r0, int64_t r1) {
+// Rows per single-column (decode) tile: 4, or 8 when 4 rows span under 4 KB. Measured
+// (kernels_bench, alternating binaries, 2 threads): q8_0 rows of 6144 values 215 vs 259 us and
+// of 1024 values 544 vs 602 us with 4 rows instead of 8, and 0.8B q8_0 decode 58-62 vs 53-56
+// tok/s; but q4_0 rows of 1024 values (576 bytes) 367 vs 309 us: fewer streams in flight
+// stream better until a tile's rows get that short.
+constexpr size_t kMinSingleColumnTileBytes = 4096;
+
+template <WType T, int RowsOne>
+void gemm_i8_tiles(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                   int64_t r0, int64_t r1) {
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    x86::int8_dot_rows<kMaxCols<T>, 8, 4>(
+    x86::int8_dot_rows<kMaxCols<T>, RowsOne, 4>(
         w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
             if constexpr (R == 8 && T != WType::Q6_KX)  // one column only (Q6_KX: tile_q6)
                 tile<T, 8, 1>(wrow, w.row_bytes, chunks, d_off, m_off, x, j0, y + r, ldy);
@@ -211,6 +218,15 @@ void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
                 tile_cols<T, R, kMaxCols<T>>(c, wrow, w.row_bytes, chunks, d_off, m_off, x, j0,
                                              y + r, ldy);
         });
+}
+
+template <WType T>
+void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                  int64_t r0, int64_t r1) {
+    if (4 * w.row_bytes < kMinSingleColumnTileBytes)
+        gemm_i8_tiles<T, 8>(w, x, y, ldy, r0, r1);
+    else
+        gemm_i8_tiles<T, 4>(w, x, y, ldy, r0, r1);
 }
 
 }  // namespace
