@@ -58,6 +58,7 @@ struct ForwardScratch {
     std::vector<int> route_e, route_order;              // [T, k] chosen experts; [E] sort scratch
     std::vector<int64_t> route_slots;                   // [T, k] each choice's expert-buffer row
     std::vector<int64_t> route_first_row;               // [E + 1] each expert's first row there
+    std::vector<int64_t> route_row_token;               // [T * k] the token of each such row
     std::vector<float> shared_g, shared_u;              // [T, I_s] MoE shared expert
     std::vector<MatmulJob> matmul_jobs;                 // the MoE layer's batched products
     std::vector<float> mtp_cat;                         // [T, 2H] MTP [embedding | hidden]

@@ -64,8 +64,19 @@ void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, i
     float* g = ForwardScratch::take(s.gate, size_t(T * K * I));            // [T * K, I]
     float* u = ForwardScratch::take(s.up, size_t(T * K * I));              // [T * K, I]
     float* expert_out = ForwardScratch::take(s.expert_out, size_t(T * K * H));  // [T * K, H]
-    for (int64_t slot = 0; slot < T * K; ++slot)
-        std::copy_n(xn + (slot / K) * H, H, xin + slot_row[slot] * H);
+    int64_t* row_token = ForwardScratch::take(s.route_row_token, size_t(T * K));  // [T * K]
+    for (int64_t slot = 0; slot < T * K; ++slot) row_token[slot_row[slot]] = slot / K;
+    // An expert whose tokens are consecutive (always so in decode, T = 1) reads them from xn in
+    // place: experts reading the same tokens then share one activation quantization in
+    // matmul_batch (with the shared expert too). Others get their tokens gathered into xin.
+    auto expert_input = [&](int64_t row0, int64_t n) -> const float* {
+        const int64_t t0 = row_token[row0];
+        bool consecutive = true;
+        for (int64_t i = 1; i < n && consecutive; ++i) consecutive = row_token[row0 + i] == t0 + i;
+        if (consecutive) return xn + t0 * H;
+        for (int64_t i = 0; i < n; ++i) std::copy_n(xn + row_token[row0 + i] * H, H, xin + (row0 + i) * H);
+        return xin + row0 * H;
+    };
 
     // Every routed expert and the shared one in two pool dispatches (gate and up, then down),
     // not two per expert; the kernels are batch-invariant, so a token's expert output does not
@@ -82,8 +93,9 @@ void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, i
         const int64_t row0 = first_row[e], n = first_row[e + 1] - row0;
         if (n == 0) continue;
         const ExpertWeights& ew = f.experts[size_t(e)];
-        jobs.push_back({&ew.gate, xin + row0 * H, n, g + row0 * I});
-        jobs.push_back({&ew.up, xin + row0 * H, n, u + row0 * I});
+        const float* x = expert_input(row0, n);
+        jobs.push_back({&ew.gate, x, n, g + row0 * I});
+        jobs.push_back({&ew.up, x, n, u + row0 * I});
     }
     if (has_shared) {
         jobs.push_back({&f.shared_gate, xn, T, sg});
