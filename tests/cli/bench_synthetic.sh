@@ -41,9 +41,9 @@ assert r["draft"] == "perfect", r["draft"]
 for k in ("isa", "threads", "prefill_tok_s", "decode_tok_s", "verify_cost", "bandwidth_gbs", "bandwidth_pct"):
     assert k in r, k
 assert r["rollback_cost"]["keep_1_of_5"] > 0 and r["rollback_cost"]["keep_4_of_5"] > 0, r["rollback_cost"]
-assert [m["depth"] for m in r["mtp"]] == [1, 2, 3, 4, "auto"]
+assert [m["depth"] for m in r["mtp"]] == [1, 2, 3, 4, "auto", "auto-warm"]
 for m in r["mtp"]:
-    assert m["acceptance_d1"] == 1.0 or m["depth"] == "auto", m
+    assert m["acceptance_d1"] == 1.0 or m["depth"] in ("auto", "auto-warm"), m
 assert r["draft_head"]["draft_step_cost"] > 0, r["draft_head"]
 PY
 then
