@@ -111,6 +111,19 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     std::vector<int32_t> batch;  // [current, drafts...]
     std::vector<Distribution> targets;
     std::vector<SamplingWorkspace> processed;  // [W] per-position processed logits
+    // Buffers for the widest round, sized (and their pages touched) before the first round: a
+    // round at a new width otherwise grew them, and on this VM the fresh pages made that round
+    // up to 2x slow (a width-4 verify 58 ms instead of 28), which is what the depth
+    // controller measured for that depth.
+    const int64_t max_w = depth + 1;
+    round_logits.resize(size_t(max_w * V));
+    round_hidden.resize(size_t(max_w * H));
+    targets.resize(size_t(max_w));
+    processed.resize(size_t(max_w));
+    for (SamplingWorkspace& w : processed) {
+        w.logits.resize(size_t(V));
+        if (!params.greedy()) w.weights.resize(size_t(V));
+    }
     while (!stop && stats.generated() < options.max_new_tokens) {
         const int64_t room = std::min<int64_t>(options.max_new_tokens - stats.generated(),
                                                state.max_positions - state.n_past);
