@@ -37,15 +37,14 @@ int optimum(double a, double slope, int max_depth) {
     return best;
 }
 
-// Tokens per unit time of a controller over `rounds` rounds, relative to plain decoding, when
-// the first round at each depth is `cold` times slower (caches and pages warming up; plain
-// decoding's own first round included).
-double relative_speed(double a, double slope, int rounds, double cold) {
-    DepthController c(4);
-    std::mt19937 rng(11);
+// One request of `rounds` rounds on c: each draft position accepted with probability `a`
+// (given the previous ones were), a depth-N round costs 0.01 * (1 + slope * N), and the first
+// round at each depth `cold` times that (caches and fresh pages warming up). Adds the request's
+// time and committed tokens.
+void run_request(DepthController& c, double a, double slope, int rounds, double cold,
+                 std::mt19937& rng, double& time, double& tokens) {
     std::uniform_real_distribution<double> u(0, 1);
-    std::vector<bool> seen(5, false);
-    double time = 0, tokens = 0;
+    std::vector<bool> seen(size_t(c.max_depth() + 1), false);
     for (int r = 0; r < rounds; ++r) {
         const int depth = c.choose();
         int accepted = 0;
@@ -56,9 +55,28 @@ double relative_speed(double a, double slope, int rounds, double cold) {
         time += t;
         tokens += 1 + accepted;
     }
-    // Plain decoding pays its cold first round too.
+}
+
+// Tokens per unit time of a controller over one request of `rounds` rounds, relative to plain
+// decoding, when the first round at each depth is `cold` times slower (plain decoding's own
+// first round included).
+double relative_speed(double a, double slope, int rounds, double cold) {
+    DepthController c(4);
+    std::mt19937 rng(11);
+    double time = 0, tokens = 0;
+    run_request(c, a, slope, rounds, cold, rng, time, tokens);
     const double plain_time = 0.01 * (rounds - 1) + 0.01 * cold;
     return (tokens / time) / (rounds / plain_time);
+}
+
+// As a server (or `nextn bench`) sees it: several requests, each starting with fresh buffers,
+// so the first round at each depth within every request is `cold` times slower.
+int simulate_requests(double a, double slope, int requests, int rounds, double cold,
+                      DepthController& c) {
+    std::mt19937 rng(5);
+    double time = 0, tokens = 0;
+    for (int q = 0; q < requests; ++q) run_request(c, a, slope, rounds, cold, rng, time, tokens);
+    return c.best_depth();
 }
 
 // Issue 8's floor: at ~0% acceptance `auto` runs at >= 0.95x plain decoding, from a cold start,
@@ -91,26 +109,6 @@ TEST(DepthController, PerfectDraftsClimbToTheTopQuickly) {
     DepthController c(4);
     EXPECT_EQ(4, simulate(1.0, 0.1, 20, c));
     EXPECT_EQ(4, c.choose());
-}
-
-// As a server (or `nextn bench`) sees it: requests of `rounds` rounds, each starting with fresh
-// buffers, so the first round at each depth within a request is `cold` times slower.
-int simulate_requests(double a, double slope, int requests, int rounds, double cold,
-                      DepthController& c) {
-    std::mt19937 rng(5);
-    std::uniform_real_distribution<double> u(0, 1);
-    for (int q = 0; q < requests; ++q) {
-        std::vector<bool> seen(size_t(c.max_depth() + 1), false);
-        for (int r = 0; r < rounds; ++r) {
-            const int depth = c.choose();
-            int accepted = 0;
-            while (accepted < depth && u(rng) < a) ++accepted;
-            double t = 0.01 * (1 + slope * depth);
-            if (!seen[size_t(depth)]) t *= cold, seen[size_t(depth)] = true;
-            c.observe(depth, accepted, t);
-        }
-    }
-    return c.best_depth();
 }
 
 // Every draft right, a depth-N round 5% dearer per draft, and each depth's first round in a
