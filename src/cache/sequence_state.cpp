@@ -21,7 +21,7 @@ void SequenceState::reset() {
     for (auto& r : recurrent) {
         if (!r.state_size) continue;
         r.current = 0;
-        std::fill(r.slots.begin(), r.slots.begin() + r.state_size, 0.0f);
+        std::fill(r.slots.data(), r.slots.data() + r.state_size, 0.0f);
         std::fill(r.conv.begin(), r.conv.end(), 0.0f);
     }
 }

@@ -17,21 +17,23 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/aligned_allocator.h"
+#include "core/zero_pages.h"
 #include "kernels/kernels.h"
 
 namespace nextn {
 
 struct AttentionCache {
     int64_t capacity = 0;   // positions
-    std::vector<float> k;   // [capacity, n_kv_heads, head_dim]
-    std::vector<float> v;   // [capacity, n_kv_heads, head_dim]
+    // Zero pages backed as positions are written: a new sequence costs nothing up front.
+    ZeroPagesBuffer k;      // [capacity, n_kv_heads, head_dim]
+    ZeroPagesBuffer v;      // [capacity, n_kv_heads, head_dim]
 };
 
 struct RecurrentState {
     int64_t state_size = 0;     // Hv * Dk * Dv floats
-    // [2, Hv, Dk, Dv]: the committed state and the spare; cache-line aligned for the kernel
-    std::vector<float, CacheAlignedAllocator<float>> slots;
+    // [2, Hv, Dk, Dv]: the committed state and the spare, starting at zero; page aligned (the
+    // kernel wants cache-line alignment) and backed as the recurrence first writes it
+    ZeroPagesBuffer slots;
     int current = 0;            // slot holding the committed state
     std::vector<float> conv;    // [K-1, conv_dim] raw qkv of the last K-1 committed tokens
     // The last verify forward's inputs, for commit():

@@ -81,8 +81,8 @@ SequenceState Qwen35Model::new_state(int64_t max_positions, int max_width) const
     s.max_width = std::max(1, max_width);
     auto make_attention = [&](AttentionCache& a) {
         a.capacity = max_positions;
-        a.k.assign(size_t(max_positions * c.n_kv_heads * c.head_dim), 0.0f);
-        a.v.assign(size_t(max_positions * c.n_kv_heads * c.head_dim), 0.0f);
+        a.k = ZeroPagesBuffer(size_t(max_positions * c.n_kv_heads * c.head_dim));
+        a.v = ZeroPagesBuffer(size_t(max_positions * c.n_kv_heads * c.head_dim));
     };
     s.attention.resize(size_t(c.n_layers));
     s.recurrent.resize(size_t(c.n_layers));
@@ -90,7 +90,7 @@ SequenceState Qwen35Model::new_state(int64_t max_positions, int max_width) const
         if (c.is_linear[i]) {
             RecurrentState& r = s.recurrent[size_t(i)];
             r.state_size = int64_t(c.gdn_v_heads) * c.gdn_k_dim * c.gdn_v_dim;
-            r.slots.assign(size_t(2 * r.state_size), 0.0f);
+            r.slots = ZeroPagesBuffer(size_t(2 * r.state_size));
             r.conv.assign(size_t((c.conv_kernel - 1) * c.gdn_conv_dim()), 0.0f);
             const auto width = size_t(s.max_width);
             r.pending_qkv.assign(width * size_t(c.gdn_conv_dim()), 0.0f);
