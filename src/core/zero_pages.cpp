@@ -6,27 +6,22 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 
 namespace nextn {
-
-namespace {
-
-constexpr size_t kHugePage = size_t(2) << 20;
-
-}  // namespace
 
 ZeroPagesBuffer::ZeroPagesBuffer(size_t count) : size_(count) {
     if (count == 0) return;
     const size_t bytes = count * sizeof(float);
     // Whole huge pages when the buffer spans one, so the kernel can back it with them.
-    const size_t page = bytes >= kHugePage ? kHugePage : size_t(4096);
+    const size_t page = bytes >= kHugePageBytes ? kHugePageBytes : size_t(4096);
     mapped_ = (bytes + page - 1) / page * page;
     void* p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         mapped_ = size_ = 0;
         fail("out of memory: could not map ", bytes, " bytes for a cache buffer");
     }
-    if (page == kHugePage) madvise(p, mapped_, MADV_HUGEPAGE);  // a hint: failure changes nothing
+    if (page == kHugePageBytes) madvise(p, mapped_, MADV_HUGEPAGE);  // a hint: failure is harmless
     data_ = static_cast<float*>(p);
 }
 

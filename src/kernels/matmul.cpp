@@ -123,12 +123,14 @@ void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadP
     auto run_blocks = [&](int64_t b0, int64_t b1) {
         const auto first = std::upper_bound(s.first_block.begin(), s.first_block.end(), b0);
         for (size_t i = size_t(first - s.first_block.begin()) - 1; i < count && b0 < b1; ++i) {
-            const int64_t lo = std::max(b0, s.first_block[i]), hi = std::min(b1, s.first_block[i + 1]);
+            const int64_t lo = std::max(b0, s.first_block[i]);
+            const int64_t hi = std::min(b1, s.first_block[i + 1]);
             if (lo >= hi) continue;
             const MatmulJob& job = jobs[i];
             const int64_t r0 = (lo - s.first_block[i]) * kRowBlock;
             const int64_t r1 = std::min((hi - s.first_block[i]) * kRowBlock, job.w->rows);
-            run_rows(k, job, s.input_of[i] < 0 ? nullptr : &s.inputs[size_t(s.input_of[i])], r0, r1);
+            const int input = s.input_of[i];
+            run_rows(k, job, input < 0 ? nullptr : &s.inputs[size_t(input)], r0, r1);
         }
     };
     const int64_t blocks = s.first_block[count];

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_pages.h"
 #include "formats/raw_tensor.h"
 
 namespace nextn {
@@ -56,9 +57,6 @@ struct WeightMatrix {
     bool empty() const { return data == nullptr; }
     size_t nbytes() const { return size_t(rows) * row_bytes; }
 };
-
-// The transparent huge page size: buffers of at least this many bytes get huge pages.
-inline constexpr size_t kHugePageBytes = size_t(2) << 20;
 
 // Zeroed memory for weight bytes, 64-byte aligned; buffers of 2 MiB and more are 2 MiB aligned
 // and marked for transparent huge pages (decode streams every weight once per token, and with

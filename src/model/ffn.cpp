@@ -74,7 +74,8 @@ void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, i
         bool consecutive = true;
         for (int64_t i = 1; i < n && consecutive; ++i) consecutive = row_token[row0 + i] == t0 + i;
         if (consecutive) return xn + t0 * H;
-        for (int64_t i = 0; i < n; ++i) std::copy_n(xn + row_token[row0 + i] * H, H, xin + (row0 + i) * H);
+        for (int64_t i = 0; i < n; ++i)
+            std::copy_n(xn + row_token[row0 + i] * H, H, xin + (row0 + i) * H);
         return xin + row0 * H;
     };
 
@@ -108,7 +109,8 @@ void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, i
     jobs.clear();
     for (int e = 0; e < E; ++e) {
         const int64_t row0 = first_row[e], n = first_row[e + 1] - row0;
-        if (n > 0) jobs.push_back({&f.experts[size_t(e)].down, g + row0 * I, n, expert_out + row0 * H});
+        if (n > 0)
+            jobs.push_back({&f.experts[size_t(e)].down, g + row0 * I, n, expert_out + row0 * H});
     }
     if (has_shared) {
         jobs.push_back({&f.shared_down, sg, T, shared});

@@ -111,9 +111,10 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     std::vector<int32_t> batch;  // [current, drafts...]
     std::vector<Distribution> targets;
     std::vector<SamplingWorkspace> processed;  // [W] per-position processed logits
-    // Buffers for the widest round, sized (and their pages touched) before the first round: a
-    // round at a new width otherwise grew them, and on this VM the fresh pages made that round
-    // up to 2x slow (a width-4 verify 58 ms instead of 28), which is what the depth
+    // Buffers for the widest round, sized (and their pages touched) once before the first
+    // round and never resized in the loop: a round at a new width used to grow them (and a
+    // narrower one shrank the workspaces, freeing them), and on this VM the fresh pages made
+    // that round up to 2x slow (a width-4 verify 58 ms instead of 28), which is what the depth
     // controller measured for that depth.
     const int64_t max_w = depth + 1;
     round_logits.resize(size_t(max_w * V));
@@ -136,17 +137,14 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         if (k > 0) proposal = drafter->draft({k, &params, &history, &rng});
         batch.assign(1, current);
         batch.insert(batch.end(), proposal.tokens.begin(), proposal.tokens.end());
-        const int64_t W = int64_t(batch.size());
-        round_logits.resize(size_t(W * V));
-        round_hidden.resize(size_t(W * H));
+        const int64_t W = int64_t(batch.size());  // <= max_w: the buffers above hold it
+        if (W > max_w) fail("internal: a round of ", W, " positions with depth ", depth);
         const int64_t pos0 = state.n_past;
         model.forward(state, batch.data(), W,
                       {drafter ? round_hidden.data() : nullptr, round_logits.data(), W},
                       /*keep_open=*/true);
         // Target distributions p_j after the same processors as the drafts, with the drafts
         // before position j counted in the history.
-        targets.resize(size_t(W));
-        processed.resize(size_t(W));
         for (int64_t j = 0; j < W; ++j) {
             if (j > 0) history.push_back(batch[size_t(j)]);
             process({round_logits.data() + j * V, size_t(V)}, history, params, processed[size_t(j)],
