@@ -1,6 +1,6 @@
 // Scalar reference Gated-DeltaNet recurrence. The per-element operation sequence (one fused
-// multiply-add per term, sums over d in increasing order, decayed state stored before it is
-// read back) is the contract the vector versions reproduce bit for bit.
+// multiply-add per term, sums over d in increasing order, the decayed state rounded to f32
+// before the update adds to it) is the contract the vector versions reproduce bit for bit.
 #include <cmath>
 #include <vector>
 

@@ -221,36 +221,44 @@ void gdn_columns(const float* S0, int64_t s0_stride, float* S1, int64_t s1_strid
     };
     const V vdecay = I::set1(decay);
     V acc[U];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int u = 0; u < U; ++u) acc[u] = I::zero();
-    for (int d = 0; d < Dk; ++d) {  // decay, store, mem = sum_d S[d,e] k[d]
+    for (int d = 0; d < Dk; ++d) {  // mem = sum_d decay * S[d,e] k[d]
         const V kd = I::set1(kj[d]);
-#pragma GCC unroll 4
-        for (int u = 0; u < U; ++u) {
-            const V s = I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay);
-            store(S1 + d * s1_stride + u * I::L, s, u);
-            acc[u] = I::fma(s, kd, acc[u]);
-        }
+#pragma GCC unroll 8
+        for (int u = 0; u < U; ++u)
+            acc[u] = I::fma(I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay), kd, acc[u]);
     }
     const V vbeta = I::set1(beta);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int u = 0; u < U; ++u) acc[u] = I::mul(I::sub(load(vj + u * I::L, u), acc[u]), vbeta);
     V out[U];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int u = 0; u < U; ++u) out[u] = I::zero();
-    for (int d = 0; d < Dk; ++d) {  // S[d,e] += k[d] delta[e]; out = sum_d S[d,e] q[d]
-        const V kd = I::set1(kj[d]);
-        const V qd = I::set1(qj[d]);
-#pragma GCC unroll 4
-        for (int u = 0; u < U; ++u) {
-            float* row = S1 + d * s1_stride + u * I::L;
-            const V s = I::fma(kd, acc[u], load(row, u));
-            store(row, s, u);
-            if (snap) I::stream(snap + d * snap_stride + u * I::L, s, Partial && u == U - 1 ? last : I::L);
-            out[u] = I::fma(s, qd, out[u]);
+    // S[d,e] = decay * S[d,e] + k[d] delta[e]; out = sum_d S[d,e] q[d]. The decayed state is
+    // formed again rather than stored by the first pass and read back (the same rounded
+    // product): half the stores, which bound this loop. S0 may equal S1: each element is read
+    // before it is written.
+    auto update = [&]<bool kSnap>() {
+        for (int d = 0; d < Dk; ++d) {
+            const V kd = I::set1(kj[d]);
+            const V qd = I::set1(qj[d]);
+#pragma GCC unroll 8
+            for (int u = 0; u < U; ++u) {
+                const V decayed = I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay);
+                const V s = I::fma(kd, acc[u], decayed);
+                store(S1 + d * s1_stride + u * I::L, s, u);
+                if constexpr (kSnap)
+                    I::stream(snap + d * snap_stride + u * I::L, s, Partial && u == U - 1 ? last : I::L);
+                out[u] = I::fma(s, qd, out[u]);
+            }
         }
-    }
-#pragma GCC unroll 4
+    };
+    if (snap)
+        update.template operator()<true>();
+    else
+        update.template operator()<false>();
+#pragma GCC unroll 8
     for (int u = 0; u < U; ++u) store(oj + u * I::L, out[u], u);
 }
 
