@@ -40,6 +40,10 @@ assert r["isa"] == "scalar" or r["activations"] == "int8", (r["isa"], r["activat
 assert r["draft"] == "perfect", r["draft"]
 for k in ("isa", "threads", "prefill_tok_s", "decode_tok_s", "verify_cost", "bandwidth_gbs", "bandwidth_pct"):
     assert k in r, k
+# The state traffic: 18 GDN layers' fp32 state and conv window read and written (40.4 MB) plus
+# six attention layers' KV reads (4 KB per position each): at least 40 MB per decode token.
+assert r["state_bandwidth_gbs"] >= 0.040 * r["decode_tok_s"], (r["state_bandwidth_gbs"], r["decode_tok_s"])
+assert r["bandwidth_pct_with_state"] > r["bandwidth_pct"], r
 assert r["rollback_cost"]["keep_1_of_5"] > 0 and r["rollback_cost"]["keep_4_of_5"] > 0, r["rollback_cost"]
 assert [m["depth"] for m in r["mtp"]] == [1, 2, 3, 4, "auto", "auto-warm"]
 for m in r["mtp"]:
