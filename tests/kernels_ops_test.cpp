@@ -127,7 +127,7 @@ TEST(KernelsOps, CausalConvEqualsReferenceBitwise) {
             const std::vector<float> x = random_values(size_t((T + K - 1) * C), 41, -2.0f, 2.0f);
             const std::vector<float> w = random_values(size_t(K * C), 42, -1.0f, 1.0f);
             std::vector<float> want(size_t(T * C), std::nanf(""));
-            reference_kernels().causal_conv(x.data(), w.data(), T, C, K, want.data());
+            reference_kernels().causal_conv(x.data(), w.data(), C, T, C, K, want.data(), C);
             for (int64_t t = 0; t < T; ++t)
                 for (int64_t c = 0; c < C; ++c) {
                     double sum = 0;
@@ -137,15 +137,24 @@ TEST(KernelsOps, CausalConvEqualsReferenceBitwise) {
             for (const std::string& isa : available_isas()) {
                 const KernelTable& k = kernels_for(isa);
                 std::vector<float> got(size_t(T * C), std::nanf(""));
-                k.causal_conv(x.data(), w.data(), T, C, K, got.data());
+                k.causal_conv(x.data(), w.data(), C, T, C, K, got.data(), C);
                 ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
                     << isa << " C=" << C << " T=" << T;
                 for (int64_t t = 0; t < T; ++t) {
                     std::vector<float> one(size_t(C), std::nanf(""));
-                    k.causal_conv(x.data() + t * C, w.data(), 1, C, K, one.data());
+                    k.causal_conv(x.data() + t * C, w.data(), C, 1, C, K, one.data(), C);
                     ASSERT_EQ(0, std::memcmp(one.data(), want.data() + t * C, one.size() * sizeof(float)))
                         << isa << " C=" << C << " row " << t;
                 }
+                // A slice of the channels [c0, c0 + n) written with another row stride equals
+                // those channels of the whole run.
+                const int64_t c0 = C / 3, n = C - c0 - C / 4, ld_out = n + 3;
+                std::vector<float> slice(size_t(T * ld_out), std::nanf(""));
+                k.causal_conv(x.data() + c0, w.data() + c0, C, T, n, K, slice.data(), ld_out);
+                for (int64_t t = 0; t < T; ++t)
+                    ASSERT_EQ(0, std::memcmp(slice.data() + t * ld_out, want.data() + t * C + c0,
+                                             size_t(n) * sizeof(float)))
+                        << isa << " C=" << C << " slice row " << t;
             }
         }
     }

@@ -50,7 +50,7 @@ struct RecurrentState {
 // instead of allocating. Buffers only grow; each is named after its one use.
 struct ForwardScratch {
     std::vector<float> x, xn, out;                      // [T, H] residual, normed, block output
-    std::vector<float> window, z, b, a, conv_out;       // Gated DeltaNet projections and conv
+    std::vector<float> window, z, b, a;                 // Gated DeltaNet projections and conv
     std::vector<float> q, k, v, g, beta, o;             // Gated DeltaNet heads
     std::vector<float> qg, attn_k, attn_v, attn;        // attention
     std::vector<float> attn_scores;                     // per thread: queries + scores

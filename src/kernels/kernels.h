@@ -68,11 +68,12 @@ struct KernelTable {
     // Gated DeltaNet's causal depthwise conv over a window of rows:
     //   out[t, c] = sum over j in [0, K) of w[j, c] * x[t + j, c]
     // x: [T + K - 1, C] (the K - 1 rows before the run, then the run's T); w: [K, C] (tap K-1
-    // multiplies the current row); out: [T, C]. Each output starts at 0 and adds the products in
-    // tap order, each rounded on its own (no fused multiply-add): every ISA gives the
-    // reference's bits, and a row's result never depends on T.
-    void (*causal_conv)(const float* x, const float* w, int64_t T, int64_t C, int K,
-                        float* out) = nullptr;
+    // multiplies the current row); out: [T, C]; x's and w's rows ld floats apart, out's ld_out
+    // (C channels of wider rows: a slice of the channels). Each output starts at 0 and adds the
+    // products in tap order, each rounded on its own (no fused multiply-add): every ISA gives
+    // the reference's bits, and a value never depends on T or on which channels run with it.
+    void (*causal_conv)(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,
+                        float* out, int64_t ld_out) = nullptr;
     // NeoX rotary embedding, in place, on n vectors x + h * stride (h in [0, n)): for i < half,
     //   (a, b) = (x[i], x[i + half]);  x[i] = a*cos[i] - b*sin[i];  x[i + half] = b*cos[i] + a*sin[i]
     // each product and sum rounded on its own (no fused multiply-add), in every ISA.

@@ -26,29 +26,47 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
     matmul_shared_input(kt, {{&lw.in_qkv, qkv}, {&lw.in_z, z}, {&lw.in_b, b}, {&lw.in_a, a}}, xn, T,
                         pool_);
 
-    // Causal depthwise conv + SiLU; tap K-1 multiplies the current token.
-    float* conv_out = ForwardScratch::take(s.conv_out, size_t(T * C));  // [T, C] = q | k | v
-    kt.causal_conv(window, lw.conv.data(), T, C, int(K), conv_out);
-    kt.silu(conv_out, conv_out, T * C);
-    // Split and normalise: q, k [T, Hk, Dk]; v [T, Hv, Dv]. A run left open writes the
-    // recurrence inputs (q, k, v, g, beta) straight into the buffers commit() re-runs from
-    // (cache/sequence_state.h); T <= max_width, their size.
+    // A run left open writes the recurrence inputs (q, k, v, g, beta) straight into the buffers
+    // commit() re-runs from (cache/sequence_state.h); T <= max_width, their size.
     auto input = [&](std::vector<float>& scratch, std::vector<float>& pending, int64_t per_position) {
         return keep_open ? pending.data() : ForwardScratch::take(scratch, size_t(T * per_position));
     };
-    float* q = input(s.q, rec.pending_q, key_dim);
-    float* k = input(s.k, rec.pending_k, key_dim);
-    float* v = input(s.v, rec.pending_v, vdim);
-    for (int64_t t = 0; t < T; ++t) {
-        const float* row = conv_out + t * C;
-        std::memcpy(q + t * key_dim, row, size_t(key_dim) * sizeof(float));
-        std::memcpy(k + t * key_dim, row + key_dim, size_t(key_dim) * sizeof(float));
-        std::memcpy(v + t * vdim, row + 2 * key_dim, size_t(vdim) * sizeof(float));
-    }
-    kt.l2norm(q, T * Hk, Dk, 1e-6f, q);
-    kt.l2norm(k, T * Hk, Dk, 1e-6f, k);
+    float* q = input(s.q, rec.pending_q, key_dim);  // [T, Hk, Dk]
+    float* k = input(s.k, rec.pending_k, key_dim);  // [T, Hk, Dk]
+    float* v = input(s.v, rec.pending_v, vdim);     // [T, Hv, Dv]
+    // Causal depthwise conv + SiLU (tap K-1 multiplies the current token) straight into q, k
+    // and v, q and k l2-normalised (q also scaled by 1/sqrt(Dk)), one head's channels at a time
+    // on the pool: heads are independent, and every value goes through the same operations it
+    // would over the whole row. The conv state's bookkeeping for the same channels rides along.
     const float q_scale = 1.0f / std::sqrt(float(Dk));
-    for (int64_t i = 0; i < T * key_dim; ++i) q[i] *= q_scale;
+    pool_.run(2 * Hk + Hv, [&](int64_t h0, int64_t h1) {  // q heads, k heads, v heads: qkv's order
+        for (int64_t h = h0; h < h1; ++h) {
+            const bool is_q = h < Hk, is_k = !is_q && h < 2 * Hk;
+            const int64_t width = is_q || is_k ? Dk : Dv;
+            const int64_t c0 = is_q ? h * Dk : is_k ? h * Dk : 2 * key_dim + (h - 2 * Hk) * Dv;
+            const int64_t ld = is_q || is_k ? key_dim : vdim;
+            float* dst = is_q ? q + h * Dk : is_k ? k + (h - Hk) * Dk : v + (h - 2 * Hk) * Dv;
+            kt.causal_conv(window + c0, lw.conv.data() + c0, C, T, width, int(K), dst, ld);
+            for (int64_t t = 0; t < T; ++t) {
+                float* row = dst + t * ld;
+                kt.silu(row, row, width);
+                if (is_q || is_k) kt.l2norm(row, 1, Dk, 1e-6f, row);
+                if (is_q)
+                    for (int64_t i = 0; i < Dk; ++i) row[i] *= q_scale;
+            }
+            // Open: the raw qkv rows, for commit()'s conv state; committed: the conv state is
+            // the window's last K-1 rows (window is a copy, read no more after the conv).
+            if (keep_open) {
+                for (int64_t t = 0; t < T; ++t)
+                    std::memcpy(rec.pending_qkv.data() + t * C + c0, qkv + t * C + c0,
+                                size_t(width) * sizeof(float));
+            } else {
+                for (int64_t r = 0; r < K - 1; ++r)
+                    std::memcpy(rec.conv.data() + r * C + c0, window + (T + r) * C + c0,
+                                size_t(width) * sizeof(float));
+            }
+        }
+    });
     float* beta = input(s.beta, rec.pending_beta, Hv);  // [T, Hv]
     float* g = input(s.g, rec.pending_g, Hv);           // [T, Hv] log-decay
     kt.sigmoid(b, beta, T * Hv);
@@ -63,11 +81,9 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
         // for commit()'s conv state (the recurrence inputs already sit in rec.pending_*).
         gdn_recurrence(kt, state_in, rec.spare(), 0, q, k, v, g, beta, T, Hk, Hv, Dk, Dv,
                        c.gdn_tiled_heads, o, pool_);
-        std::memcpy(rec.pending_qkv.data(), qkv, size_t(T * C) * sizeof(float));
     } else {
         gdn_recurrence(kt, state_in, state_in, 0, q, k, v, g, beta, T, Hk, Hv, Dk, Dv,
                        c.gdn_tiled_heads, o, pool_);
-        std::memcpy(rec.conv.data(), window + T * C, size_t((K - 1) * C) * sizeof(float));
     }
     // Gated RMSNorm per value head: rmsnorm(o) * w * silu(z).
     kt.rmsnorm(o, lw.gdn_norm.data(), T * Hv, Dv, c.rms_eps, o);

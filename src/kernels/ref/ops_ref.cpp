@@ -68,12 +68,13 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
     }
 }
 
-void causal_conv(const float* x, const float* w, int64_t T, int64_t C, int K, float* out) {
+void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,
+                 float* out, int64_t ld_out) {
     for (int64_t t = 0; t < T; ++t)
         for (int64_t c = 0; c < C; ++c) {
             float acc = 0.0f;
-            for (int j = 0; j < K; ++j) acc += w[j * C + c] * x[(t + j) * C + c];
-            out[t * C + c] = acc;
+            for (int j = 0; j < K; ++j) acc += w[j * ld + c] * x[(t + j) * ld + c];
+            out[t * ld_out + c] = acc;
         }
 }
 

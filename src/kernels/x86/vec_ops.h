@@ -103,14 +103,16 @@ void swiglu(const float* gate, const float* up, float* y, int64_t n) {
 // Causal depthwise conv (KernelTable::causal_conv): per output row, channels a vector at a time
 // (tails masked), taps in order, multiply then add.
 template <class I>
-void causal_conv(const float* x, const float* w, int64_t T, int64_t C, int K, float* out) {
+void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,
+                 float* out, int64_t ld_out) {
     for (int64_t t = 0; t < T; ++t) {
         for (int64_t c = 0; c < C; c += I::L) {
             const int len = C - c < I::L ? int(C - c) : I::L;
             auto acc = I::zero();
             for (int j = 0; j < K; ++j)
-                acc = I::add(acc, I::mul(load_len<I>(w + j * C + c, len), load_len<I>(x + (t + j) * C + c, len)));
-            store_len<I>(out + t * C + c, acc, len);
+                acc = I::add(acc, I::mul(load_len<I>(w + j * ld + c, len),
+                                         load_len<I>(x + (t + j) * ld + c, len)));
+            store_len<I>(out + t * ld_out + c, acc, len);
         }
     }
 }

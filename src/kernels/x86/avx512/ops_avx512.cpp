@@ -13,8 +13,9 @@ void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y) {
     x86::l2norm<Isa>(x, n_rows, d, eps, y);
 }
 void silu(const float* x, float* y, int64_t n) { x86::silu<Isa>(x, y, n); }
-void causal_conv(const float* x, const float* w, int64_t T, int64_t C, int K, float* out) {
-    x86::causal_conv<Isa>(x, w, T, C, K, out);
+void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,
+                 float* out, int64_t ld_out) {
+    x86::causal_conv<Isa>(x, w, ld, T, C, K, out, ld_out);
 }
 void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos, const float* sin) {
     x86::rope_neox<Isa>(x, n, stride, half, cos, sin);
