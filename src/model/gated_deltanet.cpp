@@ -75,19 +75,20 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
             g[t * Hv + j] = lw.neg_exp_a[size_t(j)] * ops::softplus(a[t * Hv + j] + lw.dt_bias[size_t(j)]);
 
     float* o = ForwardScratch::take(s.o, size_t(T * vdim));  // [T, Hv, Dv]
+    // Gated RMSNorm per value head, rmsnorm(o) * w * silu(z), as soon as the head's recurrence
+    // is done, in the same pool job.
+    auto gated_norm = [&](int j0, int j1) {
+        for (int64_t t = 0; t < T; ++t) {
+            float* oh = o + (t * Hv + j0) * Dv;  // [j1 - j0, Dv]
+            kt.rmsnorm(oh, lw.gdn_norm.data(), j1 - j0, Dv, c.rms_eps, oh);
+            kt.swiglu(z + (t * Hv + j0) * Dv, oh, oh, (j1 - j0) * Dv);
+        }
+    };
+    // Open: positions stay uncommitted, the run ends in the spare slot (the recurrence inputs
+    // and raw qkv rows sit in rec.pending_* for commit()).
     float* state_in = rec.state();
-    if (keep_open) {
-        // Positions stay uncommitted: the run ends in the spare slot; the raw qkv rows are kept
-        // for commit()'s conv state (the recurrence inputs already sit in rec.pending_*).
-        gdn_recurrence(kt, state_in, rec.spare(), 0, q, k, v, g, beta, T, Hk, Hv, Dk, Dv,
-                       c.gdn_tiled_heads, o, pool_);
-    } else {
-        gdn_recurrence(kt, state_in, state_in, 0, q, k, v, g, beta, T, Hk, Hv, Dk, Dv,
-                       c.gdn_tiled_heads, o, pool_);
-    }
-    // Gated RMSNorm per value head: rmsnorm(o) * w * silu(z).
-    kt.rmsnorm(o, lw.gdn_norm.data(), T * Hv, Dv, c.rms_eps, o);
-    kt.swiglu(z, o, o, T * vdim);
+    gdn_recurrence(kt, state_in, keep_open ? rec.spare() : state_in, 0, q, k, v, g, beta, T, Hk,
+                   Hv, Dk, Dv, c.gdn_tiled_heads, o, pool_, gated_norm);
     matmul(kt, lw.out_proj, o, T, out, pool_);
 }
 
