@@ -53,8 +53,9 @@ private:
     std::atomic<uint64_t> generation_{0};
     std::atomic<int> pending_{0};
     std::atomic<int64_t> next_item_{0};  // dynamic schedule: first item not yet handed out
-    bool stopping_ = false;
-    // The job being run; written by dispatch() before the generation bump.
+    std::atomic<bool> stopping_{false};
+    // The job being run; written by dispatch() before the generation bump (whose release a
+    // worker's acquire of the new generation pairs with), unchanged until the job is done.
     Thunk thunk_ = nullptr;
     void* ctx_ = nullptr;
     int64_t n_items_ = 0;
