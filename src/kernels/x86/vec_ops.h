@@ -207,7 +207,8 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
 template <class I, int U, bool Partial>
 void gdn_columns(const float* S0, int64_t s0_stride, float* S1, int64_t s1_stride, int Dk,
                  int last, float decay, float beta, const float* kj, const float* qj,
-                 const float* vj, float* oj, float* snap = nullptr, int64_t snap_stride = 0) {
+                 const float* vj, float* oj, float* snap = nullptr, int64_t snap_stride = 0,
+                 const float* prefetch = nullptr) {
     using V = typename I::V;
     auto load = [&](const float* p, int u) {
         if constexpr (Partial) {
@@ -227,6 +228,9 @@ void gdn_columns(const float* S0, int64_t s0_stride, float* S1, int64_t s1_strid
     for (int u = 0; u < U; ++u) acc[u] = I::zero();
     for (int d = 0; d < Dk; ++d) {  // mem = sum_d decay * S[d,e] k[d]
         const V kd = I::set1(kj[d]);
+        if (prefetch)  // the next block's row d (same stride): this loop waits on its FMA chain
+#pragma GCC unroll 8
+            for (int u = 0; u < U; ++u) __builtin_prefetch(prefetch + d * s0_stride + u * I::L, 0, 3);
 #pragma GCC unroll 8
         for (int u = 0; u < U; ++u)
             acc[u] = I::fma(I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay), kd, acc[u]);
@@ -283,16 +287,17 @@ inline GdnToken gdn_token(const float* q, const float* k, const float* v, const 
 // vector) with the strides given.
 template <class I, int U>
 void gdn_block(const float* S0, int64_t s0_stride, float* S1, int64_t s1_stride, int Dk, int e0,
-               int width, const GdnToken& tk, float* snap = nullptr, int64_t snap_stride = 0) {
+               int width, const GdnToken& tk, float* snap = nullptr, int64_t snap_stride = 0,
+               const float* prefetch = nullptr) {
     if (width == U * I::L) {
         gdn_columns<I, U, false>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
-                                 tk.q, tk.v + e0, tk.out + e0, snap, snap_stride);
+                                 tk.q, tk.v + e0, tk.out + e0, snap, snap_stride, prefetch);
     } else if (width == I::L) {
         gdn_columns<I, 1, false>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
-                                 tk.q, tk.v + e0, tk.out + e0, snap, snap_stride);
+                                 tk.q, tk.v + e0, tk.out + e0, snap, snap_stride, prefetch);
     } else {
         gdn_columns<I, 1, true>(S0, s0_stride, S1, s1_stride, Dk, width, tk.decay, tk.beta, tk.k,
-                                tk.q, tk.v + e0, tk.out + e0, snap, snap_stride);
+                                tk.q, tk.v + e0, tk.out + e0, snap, snap_stride, prefetch);
     }
 }
 
@@ -307,6 +312,14 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
     auto width_at = [&](int e0) {
         return Dv - e0 >= kBlock ? kBlock : Dv - e0 >= I::L ? I::L : Dv - e0;
     };
+    // The state of the block after (j, e0) in this share of heads, for its rows to be fetched
+    // while (j, e0) runs (nullptr after the last): the state comes from memory, a strided
+    // stream of short row pieces.
+    auto next_block = [&](const float* state, int j, int e0) -> const float* {
+        const int e1 = e0 + width_at(e0);
+        if (e1 < Dv) return state + j * head_size + e1;
+        return j + 1 < j1 ? state + (j + 1) * head_size : nullptr;
+    };
     constexpr int kMaxDk = 256;
     if (T == 1 || Dk > kMaxDk) {
         // One token (or an unusually deep key head): token by token over the heads' states.
@@ -317,7 +330,7 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                 const GdnToken tk = gdn_token(q, k, v, g, beta, out, t, j, Hk, Hv, Dk, Dv, tiled_heads);
                 for (int e0 = 0; e0 < Dv; e0 += width_at(e0))
                     gdn_block<I, U>(src + j * head_size + e0, Dv, dst + j * head_size + e0, Dv, Dk,
-                                    e0, width_at(e0), tk);
+                                    e0, width_at(e0), tk, nullptr, 0, next_block(src, j, e0));
             }
         }
         return;
@@ -338,7 +351,8 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                 float* snap = out_stride != 0 || t == T - 1
                                   ? state_out + t * out_stride + j * head_size + e0
                                   : nullptr;
-                gdn_block<I, U>(src, t == 0 ? Dv : kBlock, work, kBlock, Dk, e0, width, tk, snap, Dv);
+                gdn_block<I, U>(src, t == 0 ? Dv : kBlock, work, kBlock, Dk, e0, width, tk, snap, Dv,
+                                t == 0 ? next_block(state_in, j, e0) : nullptr);
             }
         }
     }
