@@ -292,7 +292,8 @@ void quantize_activations(const KernelTable& k, const float* x, int64_t n, int64
 namespace ref {
 
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
-    quantize_columns_with(x, cols, out, j0, j1, [](const float* p, int64_t left, int8_t* q, int32_t* sum) {
+    quantize_columns_with(x, cols, out, j0, j1, [](const float* p, int64_t left, int8_t* q, int32_t* sum,
+                                                   int32_t* half) {
         float amax = 0.0f;
         bool finite = true;
         for (int e = 0; e < 32 && e < left; ++e) {
@@ -307,6 +308,7 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
             const float r = std::nearbyint(v * inv);  // |r| <= 127 up to rounding
             q[e] = int8_t(std::max(-127.0f, std::min(127.0f, r)));
             *sum += q[e];
+            if (e < 16) *half += q[e];
         }
         return d;
     });

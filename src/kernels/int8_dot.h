@@ -162,13 +162,14 @@ inline float int8_inverse_scale(float d) {
 }
 
 // The activation quantizer's walk over columns [j0, j1) and their blocks, shared by every ISA:
-// padding blocks get zero codes, scale and sums; for the others block(p, left, q, sum) reads
-// the block's values p[0, min(left, 32)) (zeros past that), writes their 32 codes to q and their
-// sum to *sum, and returns the scale d, or NaN when a value is NaN or infinite. Such a block is
-// stored as scale NaN with zero codes and sums, so every product it enters is NaN, as in f32
-// arithmetic, and every ISA stores the same bytes (their min/max treat NaN differently, so the
-// codes they compute for it are not used). The codes go to the chunk layout here: codes
-// 4s..4s+3 are step s of lane l, one 4-byte copy each; the first 16 codes' sum is taken here too.
+// padding blocks get zero codes, scale and sums; for the others block(p, left, q, sum, half)
+// reads the block's values p[0, min(left, 32)) (zeros past that), writes their 32 codes to q,
+// their sum to *sum and the first 16 codes' sum to *half (in the ISA's registers: a scalar loop
+// over q here cost a third of the quantizer's time), and returns the scale d, or NaN when a
+// value is NaN or infinite. Such a block is stored as scale NaN with zero codes and sums, so
+// every product it enters is NaN, as in f32 arithmetic, and every ISA stores the same bytes
+// (their min/max treat NaN differently, so the codes they compute for it are not used). The
+// codes go to the chunk layout here: codes 4s..4s+3 are step s of lane l, one 4-byte copy each.
 template <class QuantizeBlock>
 void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0,
                            int64_t j1, QuantizeBlock&& block) {
@@ -184,16 +185,14 @@ void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, 
             int8_t* chunk = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
             const int l = int(b % kI8ChunkBlocks);
             alignas(64) int8_t q[32] = {};
-            int32_t sum = 0;
-            scales[b] = b < used ? block(xj + b * 32, cols - b * 32, q, &sum) : 0.0f;
+            int32_t sum = 0, half = 0;
+            scales[b] = b < used ? block(xj + b * 32, cols - b * 32, q, &sum, &half) : 0.0f;
             if (scales[b] != scales[b]) {  // non-finite input
                 __builtin_memset(q, 0, sizeof q);
-                sum = 0;
+                sum = half = 0;
             }
             for (int s = 0; s < kI8Steps; ++s) __builtin_memcpy(chunk + s * 64 + 4 * l, q + 4 * s, 4);
             sums[b] = sum;
-            int32_t half = 0;
-            for (int e = 0; e < 16; ++e) half += q[e];
             half_sums[b] = half;
         }
     }

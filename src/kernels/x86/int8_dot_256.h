@@ -225,7 +225,8 @@ void gemm_i8_rows_256(const WeightMatrix& w, const QuantizedColumns& x, float* y
 void quantize_columns_256(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256 lim = _mm256_set1_ps(127.0f), neg_lim = _mm256_set1_ps(-127.0f);
-    quantize_columns_with(x, cols, out, j0, j1, [&](const float* p, int64_t left, int8_t* q, int32_t* sum) {
+    quantize_columns_with(x, cols, out, j0, j1, [&](const float* p, int64_t left, int8_t* q, int32_t* sum,
+                                                    int32_t* half) {
         __m256 v[4];  // the block's 32 values, zeros past cols
         for (int i = 0; i < 4; ++i) {
             const int64_t n = left - i * 8;
@@ -254,6 +255,7 @@ void quantize_columns_256(const float* x, int64_t cols, QuantizedColumns& out, i
         for (int e = 0; e < 32; ++e) {
             q[e] = int8_t(w[e]);
             *sum += w[e];
+            if (e < 16) *half += w[e];
         }
         return d;
     });

@@ -241,7 +241,8 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
     const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
     const __m512 lim = _mm512_set1_ps(127.0f), neg_lim = _mm512_set1_ps(-127.0f);
-    quantize_columns_with(x, cols, out, j0, j1, [&](const float* p, int64_t left, int8_t* q, int32_t* sum) {
+    quantize_columns_with(x, cols, out, j0, j1, [&](const float* p, int64_t left, int8_t* q, int32_t* sum,
+                                                    int32_t* half) {
         // A ragged last block reads zeros past cols, as the reference does.
         const __mmask16 ma = left >= 16 ? __mmask16(0xffff) : Isa::mask(int(left));
         const __mmask16 mc = left >= 32 ? __mmask16(0xffff) : left <= 16 ? __mmask16(0) : Isa::mask(int(left - 16));
@@ -261,7 +262,8 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
             return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, neg_lim), lim));
         };
         const __m512i qa = code(a), qc = code(c);  // elements 0..15, 16..31 as int32
-        *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qc));
+        *half = _mm512_reduce_add_epi32(qa);
+        *sum = *half + _mm512_reduce_add_epi32(qc);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(qa));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(qc));
         return d;
