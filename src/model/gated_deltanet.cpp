@@ -39,7 +39,7 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
     // on the pool: heads are independent, and every value goes through the same operations it
     // would over the whole row. The conv state's bookkeeping for the same channels rides along.
     const float q_scale = 1.0f / std::sqrt(float(Dk));
-    pool_.run(2 * Hk + Hv, [&](int64_t h0, int64_t h1) {  // q heads, k heads, v heads: qkv's order
+    auto heads = [&](int64_t h0, int64_t h1) {  // q heads, k heads, v heads: qkv's order
         for (int64_t h = h0; h < h1; ++h) {
             const bool is_q = h < Hk, is_k = !is_q && h < 2 * Hk;
             const int64_t width = is_q || is_k ? Dk : Dv;
@@ -66,7 +66,11 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
                                 size_t(width) * sizeof(float));
             }
         }
-    });
+    };
+    if (T * C * K < kMinParallelWork)  // a small model's layer: not worth waking the threads
+        heads(0, 2 * Hk + Hv);
+    else
+        pool_.run(2 * Hk + Hv, heads);
     float* beta = input(s.beta, rec.pending_beta, Hv);  // [T, Hv]
     float* g = input(s.g, rec.pending_g, Hv);           // [T, Hv] log-decay
     kt.sigmoid(b, beta, T * Hv);
