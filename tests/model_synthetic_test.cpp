@@ -277,6 +277,36 @@ TEST(SyntheticForward, RealWidthModelRunsAndRandomHeadIsRarelyAccepted) {
     EXPECT_LT(double(spec.accepted[0]) / double(spec.drafted[0]), 0.2);
 }
 
+// At real widths the per-head GDN work, the recurrence and the matmuls split over the pool; the
+// logits and hidden states of a prefill, a left-open verify and a decode step are the same bits
+// with one thread as with two (each value is computed by the same code in the same order
+// whichever thread runs it).
+TEST(SyntheticForward, RealWidthForwardIsTheSameForAnyThreadCount) {
+    const ModelConfig c = narrow_0_8b(true);
+    SyntheticOptions o;
+    o.matrix_type = WType::Q8_0;
+    o.draft = SyntheticDraft::None;
+    const int64_t V = c.vocab_size, H = c.hidden_size;
+    auto run = [&](int threads) {
+        LoadedModel lm = load_synthetic_model(c, "narrow-0.8b", o, threads);
+        const Qwen35Model& m = *lm.model;
+        SequenceState s = m.new_state(16, 4);
+        const std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000}, verify = {5, 6, 7, 8};
+        std::vector<float> out(size_t(10 * (V + H)));
+        float* logits = out.data();
+        float* hidden = logits + 10 * V;
+        m.forward(s, prompt.data(), 5, {hidden, logits, 5});
+        m.forward(s, verify.data(), 4, {hidden + 5 * H, logits + 5 * V, 4}, true);
+        m.commit(s, 2);
+        const int32_t next = 42;
+        m.forward(s, &next, 1, {hidden + 9 * H, logits + 9 * V, 1});
+        return out;
+    };
+    const std::vector<float> one = run(1), two = run(2);
+    EXPECT_TRUE(all_finite(one));
+    EXPECT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * sizeof(float)));
+}
+
 // The perfect variant at real width: every draft accepted, every generated token inside the
 // perfect token range, with a margin that a differently quantized or vocabulary-limited draft
 // head could not overturn.
