@@ -168,14 +168,13 @@ const KernelTable& kernels() {
 void gdn_recurrence(const KernelTable& kt, const float* state_in, float* state_out,
                     int64_t out_stride, const float* q, const float* k, const float* v,
                     const float* g, const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
-                    bool tiled_heads, float* out, ThreadPool& pool,
-                    const std::function<void(int j0, int j1)>& heads_done) {
+                    bool tiled_heads, float* out, ThreadPool& pool, GdnHeadsDone heads_done) {
     if (Hk <= 0 || Hv <= 0 || Hv % Hk || Dk <= 0 || Dv <= 0)
         fail("gdn_recurrence: bad head layout Hk=", Hk, " Hv=", Hv, " Dk=", Dk, " Dv=", Dv);
     auto heads = [&](int j0, int j1) {
         kt.gdn_recurrence_heads(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv, Dk,
                                 Dv, tiled_heads, out, j0, j1);
-        if (heads_done) heads_done(j0, j1);
+        if (heads_done.fn) heads_done.fn(heads_done.ctx, j0, j1);
     };
     if (int64_t(Hv) * Dk * Dv * T < kMinParallelWork) {  // too little work to wake threads
         heads(0, Hv);

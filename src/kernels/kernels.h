@@ -12,7 +12,6 @@
 // element's position in the batch, or the thread count. Greedy speculative decoding relies on
 // this to produce bit-identical tokens. (Different ISAs may round differently from each other.)
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -146,13 +145,24 @@ void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadP
 // waking the other threads costs more than it saves; the result is the same bits either way.
 inline constexpr int64_t kMinParallelWork = 16 * 1024;
 
+// Per-head work on the recurrence's output, fn(ctx, j0, j1) for value heads [j0, j1): a pointer
+// pair rather than a std::function, whose captures would be allocated on every layer of every
+// decode step.
+struct GdnHeadsDone {
+    void (*fn)(void* ctx, int j0, int j1) = nullptr;
+    void* ctx = nullptr;
+};
+template <class Fn>
+GdnHeadsDone gdn_heads_done(Fn& fn) {
+    return {[](void* ctx, int j0, int j1) { (*static_cast<Fn*>(ctx))(j0, j1); }, &fn};
+}
+
 // gdn_recurrence split over value heads on the pool (bitwise equal to the single-thread call).
 // `heads_done` (optional) runs on the same thread right after value heads [j0, j1) finish, for
 // per-head work on their output inside the same pool job.
 void gdn_recurrence(const KernelTable& kt, const float* state_in, float* state_out,
                     int64_t out_stride, const float* q, const float* k, const float* v,
                     const float* g, const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
-                    bool tiled_heads, float* out, ThreadPool& pool,
-                    const std::function<void(int j0, int j1)>& heads_done = {});
+                    bool tiled_heads, float* out, ThreadPool& pool, GdnHeadsDone heads_done = {});
 
 }  // namespace nextn

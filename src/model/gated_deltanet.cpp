@@ -43,7 +43,7 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
         for (int64_t h = h0; h < h1; ++h) {
             const bool is_q = h < Hk, is_k = !is_q && h < 2 * Hk;
             const int64_t width = is_q || is_k ? Dk : Dv;
-            const int64_t c0 = is_q ? h * Dk : is_k ? h * Dk : 2 * key_dim + (h - 2 * Hk) * Dv;
+            const int64_t c0 = is_q || is_k ? h * Dk : 2 * key_dim + (h - 2 * Hk) * Dv;
             const int64_t ld = is_q || is_k ? key_dim : vdim;
             float* dst = is_q ? q + h * Dk : is_k ? k + (h - Hk) * Dk : v + (h - 2 * Hk) * Dv;
             kt.causal_conv(window + c0, lw.conv.data() + c0, C, T, width, int(K), dst, ld);
@@ -92,7 +92,7 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
     // and raw qkv rows sit in rec.pending_* for commit()).
     float* state_in = rec.state();
     gdn_recurrence(kt, state_in, keep_open ? rec.spare() : state_in, 0, q, k, v, g, beta, T, Hk,
-                   Hv, Dk, Dv, c.gdn_tiled_heads, o, pool_, gated_norm);
+                   Hv, Dk, Dv, c.gdn_tiled_heads, o, pool_, gdn_heads_done(gated_norm));
     matmul(kt, lw.out_proj, o, T, out, pool_);
 }
 
