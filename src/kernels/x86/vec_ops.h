@@ -204,7 +204,7 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
 // floats per key row (S1 may equal S0); vj / oj at column e0 of the value / output. With
 // `snap` the final state is also streamed there (row stride snap_stride). Per lane this is
 // exactly the scalar reference's sequence (ref/gdn_ref.cpp).
-template <class I, int U, bool Partial>
+template <class I, int U, bool Partial, bool StreamS1 = false>
 void gdn_columns(const float* S0, int64_t s0_stride, float* S1, int64_t s1_stride, int Dk,
                  int last, float decay, float beta, const float* kj, const float* qj,
                  const float* vj, float* oj, float* snap = nullptr, int64_t snap_stride = 0,
@@ -253,7 +253,10 @@ void gdn_columns(const float* S0, int64_t s0_stride, float* S1, int64_t s1_strid
             for (int u = 0; u < U; ++u) {
                 const V decayed = I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay);
                 const V s = I::fma(kd, acc[u], decayed);
-                store(S1 + d * s1_stride + u * I::L, s, u);
+                if constexpr (StreamS1)
+                    I::stream(S1 + d * s1_stride + u * I::L, s, Partial && u == U - 1 ? last : I::L);
+                else
+                    store(S1 + d * s1_stride + u * I::L, s, u);
                 if constexpr (kSnap)
                     I::stream(snap + d * snap_stride + u * I::L, s, Partial && u == U - 1 ? last : I::L);
                 out[u] = I::fma(s, qd, out[u]);
@@ -285,18 +288,18 @@ inline GdnToken gdn_token(const float* q, const float* k, const float* v, const 
 
 // Runs columns [e0, e0 + width) of a head (width = U*L full vectors, or one possibly partial
 // vector) with the strides given.
-template <class I, int U>
+template <class I, int U, bool StreamS1 = false>
 void gdn_block(const float* S0, int64_t s0_stride, float* S1, int64_t s1_stride, int Dk, int e0,
                int width, const GdnToken& tk, float* snap = nullptr, int64_t snap_stride = 0,
                const float* prefetch = nullptr) {
     if (width == U * I::L) {
-        gdn_columns<I, U, false>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
+        gdn_columns<I, U, false, StreamS1>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
                                  tk.q, tk.v + e0, tk.out + e0, snap, snap_stride, prefetch);
     } else if (width == I::L) {
-        gdn_columns<I, 1, false>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
+        gdn_columns<I, 1, false, StreamS1>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
                                  tk.q, tk.v + e0, tk.out + e0, snap, snap_stride, prefetch);
     } else {
-        gdn_columns<I, 1, true>(S0, s0_stride, S1, s1_stride, Dk, width, tk.decay, tk.beta, tk.k,
+        gdn_columns<I, 1, true, StreamS1>(S0, s0_stride, S1, s1_stride, Dk, width, tk.decay, tk.beta, tk.k,
                                 tk.q, tk.v + e0, tk.out + e0, snap, snap_stride, prefetch);
     }
 }
@@ -321,8 +324,24 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
         return j + 1 < j1 ? state + (j + 1) * head_size : nullptr;
     };
     constexpr int kMaxDk = 256;
-    if (T == 1 || Dk > kMaxDk) {
-        // One token (or an unusually deep key head): token by token over the heads' states.
+    if (T == 1) {
+        // One token (decode): the new state goes out with stores that bypass the cache. It is
+        // read again only by the next token, after the rest of the forward has streamed the
+        // weights through the caches, so fetching each line before writing it (a third of
+        // this loop's memory traffic) buys nothing.
+        for (int j = j0; j < j1; ++j) {
+            const GdnToken tk = gdn_token(q, k, v, g, beta, out, 0, j, Hk, Hv, Dk, Dv, tiled_heads);
+            for (int e0 = 0; e0 < Dv; e0 += width_at(e0))
+                gdn_block<I, U, true>(state_in + j * head_size + e0, Dv, state_out + j * head_size + e0,
+                                      Dv, Dk, e0, width_at(e0), tk, nullptr, 0,
+                                      next_block(state_in, j, e0));
+        }
+        I::fence();  // publish the streamed stores before the pool's barrier
+        return;
+    }
+    if (Dk > kMaxDk) {
+        // An unusually deep key head: token by token over the heads' states (each token's
+        // state is read back by the next, so it stays in the cache).
         for (int64_t t = 0; t < T; ++t) {
             const float* src = t == 0 ? state_in : state_out + (t - 1) * out_stride;
             float* dst = state_out + t * out_stride;
