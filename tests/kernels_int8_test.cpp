@@ -306,6 +306,40 @@ TEST(KernelsInt8, QuantizerTiesAndTinyBlocks) {
     }
 }
 
+// Whole chunks (16 blocks, 512 values) go through the AVX-512 quantizer's chunk-wide path; it
+// must give the reference's bytes for every kind of block there too: ties, a tiny block whose
+// inverse scale overflows, an all-zero block, signed zeros and large values (chunk 0), a chunk
+// with a NaN and one with an infinity (the whole chunk then goes block by block; the NaN or
+// infinite block stored as NaN) next to an ordinary chunk, over several columns.
+TEST(KernelsInt8, WholeChunksEqualReferenceForEveryKindOfBlock) {
+    const int64_t cols = 4 * 512 + 64, n = 3;
+    std::vector<float> x = random_values(size_t(n * cols), 13, 3.0f);
+    float* c0 = x.data();  // column 0, chunk 0
+    c0[0] = 127.0f, c0[1] = 2.5f, c0[2] = 3.5f, c0[3] = -2.5f, c0[4] = 0.5f;  // block 0: ties
+    for (int e = 32; e < 64; ++e) c0[e] = e % 3 ? 1e-40f * float(e) : 0.0f;  // block 1: tiny
+    for (int e = 64; e < 96; ++e) c0[e] = e % 2 ? 0.0f : -0.0f;              // block 2: zeros
+    for (int e = 96; e < 128; ++e) c0[e] = 3e38f * (e % 2 ? 1.0f : -0.5f);   // block 3: large
+    x[size_t(512 + 40)] = std::numeric_limits<float>::quiet_NaN();            // column 0, chunk 1
+    x[size_t(cols + 3 * 512 + 7)] = -std::numeric_limits<float>::infinity();  // column 1, chunk 3
+    for (const std::string& isa : available_isas()) {
+        QuantizedColumns want, got;
+        resize_columns(n, cols, want);
+        resize_columns(n, cols, got);
+        std::fill(got.codes.begin(), got.codes.end(), int8_t(99));  // no stale bytes pass
+        ref::quantize_columns(x.data(), cols, want, 0, n);
+        kernels_for(isa).quantize_columns(x.data(), cols, got, 0, n);
+        EXPECT_EQ(want.codes, got.codes) << isa;
+        EXPECT_EQ(0, std::memcmp(want.scales.data(), got.scales.data(), want.scales.size() * sizeof(float))) << isa;
+        EXPECT_EQ(want.sums, got.sums) << isa;
+        EXPECT_EQ(want.half_sums, got.half_sums) << isa;
+        EXPECT_EQ(2, code_of(got, 0, 1)) << isa;
+        EXPECT_EQ(4, code_of(got, 0, 2)) << isa;
+        EXPECT_TRUE(std::isnan(got.scales_of(0)[16 + 1])) << isa;      // the NaN's block
+        EXPECT_FALSE(std::isnan(got.scales_of(0)[16 + 2])) << isa;     // its neighbour
+        EXPECT_TRUE(std::isnan(got.scales_of(1)[3 * 16 + 0])) << isa;  // the infinity's block
+    }
+}
+
 // A block holding NaN or an infinity is stored as scale NaN with zero codes and sums on every
 // ISA (the same bytes as the reference; their min/max would otherwise give NaN codes of +127
 // on one and -127 on another), so the products it enters are NaN, as in f32, and the other

@@ -170,9 +170,18 @@ inline float int8_inverse_scale(float d) {
 // every product it enters is NaN, as in f32 arithmetic, and every ISA stores the same bytes
 // (their min/max treat NaN differently, so the codes they compute for it are not used). The
 // codes go to the chunk layout here: codes 4s..4s+3 are step s of lane l, one 4-byte copy each.
-template <class QuantizeBlock>
+//
+// An ISA may also pass chunk(p, codes, scales, sums, half_sums): all 16 blocks of a chunk whose
+// 512 values are all present, written straight to their places (codes: the chunk's 512 bytes),
+// with the same results block by block; it returns false, having written nothing, when a value
+// is NaN or infinite, and the blocks then go one at a time.
+struct NoChunkQuantizer {
+    bool operator()(const float*, int8_t*, float*, int32_t*, int32_t*) const { return false; }
+};
+
+template <class QuantizeBlock, class QuantizeChunk = NoChunkQuantizer>
 void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0,
-                           int64_t j1, QuantizeBlock&& block) {
+                           int64_t j1, QuantizeBlock&& block, QuantizeChunk&& chunk = {}) {
     const int64_t blocks = out.chunks * kI8ChunkBlocks;
     const int64_t used = (cols + 31) / 32;  // blocks holding values
     for (int64_t j = j0; j < j1; ++j) {
@@ -182,7 +191,12 @@ void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, 
         int32_t* sums = out.sums.data() + j * blocks;
         int32_t* half_sums = out.half_sums.data() + j * blocks;
         for (int64_t b = 0; b < blocks; ++b) {
-            int8_t* chunk = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
+            if (b % kI8ChunkBlocks == 0 && (b + kI8ChunkBlocks) * 32 <= cols &&
+                chunk(xj + b * 32, codes + b * 32, scales + b, sums + b, half_sums + b)) {
+                b += kI8ChunkBlocks - 1;
+                continue;
+            }
+            int8_t* chunk_codes = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
             const int l = int(b % kI8ChunkBlocks);
             alignas(64) int8_t q[32] = {};
             int32_t sum = 0, half = 0;
@@ -191,7 +205,7 @@ void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, 
                 __builtin_memset(q, 0, sizeof q);
                 sum = half = 0;
             }
-            for (int s = 0; s < kI8Steps; ++s) __builtin_memcpy(chunk + s * 64 + 4 * l, q + 4 * s, 4);
+            for (int s = 0; s < kI8Steps; ++s) __builtin_memcpy(chunk_codes + s * 64 + 4 * l, q + 4 * s, 4);
             sums[b] = sum;
             half_sums[b] = half;
         }

@@ -236,8 +236,139 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
     visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(w, x, y, ldy, r0, r1); });
 }
 
+namespace {
+
+// NaN, +Inf, -Inf (quiet and signalling NaN: classes 0x01, 0x80; infinities 0x08, 0x10).
+constexpr int kNonFinite = 0x01 | 0x08 | 0x10 | 0x80;
+
+// Lane l of the result is op over all 16 lanes of v[l] (a transposing tree: 45 shuffles and ops
+// for all 16 instead of a reduction per vector). op must not depend on the order (a maximum).
+template <class Op>
+__m512 reduce_each(const __m512* v, Op op) {
+    __m512 w[8], x[4], y[2];
+    // Pairs of vectors: 128-bit lanes (0, 2) with (1, 3); w[i] holds v[2i]'s and v[2i+1]'s 8 partials.
+    for (int i = 0; i < 8; ++i)
+        w[i] = op(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                  _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    // x[i]: 128-bit lane k holds the 4 partials of v[4i + k].
+    for (int i = 0; i < 4; ++i)
+        x[i] = op(_mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                  _mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    // Within each 128-bit lane k: y[0] = [x0 x1 x0 x1] pairs, then z = [x0 x1 x2 x3] reduced,
+    // so z's element 4k + m is the result of v[4m + k].
+    for (int i = 0; i < 2; ++i)
+        y[i] = op(_mm512_unpacklo_ps(x[2 * i], x[2 * i + 1]), _mm512_unpackhi_ps(x[2 * i], x[2 * i + 1]));
+    const __m512 z = op(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                        _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512i to_block = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(to_block, z);
+}
+
+// reduce_each's op for the block maxima (unsigned integer maximum of float bits), as a function
+// object so that it inlines.
+struct MaxEpu32 {
+    __m512 operator()(__m512 a, __m512 b) const {
+        return _mm512_castsi512_ps(_mm512_max_epu32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+    }
+};
+
+// Per-block sums of int8 codes held 16 to a block, 4 blocks to a vector (b[g]: blocks 4g..4g+3):
+// lane l of the result is block l's sum. Biased to unsigned (+128), each 8-byte half sums with
+// one psadbw; the two halves of a block share a 128-bit lane.
+__m512i block_sums(const __m512i* b, int n_vectors_per_group) {
+    const __m512i bias = _mm512_set1_epi8(char(0x80));
+    __m512i h[4];
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+        __m512i sad = _mm512_setzero_si512();
+        for (int k = 0; k < n_vectors_per_group; ++k)
+            sad = _mm512_add_epi64(sad, _mm512_sad_epu8(_mm512_xor_si512(b[4 * k + g], bias), _mm512_setzero_si512()));
+        h[g] = _mm512_add_epi64(sad, _mm512_bsrli_epi128(sad, 8));  // dword 0 of 128-bit lane i: block 4g + i
+    }
+    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+    const __m512i low = _mm512_permutex2var_epi32(h[0], pick, h[1]);   // blocks 0..7 in lanes 0..7
+    const __m512i high = _mm512_permutex2var_epi32(h[2], pick, h[3]);  // blocks 8..15 in lanes 0..7
+    const __m512i biased = _mm512_shuffle_i32x4(low, high, _MM_SHUFFLE(1, 0, 1, 0));
+    return _mm512_sub_epi32(biased, _mm512_set1_epi32(128 * 16 * n_vectors_per_group));
+}
+
+// One block's codes: round-half-even of v * inv, clamped to [-127, 127], as int32.
+__m512i block_codes(__m512 v, __m512 inv) {
+    const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(v, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f)));
+}
+
+// A whole chunk (16 full blocks at p) with the block quantizer's operations, the 16 blocks' scalar
+// steps (amax, d, 1/d, the sums) done once for all in the lanes of one vector: the per-block
+// horizontal reductions and divisions were most of the quantizer's time. false when a value is
+// not finite (nothing written).
+bool quantize_chunk(const float* p, int8_t* codes, float* scales, int32_t* sums, int32_t* half_sums) {
+    // |x| as bits: for values that are not NaN the unsigned integer order is the float order, and
+    // +Inf (0x7f800000) and NaN (above it) exceed every finite value, so one integer maximum per
+    // block gives amax and tells whether the block is finite.
+    const __m512i abs_bits = _mm512_set1_epi32(0x7fffffff);
+    __m512 m[16];  // [block] per lane: the larger |value| of the block's two halves, as bits
+#pragma GCC unroll 16
+    for (int l = 0; l < 16; ++l) {
+        const __m512i a = _mm512_and_si512(_mm512_loadu_si512(p + 32 * l), abs_bits);
+        const __m512i c = _mm512_and_si512(_mm512_loadu_si512(p + 32 * l + 16), abs_bits);
+        m[l] = _mm512_castsi512_ps(_mm512_max_epu32(a, c));
+    }
+    const __m512i amax_bits = _mm512_castps_si512(reduce_each(m, MaxEpu32{}));  // [block]
+    if (_mm512_cmpge_epu32_mask(amax_bits, _mm512_set1_epi32(0x7f800000)) != 0) return false;
+    const __m512 amax = _mm512_castsi512_ps(amax_bits);
+    const __m512 d = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
+    // int8_inverse_scale, lane-wise: 1/d where d > 0, and 0 where that overflows.
+    __m512 inv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_GT_OQ),
+                                     _mm512_set1_ps(1.0f), d);
+    inv = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(inv, _mm512_set1_ps(3.4028234e38f), _CMP_LE_OQ), inv);
+    _mm512_storeu_ps(scales, d);
+
+    alignas(64) int8_t first[16][16], second[16][16];  // [block][code 0..15], [block][code 16..31]
+#pragma GCC unroll 16
+    for (int l = 0; l < 16; ++l) {
+        const __m512 vinv = _mm512_permutexvar_ps(_mm512_set1_epi32(l), inv);
+        _mm_store_si128(reinterpret_cast<__m128i*>(first[l]),
+                        _mm512_cvtepi32_epi8(block_codes(_mm512_loadu_ps(p + 32 * l), vinv)));
+        _mm_store_si128(reinterpret_cast<__m128i*>(second[l]),
+                        _mm512_cvtepi32_epi8(block_codes(_mm512_loadu_ps(p + 32 * l + 16), vinv)));
+    }
+    __m512i codes_by_group[8];  // [half][group of 4 blocks]: first halves, then second halves
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+        codes_by_group[g] = _mm512_load_si512(&first[4 * g][0]);
+        codes_by_group[4 + g] = _mm512_load_si512(&second[4 * g][0]);
+    }
+    _mm512_storeu_si512(half_sums, block_sums(codes_by_group, 1));
+    _mm512_storeu_si512(sums, block_sums(codes_by_group, 2));
+
+    // To the chunk layout: step s holds codes 4s..4s+3 of every block, block l at dword l. Four
+    // blocks' 16 codes (4 dwords each, one per step) sit in one vector g; a dword transpose within
+    // it and a 128-bit lane transpose across the four vectors give steps 0..3 (then 4..7).
+    const __m512i dword_transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+#pragma GCC unroll 2
+    for (int part = 0; part < 2; ++part) {
+        __m512i z[4], t[4];
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g) z[g] = _mm512_permutexvar_epi32(dword_transpose, codes_by_group[4 * part + g]);
+        t[0] = _mm512_shuffle_i32x4(z[0], z[1], _MM_SHUFFLE(1, 0, 1, 0));
+        t[1] = _mm512_shuffle_i32x4(z[0], z[1], _MM_SHUFFLE(3, 2, 3, 2));
+        t[2] = _mm512_shuffle_i32x4(z[2], z[3], _MM_SHUFFLE(1, 0, 1, 0));
+        t[3] = _mm512_shuffle_i32x4(z[2], z[3], _MM_SHUFFLE(3, 2, 3, 2));
+        int8_t* dst = codes + part * 4 * 64;
+        _mm512_storeu_si512(dst + 0 * 64, _mm512_shuffle_i32x4(t[0], t[2], _MM_SHUFFLE(2, 0, 2, 0)));
+        _mm512_storeu_si512(dst + 1 * 64, _mm512_shuffle_i32x4(t[0], t[2], _MM_SHUFFLE(3, 1, 3, 1)));
+        _mm512_storeu_si512(dst + 2 * 64, _mm512_shuffle_i32x4(t[1], t[3], _MM_SHUFFLE(2, 0, 2, 0)));
+        _mm512_storeu_si512(dst + 3 * 64, _mm512_shuffle_i32x4(t[1], t[3], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    return true;
+}
+
+}  // namespace
+
 // Per 32-value block: the same operations as ref::quantize_columns, in vector form (the max
 // is exact in any order; d, 1/d, x * (1/d) and round-half-even are single IEEE operations).
+// Whole chunks go 16 blocks at a time (quantize_chunk).
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1) {
     const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
     const __m512 lim = _mm512_set1_ps(127.0f), neg_lim = _mm512_set1_ps(-127.0f);
@@ -248,8 +379,6 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
         const __mmask16 mc = left >= 32 ? __mmask16(0xffff) : left <= 16 ? __mmask16(0) : Isa::mask(int(left - 16));
         const __m512 a = _mm512_maskz_loadu_ps(ma, p);
         const __m512 c = _mm512_maskz_loadu_ps(mc, p + 16);
-        // NaN, +Inf, -Inf (quiet and signalling NaN: classes 0x01, 0x80; infinities 0x08, 0x10).
-        constexpr int kNonFinite = 0x01 | 0x08 | 0x10 | 0x80;
         if ((_mm512_fpclass_ps_mask(a, kNonFinite) | _mm512_fpclass_ps_mask(c, kNonFinite)) != 0)
             return std::numeric_limits<float>::quiet_NaN();
         const float amax = _mm512_reduce_max_ps(
@@ -267,7 +396,7 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
         _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(qa));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(qc));
         return d;
-    });
+    }, quantize_chunk);
 }
 
 }  // namespace nextn::avx512
