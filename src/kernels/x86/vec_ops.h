@@ -367,11 +367,15 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
             for (int64_t t = 0; t < T; ++t) {
                 const GdnToken tk = gdn_token(q, k, v, g, beta, out, t, j, Hk, Hv, Dk, Dv, tiled_heads);
                 const float* src = t == 0 ? state_in + j * head_size + e0 : work;
-                float* snap = out_stride != 0 || t == T - 1
-                                  ? state_out + t * out_stride + j * head_size + e0
-                                  : nullptr;
-                gdn_block<I, U>(src, t == 0 ? Dv : kBlock, work, kBlock, Dk, e0, width, tk, snap, Dv,
-                                t == 0 ? next_block(state_in, j, e0) : nullptr);
+                const int64_t src_stride = t == 0 ? Dv : kBlock;
+                const float* prefetch = t == 0 ? next_block(state_in, j, e0) : nullptr;
+                float* to = state_out + t * out_stride + j * head_size + e0;
+                if (t == T - 1) {  // the last state is only streamed out: no working copy
+                    gdn_block<I, U, true>(src, src_stride, to, Dv, Dk, e0, width, tk, nullptr, 0, prefetch);
+                    continue;
+                }
+                gdn_block<I, U>(src, src_stride, work, kBlock, Dk, e0, width, tk,
+                                out_stride != 0 ? to : nullptr, Dv, prefetch);
             }
         }
     }
