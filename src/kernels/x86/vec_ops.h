@@ -286,6 +286,95 @@ inline GdnToken gdn_token(const float* q, const float* k, const float* v, const 
             out + (t * Hv + j) * Dv, __builtin_expf(g[t * Hv + j]), beta[t * Hv + j]};
 }
 
+// One value head's columns [e0, e0 + U*L) over T >= 2 tokens, the block's state kept in `work`
+// ([Dk, U*L]) between them. token(t) gives token t's inputs (GdnToken, pointers at column e0),
+// snap(t) where its state goes (row stride Dv; nullptr: nowhere; never nullptr for the last).
+// Each token's pass also forms the next token's decayed state and its dot product with the next
+// key, so a token costs one pass over the block instead of two, and `work` holds the decayed
+// state (decay * S, the rounded product the next token starts from). Per lane the operations and
+// their order are exactly gdn_columns' token after token (the scalar reference's sequence).
+template <class I, int U, bool Partial, class TokenAt, class SnapAt>
+void gdn_columns_tokens(const float* S0, int64_t s0_stride, float* work, int Dk, int Dv, int last,
+                        int64_t T, TokenAt&& token, SnapAt&& snap, const float* prefetch) {
+    using V = typename I::V;
+    constexpr int64_t W = U * I::L;  // floats per row of work
+    auto load = [&](const float* p, int u) {
+        if constexpr (Partial) {
+            if (u == U - 1) return I::load_part(p, last);
+        }
+        return I::load(p);
+    };
+    GdnToken tk = token(0);
+    V acc[U];  // the current token's sum_d decayed[d] k[d]
+#pragma GCC unroll 8
+    for (int u = 0; u < U; ++u) acc[u] = I::zero();
+    {
+        const V vdecay = I::set1(tk.decay);
+        for (int d = 0; d < Dk; ++d) {
+            const V kd = I::set1(tk.k[d]);
+            if (prefetch)  // the next block's row d: this loop waits on its FMA chain
+#pragma GCC unroll 8
+                for (int u = 0; u < U; ++u) __builtin_prefetch(prefetch + d * int64_t(Dv) + u * I::L, 0, 3);
+#pragma GCC unroll 8
+            for (int u = 0; u < U; ++u)
+                acc[u] = I::fma(I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay), kd, acc[u]);
+        }
+    }
+    for (int64_t t = 0; t < T; ++t) {
+        const bool has_next = t + 1 < T;
+        const GdnToken nx = has_next ? token(t + 1) : tk;
+        float* const to = snap(t);
+        const V vbeta = I::set1(tk.beta), vdecay = I::set1(tk.decay), vdecay_next = I::set1(nx.decay);
+        V delta[U], out[U], acc_next[U];
+#pragma GCC unroll 8
+        for (int u = 0; u < U; ++u) {
+            delta[u] = I::mul(I::sub(load(tk.v + u * I::L, u), acc[u]), vbeta);
+            out[u] = I::zero();
+            acc_next[u] = I::zero();
+        }
+        // First: the decayed state is formed from the state read from memory; Next: the next
+        // token's decayed state and sum are formed; Snap: this token's state is streamed out.
+        auto pass = [&]<bool First, bool Next, bool Snap>() {
+            for (int d = 0; d < Dk; ++d) {
+                const V kd = I::set1(tk.k[d]), qd = I::set1(tk.q[d]);
+                const V kd_next = Next ? I::set1(nx.k[d]) : I::zero();
+#pragma GCC unroll 8
+                for (int u = 0; u < U; ++u) {
+                    const V decayed = First ? I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay)
+                                            : I::load(work + d * W + u * I::L);
+                    const V s = I::fma(kd, delta[u], decayed);
+                    if constexpr (Snap)
+                        I::stream(to + d * int64_t(Dv) + u * I::L, s, Partial && u == U - 1 ? last : I::L);
+                    out[u] = I::fma(s, qd, out[u]);
+                    if constexpr (Next) {
+                        const V decayed_next = I::mul(s, vdecay_next);
+                        I::store(work + d * W + u * I::L, decayed_next);
+                        acc_next[u] = I::fma(decayed_next, kd_next, acc_next[u]);
+                    }
+                }
+            }
+        };
+        if (t == 0) {
+            if (to) pass.template operator()<true, true, true>();  // T >= 2: token 0 has a next
+            else pass.template operator()<true, true, false>();
+        } else if (has_next) {
+            if (to) pass.template operator()<false, true, true>();
+            else pass.template operator()<false, true, false>();
+        } else {
+            pass.template operator()<false, false, true>();  // the last token's state always goes out
+        }
+#pragma GCC unroll 8
+        for (int u = 0; u < U; ++u) {
+            if (Partial && u == U - 1)
+                I::store_part(tk.out + u * I::L, out[u], last);
+            else
+                I::store(tk.out + u * I::L, out[u]);
+            acc[u] = acc_next[u];
+        }
+        tk = nx;
+    }
+}
+
 // Runs columns [e0, e0 + width) of a head (width = U*L full vectors, or one possibly partial
 // vector) with the strides given.
 template <class I, int U, bool StreamS1 = false>
@@ -364,19 +453,24 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
     for (int j = j0; j < j1; ++j) {
         for (int e0 = 0; e0 < Dv; e0 += width_at(e0)) {
             const int width = width_at(e0);
-            for (int64_t t = 0; t < T; ++t) {
-                const GdnToken tk = gdn_token(q, k, v, g, beta, out, t, j, Hk, Hv, Dk, Dv, tiled_heads);
-                const float* src = t == 0 ? state_in + j * head_size + e0 : work;
-                const int64_t src_stride = t == 0 ? Dv : kBlock;
-                const float* prefetch = t == 0 ? next_block(state_in, j, e0) : nullptr;
-                float* to = state_out + t * out_stride + j * head_size + e0;
-                if (t == T - 1) {  // the last state is only streamed out: no working copy
-                    gdn_block<I, U, true>(src, src_stride, to, Dv, Dk, e0, width, tk, nullptr, 0, prefetch);
-                    continue;
-                }
-                gdn_block<I, U>(src, src_stride, work, kBlock, Dk, e0, width, tk,
-                                out_stride != 0 ? to : nullptr, Dv, prefetch);
-            }
+            auto token = [&](int64_t t) {
+                GdnToken tk = gdn_token(q, k, v, g, beta, out, t, j, Hk, Hv, Dk, Dv, tiled_heads);
+                tk.v += e0;
+                tk.out += e0;
+                return tk;
+            };
+            auto snap = [&](int64_t t) -> float* {
+                return out_stride != 0 || t == T - 1 ? state_out + t * out_stride + j * head_size + e0
+                                                     : nullptr;
+            };
+            const float* from = state_in + j * head_size + e0;
+            const float* prefetch = next_block(state_in, j, e0);
+            if (width == kBlock)
+                gdn_columns_tokens<I, U, false>(from, Dv, work, Dk, Dv, I::L, T, token, snap, prefetch);
+            else if (width == I::L)
+                gdn_columns_tokens<I, 1, false>(from, Dv, work, Dk, Dv, I::L, T, token, snap, prefetch);
+            else
+                gdn_columns_tokens<I, 1, true>(from, Dv, work, Dk, Dv, width, T, token, snap, prefetch);
         }
     }
     I::fence();  // streamed stores are weakly ordered: publish them before the pool's barrier
