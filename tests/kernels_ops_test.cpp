@@ -314,6 +314,7 @@ const GdnCase kGdnCases[] = {
     {2, 4, 24, 40, true, 5},    // tails on every ISA
     {1, 3, 16, 7, false, 3},    // Dv below one vector
     {4, 4, 128, 128, true, 2},  // Qwen3.5 head size
+    {1, 2, 264, 20, false, 3},  // key heads deeper than the vector kernels' working copy holds
 };
 
 TEST(KernelsGdn, EveryIsaEqualsReferenceBitwise) {

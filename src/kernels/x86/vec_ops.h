@@ -201,14 +201,13 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
 
 // One value head, value columns [e0, e0 + U*L) (the last vector has `last` lanes, Partial when
 // last < L). S0 / S1 point at column e0 of the head's row 0 and step s0_stride / s1_stride
-// floats per key row (S1 may equal S0); vj / oj at column e0 of the value / output. With
-// `snap` the final state is also streamed there (row stride snap_stride). Per lane this is
-// exactly the scalar reference's sequence (ref/gdn_ref.cpp).
+// floats per key row (S1 may equal S0; StreamS1: S1 is written with streaming stores); vj / oj
+// at column e0 of the value / output. Per lane this is exactly the scalar reference's sequence
+// (ref/gdn_ref.cpp).
 template <class I, int U, bool Partial, bool StreamS1 = false>
 void gdn_columns(const float* S0, int64_t s0_stride, float* S1, int64_t s1_stride, int Dk,
                  int last, float decay, float beta, const float* kj, const float* qj,
-                 const float* vj, float* oj, float* snap = nullptr, int64_t snap_stride = 0,
-                 const float* prefetch = nullptr) {
+                 const float* vj, float* oj, const float* prefetch = nullptr) {
     using V = typename I::V;
     auto load = [&](const float* p, int u) {
         if constexpr (Partial) {
@@ -245,28 +244,20 @@ void gdn_columns(const float* S0, int64_t s0_stride, float* S1, int64_t s1_strid
     // formed again rather than stored by the first pass and read back (the same rounded
     // product): half the stores, which bound this loop. S0 may equal S1: each element is read
     // before it is written.
-    auto update = [&]<bool kSnap>() {
-        for (int d = 0; d < Dk; ++d) {
-            const V kd = I::set1(kj[d]);
-            const V qd = I::set1(qj[d]);
+    for (int d = 0; d < Dk; ++d) {
+        const V kd = I::set1(kj[d]);
+        const V qd = I::set1(qj[d]);
 #pragma GCC unroll 8
-            for (int u = 0; u < U; ++u) {
-                const V decayed = I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay);
-                const V s = I::fma(kd, acc[u], decayed);
-                if constexpr (StreamS1)
-                    I::stream(S1 + d * s1_stride + u * I::L, s, Partial && u == U - 1 ? last : I::L);
-                else
-                    store(S1 + d * s1_stride + u * I::L, s, u);
-                if constexpr (kSnap)
-                    I::stream(snap + d * snap_stride + u * I::L, s, Partial && u == U - 1 ? last : I::L);
-                out[u] = I::fma(s, qd, out[u]);
-            }
+        for (int u = 0; u < U; ++u) {
+            const V decayed = I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay);
+            const V s = I::fma(kd, acc[u], decayed);
+            if constexpr (StreamS1)
+                I::stream(S1 + d * s1_stride + u * I::L, s, Partial && u == U - 1 ? last : I::L);
+            else
+                store(S1 + d * s1_stride + u * I::L, s, u);
+            out[u] = I::fma(s, qd, out[u]);
         }
-    };
-    if (snap)
-        update.template operator()<true>();
-    else
-        update.template operator()<false>();
+    }
 #pragma GCC unroll 8
     for (int u = 0; u < U; ++u) store(oj + u * I::L, out[u], u);
 }
@@ -379,17 +370,16 @@ void gdn_columns_tokens(const float* S0, int64_t s0_stride, float* work, int Dk,
 // vector) with the strides given.
 template <class I, int U, bool StreamS1 = false>
 void gdn_block(const float* S0, int64_t s0_stride, float* S1, int64_t s1_stride, int Dk, int e0,
-               int width, const GdnToken& tk, float* snap = nullptr, int64_t snap_stride = 0,
-               const float* prefetch = nullptr) {
+               int width, const GdnToken& tk, const float* prefetch = nullptr) {
     if (width == U * I::L) {
         gdn_columns<I, U, false, StreamS1>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
-                                 tk.q, tk.v + e0, tk.out + e0, snap, snap_stride, prefetch);
+                                 tk.q, tk.v + e0, tk.out + e0, prefetch);
     } else if (width == I::L) {
         gdn_columns<I, 1, false, StreamS1>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
-                                 tk.q, tk.v + e0, tk.out + e0, snap, snap_stride, prefetch);
+                                 tk.q, tk.v + e0, tk.out + e0, prefetch);
     } else {
         gdn_columns<I, 1, true, StreamS1>(S0, s0_stride, S1, s1_stride, Dk, width, tk.decay, tk.beta, tk.k,
-                                tk.q, tk.v + e0, tk.out + e0, snap, snap_stride, prefetch);
+                                tk.q, tk.v + e0, tk.out + e0, prefetch);
     }
 }
 
@@ -422,8 +412,7 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
             const GdnToken tk = gdn_token(q, k, v, g, beta, out, 0, j, Hk, Hv, Dk, Dv, tiled_heads);
             for (int e0 = 0; e0 < Dv; e0 += width_at(e0))
                 gdn_block<I, U, true>(state_in + j * head_size + e0, Dv, state_out + j * head_size + e0,
-                                      Dv, Dk, e0, width_at(e0), tk, nullptr, 0,
-                                      next_block(state_in, j, e0));
+                                      Dv, Dk, e0, width_at(e0), tk, next_block(state_in, j, e0));
         }
         I::fence();  // publish the streamed stores before the pool's barrier
         return;
@@ -438,7 +427,7 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                 const GdnToken tk = gdn_token(q, k, v, g, beta, out, t, j, Hk, Hv, Dk, Dv, tiled_heads);
                 for (int e0 = 0; e0 < Dv; e0 += width_at(e0))
                     gdn_block<I, U>(src + j * head_size + e0, Dv, dst + j * head_size + e0, Dv, Dk,
-                                    e0, width_at(e0), tk, nullptr, 0, next_block(src, j, e0));
+                                    e0, width_at(e0), tk, next_block(src, j, e0));
             }
         }
         return;
