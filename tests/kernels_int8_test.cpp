@@ -261,6 +261,25 @@ TEST(KernelsInt8, ActivationCodesWithinHalfAStep) {
     }
 }
 
+// x [n, cols] quantized by the reference and by `isa`'s quantizer (whose buffer starts filled
+// with a byte no code takes, so no stale bytes pass): expects the same bytes, scales compared as
+// bits (NaN scales must match too). Returns the ISA's result.
+QuantizedColumns expect_quantizer_matches_reference(const std::string& isa, const std::vector<float>& x,
+                                                    int64_t n, int64_t cols) {
+    QuantizedColumns want, got;
+    resize_columns(n, cols, want);
+    resize_columns(n, cols, got);
+    std::fill(got.codes.begin(), got.codes.end(), int8_t(99));
+    ref::quantize_columns(x.data(), cols, want, 0, n);
+    kernels_for(isa).quantize_columns(x.data(), cols, got, 0, n);
+    EXPECT_EQ(want.codes, got.codes) << isa << " cols " << cols;
+    EXPECT_EQ(0, std::memcmp(want.scales.data(), got.scales.data(), want.scales.size() * sizeof(float)))
+        << isa << " cols " << cols;
+    EXPECT_EQ(want.sums, got.sums) << isa << " cols " << cols;
+    EXPECT_EQ(want.half_sums, got.half_sums) << isa << " cols " << cols;
+    return got;
+}
+
 // On the scalar table the quantizer is the reference itself, so this compares only where a
 // vector quantizer exists (AVX2 and AVX-VNNI share one; AVX-512).
 TEST(KernelsInt8, EveryQuantizerEqualsReferenceBitwise) {
@@ -269,16 +288,7 @@ TEST(KernelsInt8, EveryQuantizerEqualsReferenceBitwise) {
             const int64_t n = 5;
             std::vector<float> x = random_values(size_t(n * cols), 7, 2.0f);
             x[3] = 0.5f;
-            QuantizedColumns want, got;
-            resize_columns(n, cols, want);
-            resize_columns(n, cols, got);
-            std::fill(got.codes.begin(), got.codes.end(), int8_t(99));  // no stale bytes pass
-            ref::quantize_columns(x.data(), cols, want, 0, n);
-            kernels_for(isa).quantize_columns(x.data(), cols, got, 0, n);
-            EXPECT_EQ(want.codes, got.codes) << isa << " cols " << cols;
-            EXPECT_EQ(want.scales, got.scales) << isa << " cols " << cols;
-            EXPECT_EQ(want.sums, got.sums) << isa << " cols " << cols;
-            EXPECT_EQ(want.half_sums, got.half_sums) << isa << " cols " << cols;
+            expect_quantizer_matches_reference(isa, x, n, cols);
         }
     }
 }
@@ -322,16 +332,7 @@ TEST(KernelsInt8, WholeChunksEqualReferenceForEveryKindOfBlock) {
     x[size_t(512 + 40)] = std::numeric_limits<float>::quiet_NaN();            // column 0, chunk 1
     x[size_t(cols + 3 * 512 + 7)] = -std::numeric_limits<float>::infinity();  // column 1, chunk 3
     for (const std::string& isa : available_isas()) {
-        QuantizedColumns want, got;
-        resize_columns(n, cols, want);
-        resize_columns(n, cols, got);
-        std::fill(got.codes.begin(), got.codes.end(), int8_t(99));  // no stale bytes pass
-        ref::quantize_columns(x.data(), cols, want, 0, n);
-        kernels_for(isa).quantize_columns(x.data(), cols, got, 0, n);
-        EXPECT_EQ(want.codes, got.codes) << isa;
-        EXPECT_EQ(0, std::memcmp(want.scales.data(), got.scales.data(), want.scales.size() * sizeof(float))) << isa;
-        EXPECT_EQ(want.sums, got.sums) << isa;
-        EXPECT_EQ(want.half_sums, got.half_sums) << isa;
+        const QuantizedColumns got = expect_quantizer_matches_reference(isa, x, n, cols);
         EXPECT_EQ(2, code_of(got, 0, 1)) << isa;
         EXPECT_EQ(4, code_of(got, 0, 2)) << isa;
         EXPECT_TRUE(std::isnan(got.scales_of(0)[16 + 1])) << isa;      // the NaN's block
@@ -352,15 +353,7 @@ TEST(KernelsInt8, NonFiniteActivationsGiveNaNProductsOnEveryIsa) {
     x[cols + 70] = -std::numeric_limits<float>::infinity();      // column 1, block 2
     const WeightMatrix w = repack_for_int8_dot(block_weight(WType::Q8_0, Shape{5, cols}, 2));
     for (const std::string& isa : available_isas()) {
-        QuantizedColumns want, got;
-        resize_columns(n, cols, want);
-        resize_columns(n, cols, got);
-        ref::quantize_columns(x.data(), cols, want, 0, n);
-        kernels_for(isa).quantize_columns(x.data(), cols, got, 0, n);
-        EXPECT_EQ(want.codes, got.codes) << isa;
-        EXPECT_EQ(0, std::memcmp(want.scales.data(), got.scales.data(), want.scales.size() * sizeof(float))) << isa;
-        EXPECT_EQ(want.sums, got.sums) << isa;
-        EXPECT_EQ(want.half_sums, got.half_sums) << isa;
+        const QuantizedColumns got = expect_quantizer_matches_reference(isa, x, n, cols);
         for (int64_t b : {0, 1, 2}) {
             EXPECT_EQ(b == 0, std::isnan(got.scales_of(0)[b])) << isa << " block " << b;
             EXPECT_EQ(b != 0, std::isnan(got.scales_of(1)[b])) << isa << " block " << b;
