@@ -272,9 +272,10 @@ struct MaxEpu32 {
     }
 };
 
-// Per-block sums of int8 codes held 16 to a block, 4 blocks to a vector (b[g]: blocks 4g..4g+3):
-// lane l of the result is block l's sum. Biased to unsigned (+128), each 8-byte half sums with
-// one psadbw; the two halves of a block share a 128-bit lane.
+// Per-block sums of int8 codes, 16 codes of 4 blocks to a vector: b[4k + g] holds the k-th 16
+// codes of blocks 4g..4g+3 (k < n_vectors_per_group). Lane l of the result is the sum of block
+// l's codes in those vectors. Biased to unsigned (+128), each 8 codes sum with one psadbw; a
+// block's partial sums share a 128-bit lane.
 __m512i block_sums(const __m512i* b, int n_vectors_per_group) {
     const __m512i bias = _mm512_set1_epi8(char(0x80));
     __m512i h[4];
