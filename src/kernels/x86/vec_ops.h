@@ -199,6 +199,52 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
     }
 }
 
+// Vector u of a block row's U vectors at p; the last has `last` lanes when Partial.
+template <class I, int U, bool Partial>
+[[gnu::always_inline]] inline typename I::V load_block_vector(const float* p, int u, int last) {
+    if constexpr (Partial) {
+        if (u == U - 1) return I::load_part(p, last);
+    }
+    return I::load(p);
+}
+
+// A token's first pass over a block of state S0 (rows s0_stride floats apart): acc[u] =
+// sum over d of (decay * S0[d]) * k[d], d in increasing order. While it waits on its FMA chain it
+// fetches the rows of the next block (rows prefetch_stride floats apart; nullptr: none).
+// (Always inlined, so that the accumulators stay in registers.)
+template <class I, int U, bool Partial>
+[[gnu::always_inline]] inline void decayed_key_sum(const float* S0, int64_t s0_stride, int Dk, int last, float decay,
+                     const float* kj, const float* prefetch, int64_t prefetch_stride,
+                     typename I::V* acc) {
+    const typename I::V vdecay = I::set1(decay);
+#pragma GCC unroll 8
+    for (int u = 0; u < U; ++u) acc[u] = I::zero();
+    for (int d = 0; d < Dk; ++d) {
+        const typename I::V kd = I::set1(kj[d]);
+        if (prefetch)
+#pragma GCC unroll 8
+            for (int u = 0; u < U; ++u)
+                __builtin_prefetch(prefetch + d * prefetch_stride + u * I::L, 0, 3);
+#pragma GCC unroll 8
+        for (int u = 0; u < U; ++u)
+            acc[u] = I::fma(I::mul(load_block_vector<I, U, Partial>(S0 + d * s0_stride + u * I::L, u, last),
+                                   vdecay),
+                            kd, acc[u]);
+    }
+}
+
+// Calls fn.template operator()<U', Partial>(last) for a block of `width` value columns: U full
+// vectors, one full vector, or one partial vector of `width` lanes.
+template <class I, int U, class Fn>
+void visit_block_width(int width, Fn&& fn) {
+    if (width == U * I::L)
+        fn.template operator()<U, false>(I::L);
+    else if (width == I::L)
+        fn.template operator()<1, false>(I::L);
+    else
+        fn.template operator()<1, true>(width);
+}
+
 // One value head, value columns [e0, e0 + U*L) (the last vector has `last` lanes, Partial when
 // last < L). S0 / S1 point at column e0 of the head's row 0 and step s0_stride / s1_stride
 // floats per key row (S1 may equal S0; StreamS1: S1 is written with streaming stores); vj / oj
@@ -209,12 +255,7 @@ void gdn_columns(const float* S0, int64_t s0_stride, float* S1, int64_t s1_strid
                  int last, float decay, float beta, const float* kj, const float* qj,
                  const float* vj, float* oj, const float* prefetch = nullptr) {
     using V = typename I::V;
-    auto load = [&](const float* p, int u) {
-        if constexpr (Partial) {
-            if (u == U - 1) return I::load_part(p, last);
-        }
-        return I::load(p);
-    };
+    auto load = [&](const float* p, int u) { return load_block_vector<I, U, Partial>(p, u, last); };
     auto store = [&](float* p, V v, int u) {
         if constexpr (Partial) {
             if (u == U - 1) return I::store_part(p, v, last);
@@ -222,18 +263,8 @@ void gdn_columns(const float* S0, int64_t s0_stride, float* S1, int64_t s1_strid
         I::store(p, v);
     };
     const V vdecay = I::set1(decay);
-    V acc[U];
-#pragma GCC unroll 8
-    for (int u = 0; u < U; ++u) acc[u] = I::zero();
-    for (int d = 0; d < Dk; ++d) {  // mem = sum_d decay * S[d,e] k[d]
-        const V kd = I::set1(kj[d]);
-        if (prefetch)  // the next block's row d (same stride): this loop waits on its FMA chain
-#pragma GCC unroll 8
-            for (int u = 0; u < U; ++u) __builtin_prefetch(prefetch + d * s0_stride + u * I::L, 0, 3);
-#pragma GCC unroll 8
-        for (int u = 0; u < U; ++u)
-            acc[u] = I::fma(I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay), kd, acc[u]);
-    }
+    V acc[U];  // mem = sum_d decay * S[d,e] k[d]
+    decayed_key_sum<I, U, Partial>(S0, s0_stride, Dk, last, decay, kj, prefetch, s0_stride, acc);
     const V vbeta = I::set1(beta);
 #pragma GCC unroll 8
     for (int u = 0; u < U; ++u) acc[u] = I::mul(I::sub(load(vj + u * I::L, u), acc[u]), vbeta);
@@ -284,33 +315,18 @@ inline GdnToken gdn_token(const float* q, const float* k, const float* v, const 
 // key, so a token costs one pass over the block instead of two, and `work` holds the decayed
 // state (decay * S, the rounded product the next token starts from). Per lane the operations and
 // their order are exactly gdn_columns' token after token (the scalar reference's sequence).
+// (Always inlined into its one caller, as it was before the width dispatch moved into a lambda:
+// there the compiler sees that `work`, a static array, aliases none of the token inputs;
+// out of line it reloaded them after every store, 5-10% slower.)
 template <class I, int U, bool Partial, class TokenAt, class SnapAt>
-void gdn_columns_tokens(const float* S0, int64_t s0_stride, float* work, int Dk, int Dv, int last,
+[[gnu::always_inline]] inline void gdn_columns_tokens(const float* S0, int64_t s0_stride, float* work, int Dk, int Dv, int last,
                         int64_t T, TokenAt&& token, SnapAt&& snap, const float* prefetch) {
     using V = typename I::V;
     constexpr int64_t W = U * I::L;  // floats per row of work
-    auto load = [&](const float* p, int u) {
-        if constexpr (Partial) {
-            if (u == U - 1) return I::load_part(p, last);
-        }
-        return I::load(p);
-    };
+    auto load = [&](const float* p, int u) { return load_block_vector<I, U, Partial>(p, u, last); };
     GdnToken tk = token(0);
     V acc[U];  // the current token's sum_d decayed[d] k[d]
-#pragma GCC unroll 8
-    for (int u = 0; u < U; ++u) acc[u] = I::zero();
-    {
-        const V vdecay = I::set1(tk.decay);
-        for (int d = 0; d < Dk; ++d) {
-            const V kd = I::set1(tk.k[d]);
-            if (prefetch)  // the next block's row d: this loop waits on its FMA chain
-#pragma GCC unroll 8
-                for (int u = 0; u < U; ++u) __builtin_prefetch(prefetch + d * int64_t(Dv) + u * I::L, 0, 3);
-#pragma GCC unroll 8
-            for (int u = 0; u < U; ++u)
-                acc[u] = I::fma(I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay), kd, acc[u]);
-        }
-    }
+    decayed_key_sum<I, U, Partial>(S0, s0_stride, Dk, last, tk.decay, tk.k, prefetch, Dv, acc);
     for (int64_t t = 0; t < T; ++t) {
         const bool has_next = t + 1 < T;
         const GdnToken nx = has_next ? token(t + 1) : tk;
@@ -371,16 +387,10 @@ void gdn_columns_tokens(const float* S0, int64_t s0_stride, float* work, int Dk,
 template <class I, int U, bool StreamS1 = false>
 void gdn_block(const float* S0, int64_t s0_stride, float* S1, int64_t s1_stride, int Dk, int e0,
                int width, const GdnToken& tk, const float* prefetch = nullptr) {
-    if (width == U * I::L) {
-        gdn_columns<I, U, false, StreamS1>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
-                                 tk.q, tk.v + e0, tk.out + e0, prefetch);
-    } else if (width == I::L) {
-        gdn_columns<I, 1, false, StreamS1>(S0, s0_stride, S1, s1_stride, Dk, I::L, tk.decay, tk.beta, tk.k,
-                                 tk.q, tk.v + e0, tk.out + e0, prefetch);
-    } else {
-        gdn_columns<I, 1, true, StreamS1>(S0, s0_stride, S1, s1_stride, Dk, width, tk.decay, tk.beta, tk.k,
-                                tk.q, tk.v + e0, tk.out + e0, prefetch);
-    }
+    visit_block_width<I, U>(width, [&]<int Uw, bool Partial>(int last) {
+        gdn_columns<I, Uw, Partial, StreamS1>(S0, s0_stride, S1, s1_stride, Dk, last, tk.decay,
+                                              tk.beta, tk.k, tk.q, tk.v + e0, tk.out + e0, prefetch);
+    });
 }
 
 template <class I>
@@ -438,7 +448,8 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
     // positions), is streamed out with stores that bypass the cache instead of fetching every
     // line before writing it. Columns are independent, so a block written back in place is
     // never read again. The arithmetic is unchanged.
-    alignas(64) static thread_local float work[kMaxDk * kBlock];  // [Dk, kBlock], per thread
+    alignas(64) static thread_local float work_copy[kMaxDk * kBlock];  // [Dk, kBlock], per thread
+    float* const work = work_copy;
     for (int j = j0; j < j1; ++j) {
         for (int e0 = 0; e0 < Dv; e0 += width_at(e0)) {
             const int width = width_at(e0);
@@ -454,12 +465,9 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
             };
             const float* from = state_in + j * head_size + e0;
             const float* prefetch = next_block(state_in, j, e0);
-            if (width == kBlock)
-                gdn_columns_tokens<I, U, false>(from, Dv, work, Dk, Dv, I::L, T, token, snap, prefetch);
-            else if (width == I::L)
-                gdn_columns_tokens<I, 1, false>(from, Dv, work, Dk, Dv, I::L, T, token, snap, prefetch);
-            else
-                gdn_columns_tokens<I, 1, true>(from, Dv, work, Dk, Dv, width, T, token, snap, prefetch);
+            visit_block_width<I, U>(width, [&]<int Uw, bool Partial>(int last) {
+                gdn_columns_tokens<I, Uw, Partial>(from, Dv, work, Dk, Dv, last, T, token, snap, prefetch);
+            });
         }
     }
     I::fence();  // streamed stores are weakly ordered: publish them before the pool's barrier

@@ -241,36 +241,27 @@ namespace {
 // NaN, +Inf, -Inf (quiet and signalling NaN: classes 0x01, 0x80; infinities 0x08, 0x10).
 constexpr int kNonFinite = 0x01 | 0x08 | 0x10 | 0x80;
 
-// Lane l of the result is op over all 16 lanes of v[l] (a transposing tree: 45 shuffles and ops
-// for all 16 instead of a reduction per vector). op must not depend on the order (a maximum).
-template <class Op>
-__m512 reduce_each(const __m512* v, Op op) {
-    __m512 w[8], x[4], y[2];
+// Lane l of the result is the unsigned maximum of the 16 lanes of v[l] (a transposing tree: 45
+// shuffles and maxima for all 16 instead of a reduction per vector).
+__m512i max_each(const __m512i* v) {
+    auto max = [](__m512i a, __m512i b) { return _mm512_max_epu32(a, b); };
+    __m512i w[8], x[4], y[2];
     // Pairs of vectors: 128-bit lanes (0, 2) with (1, 3); w[i] holds v[2i]'s and v[2i+1]'s 8 partials.
     for (int i = 0; i < 8; ++i)
-        w[i] = op(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                  _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+        w[i] = max(_mm512_shuffle_i32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                   _mm512_shuffle_i32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
     // x[i]: 128-bit lane k holds the 4 partials of v[4i + k].
     for (int i = 0; i < 4; ++i)
-        x[i] = op(_mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                  _mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-    // Within each 128-bit lane k: y[0] = [x0 x1 x0 x1] pairs, then z = [x0 x1 x2 x3] reduced,
+        x[i] = max(_mm512_shuffle_i32x4(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                   _mm512_shuffle_i32x4(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    // Within each 128-bit lane k: y[i] pairs x[2i] with x[2i+1], then z holds x0..x3 reduced,
     // so z's element 4k + m is the result of v[4m + k].
     for (int i = 0; i < 2; ++i)
-        y[i] = op(_mm512_unpacklo_ps(x[2 * i], x[2 * i + 1]), _mm512_unpackhi_ps(x[2 * i], x[2 * i + 1]));
-    const __m512 z = op(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                        _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 2, 3, 2)));
+        y[i] = max(_mm512_unpacklo_epi32(x[2 * i], x[2 * i + 1]), _mm512_unpackhi_epi32(x[2 * i], x[2 * i + 1]));
+    const __m512i z = max(_mm512_unpacklo_epi64(y[0], y[1]), _mm512_unpackhi_epi64(y[0], y[1]));
     const __m512i to_block = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    return _mm512_permutexvar_ps(to_block, z);
+    return _mm512_permutexvar_epi32(to_block, z);
 }
-
-// reduce_each's op for the block maxima (unsigned integer maximum of float bits), as a function
-// object so that it inlines.
-struct MaxEpu32 {
-    __m512 operator()(__m512 a, __m512 b) const {
-        return _mm512_castsi512_ps(_mm512_max_epu32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
-    }
-};
 
 // Per-block sums of int8 codes, 16 codes of 4 blocks to a vector: b[4k + g] holds the k-th 16
 // codes of blocks 4g..4g+3 (k < n_vectors_per_group). Lane l of the result is the sum of block
@@ -308,14 +299,14 @@ bool quantize_chunk(const float* p, int8_t* codes, float* scales, int32_t* sums,
     // +Inf (0x7f800000) and NaN (above it) exceed every finite value, so one integer maximum per
     // block gives amax and tells whether the block is finite.
     const __m512i abs_bits = _mm512_set1_epi32(0x7fffffff);
-    __m512 m[16];  // [block] per lane: the larger |value| of the block's two halves, as bits
+    __m512i m[16];  // [block] per lane: the larger |value| of the block's two halves, as bits
 #pragma GCC unroll 16
     for (int l = 0; l < 16; ++l) {
         const __m512i a = _mm512_and_si512(_mm512_loadu_si512(p + 32 * l), abs_bits);
         const __m512i c = _mm512_and_si512(_mm512_loadu_si512(p + 32 * l + 16), abs_bits);
-        m[l] = _mm512_castsi512_ps(_mm512_max_epu32(a, c));
+        m[l] = _mm512_max_epu32(a, c);
     }
-    const __m512i amax_bits = _mm512_castps_si512(reduce_each(m, MaxEpu32{}));  // [block]
+    const __m512i amax_bits = max_each(m);  // [block]
     if (_mm512_cmpge_epu32_mask(amax_bits, _mm512_set1_epi32(0x7f800000)) != 0) return false;
     const __m512 amax = _mm512_castsi512_ps(amax_bits);
     const __m512 d = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
