@@ -52,10 +52,10 @@ void tile_256(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size
         for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
     // 8-bit codes the policy multiplies as w - 128 get 128 * xsum back in the start value.
     constexpr int kBias = kEight && Dot::kSignedEightBit ? 128 : 0;
+    NextTilePrefetch<R> prefetch(wrow, row_bytes, chunks, j0);
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
-        prefetch_scale_lines<T, R>(wrow, row_bytes, d_off, ch);
-        if constexpr (int8_dot_affine(T)) prefetch_scale_lines<T, R>(wrow, row_bytes, m_off, ch);
+        prefetch.at_chunk(ch);
         __m256i isum[R][C][2];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
@@ -66,9 +66,6 @@ void tile_256(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* p = wrow[r] + ch * kChunkBytes + (kEight ? s : s / 2) * 64;
-                // The next tile's rows, as the AVX-512 kernel does (short row streams the
-                // hardware prefetcher alone picks up too late).
-                __builtin_prefetch(p + R * row_bytes, 0, 0);
 #pragma GCC unroll 8
                 for (int h = 0; h < 2; ++h) {
                     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h));
@@ -136,16 +133,14 @@ void tile_q6_256(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, s
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
     auto load = [](const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+    NextTilePrefetch<R> prefetch(wrow, row_bytes, chunks, j0);
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
-        prefetch_scale_lines<WType::Q6_KX, R>(wrow, row_bytes, d_off, ch);
-        prefetch_scale_lines<WType::Q6_KX, R>(wrow, row_bytes, sc_off, ch);
+        prefetch.at_chunk(ch);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const uint8_t* p = wrow[r] + ch * kChunkBytes;
             const uint8_t* sc = wrow[r] + sc_off + ch * 32;
-#pragma GCC unroll 6
-            for (int line = 0; line < 6; ++line) __builtin_prefetch(p + R * row_bytes + line * 64, 0, 0);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; ++h) {
                 __m256i isum[C][2];  // the two sub-block sums, from their starts

@@ -28,11 +28,11 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
     const int8_t* xc[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
+    x86::NextTilePrefetch<R> prefetch(wrow, row_bytes, chunks, j0);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
-        x86::prefetch_scale_lines<T, R>(wrow, row_bytes, d_off, ch);
-        if constexpr (int8_dot_affine(T)) x86::prefetch_scale_lines<T, R>(wrow, row_bytes, m_off, ch);
+        prefetch.at_chunk(ch);
         __m512i isum[R][C];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
@@ -44,9 +44,6 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) {
                     const uint8_t* p = wrow[r] + ch * kChunkBytes + s * 64;
-                    // The next tile's rows (R further down): short row streams the hardware
-                    // prefetcher alone picks up too late.
-                    __builtin_prefetch(p + R * row_bytes, 0, 0);
                     const __m512i w = _mm512_load_si512(p);
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c)
@@ -60,7 +57,6 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) {
                     const uint8_t* p = wrow[r] + ch * kChunkBytes + k * 64;
-                    __builtin_prefetch(p + R * row_bytes, 0, 0);
                     const __m512i v = _mm512_load_si512(p);
                     const __m512i lo = _mm512_and_si512(v, low_nibbles);
                     const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
@@ -123,11 +119,11 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
     const int8_t* xc[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
+    x86::NextTilePrefetch<R> prefetch(wrow, row_bytes, chunks, j0);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
-        x86::prefetch_scale_lines<WType::Q6_KX, R>(wrow, row_bytes, d_off, ch);
-        x86::prefetch_scale_lines<WType::Q6_KX, R>(wrow, row_bytes, sc_off, ch);  // sub-scales
+        prefetch.at_chunk(ch);
         __m512i start[C][2];  // the sub-block sums' starts, shared by the rows
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
@@ -139,8 +135,6 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const uint8_t* p = wrow[r] + ch * kChunkBytes;
-#pragma GCC unroll 8
-            for (int line = 0; line < 6; ++line) __builtin_prefetch(p + R * row_bytes + line * 64, 0, 0);
             __m512i lo[4], hi[2];
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) lo[k] = _mm512_load_si512(p + k * 64);
