@@ -13,7 +13,7 @@ namespace nextn {
 void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, ForwardScratch& s,
                             const float* xn, int64_t T, int64_t pos0, float* out) const {
     const ModelConfig& c = config_;
-    const KernelTable& kt = kernels_;
+    const KernelTable& kt = *kernels_;
     const int64_t Nq = c.n_q_heads, Nkv = c.n_kv_heads, D = c.head_dim;
     const int64_t group = Nq / Nkv, half_rot = c.rotary_dims / 2;
     if (pos0 + T > cache.capacity)

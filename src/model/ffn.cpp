@@ -14,9 +14,9 @@ void Qwen35Model::swiglu(const WeightMatrix& gate, const WeightMatrix& up,
     const int64_t I = gate.rows;
     float* g = ForwardScratch::take(s.gate, size_t(T * I));  // [T, I]
     float* u = ForwardScratch::take(s.up, size_t(T * I));    // [T, I]
-    matmul_shared_input(kernels_, {{&gate, g}, {&up, u}}, x, T, pool_);
-    kernels_.swiglu(g, u, g, T * I);
-    matmul(kernels_, down, g, T, y, pool_);
+    matmul_shared_input(*kernels_, {{&gate, g}, {&up, u}}, x, T, pool_);
+    kernels_->swiglu(g, u, g, T * I);
+    matmul(*kernels_, down, g, T, y, pool_);
 }
 
 void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, int64_t T,
@@ -28,8 +28,8 @@ void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, i
     }
     const int E = config_.n_experts, K = config_.n_experts_used;
     float* router = ForwardScratch::take(s.router, size_t(T * E));  // [T, E]
-    matmul(kernels_, f.router, xn, T, router, pool_);
-    kernels_.softmax(router, T, E);
+    matmul(*kernels_, f.router, xn, T, router, pool_);
+    kernels_->softmax(router, T, E);
 
     // Per token: top-k experts by probability (ties: lower index), renormalised.
     int* chosen = ForwardScratch::take(s.route_e, size_t(T * K));        // [T, K]
@@ -103,9 +103,9 @@ void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, i
         jobs.push_back({&f.shared_up, xn, T, su});
         jobs.push_back({&f.shared_expert_gate, xn, T, shared_gate});
     }
-    matmul_batch(kernels_, jobs, pool_);
-    kernels_.swiglu(g, u, g, T * K * I);
-    if (has_shared) kernels_.swiglu(sg, su, sg, T * Is);
+    matmul_batch(*kernels_, jobs, pool_);
+    kernels_->swiglu(g, u, g, T * K * I);
+    if (has_shared) kernels_->swiglu(sg, su, sg, T * Is);
     jobs.clear();
     for (int e = 0; e < E; ++e) {
         const int64_t row0 = first_row[e], n = first_row[e + 1] - row0;
@@ -114,9 +114,9 @@ void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, i
     }
     if (has_shared) {
         jobs.push_back({&f.shared_down, sg, T, shared});
-        kernels_.sigmoid(shared_gate, shared_gate, T);
+        kernels_->sigmoid(shared_gate, shared_gate, T);
     }
-    matmul_batch(kernels_, jobs, pool_);
+    matmul_batch(*kernels_, jobs, pool_);
     for (int64_t t = 0; t < T; ++t) {
         float* y = out + t * H;
         std::fill(y, y + H, 0.0f);

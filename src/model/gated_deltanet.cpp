@@ -11,7 +11,7 @@ namespace nextn {
 void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, ForwardScratch& s,
                                  const float* xn, int64_t T, bool keep_open, float* out) const {
     const ModelConfig& c = config_;
-    const KernelTable& kt = kernels_;
+    const KernelTable& kt = *kernels_;
     const int Hk = c.gdn_k_heads, Hv = c.gdn_v_heads, Dk = c.gdn_k_dim, Dv = c.gdn_v_dim;
     const int64_t C = c.gdn_conv_dim(), K = c.conv_kernel, key_dim = c.gdn_key_dim();
     const int64_t vdim = c.gdn_value_dim();

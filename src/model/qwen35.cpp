@@ -24,7 +24,7 @@ Qwen35Model::Qwen35Model(ModelConfig config, ModelWeights weights, ThreadPool& p
     : config_(std::move(config)),
       weights_(with_small_matrices_packed(std::move(weights))),
       pool_(pool),
-      kernels_(kernels()),
+      kernels_(&kernels()),
       rope_inv_freq_(ops::rope_inv_freq(config_.rotary_dims, config_.rope_theta)),
       draft_lm_head_(weights_.lm_head) {}
 
@@ -108,7 +108,7 @@ SequenceState Qwen35Model::new_state(int64_t max_positions, int max_width) const
 }
 
 void Qwen35Model::logits(const float* hidden, int64_t n, float* out) const {
-    matmul(kernels_, weights_.lm_head, hidden, n, out, pool_);
+    matmul(*kernels_, weights_.lm_head, hidden, n, out, pool_);
 }
 
 void Qwen35Model::decoder_layer(const LayerWeights& lw, AttentionCache* attn,
@@ -117,14 +117,14 @@ void Qwen35Model::decoder_layer(const LayerWeights& lw, AttentionCache* attn,
     const int64_t H = config_.hidden_size;
     float* xn = ForwardScratch::take(s.xn, size_t(T * H));    // [T, H]
     float* out = ForwardScratch::take(s.out, size_t(T * H));  // [T, H]
-    kernels_.rmsnorm(x, lw.input_norm.data(), T, H, config_.rms_eps, xn);
+    kernels_->rmsnorm(x, lw.input_norm.data(), T, H, config_.rms_eps, xn);
     if (lw.linear) {
         gated_deltanet(lw, *rec, s, xn, T, keep_open, out);
     } else {
         attention(lw, *attn, s, xn, T, pos0, out);
     }
     for (int64_t i = 0; i < T * H; ++i) x[i] += out[i];
-    kernels_.rmsnorm(x, lw.post_norm.data(), T, H, config_.rms_eps, xn);
+    kernels_->rmsnorm(x, lw.post_norm.data(), T, H, config_.rms_eps, xn);
     ffn(lw.ffn, s, xn, T, out);
     for (int64_t i = 0; i < T * H; ++i) x[i] += out[i];
 }
@@ -154,7 +154,7 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
     // Final norm; the normed hidden is the LM-head input and (post-norm) the MTP head's input.
     if (out.hidden && mtp_input_ == MtpInput::PreNorm)
         std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
-    kernels_.rmsnorm(x, weights_.final_norm.data(), T, H, c.rms_eps, x);
+    kernels_->rmsnorm(x, weights_.final_norm.data(), T, H, c.rms_eps, x);
     if (out.hidden && mtp_input_ == MtpInput::PostNorm)
         std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
     if (out.logits && out.n_logits > 0) logits(x + (T - out.n_logits) * H, out.n_logits, out.logits);
@@ -177,7 +177,7 @@ void Qwen35Model::commit(SequenceState& state, int64_t n_keep) const {
         // re-runs over the kept ones (same kernel, same inputs: the same bits).
         if (n_keep < T) {
             float* discard = ForwardScratch::take(state.scratch.o, size_t(n_keep * c.gdn_value_dim()));
-            gdn_recurrence(kernels_, r.state(), r.spare(), 0, r.pending_q.data(), r.pending_k.data(),
+            gdn_recurrence(*kernels_, r.state(), r.spare(), 0, r.pending_q.data(), r.pending_k.data(),
                            r.pending_v.data(), r.pending_g.data(), r.pending_beta.data(), n_keep,
                            c.gdn_k_heads, c.gdn_v_heads, c.gdn_k_dim, c.gdn_v_dim,
                            c.gdn_tiled_heads, discard, pool_);
@@ -210,18 +210,18 @@ void Qwen35Model::mtp_forward(SequenceState& state, const float* hidden, const i
             fail("token id ", tokens[t], " is outside the vocabulary [0, ", c.vocab_size, ")");
         float* row = cat + t * 2 * H;
         weight_row_f32(weights_.embed, tokens[t], row);
-        kernels_.rmsnorm(row, m.pre_fc_norm_embedding.data(), 1, H, c.rms_eps, row);
-        kernels_.rmsnorm(hidden + t * H, m.pre_fc_norm_hidden.data(), 1, H, c.rms_eps, row + H);
+        kernels_->rmsnorm(row, m.pre_fc_norm_embedding.data(), 1, H, c.rms_eps, row);
+        kernels_->rmsnorm(hidden + t * H, m.pre_fc_norm_hidden.data(), 1, H, c.rms_eps, row + H);
     }
-    matmul(kernels_, m.fc, cat, T, x, pool_);
+    matmul(*kernels_, m.fc, cat, T, x, pool_);
     decoder_layer(m.layer, &state.mtp_attention, nullptr, s, x, T, pos0, false);
     if (out.hidden && mtp_input_ == MtpInput::PreNorm)
         std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
-    kernels_.rmsnorm(x, m.norm.data(), T, H, c.rms_eps, x);
+    kernels_->rmsnorm(x, m.norm.data(), T, H, c.rms_eps, x);
     if (out.hidden && mtp_input_ == MtpInput::PostNorm)
         std::memcpy(out.hidden, x, size_t(T * H) * sizeof(float));
     if (out.logits && out.n_logits > 0)
-        matmul(kernels_, draft_lm_head_, x + (T - out.n_logits) * H, out.n_logits, out.logits, pool_);
+        matmul(*kernels_, draft_lm_head_, x + (T - out.n_logits) * H, out.n_logits, out.logits, pool_);
 }
 
 void configure_draft_head(Qwen35Model& model, const ModelOptions& options) {

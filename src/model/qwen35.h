@@ -39,6 +39,11 @@ public:
     Qwen35Model(ModelConfig config, ModelWeights weights, ThreadPool& pool);
 
     const ModelConfig& config() const { return config_; }
+    // The kernel table every forward runs on (kernels() by default). A benchmark swaps in a
+    // copy with one kernel replaced to time two implementations in one process, token by
+    // token (tools/kernel_ab/). `k` must outlive its use; the table must fit the weights'
+    // layouts (int8-dot types need int8_dot_fast).
+    void set_kernels(const KernelTable& k) { kernels_ = &k; }
     const ModelWeights& weights() const { return weights_; }
     bool has_mtp() const { return weights_.mtp.present; }
     ThreadPool& pool() const { return pool_; }
@@ -91,7 +96,7 @@ private:
     ModelConfig config_;
     ModelWeights weights_;
     ThreadPool& pool_;
-    const KernelTable& kernels_;
+    const KernelTable* kernels_;  // kernels() unless set_kernels replaced it
     std::vector<double> rope_inv_freq_;  // [rotary_dims / 2]
     MtpInput mtp_input_ = MtpInput::PostNorm;
     WeightMatrix draft_lm_head_;  // [draft_vocab, H]; a view of lm_head by default

@@ -1,0 +1,100 @@
+// Times two builds of one int8 matrix kernel on a synthetic model in one process, token by
+// token: the forwards alternate between the builds, so a slow spell of a shared machine lands
+// on both alike. Separate runs of two binaries could not tell a 5% change on the VMs this was
+// written on, whose read rate swings from 35 to 66 GB/s within a minute.
+//
+// The two builds are the same kernel translation unit compiled with its namespace renamed
+// (kernel_ab.sh: -Dnextn=nextn_a / nextn_b), so both link next to the library; each provides
+// <ns>::<isa>::gemm_i8_rows with the library's own WeightMatrix / QuantizedColumns layout.
+//
+// Usage: kernel_ab MODEL QUANT WIDTH TOKENS   (MODEL qwen3.5-0.8b..., QUANT q8|q4, WIDTH 1..8 a
+// left-open verify of that width committed whole, above 8 a plain prefill of that width)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "model/synthetic.h"
+
+#ifndef KERNEL_AB_ISA
+#define KERNEL_AB_ISA avx512
+#endif
+
+// Declared with the renamed namespaces' own (layout-identical) types.
+namespace nextn_a {
+struct WeightMatrix;
+struct QuantizedColumns;
+namespace KERNEL_AB_ISA {
+void gemm_i8_rows(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t);
+}
+}  // namespace nextn_a
+namespace nextn_b {
+struct WeightMatrix;
+struct QuantizedColumns;
+namespace KERNEL_AB_ISA {
+void gemm_i8_rows(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t);
+}
+}  // namespace nextn_b
+
+using namespace nextn;
+
+int main(int argc, char** argv) {
+    if (argc != 5) {
+        std::fprintf(stderr, "usage: kernel_ab MODEL q8|q4 WIDTH TOKENS\n");
+        return 2;
+    }
+    const std::string name = argv[1], quant = argv[2];
+    const int width = std::atoi(argv[3]), tokens = std::atoi(argv[4]);
+    if ((quant != "q8" && quant != "q4") || width < 1 || tokens < 1) {
+        std::fprintf(stderr, "kernel_ab: bad arguments (QUANT q8|q4, WIDTH >= 1, TOKENS >= 1)\n");
+        return 2;
+    }
+    SyntheticOptions so;
+    so.matrix_type = quant == "q4" ? WType::Q4_0X : WType::Q8_0X;
+    so.draft = SyntheticDraft::None;
+    LoadedModel lm = load_synthetic_model(name, so, 0);
+    Qwen35Model& model = *lm.model;
+    if (!kernels().int8_dot_fast) {
+        std::fprintf(stderr, "kernel_ab: the %s table has no int8 kernels\n", kernels().isa);
+        return 1;
+    }
+    using Gemm = decltype(KernelTable::gemm_i8_rows);
+    KernelTable tables[2] = {kernels(), kernels()};
+    tables[0].gemm_i8_rows = reinterpret_cast<Gemm>(&nextn_a::KERNEL_AB_ISA::gemm_i8_rows);
+    tables[1].gemm_i8_rows = reinterpret_cast<Gemm>(&nextn_b::KERNEL_AB_ISA::gemm_i8_rows);
+
+    const int64_t V = model.config().vocab_size;
+    SequenceState state = model.new_state(4096, 8);
+    std::vector<float> logits(size_t(std::min(width, 8) * V));
+    std::vector<int32_t> batch(size_t(width), 5);
+    model.forward(state, batch.data(), std::min(width, 16), {nullptr, logits.data(), 1});
+    std::vector<double> seconds[2];
+    for (int i = 0; i < 2 * tokens; ++i) {
+        model.set_kernels(tables[i % 2]);
+        for (auto& t : batch) t = int32_t((t * 31 + 11 + i) % 30000);
+        if (state.n_past + width > 4000) state = model.new_state(4096, 8);
+        const auto t0 = std::chrono::steady_clock::now();
+        if (width > 8) {
+            model.forward(state, batch.data(), width, {nullptr, logits.data(), 1});
+        } else {
+            model.forward(state, batch.data(), width, {nullptr, logits.data(), width}, true);
+            model.commit(state, width);
+        }
+        seconds[i % 2].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    model.set_kernels(kernels());
+    double median[2];
+    for (int k = 0; k < 2; ++k) {
+        auto& s = seconds[k];
+        std::sort(s.begin(), s.end());
+        median[k] = s[s.size() / 2];
+        std::printf("%s: median %.2f ms, p10 %.2f ms over %zu forwards\n", k == 0 ? "a" : "b",
+                    1e3 * median[k], 1e3 * s[s.size() / 10], s.size());
+    }
+    std::printf("b/a %.3f  (%s %s width %d, %s)\n", median[1] / median[0], name.c_str(),
+                quant.c_str(), width, kernels().isa);
+    return 0;
+}

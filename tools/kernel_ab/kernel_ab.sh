@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Times the int8 matrix kernel of git revision REV (a) against the working tree's (b) on a
+# synthetic model, alternating token by token in one process (kernel_ab.cpp says why).
+#   tools/kernel_ab/kernel_ab.sh REV [MODEL] [QUANT] [WIDTH] [TOKENS]
+#   defaults: qwen3.5-0.8b q8 1 150; ISA=avx2 for the 256-bit kernel (NEXTN_ISA=avx2 is set)
+# Needs a built tree (make build). Both kernels must use the current WeightMatrix /
+# QuantizedColumns layout: it refuses when REV's kernels/weight.h or kernels/int8_dot.h differ.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REV=${1:?usage: kernel_ab.sh REV [MODEL] [QUANT] [WIDTH] [TOKENS]}
+MODEL=${2:-qwen3.5-0.8b}
+QUANT=${3:-q8}
+WIDTH=${4:-1}
+TOKENS=${5:-150}
+ISA=${ISA:-avx512}
+BUILD=${BUILD_DIR:-build}
+[ -f "$BUILD/libnextn_core.a" ] || { echo "kernel_ab: no $BUILD/libnextn_core.a (run make build)" >&2; exit 1; }
+for h in src/kernels/weight.h src/kernels/int8_dot.h; do
+    if ! git show "$REV:$h" | cmp -s - "$h"; then
+        echo "kernel_ab: $h differs between $REV and the working tree; the two kernels would not share one layout" >&2
+        exit 1
+    fi
+done
+case "$ISA" in
+    avx512) TU=src/kernels/x86/avx512/gemm_i8_avx512.cpp
+            FLAGS="-mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16" ;;
+    avx2)   TU=src/kernels/x86/avx2/gemm_i8_avx2.cpp; FLAGS="-mavx2 -mfma -mf16c"; export NEXTN_ISA=avx2 ;;
+    *) echo "kernel_ab: ISA must be avx512 or avx2" >&2; exit 2 ;;
+esac
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/old"
+git archive "$REV" src | tar -x -C "$work/old"
+CXX=${CXX:-g++}
+$CXX -O2 -std=c++20 $FLAGS -Dnextn=nextn_a -I"$work/old/src" -c "$work/old/$TU" -o "$work/a.o"
+$CXX -O2 -std=c++20 $FLAGS -Dnextn=nextn_b -Isrc -c "$TU" -o "$work/b.o"
+$CXX -O2 -std=c++20 -Isrc -DKERNEL_AB_ISA=$ISA -o "$work/kernel_ab" tools/kernel_ab/kernel_ab.cpp \
+    "$work/a.o" "$work/b.o" "$BUILD/libnextn_core.a" -lpthread $(pkg-config --libs libpcre2-8) -licuuc
+"$work/kernel_ab" "$MODEL" "$QUANT" "$WIDTH" "$TOKENS"
