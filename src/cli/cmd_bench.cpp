@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -290,15 +291,19 @@ int cmd_bench(const std::vector<std::string>& argv) {
         DecodeStats stats = generate(model, s, d.get(), prompt, o, [](const EmittedToken&) { return true; });
         return std::make_pair(stats, adaptive ? controller.best_depth() : depth);
     };
+    // after_run(is_best) runs after each run, told whether that run is the fastest so far.
     auto decode = [&](int depth, bool adaptive = false, int* settled = nullptr,
-                      DepthController* warm = nullptr) {
+                      DepthController* warm = nullptr,
+                      const std::function<void(bool)>& after_run = nullptr) {
         DecodeStats best;
         for (int64_t r = 0; r < repeat; ++r) {
             auto [stats, depth_after] = decode_once(depth, adaptive, warm);
-            if (r == 0 || stats.decode_tokens_per_second() > best.decode_tokens_per_second()) {
+            const bool is_best = r == 0 || stats.decode_tokens_per_second() > best.decode_tokens_per_second();
+            if (is_best) {
                 best = stats;
                 if (settled) *settled = depth_after;
             }
+            if (after_run) after_run(is_best);
         }
         return best;
     };
@@ -311,18 +316,14 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // a probe from a slow spell and the next at 45% of one from a fast spell. The better of the
     // two probes, never their mean: a ratio over a slow probe would overstate the decode.
     std::vector<double> probes{measure_read_bandwidth_gbs(*lm.pool)};
-    DecodeStats plain;
     double bw_best = 0.0;
-    for (int64_t r = 0; r < repeat; ++r) {
-        const DecodeStats stats = decode_once(0, false, nullptr).first;
+    const DecodeStats plain = decode(0, false, nullptr, nullptr, [&](bool is_best) {
         probes.push_back(measure_read_bandwidth_gbs(*lm.pool));
-        if (r == 0 || stats.decode_tokens_per_second() > plain.decode_tokens_per_second()) {
-            plain = stats;
-            bw_best = std::max(probes[probes.size() - 2], probes.back());
-        }
-    }
+        if (is_best) bw_best = std::max(probes[probes.size() - 2], probes.back());
+    });
     const double decode_tps = plain.decode_tokens_per_second();
-    const double gbs = bytes_per_token(model) * decode_tps / 1e9;
+    const double weight_bytes = bytes_per_token(model);
+    const double gbs = weight_bytes * decode_tps / 1e9;
     const auto [probe_min, probe_max] = std::minmax_element(probes.begin(), probes.end());
     // The state's traffic, at the run's mean KV length, reported apart: the weights alone are
     // what the bandwidth target and earlier figures count.
@@ -336,11 +337,11 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // A model whose weights fit in the last-level cache is read from cache, not memory: its
     // percentages exceed 100 (the embedded tiny model's 10 MB read 150%) and measure nothing.
     const double cache_bytes = largest_cache_bytes();
-    const bool fits_in_cache = cache_bytes > 0 && bytes_per_token(model) < 2.0 * cache_bytes;
+    const bool fits_in_cache = cache_bytes > 0 && weight_bytes < 2.0 * cache_bytes;
     if (fits_in_cache)
         say("note: the %.0f MB of weights a token reads fit in the %.0f MB last-level cache: decode "
             "reads them from cache, and the percentages above do not measure memory streaming\n",
-            bytes_per_token(model) / 1e6, cache_bytes / 1e6);
+            weight_bytes / 1e6, cache_bytes / 1e6);
     out["weights_fit_in_cache"] = fits_in_cache;
     out["prefill_tok_s"] = double(n_prompt) / prefill_s;
     out["decode_tok_s"] = decode_tps;

@@ -102,8 +102,7 @@ constexpr int64_t kPrefetchBurstLines = 68;
 template <int R>
 class NextTilePrefetch {
 public:
-    // Issues the bursts due at chunk 0 at once (before the tile's chunk loop), or nothing when
-    // j0 > 0.
+    // Issues burst 0 at once (before the tile's chunk loop), or nothing when j0 > 0.
     NextTilePrefetch(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, int64_t j0)
         : next_(wrow[0] + R * row_bytes),
           lines_(int64_t(R * row_bytes / 64)),
@@ -114,26 +113,24 @@ public:
     }
 
     // Call at the start of every chunk, ch = 0, 1, ..., chunks - 1: burst b goes out at chunk
-    // b * chunks / bursts (all bursts due at one chunk as one run of lines).
+    // b * chunks / bursts (at most one a chunk, as bursts <= chunks).
     void at_chunk(int64_t ch) {
         if (ch < due_chunk_) return;
-        // Bursts b with b * chunks / bursts <= ch, i.e. b < ceil((ch + 1) * bursts / chunks).
-        int64_t due = ((ch + 1) * bursts_ + chunks_ - 1) / chunks_;
-        if (due > bursts_) due = bursts_;
-        prefetch_lines(next_ + 64 * (done_ * lines_ / bursts_), next_ + 64 * (due * lines_ / bursts_));
-        done_ = due;
+        prefetch_lines(next_ + 64 * (done_ * lines_ / bursts_), next_ + 64 * ((done_ + 1) * lines_ / bursts_));
+        ++done_;
         due_chunk_ = done_ < bursts_ ? done_ * chunks_ / bursts_ : chunks_;
     }
 
 private:
-    // Bursts of at most kPrefetchBurstLines; a tile of 4 or more chunks goes one burst per chunk
-    // where that keeps 32 lines or more a burst. kernel_ab, forward times against bursts of 68
-    // at most: 2B Q8_0 decode 0.94-0.96x, 9B 0.96x, 0.8B Q4_0 0.97x, 0.8B Q8_0 1.00x; bursts of
-    // 34 everywhere had cost the 0.8B Q8_0 decode 4.5% (its 2-chunk tiles then fetch twice).
+    // Bursts of at most kPrefetchBurstLines, but never more bursts than chunks (a 1-chunk tile
+    // goes as one); a tile of 4 or more chunks goes one burst per chunk where that keeps 32
+    // lines or more a burst. kernel_ab, forward times against bursts of 68 at most: 2B Q8_0
+    // decode 0.94-0.96x, 9B 0.96x, 0.8B Q4_0 0.97x, 0.8B Q8_0 1.00x; bursts of 34 everywhere had
+    // cost the 0.8B Q8_0 decode 4.5% (its 2-chunk tiles then fetch twice).
     static int64_t burst_count(int64_t lines, int64_t chunks) {
         const int64_t by_size = (lines + kPrefetchBurstLines - 1) / kPrefetchBurstLines;
         const int64_t by_chunk = chunks >= 4 ? std::min(chunks, lines / 32) : 1;
-        return std::max(by_size, by_chunk);
+        return std::min(chunks, std::max(by_size, by_chunk));
     }
 
     // prefetcht2 of the lines [line, end), line < end. The loop is one asm statement so that the
