@@ -40,7 +40,7 @@ __m256 load_scales_256(const uint8_t* plane, int64_t boff, int h) {
 
 // R rows x C columns of the 8-bit and 4-bit types; [.][.][2]: the two 8-lane halves.
 template <class Dot, WType T, int R, int C>
-void tile_256(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off, size_t m_off,
+void tile_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64_t chunks, size_t d_off, size_t m_off,
               const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr bool kEight = int8_dot_eight_bit(T);
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(T);
@@ -52,7 +52,7 @@ void tile_256(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size
         for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
     // 8-bit codes the policy multiplies as w - 128 get 128 * xsum back in the start value.
     constexpr int kBias = kEight && Dot::kSignedEightBit ? 128 : 0;
-    NextTilePrefetch<R> prefetch(wrow, row_bytes, chunks, j0);
+    NextTilePrefetch<R> prefetch(plan, wrow, j0);
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
         prefetch.at_chunk(ch);
@@ -124,7 +124,7 @@ void tile_256(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size
 // Q6_KX, R rows x C columns: per row and half, the 8 code steps are rebuilt from the low-nibble
 // and high-bit planes and meet every column; steps 0..3 and 4..7 (the sub-blocks) sum apart.
 template <class Dot, int R, int C>
-void tile_q6_256(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off, size_t sc_off,
+void tile_q6_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64_t chunks, size_t d_off, size_t sc_off,
                  const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(WType::Q6_KX);
     __m256 acc[R][C][2];
@@ -133,7 +133,7 @@ void tile_q6_256(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, s
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
     auto load = [](const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
-    NextTilePrefetch<R> prefetch(wrow, row_bytes, chunks, j0);
+    NextTilePrefetch<R> prefetch(plan, wrow, j0);
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
         prefetch.at_chunk(ch);
@@ -187,16 +187,16 @@ void tile_q6_256(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, s
 }
 
 template <class Dot, WType T, int R, int Cmax>
-void tile_cols_256(int c, const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off, size_t m_off,
+void tile_cols_256(int c, const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64_t chunks, size_t d_off, size_t m_off,
                    const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     if (c == Cmax) {
         if constexpr (T == WType::Q6_KX)
-            return tile_q6_256<Dot, R, Cmax>(wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile_q6_256<Dot, R, Cmax>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
         else
-            return tile_256<Dot, T, R, Cmax>(wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile_256<Dot, T, R, Cmax>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
     }
     if constexpr (Cmax > 1)
-        tile_cols_256<Dot, T, R, Cmax - 1>(c, wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
+        tile_cols_256<Dot, T, R, Cmax - 1>(c, wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
 }
 
 // 16 ymm registers: 4 rows x 1 column (8 sums, 8 accumulators spill to the stack at chunk
@@ -210,9 +210,10 @@ void gemm_i8_rows_256(const WeightMatrix& w, const QuantizedColumns& x, float* y
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
+    const TilePrefetchPlans plans(w.row_bytes, chunks);
     x86::int8_dot_rows<kMaxCols, kQ6 ? 2 : 4, kQ6 ? 1 : 2>(
         w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
-            tile_cols_256<Dot, T, R, kMaxCols>(c, wrow, w.row_bytes, chunks, d_off, m_off, x, j0, y + r, ldy);
+            tile_cols_256<Dot, T, R, kMaxCols>(c, wrow, plans.template for_rows<R>(), chunks, d_off, m_off, x, j0, y + r, ldy);
         });
 }
 

@@ -88,37 +88,21 @@ typename I::V scale_chunk_q6(typename I::Vi ia, typename I::Vi ib, typename I::V
 // that streams most of a Qwen3.5-0.8B decode. Longer tiles are fetched in several bursts.
 constexpr int64_t kPrefetchBurstLines = 68;
 
-// Software prefetch of the next tile while this one runs: the R rows after the tile's (rows are
-// contiguous, wrow[i] = wrow[0] + i * row_bytes, as int8_dot_rows lays them out), codes and
-// scale planes alike, as ascending 64-byte lines into L2 (prefetcht2), in bursts of up to
-// kPrefetchBurstLines spread evenly over the tile's chunks. What was here before, one
-// non-temporal prefetch per code line R rows ahead plus the scale planes' lines, streamed a
-// decode's matrices at 20-24 GB/s where this reaches 30-36 (kernels_bench / a 2-thread A/B
-// on Zen 4, alternating call by call; the 0.8B q8_0 decode 26-27 -> 38-48 tok/s, q4_0 40-41 ->
-// 60-65). Both parts count: with prefetcht0 bursts the same decode ran 38-40 tok/s and with
-// non-temporal ones 40, and per-line prefetcht2 kept 36-38.
-// Only the first column group (j0 == 0) prefetches: the later groups of a wide batch walk the
-// same 16-row block again, already in cache, and their prefetches cost prefill 512 about 12%.
-template <int R>
-class NextTilePrefetch {
-public:
-    // Issues burst 0 at once (before the tile's chunk loop), or nothing when j0 > 0.
-    NextTilePrefetch(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, int64_t j0)
-        : next_(wrow[0] + R * row_bytes),
-          lines_(int64_t(R * row_bytes / 64)),
-          chunks_(chunks),
-          bursts_(j0 == 0 ? burst_count(lines_, chunks) : 0),
-          due_chunk_(bursts_ > 0 ? 0 : chunks) {
-        at_chunk(0);
-    }
+// When and how much of the next tile a tile of R rows prefetches, worked out once per matmul
+// call (TilePrefetchPlans) so that the tiles themselves do no division: the divisions by a
+// run-time burst count were 3 idiv a burst, in every tile.
+struct TilePrefetchPlan {
+    int64_t tile_bytes = 0;   // the next tile's bytes (R rows)
+    int64_t burst_bytes = 0;  // bytes a burst (a whole number of lines; the last may be short)
+    int64_t chunk_step = 1;   // chunks from one burst to the next
 
-    // Call at the start of every chunk, ch = 0, 1, ..., chunks - 1: burst b goes out at chunk
-    // b * chunks / bursts (at most one a chunk, as bursts <= chunks).
-    void at_chunk(int64_t ch) {
-        if (ch < due_chunk_) return;
-        prefetch_lines(next_ + 64 * (done_ * lines_ / bursts_), next_ + 64 * ((done_ + 1) * lines_ / bursts_));
-        ++done_;
-        due_chunk_ = done_ < bursts_ ? done_ * chunks_ / bursts_ : chunks_;
+    TilePrefetchPlan() = default;
+    TilePrefetchPlan(int rows, size_t row_bytes, int64_t chunks) {
+        const int64_t lines = int64_t(size_t(rows) * row_bytes / 64);
+        const int64_t bursts = std::max<int64_t>(burst_count(lines, chunks), 1);
+        tile_bytes = 64 * lines;
+        burst_bytes = 64 * ((lines + bursts - 1) / bursts);
+        chunk_step = std::max<int64_t>(chunks / bursts, 1);
     }
 
 private:
@@ -132,7 +116,58 @@ private:
         const int64_t by_chunk = chunks >= 4 ? std::min(chunks, lines / 32) : 1;
         return std::min(chunks, std::max(by_size, by_chunk));
     }
+};
 
+// The plans of the tile heights the kernels use (1, 2, 4 and 8 rows) for one matrix.
+class TilePrefetchPlans {
+public:
+    TilePrefetchPlans(size_t row_bytes, int64_t chunks) {
+        for (int i = 0; i < 4; ++i) plans_[i] = TilePrefetchPlan(1 << i, row_bytes, chunks);
+    }
+    template <int R>
+    const TilePrefetchPlan& for_rows() const {
+        static_assert(R == 1 || R == 2 || R == 4 || R == 8, "tile heights 1, 2, 4, 8");
+        return plans_[std::countr_zero(unsigned(R))];
+    }
+
+private:
+    TilePrefetchPlan plans_[4];
+};
+
+// Software prefetch of the next tile while this one runs: the R rows after the tile's (rows are
+// contiguous, wrow[i] = wrow[0] + i * row_bytes, as int8_dot_rows lays them out), codes and
+// scale planes alike, as ascending 64-byte lines into L2 (prefetcht2), in bursts (the plan's)
+// spread evenly over the tile's chunks. What was here before, one non-temporal prefetch per
+// code line R rows ahead plus the scale planes' lines, streamed a decode's matrices at 20-24
+// GB/s where this reaches 30-36 (kernels_bench / a 2-thread A/B on Zen 4, alternating call by
+// call; the 0.8B q8_0 decode 26-27 -> 38-48 tok/s, q4_0 40-41 -> 60-65). Both parts count:
+// with prefetcht0 bursts the same decode ran 38-40 tok/s and with non-temporal ones 40, and
+// per-line prefetcht2 kept 36-38.
+// Only the first column group (j0 == 0) prefetches: the later groups of a wide batch walk the
+// same 16-row block again, already in cache, and their prefetches cost prefill 512 about 12%.
+template <int R>
+class NextTilePrefetch {
+public:
+    // Issues the first burst at once (before the tile's chunk loop), or nothing when j0 > 0.
+    NextTilePrefetch(const TilePrefetchPlan& plan, const uint8_t* const* wrow, int64_t j0)
+        : plan_(plan),
+          next_(wrow[0] + plan.tile_bytes),
+          end_(next_ + plan.tile_bytes),
+          due_chunk_(j0 == 0 ? 0 : -1) {
+        at_chunk(0);
+    }
+
+    // Call at the start of every chunk, ch = 0, 1, ..., chunks - 1: a burst goes out every
+    // chunk_step chunks until the whole tile has.
+    void at_chunk(int64_t ch) {
+        if (ch != due_chunk_) return;
+        const uint8_t* stop = end_ - next_ > plan_.burst_bytes ? next_ + plan_.burst_bytes : end_;
+        prefetch_lines(next_, stop);
+        next_ = stop;
+        due_chunk_ = next_ < end_ ? due_chunk_ + plan_.chunk_step : -1;
+    }
+
+private:
     // prefetcht2 of the lines [line, end), line < end. The loop is one asm statement so that the
     // compiler sees no loop inside the tile's chunk loop: as C++ it made GCC spill the 4 x 3
     // 4-bit tile's vectors in every code step (68 stack accesses; prefill 128 q4_0 373-435 ->
@@ -149,12 +184,10 @@ private:
             : "cc");
     }
 
-    const uint8_t* next_;  // the next tile's first byte
-    int64_t lines_;        // its 64-byte lines (row_bytes is a multiple of 64)
-    int64_t chunks_;
-    int64_t bursts_;
-    int64_t due_chunk_;    // the chunk at which the next burst is due (chunks_: none)
-    int64_t done_ = 0;     // bursts issued
+    const TilePrefetchPlan& plan_;
+    const uint8_t* next_;  // the next line to prefetch
+    const uint8_t* end_;   // the end of the next tile
+    int64_t due_chunk_;    // the chunk at which the next burst is due (-1: none)
 };
 
 // Rows [r0, r1) of a chunked matrix for n columns: rows in 16-row chunks (the unit matmul hands

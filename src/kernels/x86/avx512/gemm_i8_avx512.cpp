@@ -16,7 +16,7 @@ namespace nextn::avx512 {
 namespace {
 
 template <WType T, int R, int C>
-void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off,
+void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
           size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(T);
     const __m512i low_nibbles = _mm512_set1_epi8(15);
@@ -28,7 +28,7 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
     const int8_t* xc[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
-    x86::NextTilePrefetch<R> prefetch(wrow, row_bytes, chunks, j0);
+    x86::NextTilePrefetch<R> prefetch(plan, wrow, j0);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
@@ -108,7 +108,7 @@ void tile(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d
 // low-nibble and high-bit planes and meet every column; steps 0..3 and 4..7 (the blocks' two
 // sub-blocks, each with its own scale) sum separately.
 template <int R, int C>
-void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off,
+void tile_q6(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
              size_t sc_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(WType::Q6_KX);
     __m512 acc[R][C];
@@ -119,7 +119,7 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
     const int8_t* xc[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
-    x86::NextTilePrefetch<R> prefetch(wrow, row_bytes, chunks, j0);
+    x86::NextTilePrefetch<R> prefetch(plan, wrow, j0);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
@@ -171,16 +171,16 @@ void tile_q6(const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_
 }
 
 template <WType T, int R, int Cmax>
-void tile_cols(int c, const uint8_t* const* wrow, size_t row_bytes, int64_t chunks, size_t d_off,
+void tile_cols(int c, const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
                size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     if (c == Cmax) {
         if constexpr (T == WType::Q6_KX)
-            return tile_q6<R, Cmax>(wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile_q6<R, Cmax>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
         else
-            return tile<T, R, Cmax>(wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile<T, R, Cmax>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
     }
     if constexpr (Cmax > 1)
-        tile_cols<T, R, Cmax - 1>(c, wrow, row_bytes, chunks, d_off, m_off, x, j0, y, ldy);
+        tile_cols<T, R, Cmax - 1>(c, wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
 }
 
 // Column groups of up to 4 (q8) or 3 (4-bit: each code step is two dot products, and a 4 x 4
@@ -210,13 +210,14 @@ void gemm_i8_tiles(const WeightMatrix& w, const QuantizedColumns& x, float* y, i
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
+    const x86::TilePrefetchPlans plans(w.row_bytes, chunks);
     auto run = [&]<int MaxCols>() {
         x86::int8_dot_rows<MaxCols, RowsOne, 4>(
             w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
                 if constexpr (R == 8 && T != WType::Q6_KX)  // one column only (Q6_KX: tile_q6)
-                    tile<T, 8, 1>(wrow, w.row_bytes, chunks, d_off, m_off, x, j0, y + r, ldy);
+                    tile<T, 8, 1>(wrow, plans.for_rows<8>(), chunks, d_off, m_off, x, j0, y + r, ldy);
                 else
-                    tile_cols<T, R, MaxCols>(c, wrow, w.row_bytes, chunks, d_off, m_off, x, j0,
+                    tile_cols<T, R, MaxCols>(c, wrow, plans.template for_rows<R>(), chunks, d_off, m_off, x, j0,
                                              y + r, ldy);
             });
     };
