@@ -127,11 +127,14 @@ BENCHMARK(BM_PoolDispatch)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // GGUF Q6_K held as Q6_KX (only the int8 kernels read it): random codes and sub-scales, one
 // matmul of width N as BM_Gemm; GB/s counts the Q6_KX bytes streamed (7 bits per value).
+// Second argument 1: the short rows of BM_GemmShortRows (32768 x 1024), the shape of a
+// Qwen3.5-0.8B LM head, which GGUF Q4_0 / Q4_K_M files store as Q6_K.
 void BM_GemmQ6K(benchmark::State& state) {
     const int n = int(state.range(0));
+    const int64_t rows = state.range(1) ? 32768 : kRows, cols = state.range(1) ? 1024 : kCols;
     if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
     std::mt19937 rng(1);
-    std::vector<uint8_t> blocks(size_t(kRows * kCols / 256 * 210));  // [rows * cols / 256] blocks
+    std::vector<uint8_t> blocks(size_t(rows * cols / 256 * 210));  // [rows * cols / 256] blocks
     for (uint8_t& b : blocks) b = uint8_t(rng());
     for (size_t b = 0; b < blocks.size(); b += 210) {
         const uint16_t d = f32_to_f16(0.001f);
@@ -140,14 +143,14 @@ void BM_GemmQ6K(benchmark::State& state) {
     RawTensor t;
     t.name = "q6_k";
     t.dtype = DType::Q6_K;
-    t.shape = {kRows, kCols};
+    t.shape = {rows, cols};
     t.data = blocks.data();
     t.nbytes = blocks.size();
     WeightMatrix w;
-    if (!repack_q6_k_for_int8_dot(t, kRows, kCols, w)) return state.SkipWithError("repack");
+    if (!repack_q6_k_for_int8_dot(t, rows, cols, w)) return state.SkipWithError("repack");
     time_matmuls(state, std::move(w), n);
 }
-BENCHMARK(BM_GemmQ6K)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+BENCHMARK(BM_GemmQ6K)->ArgsProduct({{1, 2, 4, 8}, {0}})->Args({1, 1})->Args({4, 1})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // The Gated-DeltaNet recurrence of one Qwen3.5-0.8B layer (16 key and value heads of 128 x
 // 128) over T tokens into another buffer, writing only the last state (decode at T = 1, a
