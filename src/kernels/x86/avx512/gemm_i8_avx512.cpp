@@ -187,9 +187,11 @@ void tile_cols(int c, const uint8_t* const* wrow, const x86::TilePrefetchPlan& p
 // tile measured slower than 3 + 1 cache-resident); 4 rows for more than one column (the R x C
 // integer sums stay in registers; the float accumulators, touched once per chunk, may spill).
 // Q6_KX works one row at a time inside a tile (two integer sums per column and six code
-// vectors per row): up to 2 columns.
+// vectors per row): up to 4 columns, so a width-4 verify rebuilds each row's codes once, not
+// twice as 2 + 2 (kernels_bench, alternating binaries: 2048 x 6144 at width 4 460-531 -> 382-440
+// us, the 32768 x 1024 LM head shape 1212-1285 -> 1123-1178; width 8 unchanged).
 template <WType T>
-constexpr int kMaxCols = int8_dot_eight_bit(T) ? 4 : T == WType::Q6_KX ? 2 : 3;
+constexpr int kMaxCols = int8_dot_eight_bit(T) ? 4 : T == WType::Q6_KX ? 4 : 3;
 // Exactly 4 columns of a 4-bit type (a depth-3 verify) go as one 4 x 4 pass instead of 3 + 1:
 // the weights stream once instead of being reread from cache. 0.8B q4_0 forwards, alternating:
 // width 4 22.8 vs 24.2 ms; wider batches keep groups of 3 (width 8 36.8 vs 38.6 ms as 4 + 4,
