@@ -1,8 +1,9 @@
 #pragma once
 // A persistent pool of worker threads. run(n, fn) covers [0, n) with calls fn(begin, end), the
 // calling thread taking part. Small jobs (n < 8 per thread) get one contiguous range per
-// thread; larger ones are handed out in chunks of about n / (8 * threads) from a shared counter,
-// so a thread that started late or runs slower takes fewer. Each item is handled by exactly one
+// thread; larger ones are claimed from a shared counter in shrinking chunks (each a share of
+// what is left, run_share), so a thread that started late or runs slower takes fewer and the
+// threads finish together. Each item is handled by exactly one
 // call, and what an item computes never depends on which thread ran it, so kernels that write
 // disjoint outputs stay bitwise reproducible for any thread count and any schedule.
 #include <atomic>
