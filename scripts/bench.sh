@@ -18,7 +18,8 @@ for draft in random perfect; do
     "$BUILD/nextn" bench --synthetic qwen3.5-0.8b --quant q8_0 --draft "$draft" --decode-tokens 32 --json
 done
 # The issue's comparison points: Q4_0 decode with the perfect head, and a 512-token Q8_0 prefill
-# (llama.cpp on the same machine: decode Q8_0 28.4, Q4_0 42.3, prefill 512 Q8_0 157 tok/s).
+# (llama.cpp 34af94cd9 in the issue, on its Zen 5 VM: decode Q8_0 28.4, Q4_0 42.3, prefill 512
+# Q8_0 157 tok/s; on the Zen 4 VM, same GGUF files as nextn: 28.9, 50.6, 143; README, Speed).
 echo "== nextn bench --synthetic qwen3.5-0.8b --quant q4 --draft perfect"
 "$BUILD/nextn" bench --synthetic qwen3.5-0.8b --quant q4 --draft perfect --decode-tokens 32 --json
 echo "== nextn bench --synthetic qwen3.5-0.8b --quant q8_0 --no-mtp --prompt-tokens 512"
