@@ -52,7 +52,7 @@ void tile_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64_t 
         for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
     // 8-bit codes the policy multiplies as w - 128 get 128 * xsum back in the start value.
     constexpr int kBias = kEight && Dot::kSignedEightBit ? 128 : 0;
-    NextTilePrefetch<R> prefetch(plan, wrow, j0);
+    NextTilePrefetch<> prefetch(plan, wrow, j0);
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
         prefetch.at_chunk(ch);
@@ -133,7 +133,7 @@ void tile_q6_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
     auto load = [](const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
-    NextTilePrefetch<R> prefetch(plan, wrow, j0);
+    NextTilePrefetch<> prefetch(plan, wrow, j0);
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
         prefetch.at_chunk(ch);

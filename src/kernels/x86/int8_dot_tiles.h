@@ -134,6 +134,24 @@ private:
     TilePrefetchPlan plans_[4];
 };
 
+// prefetcht2 of the lines [line, end), line < end. The loop is one asm statement so that the
+// compiler sees no loop inside the tile's chunk loop: as C++ it made GCC spill the 4 x 3 4-bit
+// tile's vectors in every code step (68 stack accesses; prefill 128 q4_0 373-435 -> 314-332
+// tok/s).
+struct PrefetchLinesT2 {
+    void operator()(const uint8_t* line, const uint8_t* end) const {
+        asm volatile(
+            "1:\n\t"
+            "prefetcht2 (%0)\n\t"
+            "add $64, %0\n\t"
+            "cmp %1, %0\n\t"
+            "jb 1b"
+            : "+r"(line)
+            : "r"(end)
+            : "cc");
+    }
+};
+
 // Software prefetch of the next tile while this one runs: the R rows after the tile's (rows are
 // contiguous, wrow[i] = wrow[0] + i * row_bytes, as int8_dot_rows lays them out), codes and
 // scale planes alike, as ascending 64-byte lines into L2 (prefetcht2), in bursts (the plan's)
@@ -145,15 +163,18 @@ private:
 // per-line prefetcht2 kept 36-38.
 // Only the first column group (j0 == 0) prefetches: the later groups of a wide batch walk the
 // same 16-row block again, already in cache, and their prefetches cost prefill 512 about 12%.
-template <int R>
+// Fetch: what issues a burst [line, end) (a test records them instead).
+template <class Fetch = PrefetchLinesT2>
 class NextTilePrefetch {
 public:
     // Issues the first burst at once (before the tile's chunk loop), or nothing when j0 > 0.
-    NextTilePrefetch(const TilePrefetchPlan& plan, const uint8_t* const* wrow, int64_t j0)
+    NextTilePrefetch(const TilePrefetchPlan& plan, const uint8_t* const* wrow, int64_t j0,
+                     Fetch fetch = {})
         : plan_(plan),
           next_(wrow[0] + plan.tile_bytes),
           end_(next_ + plan.tile_bytes),
-          due_chunk_(j0 == 0 ? 0 : -1) {
+          due_chunk_(j0 == 0 ? 0 : -1),
+          fetch_(fetch) {
         at_chunk(0);
     }
 
@@ -162,32 +183,17 @@ public:
     void at_chunk(int64_t ch) {
         if (ch != due_chunk_) return;
         const uint8_t* stop = end_ - next_ > plan_.burst_bytes ? next_ + plan_.burst_bytes : end_;
-        prefetch_lines(next_, stop);
+        fetch_(next_, stop);
         next_ = stop;
         due_chunk_ = next_ < end_ ? due_chunk_ + plan_.chunk_step : -1;
     }
 
 private:
-    // prefetcht2 of the lines [line, end), line < end. The loop is one asm statement so that the
-    // compiler sees no loop inside the tile's chunk loop: as C++ it made GCC spill the 4 x 3
-    // 4-bit tile's vectors in every code step (68 stack accesses; prefill 128 q4_0 373-435 ->
-    // 314-332 tok/s).
-    static void prefetch_lines(const uint8_t* line, const uint8_t* end) {
-        asm volatile(
-            "1:\n\t"
-            "prefetcht2 (%0)\n\t"
-            "add $64, %0\n\t"
-            "cmp %1, %0\n\t"
-            "jb 1b"
-            : "+r"(line)
-            : "r"(end)
-            : "cc");
-    }
-
     const TilePrefetchPlan& plan_;
     const uint8_t* next_;  // the next line to prefetch
     const uint8_t* end_;   // the end of the next tile
     int64_t due_chunk_;    // the chunk at which the next burst is due (-1: none)
+    [[no_unique_address]] Fetch fetch_;
 };
 
 // Rows [r0, r1) of a chunked matrix for n columns: rows in 16-row chunks (the unit matmul hands

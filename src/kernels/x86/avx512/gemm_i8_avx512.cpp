@@ -28,7 +28,7 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
     const int8_t* xc[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
-    x86::NextTilePrefetch<R> prefetch(plan, wrow, j0);
+    x86::NextTilePrefetch<> prefetch(plan, wrow, j0);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
@@ -119,7 +119,7 @@ void tile_q6(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int6
     const int8_t* xc[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
-    x86::NextTilePrefetch<R> prefetch(plan, wrow, j0);
+    x86::NextTilePrefetch<> prefetch(plan, wrow, j0);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;

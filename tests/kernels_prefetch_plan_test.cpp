@@ -1,0 +1,107 @@
+// The int8 tiles' software prefetch of the next tile (x86/int8_dot_tiles.h): for every tile
+// height and the row sizes of the chunked weight types, the bursts a tile issues, called as the
+// tiles call it, cover the whole next tile once, in ascending whole lines, at most one burst a
+// chunk, all by the tile's last chunk, and no burst is longer than kPrefetchBurstLines when the
+// tile has chunks enough to spread them. Nothing here changes a result (prefetches are hints),
+// so a broken schedule would only show as lost speed: this is where it is caught.
+#if defined(__x86_64__)
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/int8_dot.h"
+#include "kernels/weight.h"
+#include "kernels/x86/int8_dot_tiles.h"
+
+namespace nextn {
+namespace {
+
+struct Burst {
+    int64_t begin, end;  // byte offsets from the next tile's start
+    int64_t chunk;       // the at_chunk call that issued it (-1: the constructor)
+};
+
+// Records bursts instead of prefetching them.
+struct RecordBursts {
+    const uint8_t* origin;
+    const int64_t* chunk;
+    std::vector<Burst>* out;
+    void operator()(const uint8_t* line, const uint8_t* end) const {
+        out->push_back({line - origin, end - origin, *chunk});
+    }
+};
+
+constexpr WType kChunkedTypes[] = {WType::Q8_0X, WType::Q4_0X, WType::Q4_1X, WType::Q4_1FX,
+                                   WType::Q6_KX};
+
+std::vector<Burst> schedule(int rows, int64_t row_bytes, int64_t chunks, int64_t j0) {
+    const x86::TilePrefetchPlan plan(rows, size_t(row_bytes), chunks);
+    std::vector<uint8_t> memory(size_t(2 * rows * row_bytes));  // this tile and the next
+    const uint8_t* wrow[1] = {memory.data()};
+    std::vector<Burst> bursts;
+    int64_t chunk = -1;
+    const RecordBursts record{memory.data() + rows * row_bytes, &chunk, &bursts};
+    x86::NextTilePrefetch<RecordBursts> prefetch(plan, wrow, j0, record);
+    for (chunk = 0; chunk < chunks; ++chunk) prefetch.at_chunk(chunk);  // as the tiles do
+    return bursts;
+}
+
+TEST(KernelsPrefetchPlan, BurstsCoverTheNextTileOnceByTheLastChunk) {
+    int cases = 0;
+    for (int rows : {1, 2, 4, 8})
+        for (WType type : kChunkedTypes)
+            for (int64_t chunks = 1; chunks <= 24; ++chunks) {
+                const int64_t row_bytes = int64_t(int8_dot_row_bytes(type, chunks * kI8ChunkValues));
+                ASSERT_GT(row_bytes, 0);
+                const int64_t tile_bytes = rows * row_bytes, lines = tile_bytes / 64;
+                SCOPED_TRACE(testing::Message() << rows << " rows of " << wtype_name(type) << ", " << row_bytes << " bytes, "
+                                                << chunks << " chunks");
+                const std::vector<Burst> bursts = schedule(rows, row_bytes, chunks, 0);
+                ASSERT_FALSE(bursts.empty());
+                EXPECT_EQ(bursts.front().begin, 0);
+                EXPECT_EQ(bursts.front().chunk, -1) << "the first burst goes out before chunk 0";
+                EXPECT_EQ(bursts.back().end, tile_bytes) << "the whole next tile";
+                EXPECT_LE(int64_t(bursts.size()), chunks) << "at most one burst a chunk";
+                for (size_t i = 0; i < bursts.size(); ++i) {
+                    const Burst& b = bursts[i];
+                    EXPECT_LT(b.begin, b.end);
+                    EXPECT_EQ(b.begin % 64, 0);
+                    EXPECT_EQ(b.end % 64, 0);
+                    if (i > 0) {
+                        EXPECT_EQ(b.begin, bursts[i - 1].end) << "ascending, no gap, no overlap";
+                        EXPECT_GT(b.chunk, bursts[i - 1].chunk) << "one burst a chunk";
+                    }
+                    if ((lines + x86::kPrefetchBurstLines - 1) / x86::kPrefetchBurstLines <= chunks) {
+                        EXPECT_LE((b.end - b.begin) / 64, x86::kPrefetchBurstLines);
+                    }
+                }
+                ++cases;
+            }
+    EXPECT_EQ(cases, 4 * 5 * 24);
+}
+
+TEST(KernelsPrefetchPlan, LaterColumnGroupsDoNotPrefetch) {
+    EXPECT_TRUE(schedule(4, 1088, 2, 4).empty());
+    EXPECT_TRUE(schedule(8, 2048, 7, 3).empty());
+}
+
+// The tile the 0.8B decode streams most (4 rows of 1024-value Q8_0X rows, 68 lines): one burst.
+// 8 rows of 1024-value Q4_0X rows (72 lines, 2 chunks): two of 36.
+TEST(KernelsPrefetchPlan, DecodeTilesOfTheSmallModel) {
+    const int64_t q8_row = int64_t(int8_dot_row_bytes(WType::Q8_0X, 1024));
+    const int64_t q4_row = int64_t(int8_dot_row_bytes(WType::Q4_0X, 1024));
+    ASSERT_EQ(q8_row, 1088);
+    ASSERT_EQ(q4_row, 576);
+    const std::vector<Burst> q8 = schedule(4, q8_row, 2, 0);
+    ASSERT_EQ(q8.size(), 1u);
+    EXPECT_EQ(q8[0].end, 4 * q8_row);
+    const std::vector<Burst> q4 = schedule(8, q4_row, 2, 0);
+    ASSERT_EQ(q4.size(), 2u);
+    EXPECT_EQ(q4[0].end - q4[0].begin, 36 * 64);
+    EXPECT_EQ(q4[1].chunk, 1);
+}
+
+}  // namespace
+}  // namespace nextn
+#endif
