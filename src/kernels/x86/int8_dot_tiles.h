@@ -118,20 +118,30 @@ private:
     }
 };
 
-// The plans of the tile heights the kernels use (1, 2, 4 and 8 rows) for one matrix.
+// The plans of the tile heights one kernel uses (int8_dot_rows' RowsOne, RowsMany and the
+// single leftover rows) for one matrix, built per call of the kernel: only those heights.
+template <int... Heights>
 class TilePrefetchPlans {
 public:
-    TilePrefetchPlans(size_t row_bytes, int64_t chunks) {
-        for (int i = 0; i < 4; ++i) plans_[i] = TilePrefetchPlan(1 << i, row_bytes, chunks);
-    }
+    TilePrefetchPlans(size_t row_bytes, int64_t chunks)
+        : plans_{TilePrefetchPlan(Heights, row_bytes, chunks)...} {}
     template <int R>
     const TilePrefetchPlan& for_rows() const {
-        static_assert(R == 1 || R == 2 || R == 4 || R == 8, "tile heights 1, 2, 4, 8");
-        return plans_[std::countr_zero(unsigned(R))];
+        constexpr size_t i = index_of(R);
+        static_assert(i < sizeof...(Heights), "a tile height the plans were not built for");
+        return plans_[i];
     }
 
 private:
-    TilePrefetchPlan plans_[4];
+    static constexpr size_t index_of(int rows) {
+        size_t i = 0;
+        for (int h : {Heights...}) {
+            if (h == rows) return i;
+            ++i;
+        }
+        return i;
+    }
+    TilePrefetchPlan plans_[sizeof...(Heights)];
 };
 
 // prefetcht2 of the lines [line, end), line < end. The loop is one asm statement so that the

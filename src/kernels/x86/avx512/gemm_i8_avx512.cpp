@@ -191,13 +191,13 @@ void tile_cols(int c, const uint8_t* const* wrow, const x86::TilePrefetchPlan& p
 // twice as 2 + 2 (kernels_bench, alternating binaries: 2048 x 6144 at width 4 460-531 -> 382-440
 // us, the 32768 x 1024 LM head shape 1212-1285 -> 1123-1178; width 8 unchanged).
 template <WType T>
-constexpr int kMaxCols = int8_dot_eight_bit(T) ? 4 : T == WType::Q6_KX ? 4 : 3;
+constexpr bool kFourBitTile = !int8_dot_eight_bit(T) && T != WType::Q6_KX;
+template <WType T>
+constexpr int kMaxCols = kFourBitTile<T> ? 3 : 4;
 // Exactly 4 columns of a 4-bit type (a depth-3 verify) go as one 4 x 4 pass instead of 3 + 1:
 // the weights stream once instead of being reread from cache. 0.8B q4_0 forwards, alternating:
 // width 4 22.8 vs 24.2 ms; wider batches keep groups of 3 (width 8 36.8 vs 38.6 ms as 4 + 4,
 // prefill 128 434 vs 484 ms).
-template <WType T>
-constexpr bool kFourColumnPass = !int8_dot_eight_bit(T) && T != WType::Q6_KX;
 
 // Rows per single-column (decode) tile: 4, or 8 when 4 rows span under 4 KB. Measured
 // (kernels_bench, alternating binaries, 2 threads): q8_0 rows of 6144 values 215 vs 259 us and
@@ -212,18 +212,18 @@ void gemm_i8_tiles(const WeightMatrix& w, const QuantizedColumns& x, float* y, i
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    const x86::TilePrefetchPlans plans(w.row_bytes, chunks);
+    const x86::TilePrefetchPlans<RowsOne, 4, 1> plans(w.row_bytes, chunks);
     auto run = [&]<int MaxCols>() {
         x86::int8_dot_rows<MaxCols, RowsOne, 4>(
             w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
                 if constexpr (R == 8 && T != WType::Q6_KX)  // one column only (Q6_KX: tile_q6)
-                    tile<T, 8, 1>(wrow, plans.for_rows<8>(), chunks, d_off, m_off, x, j0, y + r, ldy);
+                    tile<T, 8, 1>(wrow, plans.template for_rows<8>(), chunks, d_off, m_off, x, j0, y + r, ldy);
                 else
                     tile_cols<T, R, MaxCols>(c, wrow, plans.template for_rows<R>(), chunks, d_off, m_off, x, j0,
                                              y + r, ldy);
             });
     };
-    if constexpr (kFourColumnPass<T>) {
+    if constexpr (kFourBitTile<T>) {
         if (x.n == 4) return run.template operator()<4>();
     }
     run.template operator()<kMaxCols<T>>();
