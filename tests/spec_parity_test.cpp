@@ -25,19 +25,18 @@ public:
         committed_end_ = pos0 + n;  // the token after position committed_end_-1 is known
         (void)next;
     }
-    DraftProposal draft(const DraftRequest& request) override {
+    void draft(const DraftRequest& request, DraftProposal& d) override {
         const int k = request.k;
-        DraftProposal d;
+        d.clear();
         // Position committed_end_ holds generated token index (committed_end_ - prompt) which is
         // "current"; drafts continue after it.
         int64_t next_index = committed_end_ - int64_t(prompt_.size()) + 1;
         for (int i = 0; i < k && next_index + i < int64_t(truth_.size()); ++i) {
             int32_t t = truth_[size_t(next_index + i)];
             if (corrupt_every_ > 0 && (++calls_ % corrupt_every_) == 0) t = (t + 1) % 1000;
-            d.tokens.push_back(t);
-            d.q.push_back(Distribution::one_hot(1024, t));
+            d.next_q() = Distribution::one_hot(1024, t);
+            d.add(t);
         }
-        return d;
     }
     void reset() override {}
 
@@ -131,11 +130,12 @@ TEST_P(SpecParity, SubVocabularyDraftsStayInsideIt) {
     std::vector<int32_t> history = prompt_;
     history.push_back(7);
     for (int i = 0; i < 20; ++i) {
-        DraftProposal d = drafter.draft({4, &params, &history, &rng});
-        ASSERT_FALSE(d.tokens.empty());
-        for (size_t j = 0; j < d.tokens.size(); ++j) {
-            EXPECT_LT(d.tokens[j], Vd);
-            EXPECT_LE(d.q[j].vocab_size, Vd);
+        DraftProposal d;
+        drafter.draft({4, &params, &history, &rng}, d);
+        ASSERT_FALSE(d.empty());
+        for (size_t j = 0; j < d.size(); ++j) {
+            EXPECT_LT(d.tokens()[j], Vd);
+            EXPECT_LE(d.q()[j].vocab_size, Vd);
         }
         EXPECT_EQ(prompt_.size() + 1, history.size()) << "the drafter restores the history";
     }

@@ -267,15 +267,23 @@ void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     }
 }
 
+// Buffers grow to at least this many columns at once: a verify batch (and an MoE expert's
+// share of one) is up to 16 columns, and growing one column at a time as wider batches first
+// appear would reallocate inside the decode loop.
+constexpr int64_t kMinColumnsHeld = 16;
+
 void resize_columns(int64_t n, int64_t cols, QuantizedColumns& out) {
     out.n = n;
     out.chunks = int8_dot_chunks(cols);
-    const size_t values = size_t(n * out.chunks * kI8ChunkValues);
-    const size_t blocks = size_t(n * out.chunks * kI8ChunkBlocks);
-    if (out.codes.size() < values) out.codes.resize(values);
-    if (out.scales.size() < blocks) out.scales.resize(blocks);
-    if (out.sums.size() < blocks) out.sums.resize(blocks);
-    if (out.half_sums.size() < blocks) out.half_sums.resize(blocks);
+    const int64_t held = std::max(n, kMinColumnsHeld);
+    const size_t values = size_t(held * out.chunks * kI8ChunkValues);
+    const size_t blocks = size_t(held * out.chunks * kI8ChunkBlocks);
+    if (out.codes.size() < size_t(n * out.chunks * kI8ChunkValues)) out.codes.resize(values);
+    if (out.scales.size() < size_t(n * out.chunks * kI8ChunkBlocks)) {
+        out.scales.resize(blocks);
+        out.sums.resize(blocks);
+        out.half_sums.resize(blocks);
+    }
 }
 
 void quantize_activations(const KernelTable& k, const float* x, int64_t n, int64_t cols,

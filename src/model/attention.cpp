@@ -46,9 +46,10 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
     // token gets the same bits in a decode step and inside a verify batch.
     float* attn = ForwardScratch::take(s.attn, size_t(T * Nq * D));  // [T, Nq, D]
     const float scale = 1.0f / std::sqrt(float(D));
-    const int64_t max_ctx = pos0 + T;
-    // Per thread: queries [group, D] and scores [group, max_ctx].
-    const int64_t per_thread = group * D + group * max_ctx;
+    // Per thread: queries [group, D] and scores [group, n_ctx <= capacity]. Sized for the whole
+    // cache the first time, not for this step's context: growing it with the context would
+    // reallocate inside the decode loop.
+    const int64_t per_thread = group * D + group * cache.capacity;
     float* thread_scratch = ForwardScratch::take(s.attn_scores, size_t(pool_.size() * per_thread));
     pool_.run_indexed(T * Nkv, [&](int thread, int64_t i0, int64_t i1) {
         float* qs = thread_scratch + thread * per_thread;  // [group, D]

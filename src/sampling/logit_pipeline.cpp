@@ -11,11 +11,7 @@
 namespace nextn {
 namespace {
 
-struct Candidate {
-    int32_t id;
-    float logit;
-    float weight;  // exp((logit - max) / T), the unnormalized probability
-};
+using Candidate = SamplingCandidate;
 
 // Strict "ranks before" order: higher logit first, equal logits to the lower id.
 bool ranks_before(const Candidate& a, const Candidate& b) {
@@ -108,10 +104,11 @@ bool any_unusable(const float* values, size_t n) {
 // worst entry. Above it a selection over all finite logits is cheaper.
 constexpr int64_t kHeapSelectMaxK = 4096;
 
-// The k best candidates by ranks_before, sorted. Assumes no NaN / +inf logits.
-std::vector<Candidate> select_top_k(std::span<const float> logits, int64_t k) {
-    std::vector<Candidate> best;
-    if (k <= 0) return best;
+// The k best candidates by ranks_before, sorted, into best (its capacity reused). Assumes no
+// NaN / +inf logits.
+void select_top_k(std::span<const float> logits, int64_t k, std::vector<Candidate>& best) {
+    best.clear();
+    if (k <= 0) return;
     const auto count = static_cast<size_t>(k);
     if (k <= kHeapSelectMaxK) {
         // Max-heap under ranks_before keeps the worst kept candidate at front(). Once it is
@@ -145,7 +142,6 @@ std::vector<Candidate> select_top_k(std::span<const float> logits, int64_t k) {
         }
     }
     std::sort(best.begin(), best.end(), ranks_before);
-    return best;
 }
 
 // Rejects logits the softmax cannot handle; returns the index of the largest finite logit
@@ -178,15 +174,19 @@ size_t nucleus_prefix_sorted(const std::vector<Candidate>& cand, double target) 
 // heaviest buckets holding >= target; only tokens in those buckets, plus one bucket of slack
 // (for rounding, and for exp_nonpositive being monotone only to within an ulp), become
 // candidates. Larger logits never fall in a lighter bucket than that, so the candidates are a
-// prefix of the rank order containing the whole nucleus. Returns the nucleus in rank order.
-std::vector<Candidate> nucleus_from_dense(std::span<const float> logits,
-                                          std::span<const float> weights, double target) {
-    constexpr int kShift = 21;
-    constexpr int kBuckets = (0x3F800000 >> kShift) + 1;  // weights lie in [0, 1]
+// prefix of the rank order containing the whole nucleus. Writes the nucleus in rank order into
+// cand; mass is the histogram's scratch.
+constexpr int kNucleusShift = 21;
+constexpr int kNucleusBuckets = (0x3F800000 >> kNucleusShift) + 1;  // weights lie in [0, 1]
+
+void nucleus_from_dense(std::span<const float> logits, std::span<const float> weights, double target,
+                        std::vector<double>& mass, std::vector<Candidate>& cand) {
+    constexpr int kShift = kNucleusShift;
+    constexpr int kBuckets = kNucleusBuckets;
     auto bucket_of = [](float w) { return std::bit_cast<int32_t>(w) >> kShift; };
     // Four interleaved histograms: consecutive tokens often share a bucket, and one histogram
     // would serialize on that bucket's read-modify-write.
-    std::vector<double> mass(4 * kBuckets, 0.0);  // [4, kBuckets]
+    mass.assign(4 * kBuckets, 0.0);  // [4, kBuckets]
     for (size_t i = 0; i < weights.size(); ++i)
         mass[(i & 3) * kBuckets + static_cast<size_t>(bucket_of(weights[i]))] += weights[i];
     int cut = 0;
@@ -198,13 +198,12 @@ std::vector<Candidate> nucleus_from_dense(std::span<const float> logits,
             break;
         }
     }
-    std::vector<Candidate> cand;
+    cand.clear();
     for (size_t i = 0; i < weights.size(); ++i)
         if (weights[i] > 0.0f && bucket_of(weights[i]) >= cut)
             cand.push_back({static_cast<int32_t>(i), logits[i], weights[i]});
     std::sort(cand.begin(), cand.end(), ranks_before);
     cand.resize(nucleus_prefix_sorted(cand, target));
-    return cand;
 }
 
 // The distribution of dense weights [V] (max weight 1) after min-p: every token with
@@ -230,10 +229,44 @@ void dense_distribution(std::span<const float> weights, float min_p, Distributio
     for (float& p : out.probs) p *= inverse;
 }
 
+bool uses_top_k(const SamplerParams& params, int64_t vocab) {
+    return params.top_k > 0 && params.top_k < vocab;
+}
+
+// The most tokens a distribution from process() can hold.
+size_t max_support(const SamplerParams& params, int64_t vocab) {
+    if (params.greedy()) return 1;
+    return static_cast<size_t>(uses_top_k(params, vocab) ? params.top_k : vocab);
+}
+
 }  // namespace
+
+void reserve_for_sampling(const SamplerParams& params, int64_t vocab, Distribution& d) {
+    d.ids.reserve(max_support(params, vocab));
+    d.probs.reserve(max_support(params, vocab));
+}
+
+void reserve_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w) {
+    w.logits.reserve(static_cast<size_t>(vocab));
+    if (params.penalties_active() && params.penalty_last_n > 0)
+        w.recent.reserve(static_cast<size_t>(params.penalty_last_n));
+    if (params.greedy()) return;
+    w.candidates.reserve(max_support(params, vocab));
+    if (!uses_top_k(params, vocab)) {
+        w.weights.reserve(static_cast<size_t>(vocab));
+        if (params.top_p < 1.0f) w.nucleus_mass.reserve(4 * kNucleusBuckets);
+    }
+}
 
 void apply_bias_and_penalties(std::span<const float> logits, std::span<const int32_t> history,
                               const SamplerParams& params, std::vector<float>& out) {
+    std::vector<int32_t> recent;
+    apply_bias_and_penalties(logits, history, params, out, recent);
+}
+
+void apply_bias_and_penalties(std::span<const float> logits, std::span<const int32_t> history,
+                              const SamplerParams& params, std::vector<float>& out,
+                              std::vector<int32_t>& recent) {
     params.validate();
     out.assign(logits.begin(), logits.end());  // [V]
     const auto vocab = static_cast<int64_t>(out.size());
@@ -244,7 +277,11 @@ void apply_bias_and_penalties(std::span<const float> logits, std::span<const int
     const size_t window = params.penalty_last_n < 0
                               ? history.size()
                               : std::min(history.size(), static_cast<size_t>(params.penalty_last_n));
-    std::vector<int32_t> recent(history.end() - static_cast<ptrdiff_t>(window), history.end());
+    // Room for the whole window at once (it grows with the history up to penalty_last_n), so a
+    // decode loop does not regrow it token by token; a window of the whole history (-1) grows
+    // by doubling.
+    recent.reserve(params.penalty_last_n < 0 ? 2 * window : static_cast<size_t>(params.penalty_last_n));
+    recent.assign(history.end() - static_cast<ptrdiff_t>(window), history.end());
     std::sort(recent.begin(), recent.end());  // equal ids become runs: run length = count
     for (size_t start = 0; start < recent.size();) {
         const int32_t id = recent[start];
@@ -261,7 +298,7 @@ void apply_bias_and_penalties(std::span<const float> logits, std::span<const int
 }
 
 void distribution_from_logits(std::span<const float> logits, const SamplerParams& params,
-                              std::vector<float>& scratch, Distribution& out) {
+                              SamplingWorkspace& workspace, Distribution& out) {
     params.validate();
     const auto vocab = static_cast<int64_t>(logits.size());
     if (vocab == 0) fail("sampling: empty logit vector");
@@ -277,9 +314,14 @@ void distribution_from_logits(std::span<const float> logits, const SamplerParams
 
     // Subtracting the global max keeps every exponent <= 0 (no overflow for tiny T).
     const float temperature = params.temperature;
-    std::vector<Candidate> cand;  // the survivors so far, in rank order
-    if (params.top_k > 0 && params.top_k < vocab) {
-        cand = select_top_k(logits, params.top_k);
+    std::vector<Candidate>& cand = workspace.candidates;  // the survivors so far, in rank order
+    std::vector<float>& scratch = workspace.weights;
+    // Room for the largest support at once: one larger than any before would otherwise
+    // reallocate inside the decode loop.
+    reserve_for_sampling(params, vocab, out);
+    cand.reserve(max_support(params, vocab));
+    if (uses_top_k(params, vocab)) {
+        select_top_k(logits, params.top_k, cand);
         double total = 0.0;
         for (Candidate& c : cand) {
             c.weight = exp_nonpositive((c.logit - max_logit) / temperature);
@@ -296,7 +338,8 @@ void distribution_from_logits(std::span<const float> logits, const SamplerParams
             dense_distribution(scratch, params.min_p, out);
             return;
         }
-        cand = nucleus_from_dense(logits, scratch, static_cast<double>(params.top_p) * total);
+        nucleus_from_dense(logits, scratch, static_cast<double>(params.top_p) * total,
+                           workspace.nucleus_mass, cand);
     }
 
     if (params.min_p > 0.0f) {
@@ -320,16 +363,16 @@ void distribution_from_logits(std::span<const float> logits, const SamplerParams
 }
 
 Distribution distribution_from_logits(std::span<const float> logits, const SamplerParams& params) {
-    std::vector<float> scratch;
+    SamplingWorkspace workspace;
     Distribution out;
-    distribution_from_logits(logits, params, scratch, out);
+    distribution_from_logits(logits, params, workspace, out);
     return out;
 }
 
 void process(std::span<const float> logits, std::span<const int32_t> history,
              const SamplerParams& params, SamplingWorkspace& workspace, Distribution& out) {
-    apply_bias_and_penalties(logits, history, params, workspace.logits);
-    distribution_from_logits(workspace.logits, params, workspace.weights, out);
+    apply_bias_and_penalties(logits, history, params, workspace.logits, workspace.recent);
+    distribution_from_logits(workspace.logits, params, workspace, out);
 }
 
 Distribution process(std::span<const float> logits, std::span<const int32_t> history,
@@ -342,8 +385,10 @@ Distribution process(std::span<const float> logits, std::span<const int32_t> his
 
 std::vector<int32_t> top_k_ids(std::span<const float> logits, int64_t k) {
     checked_argmax(logits);
+    std::vector<Candidate> best;
+    select_top_k(logits, k, best);
     std::vector<int32_t> ids;
-    for (const Candidate& c : select_top_k(logits, k)) ids.push_back(c.id);
+    for (const Candidate& c : best) ids.push_back(c.id);
     return ids;
 }
 

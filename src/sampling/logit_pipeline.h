@@ -34,15 +34,37 @@
 
 namespace nextn {
 
-// Reusable [V] buffers for process(). Keep one per decoding stream (and reuse the output
+// A token surviving the filters so far: its logit and exp((logit - max) / T), the unnormalized
+// probability.
+struct SamplingCandidate {
+    int32_t id;
+    float logit;
+    float weight;
+};
+
+// Reusable buffers for process(). Keep one per decoding stream (and reuse the output
 // Distributions too): allocating and first-touching fresh megabytes on every call costs more
-// than the arithmetic.
+// than the arithmetic, and once they have grown a decode loop allocates nothing.
 struct SamplingWorkspace {
     std::vector<float> logits;   // [V] after steps 1-2 (bias, penalties): logprobs_from_logits
     std::vector<float> weights;  // [V] scratch for the unnormalized probabilities
+    std::vector<SamplingCandidate> candidates;  // [<= V] top-k / nucleus survivors
+    std::vector<double> nucleus_mass;           // the top-p histogram without top-k
+    std::vector<int32_t> recent;                // [<= penalty_last_n] the penalties' window, sorted
 };
 
-// Steps 1-2 (no temperature): writes the biased, penalized logits into out, [V].
+// Capacity for everything process() with `params` over `vocab` logits writes: a decode loop
+// that reserves its workspaces and output distributions before the first round allocates
+// nothing later, even at a position (a draft depth) it first reaches late.
+void reserve_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w);
+void reserve_for_sampling(const SamplerParams& params, int64_t vocab, Distribution& d);
+
+// Steps 1-2 (no temperature): writes the biased, penalized logits into out, [V]; `recent` is
+// scratch for the penalty window.
+void apply_bias_and_penalties(std::span<const float> logits, std::span<const int32_t> history,
+                              const SamplerParams& params, std::vector<float>& out,
+                              std::vector<int32_t>& recent);
+// The same with a fresh scratch.
 void apply_bias_and_penalties(std::span<const float> logits, std::span<const int32_t> history,
                               const SamplerParams& params, std::vector<float>& out);
 
@@ -56,9 +78,10 @@ void process(std::span<const float> logits, std::span<const int32_t> history,
 Distribution process(std::span<const float> logits, std::span<const int32_t> history,
                      const SamplerParams& params);
 
-// Steps 3-7 on already biased / penalized logits; scratch is a reusable [V] buffer.
+// Steps 3-7 on already biased / penalized logits (which may be workspace.logits); the other
+// workspace buffers are scratch.
 void distribution_from_logits(std::span<const float> logits, const SamplerParams& params,
-                              std::vector<float>& scratch, Distribution& out);
+                              SamplingWorkspace& workspace, Distribution& out);
 Distribution distribution_from_logits(std::span<const float> logits, const SamplerParams& params);
 
 // Ids of the k largest logits, sorted by (logit descending, id ascending); -inf logits are

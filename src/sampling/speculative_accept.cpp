@@ -67,20 +67,27 @@ AcceptResult accept_or_resample(const Distribution& p, const Distribution& q, in
     return {false, sample_residual(p, q, rng)};
 }
 
-DraftVerdict verify_draft(std::span<const Distribution> target, std::span<const Distribution> draft,
-                          std::span<const int32_t> draft_tokens, Rng& rng) {
+void verify_draft(std::span<const Distribution> target, std::span<const Distribution> draft,
+                  std::span<const int32_t> draft_tokens, Rng& rng, DraftVerdict& verdict) {
     if (draft.size() != draft_tokens.size() || target.size() != draft.size() + 1)
         fail("sampling: verify_draft needs k draft distributions, k draft tokens and k + 1 target "
              "distributions; got ",
              draft.size(), ", ", draft_tokens.size(), ", ", target.size());
-    DraftVerdict verdict;
+    verdict.n_accepted = 0;
+    verdict.tokens.clear();
     for (size_t i = 0; i < draft.size(); ++i) {
         const AcceptResult r = accept_or_resample(target[i], draft[i], draft_tokens[i], rng);
         verdict.tokens.push_back(r.token);
-        if (!r.accepted) return verdict;
+        if (!r.accepted) return;
         ++verdict.n_accepted;
     }
     verdict.tokens.push_back(sample(target.back(), rng));
+}
+
+DraftVerdict verify_draft(std::span<const Distribution> target, std::span<const Distribution> draft,
+                          std::span<const int32_t> draft_tokens, Rng& rng) {
+    DraftVerdict verdict;
+    verify_draft(target, draft, draft_tokens, rng, verdict);
     return verdict;
 }
 

@@ -43,6 +43,9 @@ struct DraftVerdict {
 // scoring the position after the final draft), draft[i] is q at position i, draft_tokens[i] the
 // token drawn from it. Stops at the first rejection (its replacement is the last token); when
 // all k are accepted the bonus token is sampled from target[k]. Always emits n_accepted + 1.
+void verify_draft(std::span<const Distribution> target, std::span<const Distribution> draft,
+                  std::span<const int32_t> draft_tokens, Rng& rng, DraftVerdict& out);
+// The same into a fresh verdict (the decode loop reuses one instead).
 DraftVerdict verify_draft(std::span<const Distribution> target, std::span<const Distribution> draft,
                           std::span<const int32_t> draft_tokens, Rng& rng);
 

@@ -3,8 +3,10 @@
 // it proposes up to k tokens to follow the committed sequence, each drawn from its own
 // distribution q after the same logit processors the target uses.
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "core/error.h"
 #include "sampling/distribution.h"
 #include "sampling/rng.h"
 #include "sampling/sampler_params.h"
@@ -20,9 +22,39 @@ struct DraftRequest {
     Rng* rng = nullptr;
 };
 
-struct DraftProposal {
-    std::vector<int32_t> tokens;  // [<= k]
-    std::vector<Distribution> q;  // [tokens.size()] the distribution each token was drawn from
+// The drafts of one round, each with the distribution q it was drawn from. One proposal is
+// reused round after round: clear() keeps the distributions' buffers, so a round allocates
+// nothing once they have grown.
+class DraftProposal {
+public:
+    void clear() { tokens_.clear(); }
+    // The next draft's distribution, to fill before add() (its buffers are an earlier round's).
+    Distribution& next_q() {
+        if (q_.size() == tokens_.size()) q_.emplace_back();
+        return q_[tokens_.size()];
+    }
+    // Room for k drafts, each distribution given to `prepare` (to reserve its buffers): with
+    // this done before the first round, a depth first reached late allocates nothing either.
+    template <class Prepare>
+    void reserve(size_t k, Prepare&& prepare) {
+        tokens_.reserve(k);
+        if (q_.size() < k) q_.resize(k);
+        for (Distribution& d : q_) prepare(d);
+    }
+    // Appends a draft drawn from the distribution next_q() returned.
+    void add(int32_t token) {
+        if (q_.size() <= tokens_.size()) fail("DraftProposal: a draft added without its distribution");
+        tokens_.push_back(token);
+    }
+
+    size_t size() const { return tokens_.size(); }
+    bool empty() const { return tokens_.empty(); }
+    const std::vector<int32_t>& tokens() const { return tokens_; }   // [size()]
+    std::span<const Distribution> q() const { return {q_.data(), tokens_.size()}; }  // [size()]
+
+private:
+    std::vector<int32_t> tokens_;
+    std::vector<Distribution> q_;  // [>= size()]: entries past size() are spare buffers
 };
 
 class Drafter {
@@ -36,7 +68,8 @@ public:
     // Processes queued commits now (the prompt's pairs belong to prefill, not to the first
     // decode round). draft() does it too when needed.
     virtual void flush() {}
-    virtual DraftProposal draft(const DraftRequest& request) = 0;
+    // Replaces `out` with up to request.k drafts (none when there is nothing to draft from).
+    virtual void draft(const DraftRequest& request, DraftProposal& out) = 0;
     virtual void reset() = 0;
 };
 

@@ -15,6 +15,11 @@ MtpDrafter::MtpDrafter(const Qwen35Model& model, SequenceState& state)
     last_logits_.resize(size_t(model.draft_vocab()));
     step_hidden_.resize(size_t(c.hidden_size));
     step_logits_.resize(size_t(model.draft_vocab()));
+    // Room for a prefill chunk's pairs: the queue and the flush output then never regrow in
+    // the decode loop.
+    pending_hidden_.reserve(size_t(kMaxFlush * c.hidden_size));
+    pending_tokens_.reserve(size_t(kMaxFlush));
+    flush_hidden_.reserve(size_t(kMaxFlush * c.hidden_size));
 }
 
 void MtpDrafter::reset() {
@@ -28,6 +33,10 @@ void MtpDrafter::on_commit(const float* hidden, const int32_t* next_tokens, int6
     const int64_t H = model_.config().hidden_size;
     if (!pending_tokens_.empty() && pending_pos0_ + int64_t(pending_tokens_.size()) != pos0)
         fail("MtpDrafter: committed positions are not contiguous");
+    // A long run of plain (depth 0) rounds drafts nothing, so nothing else flushes: flushing
+    // once kMaxPending pairs wait keeps each flush within the widths a forward has already run
+    // (no scratch regrowth in the decode loop). Prefill chunks still flush whole, in one batch.
+    if (!pending_tokens_.empty() && int64_t(pending_tokens_.size()) + n > kMaxPending) flush();
     if (pending_tokens_.empty()) pending_pos0_ = pos0;
     pending_hidden_.insert(pending_hidden_.end(), hidden, hidden + n * H);
     pending_tokens_.insert(pending_tokens_.end(), next_tokens, next_tokens + n);
@@ -54,12 +63,12 @@ void MtpDrafter::flush() {
     pending_tokens_.clear();
 }
 
-DraftProposal MtpDrafter::draft(const DraftRequest& request) {
-    DraftProposal proposal;
+void MtpDrafter::draft(const DraftRequest& request, DraftProposal& proposal) {
+    proposal.clear();
     const int k = request.k;
-    if (k <= 0) return proposal;
+    if (k <= 0) return;
     if (!pending_tokens_.empty()) flush();
-    if (last_pos_ < 0) return proposal;
+    if (last_pos_ < 0) return;
     // The head scores the draft sub-vocabulary [0, Vd) only; q is zero above it (exactness holds
     // for any q the draft was really drawn from).
     const int64_t V = model_.draft_vocab(), H = model_.config().hidden_size;
@@ -68,11 +77,10 @@ DraftProposal MtpDrafter::draft(const DraftRequest& request) {
     std::vector<int32_t>& history = *request.history;
     const size_t committed = history.size();
     auto propose = [&](const float* logits) {
-        Distribution q;
+        Distribution& q = proposal.next_q();
         process({logits, size_t(V)}, history, *request.params, workspace_, q);
-        int32_t tok = sample(q, *request.rng);
-        proposal.tokens.push_back(tok);
-        proposal.q.push_back(std::move(q));
+        const int32_t tok = sample(q, *request.rng);
+        proposal.add(tok);
         history.push_back(tok);
     };
     propose(last_logits_.data());
@@ -81,14 +89,13 @@ DraftProposal MtpDrafter::draft(const DraftRequest& request) {
     for (int step = 1; step < k; ++step) {
         const int64_t pos = last_pos_ + step;
         if (pos >= state_.mtp_attention.capacity) break;
-        int32_t tok = proposal.tokens.back();
+        int32_t tok = proposal.tokens().back();
         model_.mtp_forward(state_, prev.data(), &tok, 1, pos,
                            {step_hidden_.data(), step_logits_.data(), 1});
         propose(step_logits_.data());
         std::copy_n(step_hidden_.data(), H, prev.data());
     }
     history.resize(committed);
-    return proposal;
 }
 
 }  // namespace nextn

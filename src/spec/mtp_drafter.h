@@ -15,12 +15,14 @@ namespace nextn {
 class MtpDrafter : public Drafter {
 public:
     static constexpr int64_t kMaxFlush = 256;
+    // on_commit flushes the queue first when it would grow past this many pairs.
+    static constexpr int64_t kMaxPending = 16;
 
     MtpDrafter(const Qwen35Model& model, SequenceState& state);
 
     void on_commit(const float* hidden, const int32_t* next_tokens, int64_t n,
                    int64_t pos0) override;
-    DraftProposal draft(const DraftRequest& request) override;
+    void draft(const DraftRequest& request, DraftProposal& out) override;
     void reset() override;
     void flush() override;
 

@@ -56,7 +56,10 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
                options.stop_tokens.end();
     };
     Rng rng(params.seed);
-    std::vector<int32_t> history = prompt;  // committed tokens the penalties look at
+    std::vector<int32_t> history;  // committed tokens the penalties look at
+    // Room for the whole generation and a round's in-flight drafts: no regrowth in the loop.
+    history.reserve(prompt.size() + stats.tokens.capacity() + size_t(depth) + 1);
+    history = prompt;
     SamplingWorkspace workspace;            // its .logits: [V] after bias and penalties
     LogprobReport report;
     auto emit = [&](int32_t token) {
@@ -109,6 +112,8 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     t0 = Clock::now();
     std::vector<float> round_logits, round_hidden;
     std::vector<int32_t> batch;  // [current, drafts...]
+    DraftProposal proposal;      // reused: its distributions keep their buffers
+    DraftVerdict verdict;
     std::vector<Distribution> targets;
     std::vector<SamplingWorkspace> processed;  // [W] per-position processed logits
     // Buffers for the widest round, sized (and their pages touched) once before the first
@@ -119,12 +124,17 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     const int64_t max_w = depth + 1;
     round_logits.resize(size_t(max_w * V));
     round_hidden.resize(size_t(max_w * H));
+    batch.reserve(size_t(max_w));
+    verdict.tokens.reserve(size_t(max_w));
     targets.resize(size_t(max_w));
     processed.resize(size_t(max_w));
     for (SamplingWorkspace& w : processed) {
         w.logits.resize(size_t(V));
         if (!params.greedy()) w.weights.resize(size_t(V));
+        reserve_for_sampling(params, V, w);
     }
+    for (Distribution& t : targets) reserve_for_sampling(params, V, t);
+    proposal.reserve(size_t(depth), [&](Distribution& q) { reserve_for_sampling(params, V, q); });
     while (!stop && stats.generated() < options.max_new_tokens) {
         const int64_t room = std::min<int64_t>(options.max_new_tokens - stats.generated(),
                                                state.max_positions - state.n_past);
@@ -133,10 +143,10 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
             options.controller && depth > 0 ? std::min(depth, options.controller->choose()) : depth;
         const int k = int(std::min<int64_t>(round_depth, room - 1));
         const auto round_start = Clock::now();
-        DraftProposal proposal;
-        if (k > 0) proposal = drafter->draft({k, &params, &history, &rng});
+        proposal.clear();
+        if (k > 0) drafter->draft({k, &params, &history, &rng}, proposal);
         batch.assign(1, current);
-        batch.insert(batch.end(), proposal.tokens.begin(), proposal.tokens.end());
+        batch.insert(batch.end(), proposal.tokens().begin(), proposal.tokens().end());
         const int64_t W = int64_t(batch.size());  // <= max_w: the buffers above hold it
         if (W > max_w) fail("internal: a round of ", W, " positions with depth ", depth);
         const int64_t pos0 = state.n_past;
@@ -151,8 +161,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
                     targets[size_t(j)]);
         }
         history.resize(history.size() - size_t(W - 1));  // drafts leave; committed ones return below
-        DraftVerdict verdict = verify_draft({targets.data(), size_t(W)}, proposal.q,
-                                            proposal.tokens, rng);
+        verify_draft({targets.data(), size_t(W)}, proposal.q(), proposal.tokens(), rng, verdict);
         const std::vector<int32_t>& emitted = verdict.tokens;
         for (int64_t d = 0; d < W - 1; ++d) {
             stats.drafted[size_t(d)]++;
