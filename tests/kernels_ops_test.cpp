@@ -8,8 +8,10 @@
 #include <random>
 #include <vector>
 
+#include "core/half.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 
 namespace nextn {
 namespace {
@@ -214,6 +216,36 @@ TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
                         }
                         ASSERT_NEAR(want[size_t(g * d + e)], sum, (n + 1) * kU * mag + 1e-30);
                     }
+            }
+        }
+    }
+}
+
+// Value rows as halves (an f16 KV cache): every ISA gives the reference's bits, and the
+// reference gives the f32 kernel's bits on the widened values (widening is exact, then the same
+// fma per position).
+TEST(KernelsOps, WeightedRowsF16EqualReferenceBitwise) {
+    for (int64_t d : kLengths) {
+        for (int64_t n : {1, 2, 7, 64}) {
+            const int64_t G = 3, ldp = n + 5, ldv = d + 3;
+            std::vector<float> p = random_values(size_t(G * ldp), 11, 0.0f, 1.0f);
+            std::vector<float> values = random_values(size_t(n * ldv), 12, -2.0f, 2.0f);
+            std::vector<uint16_t> v(values.size());
+            std::vector<float> widened(values.size());
+            for (size_t i = 0; i < v.size(); ++i) {
+                v[i] = f32_to_f16(values[i]);
+                widened[i] = f16_to_f32(v[i]);
+            }
+            std::vector<float> want(size_t(G * d), std::nanf("")), f32 = want;
+            reference_kernels().weighted_rows_f16(p.data(), ldp, G, v.data(), ldv, n, d, want.data());
+            reference_kernels().weighted_rows(p.data(), ldp, G, widened.data(), ldv, n, d, f32.data());
+            ASSERT_EQ(0, std::memcmp(want.data(), f32.data(), want.size() * sizeof(float)))
+                << "d=" << d << " n=" << n;
+            for (const std::string& isa : available_isas()) {
+                std::vector<float> got(want.size(), std::nanf(""));
+                kernels_for(isa).weighted_rows_f16(p.data(), ldp, G, v.data(), ldv, n, d, got.data());
+                ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                    << isa << " d=" << d << " n=" << n;
             }
         }
     }

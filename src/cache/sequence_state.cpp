@@ -2,7 +2,26 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace nextn {
+
+const char* kv_cache_type_name(KvCacheType t) { return t == KvCacheType::F16 ? "f16" : "f32"; }
+
+KvCacheType parse_kv_cache_type(const std::string& name) {
+    if (name == "f32") return KvCacheType::F32;
+    if (name == "f16") return KvCacheType::F16;
+    fail("unknown KV cache type '", name, "' (supported: f32, f16)");
+}
+
+AttentionCache::AttentionCache(int64_t capacity_, int64_t row_values_, KvCacheType type_)
+    : capacity(capacity_), row_values(row_values_), type(type_) {
+    // The buffer counts floats: halves take half as many, rounded up.
+    const size_t values = size_t(capacity * row_values);
+    const size_t floats = type == KvCacheType::F16 ? (values + 1) / 2 : values;
+    k = ZeroPagesBuffer(floats);
+    v = ZeroPagesBuffer(floats);
+}
 
 int64_t SequenceState::rollback_bytes() const {
     int64_t total = 0;

@@ -15,6 +15,7 @@
 // rebuilt from the forward's own qkv rows on commit.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/zero_pages.h"
@@ -22,11 +23,29 @@
 
 namespace nextn {
 
+// How the attention KV cache holds its values (--kv-type). F16 halves the cache's memory and
+// what a decode step reads from it at long contexts; each key and value is rounded to the
+// nearest half once, when written, so plain and speculative decoding still see the same bits.
+enum class KvCacheType { F32, F16 };
+const char* kv_cache_type_name(KvCacheType t);
+// Parses "f32" / "f16"; throws Error naming the value otherwise.
+KvCacheType parse_kv_cache_type(const std::string& name);
+
 struct AttentionCache {
-    int64_t capacity = 0;   // positions
+    int64_t capacity = 0;    // positions
+    int64_t row_values = 0;  // values a position holds per tensor: n_kv_heads * head_dim
+    KvCacheType type = KvCacheType::F32;
     // Zero pages backed as positions are written: a new sequence costs nothing up front.
-    ZeroPagesBuffer k;      // [capacity, n_kv_heads, head_dim]
-    ZeroPagesBuffer v;      // [capacity, n_kv_heads, head_dim]
+    ZeroPagesBuffer k;       // [capacity, n_kv_heads, head_dim] of `type`
+    ZeroPagesBuffer v;       // [capacity, n_kv_heads, head_dim] of `type`
+
+    AttentionCache() = default;
+    AttentionCache(int64_t capacity, int64_t row_values, KvCacheType type);
+    size_t value_bytes() const { return type == KvCacheType::F16 ? 2 : 4; }
+    size_t row_bytes() const { return size_t(row_values) * value_bytes(); }  // one position
+    size_t bytes() const { return 2 * size_t(capacity) * row_bytes(); }      // K and V
+    uint8_t* k_row(int64_t pos) { return reinterpret_cast<uint8_t*>(k.data()) + size_t(pos) * row_bytes(); }
+    uint8_t* v_row(int64_t pos) { return reinterpret_cast<uint8_t*>(v.data()) + size_t(pos) * row_bytes(); }
 };
 
 struct RecurrentState {

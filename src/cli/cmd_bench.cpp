@@ -55,12 +55,13 @@ double bytes_per_token(const Qwen35Model& m) {
 
 // Bytes of sequence state one decode token moves at `position` (its KV cache length), besides
 // the weights: each Gated-DeltaNet layer reads and writes its fp32 recurrent state and conv
-// window; each attention layer reads its K and V cache (fp32) and appends one position.
-double state_bytes_per_token(const ModelConfig& c, int64_t position) {
+// window; each attention layer reads its K and V cache (f32 or f16) and appends one position.
+double state_bytes_per_token(const ModelConfig& c, KvCacheType kv, int64_t position) {
     const double f = sizeof(float);
+    const double kv_bytes = kv == KvCacheType::F16 ? 2.0 : 4.0;
     const double gdn = 2.0 * f * (double(c.gdn_v_heads) * c.gdn_k_dim * c.gdn_v_dim +
                                   double(c.conv_kernel - 1) * double(c.gdn_conv_dim()));
-    const double attention = 2.0 * f * double(c.n_kv_heads) * c.head_dim * double(position + 1);
+    const double attention = 2.0 * kv_bytes * double(c.n_kv_heads) * c.head_dim * double(position + 1);
     double total = 0.0;
     for (const bool linear : c.is_linear) total += linear ? gdn : attention;
     return total;
@@ -209,8 +210,10 @@ int cmd_bench(const std::vector<std::string>& argv) {
     out["quant"] = wtype_name(int8_dot_source_type(quant));
     out["activations"] = int8 ? "int8" : "f32";
     out["draft"] = bm.draft;
-    say("model: %s, %s weights, %s activations, MTP head: %s\n", bm.name.c_str(),
-        wtype_name(int8_dot_source_type(quant)), int8 ? "int8" : "f32", bm.draft.c_str());
+    out["kv_type"] = kv_cache_type_name(model.kv_cache_type());
+    say("model: %s, %s weights, %s activations, %s KV cache, MTP head: %s\n", bm.name.c_str(),
+        wtype_name(int8_dot_source_type(quant)), int8 ? "int8" : "f32",
+        kv_cache_type_name(model.kv_cache_type()), bm.draft.c_str());
     out["isa"] = kernels().isa;
     out["threads"] = lm.pool->size();
 
@@ -328,7 +331,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // The state's traffic, at the run's mean KV length, reported apart: the weights alone are
     // what the bandwidth target and earlier figures count.
     const double state_gbs =
-        state_bytes_per_token(model.config(), n_prompt + n_decode / 2) * decode_tps / 1e9;
+        state_bytes_per_token(model.config(), model.kv_cache_type(), n_prompt + n_decode / 2) * decode_tps / 1e9;
     say("decode: %.1f tok/s, %.2f GB/s of weights = %.0f%% of read bandwidth (%.1f GB/s, the "
         "better of the probes just before and after that run; all %zu probes %.1f-%.1f); with "
         "the recurrent state and KV cache it moves (+%.2f GB/s): %.0f%%\n",

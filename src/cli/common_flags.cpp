@@ -23,6 +23,10 @@ std::vector<FlagSpec> model_flags() {
          "hidden state the MTP head reads: post-norm (default; vLLM, llama.cpp) or pre-norm "
          "(MLX PR 990)",
          "MODE"},
+        {"kv-type", "", true,
+         "attention KV cache values: f32 (default) or f16 (half the cache memory and half what "
+         "a decode step reads from it at long contexts; each key and value rounded once)",
+         "TYPE"},
         {"draft-vocab", "", true,
          "MTP drafts over token ids [0, N) only (0 = whole vocabulary; default: 32768 when the "
          "vocabulary is larger, else whole)",
@@ -73,6 +77,11 @@ ModelOptions model_options_from(const Args& a) {
         o.mtp_input = parse_mtp_input(a.str("mtp-input", "post-norm"));
     } catch (const Error& e) {
         throw UsageError(std::string("--mtp-input: ") + e.what());
+    }
+    try {
+        o.kv_cache_type = parse_kv_cache_type(a.str("kv-type", "f32"));
+    } catch (const Error& e) {
+        throw UsageError(std::string("--kv-type: ") + e.what());
     }
     o.draft_vocab = a.integer("draft-vocab", -1);
     if (o.draft_vocab < -1) throw UsageError("--draft-vocab must be >= 0 (0 = whole vocabulary)");

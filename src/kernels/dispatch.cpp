@@ -37,6 +37,7 @@ const KernelTable* scalar_table() {
         t.swiglu = ref::swiglu;
         t.softmax = ref::softmax;
         t.weighted_rows = ref::weighted_rows;
+        t.weighted_rows_f16 = ref::weighted_rows_f16;
         t.causal_conv = ref::causal_conv;
         t.rope_neox = ref::rope_neox;
         t.gdn_recurrence_heads = ref::gdn_recurrence_heads;
@@ -61,6 +62,7 @@ KernelTable make_avx2_table() {
     t.swiglu = avx2::swiglu;
     t.softmax = avx2::softmax;
     t.weighted_rows = avx2::weighted_rows;
+    t.weighted_rows_f16 = avx2::weighted_rows_f16;
     t.causal_conv = avx2::causal_conv;
     t.rope_neox = avx2::rope_neox;
     t.gdn_recurrence_heads = avx2::gdn_recurrence_heads;
@@ -100,6 +102,7 @@ const KernelTable* avx512_table() {
         t.swiglu = avx512::swiglu;
         t.softmax = avx512::softmax;
         t.weighted_rows = avx512::weighted_rows;
+        t.weighted_rows_f16 = avx512::weighted_rows_f16;
         t.causal_conv = avx512::causal_conv;
         t.rope_neox = avx512::rope_neox;
         t.gdn_recurrence_heads = avx512::gdn_recurrence_heads;

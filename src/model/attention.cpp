@@ -5,10 +5,26 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/quant.h"
 #include "model/ops.h"
 #include "model/qwen35.h"
 
 namespace nextn {
+
+namespace {
+
+// One position's keys or values [Nkv, D] into the cache row at dst, in the cache's type (f16:
+// rounded to nearest even, once).
+void store_kv_row(const AttentionCache& cache, uint8_t* dst, const float* src) {
+    if (cache.type == KvCacheType::F32) {
+        std::memcpy(dst, src, cache.row_bytes());
+        return;
+    }
+    uint16_t* h = reinterpret_cast<uint16_t*>(dst);
+    for (int64_t i = 0; i < cache.row_values; ++i) h[i] = f32_to_f16(src[i]);
+}
+
+}  // namespace
 
 void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, ForwardScratch& s,
                             const float* xn, int64_t T, int64_t pos0, float* out) const {
@@ -36,8 +52,8 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
             kt.sigmoid(q + D, q + D, D);  // the output gate, used after attention
         }
         kt.rope_neox(k + t * Nkv * D, Nkv, D, half_rot, rope_cos, rope_sin);
-        std::memcpy(cache.k.data() + pos * Nkv * D, k + t * Nkv * D, size_t(Nkv * D) * sizeof(float));
-        std::memcpy(cache.v.data() + pos * Nkv * D, v + t * Nkv * D, size_t(Nkv * D) * sizeof(float));
+        store_kv_row(cache, cache.k_row(pos), k + t * Nkv * D);
+        store_kv_row(cache, cache.v_row(pos), v + t * Nkv * D);
     }
 
     // Work item (token t, kv head): its `group` query heads score positions [0, pos] with one
@@ -46,6 +62,7 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
     // token gets the same bits in a decode step and inside a verify batch.
     float* attn = ForwardScratch::take(s.attn, size_t(T * Nq * D));  // [T, Nq, D]
     const float scale = 1.0f / std::sqrt(float(D));
+    const bool f16_cache = cache.type == KvCacheType::F16;
     // Per thread: queries [group, D] and scores [group, n_ctx <= capacity]. Sized for the whole
     // cache the first time, not for this step's context: growing it with the context would
     // reallocate inside the decode loop.
@@ -61,16 +78,22 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
                 for (int64_t d = 0; d < D; ++d) qs[g * D + d] = q[d] * scale;
             }
             WeightMatrix keys;  // rows = positions of this kv head, strided in the cache
-            keys.type = WType::F32;
+            keys.type = f16_cache ? WType::F16 : WType::F32;
             keys.rows = n_ctx;
             keys.cols = D;
-            keys.data = reinterpret_cast<const uint8_t*>(cache.k.data() + kvh * D);
-            keys.row_bytes = size_t(Nkv * D) * sizeof(float);
+            keys.data = cache.k_row(0) + size_t(kvh * D) * cache.value_bytes();
+            keys.row_bytes = cache.row_bytes();
             kt.gemm_rows(keys, qs, group, scores, n_ctx, 0, n_ctx);
             kt.softmax(scores, group, n_ctx);
             // The group's heads are adjacent in attn ([group, D]): one call for all of them.
             float* og = attn + (t * Nq + kvh * group) * D;  // [group, D]
-            kt.weighted_rows(scores, n_ctx, group, cache.v.data() + kvh * D, Nkv * D, n_ctx, D, og);
+            const uint8_t* values = cache.v_row(0) + size_t(kvh * D) * cache.value_bytes();
+            if (f16_cache)
+                kt.weighted_rows_f16(scores, n_ctx, group, reinterpret_cast<const uint16_t*>(values),
+                                     Nkv * D, n_ctx, D, og);
+            else
+                kt.weighted_rows(scores, n_ctx, group, reinterpret_cast<const float*>(values), Nkv * D,
+                                 n_ctx, D, og);
             for (int64_t g = 0; g < group; ++g) {
                 float* __restrict o = og + g * D;
                 const float* gate = qg + (t * Nq + kvh * group + g) * 2 * D + D;  // sigmoid(gate)

@@ -80,9 +80,7 @@ SequenceState Qwen35Model::new_state(int64_t max_positions, int max_width) const
     s.max_positions = max_positions;
     s.max_width = std::max(1, max_width);
     auto make_attention = [&](AttentionCache& a) {
-        a.capacity = max_positions;
-        a.k = ZeroPagesBuffer(size_t(max_positions * c.n_kv_heads * c.head_dim));
-        a.v = ZeroPagesBuffer(size_t(max_positions * c.n_kv_heads * c.head_dim));
+        a = AttentionCache(max_positions, int64_t(c.n_kv_heads) * c.head_dim, kv_cache_type_);
     };
     s.attention.resize(size_t(c.n_layers));
     s.recurrent.resize(size_t(c.n_layers));
@@ -226,6 +224,7 @@ void Qwen35Model::mtp_forward(SequenceState& state, const float* hidden, const i
 
 void configure_draft_head(Qwen35Model& model, const ModelOptions& options) {
     model.set_mtp_input(options.mtp_input);
+    model.set_kv_cache_type(options.kv_cache_type);
     if (!model.has_mtp()) return;
     const ModelWeights& w = model.weights();
     int64_t vocab = options.draft_vocab;

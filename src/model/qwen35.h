@@ -50,6 +50,9 @@ public:
 
     MtpInput mtp_input() const { return mtp_input_; }
     void set_mtp_input(MtpInput m) { mtp_input_ = m; }
+    // How new_state's attention caches hold keys and values (f32 by default).
+    KvCacheType kv_cache_type() const { return kv_cache_type_; }
+    void set_kv_cache_type(KvCacheType t) { kv_cache_type_ = t; }
 
     // The draft LM head: the MTP head's logits cover the token ids [0, draft_vocab()) only, with
     // the LM head's rows for them held as `type`. Qwen's BPE numbers tokens in merge order, so a
@@ -99,6 +102,7 @@ private:
     const KernelTable* kernels_;  // kernels() unless set_kernels replaced it
     std::vector<double> rope_inv_freq_;  // [rotary_dims / 2]
     MtpInput mtp_input_ = MtpInput::PostNorm;
+    KvCacheType kv_cache_type_ = KvCacheType::F32;
     WeightMatrix draft_lm_head_;  // [draft_vocab, H]; a view of lm_head by default
 };
 
@@ -111,6 +115,7 @@ struct ModelOptions {
     WType matrix_type = WType::Native;  // --quant (see BindOptions)
     bool int8_activations = true;        // see BindOptions
     MtpInput mtp_input = MtpInput::PostNorm;
+    KvCacheType kv_cache_type = KvCacheType::F32;  // --kv-type
     // Draft LM head (Qwen35Model::set_draft_head). The defaults keep the exact full head;
     // the CLI defaults to auto. draft_vocab: 0 = whole vocabulary, -1 = auto (kAutoDraftVocab
     // when the vocabulary is larger, else whole). draft_head_type: Native keeps the LM head's
@@ -126,7 +131,7 @@ struct LoadedModel {
     std::unique_ptr<Qwen35Model> model;
 };
 
-// Applies options.mtp_input and the draft LM head options (draft_vocab, draft_head_type,
+// Applies options.mtp_input, options.kv_cache_type and the draft LM head options (draft_vocab, draft_head_type,
 // int8_activations) to a built model; load_model calls it, synthetic models too.
 void configure_draft_head(Qwen35Model& model, const ModelOptions& options);
 

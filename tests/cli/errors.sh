@@ -16,6 +16,7 @@ expect 2 "temperature" -- "$NEXTN" run "$MODEL" -p hi --temp -1
 expect 2 "draft-depth" -- "$NEXTN" run "$MODEL" -p hi --draft-depth 99
 expect 2 "expects an integer" -- "$NEXTN" run "$MODEL" -p hi --draft-depth deep
 expect 2 "quant" -- "$NEXTN" run "$MODEL" -p hi --quant q3
+expect 2 "--kv-type: unknown KV cache type .f8." -- "$NEXTN" run "$MODEL" -p hi --kv-type f8
 expect 1 "does not exist" -- "$NEXTN" run "$TMP/missing" -p hi
 expect 1 "outside the vocabulary" -- "$NEXTN" run "$MODEL" --tokens 1,2,999999
 

@@ -2,6 +2,7 @@
 #pragma GCC optimize("fp-contract=off")
 #include <cmath>
 
+#include "core/half.h"
 #include "kernels/ref/ref.h"
 
 namespace nextn::ref {
@@ -64,6 +65,19 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
             const float w = p[g * ldp + pos];
             const float* vp = v + pos * ldv;
             for (int64_t e = 0; e < d; ++e) o[e] = std::fma(w, vp[e], o[e]);
+        }
+    }
+}
+
+void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
+                       int64_t n, int64_t d, float* out) {
+    for (int64_t g = 0; g < G; ++g) {
+        float* o = out + g * d;
+        for (int64_t e = 0; e < d; ++e) o[e] = 0.0f;
+        for (int64_t pos = 0; pos < n; ++pos) {
+            const float w = p[g * ldp + pos];
+            const uint16_t* vp = v + pos * ldv;
+            for (int64_t e = 0; e < d; ++e) o[e] = std::fma(w, f16_to_f32(vp[e]), o[e]);
         }
     }
 }

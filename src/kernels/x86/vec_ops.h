@@ -166,10 +166,13 @@ void softmax(float* x, int64_t n_rows, int64_t d) {
 
 // out[g, :] = sum_pos p[g, pos] * v[pos, :], one fma per position in order (see KernelTable).
 // Value columns go U vectors at a time, so each position's row slice is loaded once per pass
-// and meets U independent accumulator chains.
-template <class I>
-void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
+// and meets U independent accumulator chains. D reads the value rows (the gemm decoders:
+// DecodeF32, DecodeF16); v is [n, ldv] of D's elements.
+template <class I, class D, class Elem>
+void weighted_rows(const float* p, int64_t ldp, int64_t G, const Elem* v, int64_t ldv, int64_t n,
                    int64_t d, float* out) {
+    // Element e of the row at vp as bytes, for the decoders (sub(row, 0, s): values s * L ...).
+    auto row = [](const Elem* vp) { return reinterpret_cast<const uint8_t*>(vp); };
     using V = typename I::V;
     constexpr int U = 4;
     for (int64_t g = 0; g < G; ++g) {
@@ -182,9 +185,9 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
             for (int u = 0; u < U; ++u) acc[u] = I::zero();
             for (int64_t pos = 0; pos < n; ++pos) {
                 const V w = I::set1(pg[pos]);
-                const float* vp = v + pos * ldv + e0;
+                const uint8_t* vp = row(v + pos * ldv + e0);
 #pragma GCC unroll 4
-                for (int u = 0; u < U; ++u) acc[u] = I::fma(w, I::load(vp + u * I::L), acc[u]);
+                for (int u = 0; u < U; ++u) acc[u] = I::fma(w, D::sub(vp, 0, u), acc[u]);
             }
 #pragma GCC unroll 4
             for (int u = 0; u < U; ++u) I::store(o + e0 + u * I::L, acc[u]);
@@ -193,7 +196,7 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
             const int len = d - e0 < I::L ? int(d - e0) : I::L;
             V acc = I::zero();
             for (int64_t pos = 0; pos < n; ++pos)
-                acc = I::fma(I::set1(pg[pos]), I::load_part(v + pos * ldv + e0, len), acc);
+                acc = I::fma(I::set1(pg[pos]), D::part(row(v + pos * ldv), e0, len), acc);
             I::store_part(o + e0, acc, len);
         }
     }
