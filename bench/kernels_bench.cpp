@@ -187,6 +187,42 @@ BENCHMARK(BM_GdnRecurrence)
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
 
+// Decode attention's value sum for one kv head of a Qwen3.5-0.8B attention layer at a context
+// of n positions: 4 query heads (the GQA group) weight the head's 256-value rows, which sit
+// 512 values apart in the cache (2 kv heads); f32 or f16 values. The caches of 6 layers
+// rotate, as in a forward.
+void BM_WeightedRows(benchmark::State& state) {
+    const int64_t n = state.range(0);
+    const bool f16 = state.range(1) != 0;
+    constexpr int64_t G = 4, D = 256, ldv = 512, kLayers = 6;
+    std::mt19937 rng(4);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> p(size_t(G * n));
+    for (float& x : p) x = dist(rng) * 0.5f + 0.5f;
+    std::vector<std::vector<float>> vf(kLayers);
+    std::vector<std::vector<uint16_t>> vh(kLayers);
+    for (int l = 0; l < kLayers; ++l) {
+        vf[size_t(l)].resize(size_t(n * ldv));
+        for (float& x : vf[size_t(l)]) x = dist(rng);
+        vh[size_t(l)].resize(vf[size_t(l)].size());
+        for (size_t i = 0; i < vh[size_t(l)].size(); ++i) vh[size_t(l)][i] = f32_to_f16(vf[size_t(l)][i]);
+    }
+    std::vector<float> out(size_t(G * D));
+    int layer = 0;
+    for (auto _ : state) {
+        if (f16)
+            kernels().weighted_rows_f16(p.data(), n, G, vh[size_t(layer)].data(), ldv, n, D, out.data());
+        else
+            kernels().weighted_rows(p.data(), n, G, vf[size_t(layer)].data(), ldv, n, D, out.data());
+        layer = (layer + 1) % kLayers;
+        benchmark::ClobberMemory();
+    }
+    state.counters["GB/s"] = benchmark::Counter(double(n * D * (f16 ? 2 : 4)) * double(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(kernels().isa) + (f16 ? " f16" : " f32"));
+}
+BENCHMARK(BM_WeightedRows)->ArgsProduct({{512, 4096, 32768}, {0, 1}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+
 // cost(N)/cost(1) for N = 1..8 and the N=1 streaming rate as a share of measured bandwidth.
 void BM_VerifyCostCurve(benchmark::State& state) {
     const WType type = kTypes[state.range(0)];

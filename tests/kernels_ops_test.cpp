@@ -198,8 +198,10 @@ TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);
         for (int64_t d : kLengths) {
-            for (int64_t n : {1, 2, 7, 64}) {
-                const int64_t G = 3, ldp = n + 5, ldv = d + 3;
+            // G: row groups of 4 and every leftover count.
+            for (int64_t n : {1, 2, 7, 64})
+            for (int64_t G : {1, 3, 4, 6}) {
+                const int64_t ldp = n + 5, ldv = d + 3;
                 std::vector<float> p = random_values(size_t(G * ldp), 9, 0.0f, 1.0f);
                 std::vector<float> v = random_values(size_t(n * ldv), 10, -2.0f, 2.0f);
                 std::vector<float> want(size_t(G * d), std::nanf("")), got = want;
@@ -226,8 +228,9 @@ TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
 // fma per position).
 TEST(KernelsOps, WeightedRowsF16EqualReferenceBitwise) {
     for (int64_t d : kLengths) {
-        for (int64_t n : {1, 2, 7, 64}) {
-            const int64_t G = 3, ldp = n + 5, ldv = d + 3;
+        for (int64_t n : {1, 2, 7, 64})
+        for (int64_t G : {1, 3, 4, 6}) {
+            const int64_t ldp = n + 5, ldv = d + 3;
             std::vector<float> p = random_values(size_t(G * ldp), 11, 0.0f, 1.0f);
             std::vector<float> values = random_values(size_t(n * ldv), 12, -2.0f, 2.0f);
             std::vector<uint16_t> v(values.size());
