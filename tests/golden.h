@@ -31,6 +31,12 @@ inline GoldenModel golden_model(const std::string& name) {
     return g;
 }
 
+// A gtest parameter name from fixture names ("qwen35-dense-tiny" -> "qwen35_dense_tiny").
+inline std::string test_name(std::string s) {
+    std::replace(s.begin(), s.end(), '-', '_');
+    return s;
+}
+
 inline bool golden_has_prompt(const GoldenModel& g, const std::string& prompt) {
     return is_directory(g.golden_dir + "/" + prompt);
 }

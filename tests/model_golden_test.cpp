@@ -112,10 +112,7 @@ std::vector<Case> all_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::ValuesIn(all_cases()),
                          [](const auto& info) {
-                             std::string name = info.param.model + "_" + info.param.prompt;
-                             for (char& ch : name)
-                                 if (ch == '-') ch = '_';
-                             return name;
+                             return test::test_name(info.param.model + "_" + info.param.prompt);
                          });
 
 }  // namespace

@@ -207,12 +207,7 @@ TEST_P(SpecParity, PrefillThenDecodeEqualsTokenByToken) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, SpecParity,
                          ::testing::Values("qwen35-dense-tiny", "qwen35-moe-tiny"),
-                         [](const auto& info) {
-                             std::string n = info.param;
-                             for (char& ch : n)
-                                 if (ch == '-') ch = '_';
-                             return n;
-                         });
+                         [](const auto& info) { return test::test_name(info.param); });
 
 }  // namespace
 }  // namespace nextn

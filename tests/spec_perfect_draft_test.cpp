@@ -136,10 +136,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, PerfectDraft,
                                            Case{"qwen35-dense-tiny", WType::Q8_0},
                                            Case{"qwen35-moe-tiny", WType::Q8_0}),
                          [](const auto& info) {
-                             std::string n = info.param.model + "_" + wtype_name(info.param.type);
-                             for (char& ch : n)
-                                 if (ch == '-') ch = '_';
-                             return n;
+                             return test::test_name(info.param.model + "_" + wtype_name(info.param.type));
                          });
 
 }  // namespace

@@ -56,30 +56,33 @@ void softmax(float* x, int64_t n_rows, int64_t d) {
     }
 }
 
-void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
-                   int64_t d, float* out) {
+namespace {
+
+// weighted_rows over value rows of Elem, each widened to f32 by `widen` (exact for f16).
+template <class Elem, class Widen>
+void weighted_rows_of(const float* p, int64_t ldp, int64_t G, const Elem* v, int64_t ldv, int64_t n,
+                      int64_t d, float* out, Widen widen) {
     for (int64_t g = 0; g < G; ++g) {
         float* o = out + g * d;
         for (int64_t e = 0; e < d; ++e) o[e] = 0.0f;
         for (int64_t pos = 0; pos < n; ++pos) {
             const float w = p[g * ldp + pos];
-            const float* vp = v + pos * ldv;
-            for (int64_t e = 0; e < d; ++e) o[e] = std::fma(w, vp[e], o[e]);
+            const Elem* vp = v + pos * ldv;
+            for (int64_t e = 0; e < d; ++e) o[e] = std::fma(w, widen(vp[e]), o[e]);
         }
     }
 }
 
+}  // namespace
+
+void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
+                   int64_t d, float* out) {
+    weighted_rows_of(p, ldp, G, v, ldv, n, d, out, [](float x) { return x; });
+}
+
 void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
                        int64_t n, int64_t d, float* out) {
-    for (int64_t g = 0; g < G; ++g) {
-        float* o = out + g * d;
-        for (int64_t e = 0; e < d; ++e) o[e] = 0.0f;
-        for (int64_t pos = 0; pos < n; ++pos) {
-            const float w = p[g * ldp + pos];
-            const uint16_t* vp = v + pos * ldv;
-            for (int64_t e = 0; e < d; ++e) o[e] = std::fma(w, f16_to_f32(vp[e]), o[e]);
-        }
-    }
+    weighted_rows_of(p, ldp, G, v, ldv, n, d, out, f16_to_f32);
 }
 
 void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,
