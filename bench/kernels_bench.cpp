@@ -188,13 +188,12 @@ BENCHMARK(BM_GdnRecurrence)
     ->MinTime(0.3);
 
 // Decode attention's value sum for one kv head of a Qwen3.5-0.8B attention layer at a context
-// of n positions: 4 query heads (the GQA group) weight the head's 256-value rows, which sit
-// 512 values apart in the cache (2 kv heads); f32 or f16 values. The caches of 6 layers
-// rotate, as in a forward.
+// of n positions: 4 query heads (the GQA group) weight the head's 256-value rows, contiguous
+// in the head-major cache; f32 or f16 values. The caches of 6 layers rotate, as in a forward.
 void BM_WeightedRows(benchmark::State& state) {
     const int64_t n = state.range(0);
     const bool f16 = state.range(1) != 0;
-    constexpr int64_t G = 4, D = 256, ldv = 512, kLayers = 6;
+    constexpr int64_t G = 4, D = 256, ldv = 256, kLayers = 6;
     std::mt19937 rng(4);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     std::vector<float> p(size_t(G * n));
@@ -222,6 +221,44 @@ void BM_WeightedRows(benchmark::State& state) {
     state.SetLabel(std::string(kernels().isa) + (f16 ? " f16" : " f32"));
 }
 BENCHMARK(BM_WeightedRows)->ArgsProduct({{512, 4096, 32768}, {0, 1}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+
+// Decode attention's scores for the same kv head: the 4 query heads against the head's key
+// rows (256 values, contiguous), one gemm_rows of width 4 as the model calls it.
+void BM_AttentionScores(benchmark::State& state) {
+    const int64_t n = state.range(0);
+    const bool f16 = state.range(1) != 0;
+    constexpr int64_t G = 4, D = 256, ldk = 256, kLayers = 6;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> q(size_t(G * D));
+    for (float& x : q) x = dist(rng);
+    std::vector<std::vector<float>> kf(kLayers);
+    std::vector<std::vector<uint16_t>> kh(kLayers);
+    for (int l = 0; l < kLayers; ++l) {
+        kf[size_t(l)].resize(size_t(n * ldk));
+        for (float& x : kf[size_t(l)]) x = dist(rng);
+        kh[size_t(l)].resize(kf[size_t(l)].size());
+        for (size_t i = 0; i < kh[size_t(l)].size(); ++i) kh[size_t(l)][i] = f32_to_f16(kf[size_t(l)][i]);
+    }
+    std::vector<float> scores(size_t(G * n));
+    int layer = 0;
+    for (auto _ : state) {
+        WeightMatrix keys;
+        keys.type = f16 ? WType::F16 : WType::F32;
+        keys.rows = n;
+        keys.cols = D;
+        keys.data = f16 ? reinterpret_cast<const uint8_t*>(kh[size_t(layer)].data())
+                        : reinterpret_cast<const uint8_t*>(kf[size_t(layer)].data());
+        keys.row_bytes = size_t(ldk) * (f16 ? 2 : 4);
+        kernels().gemm_rows(keys, q.data(), G, scores.data(), n, 0, n);
+        layer = (layer + 1) % kLayers;
+        benchmark::ClobberMemory();
+    }
+    state.counters["GB/s"] = benchmark::Counter(double(n * D * (f16 ? 2 : 4)) * double(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(kernels().isa) + (f16 ? " f16" : " f32"));
+}
+BENCHMARK(BM_AttentionScores)->ArgsProduct({{512, 4096, 32768}, {0, 1}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // cost(N)/cost(1) for N = 1..8 and the N=1 streaming rate as a share of measured bandwidth.
 void BM_VerifyCostCurve(benchmark::State& state) {

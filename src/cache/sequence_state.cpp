@@ -14,10 +14,10 @@ KvCacheType parse_kv_cache_type(const std::string& name) {
     fail("unknown KV cache type '", name, "' (supported: f32, f16)");
 }
 
-AttentionCache::AttentionCache(int64_t capacity_, int64_t row_values_, KvCacheType type_)
-    : capacity(capacity_), row_values(row_values_), type(type_) {
+AttentionCache::AttentionCache(int64_t capacity_, int64_t n_heads_, int64_t head_dim_, KvCacheType type_)
+    : capacity(capacity_), n_heads(n_heads_), head_dim(head_dim_), type(type_) {
     // The buffer counts floats: halves take half as many, rounded up.
-    const size_t values = size_t(capacity * row_values);
+    const size_t values = size_t(capacity * n_heads * head_dim);
     const size_t floats = type == KvCacheType::F16 ? (values + 1) / 2 : values;
     k = ZeroPagesBuffer(floats);
     v = ZeroPagesBuffer(floats);

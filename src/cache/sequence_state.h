@@ -31,21 +31,31 @@ const char* kv_cache_type_name(KvCacheType t);
 // Parses "f32" / "f16"; throws Error naming the value otherwise.
 KvCacheType parse_kv_cache_type(const std::string& name);
 
+// Head-major: each kv head's positions are contiguous, so attention over one head streams its
+// rows in order (position-major, the heads' rows interleaved, made each head's read a strided
+// stream the hardware prefetcher did not follow: kernels_bench BM_AttentionScores, one 0.8B
+// head at 4096 positions, 644 -> 412 us f32, 273 -> 114 us f16).
 struct AttentionCache {
-    int64_t capacity = 0;    // positions
-    int64_t row_values = 0;  // values a position holds per tensor: n_kv_heads * head_dim
+    int64_t capacity = 0;  // positions
+    int64_t n_heads = 0;   // kv heads
+    int64_t head_dim = 0;
     KvCacheType type = KvCacheType::F32;
     // Zero pages backed as positions are written: a new sequence costs nothing up front.
-    ZeroPagesBuffer k;       // [capacity, n_kv_heads, head_dim] of `type`
-    ZeroPagesBuffer v;       // [capacity, n_kv_heads, head_dim] of `type`
+    ZeroPagesBuffer k;     // [n_heads, capacity, head_dim] of `type`
+    ZeroPagesBuffer v;     // [n_heads, capacity, head_dim] of `type`
 
     AttentionCache() = default;
-    AttentionCache(int64_t capacity, int64_t row_values, KvCacheType type);
+    AttentionCache(int64_t capacity, int64_t n_heads, int64_t head_dim, KvCacheType type);
     size_t value_bytes() const { return type == KvCacheType::F16 ? 2 : 4; }
-    size_t row_bytes() const { return size_t(row_values) * value_bytes(); }  // one position
-    size_t bytes() const { return 2 * size_t(capacity) * row_bytes(); }      // K and V
-    uint8_t* k_row(int64_t pos) { return reinterpret_cast<uint8_t*>(k.data()) + size_t(pos) * row_bytes(); }
-    uint8_t* v_row(int64_t pos) { return reinterpret_cast<uint8_t*>(v.data()) + size_t(pos) * row_bytes(); }
+    size_t row_bytes() const { return size_t(head_dim) * value_bytes(); }  // one head, one position
+    size_t bytes() const { return 2 * size_t(capacity * n_heads) * row_bytes(); }  // K and V
+    uint8_t* k_at(int64_t head, int64_t pos) { return at(k, head, pos); }
+    uint8_t* v_at(int64_t head, int64_t pos) { return at(v, head, pos); }
+
+private:
+    uint8_t* at(ZeroPagesBuffer& b, int64_t head, int64_t pos) const {
+        return reinterpret_cast<uint8_t*>(b.data()) + size_t(head * capacity + pos) * row_bytes();
+    }
 };
 
 struct RecurrentState {

@@ -13,15 +13,15 @@ namespace nextn {
 
 namespace {
 
-// One position's keys or values [Nkv, D] into the cache row at dst, in the cache's type (f16:
-// rounded to nearest even, once).
+// One head's keys or values at one position [D] into the cache row at dst, in the cache's type
+// (f16: rounded to nearest even, once).
 void store_kv_row(const AttentionCache& cache, uint8_t* dst, const float* src) {
     if (cache.type == KvCacheType::F32) {
         std::memcpy(dst, src, cache.row_bytes());
         return;
     }
     uint16_t* h = reinterpret_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < cache.row_values; ++i) h[i] = f32_to_f16(src[i]);
+    for (int64_t i = 0; i < cache.head_dim; ++i) h[i] = f32_to_f16(src[i]);
 }
 
 }  // namespace
@@ -52,8 +52,10 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
             kt.sigmoid(q + D, q + D, D);  // the output gate, used after attention
         }
         kt.rope_neox(k + t * Nkv * D, Nkv, D, half_rot, rope_cos, rope_sin);
-        store_kv_row(cache, cache.k_row(pos), k + t * Nkv * D);
-        store_kv_row(cache, cache.v_row(pos), v + t * Nkv * D);
+        for (int64_t h = 0; h < Nkv; ++h) {
+            store_kv_row(cache, cache.k_at(h, pos), k + (t * Nkv + h) * D);
+            store_kv_row(cache, cache.v_at(h, pos), v + (t * Nkv + h) * D);
+        }
     }
 
     // Work item (token t, kv head): its `group` query heads score positions [0, pos] with one
@@ -77,22 +79,22 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
                 const float* q = qg + (t * Nq + kvh * group + g) * 2 * D;
                 for (int64_t d = 0; d < D; ++d) qs[g * D + d] = q[d] * scale;
             }
-            WeightMatrix keys;  // rows = positions of this kv head, strided in the cache
+            WeightMatrix keys;  // rows = positions of this kv head, contiguous in the cache
             keys.type = f16_cache ? WType::F16 : WType::F32;
             keys.rows = n_ctx;
             keys.cols = D;
-            keys.data = cache.k_row(0) + size_t(kvh * D) * cache.value_bytes();
+            keys.data = cache.k_at(kvh, 0);
             keys.row_bytes = cache.row_bytes();
             kt.gemm_rows(keys, qs, group, scores, n_ctx, 0, n_ctx);
             kt.softmax(scores, group, n_ctx);
             // The group's heads are adjacent in attn ([group, D]): one call for all of them.
             float* og = attn + (t * Nq + kvh * group) * D;  // [group, D]
-            const uint8_t* values = cache.v_row(0) + size_t(kvh * D) * cache.value_bytes();
+            const uint8_t* values = cache.v_at(kvh, 0);
             if (f16_cache)
                 kt.weighted_rows_f16(scores, n_ctx, group, reinterpret_cast<const uint16_t*>(values),
-                                     Nkv * D, n_ctx, D, og);
+                                     D, n_ctx, D, og);
             else
-                kt.weighted_rows(scores, n_ctx, group, reinterpret_cast<const float*>(values), Nkv * D,
+                kt.weighted_rows(scores, n_ctx, group, reinterpret_cast<const float*>(values), D,
                                  n_ctx, D, og);
             for (int64_t g = 0; g < group; ++g) {
                 float* __restrict o = og + g * D;

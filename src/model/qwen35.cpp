@@ -80,7 +80,7 @@ SequenceState Qwen35Model::new_state(int64_t max_positions, int max_width) const
     s.max_positions = max_positions;
     s.max_width = std::max(1, max_width);
     auto make_attention = [&](AttentionCache& a) {
-        a = AttentionCache(max_positions, int64_t(c.n_kv_heads) * c.head_dim, kv_cache_type_);
+        a = AttentionCache(max_positions, c.n_kv_heads, c.head_dim, kv_cache_type_);
     };
     s.attention.resize(size_t(c.n_layers));
     s.recurrent.resize(size_t(c.n_layers));

@@ -168,15 +168,15 @@ void softmax(float* x, int64_t n_rows, int64_t d) {
 // of every value row once and meets all NG probability rows with it, so the value cache is read
 // once per call, not once per row. (One row per pass, as before, read a 0.8B kv head's values
 // 4 times: 907 us at 4096 positions, kernels_bench BM_WeightedRows.)
-// Rows weighted_rows_group prefetches ahead of the one it reads. The value rows are ldv apart
-// (the other kv heads' values between them), a strided stream the hardware prefetcher leaves
-// alone: without this each row cost a memory latency.
+// Rows weighted_rows_group prefetches ahead of the one it reads: value rows ldv apart with
+// other values between them (a position-major cache) are a strided stream the hardware
+// prefetcher leaves alone, and each row then cost a memory latency.
 constexpr int64_t kWeightedRowsAhead = 16;
 
 // Rows g0 .. g0+NG-1 of weighted_rows: each pass over the positions loads a slice of U vectors
 // of every value row once and meets all NG probability rows with it, so the values are read
 // once per call, not once per row. kernels_bench BM_WeightedRows (a 0.8B kv head: 4 rows of
-// 256 values 512 apart), one row per pass without prefetch -> this, medians of 3 alternating
+// 256 values, then still 512 apart), one row per pass without prefetch -> this, medians of 3 alternating
 // runs: 4096 positions f32 890 -> 478 us, f16 327 -> 157; 32768 positions f32 19.3 -> 5.4 ms,
 // f16 10.0 -> 3.4. (Blocks of 64 positions whose first pass prefetched whole rows, so that the
 // other passes hit L2, measured slower: 683-832 and 409-442 us at 4096.)
