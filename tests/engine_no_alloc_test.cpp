@@ -108,7 +108,8 @@ LoadedModel open(const Case& c) {
 class NoAllocation : public ::testing::TestWithParam<Case> {};
 
 // 20 tokens: longer than the widest forward the decode loop runs (a verify of 5, an MTP flush
-// of MtpDrafter::kMaxPending + 4), so the prefill has sized the scratch for all of them.
+// of at most MtpDrafter::kMaxPending = 16 rows), so the prefill has sized the scratch for all
+// of them. (A shorter prompt grows it once, the first time the loop runs a wider forward.)
 std::vector<int32_t> prompt_for(const Qwen35Model& m) {
     std::vector<int32_t> p;
     for (int i = 0; i < 20; ++i) p.push_back(int32_t((37 * i + 11) % m.config().vocab_size));
@@ -153,8 +154,9 @@ TEST_P(NoAllocation, GenerateLoop) {
     LoadedModel lm = open(GetParam());
     const Qwen35Model& m = *lm.model;
     // Each branch of the sampling pipeline: greedy; top-k with top-p, min-p and penalties; dense
-    // (temperature only); top-p without top-k (the nucleus histogram).
-    std::vector<std::pair<const char*, SamplerParams>> samplers(4);
+    // (temperature only); top-p without top-k (the nucleus histogram); a whole-history penalty
+    // window with a top-k past the heap scan's (a full selection where the vocabulary allows).
+    std::vector<std::pair<const char*, SamplerParams>> samplers(5);
     samplers[0] = {"greedy", DecodeOptions::greedy_params()};
     samplers[1].first = "top-k, top-p, min-p, penalties";
     samplers[1].second.temperature = 0.8f;
@@ -166,6 +168,11 @@ TEST_P(NoAllocation, GenerateLoop) {
     samplers[2].second.temperature = 0.8f;
     samplers[3].first = "top-p only";
     samplers[3].second.top_p = 0.95f;
+    samplers[4].first = "penalties over the whole history, top-k above the heap scan";
+    samplers[4].second.temperature = 0.8f;
+    samplers[4].second.top_k = 5000;
+    samplers[4].second.frequency_penalty = 0.2f;
+    samplers[4].second.penalty_last_n = -1;
     for (auto& [sampler_name, params] : samplers) {
         SCOPED_TRACE(sampler_name);
         params.seed = 7;

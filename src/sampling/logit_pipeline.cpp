@@ -233,6 +233,22 @@ bool uses_top_k(const SamplerParams& params, int64_t vocab) {
     return params.top_k > 0 && params.top_k < vocab;
 }
 
+// The penalty window reserved at once: penalty_last_n, up to a bound (a huge --repeat-last-n
+// must not reserve gigabytes per workspace).
+constexpr size_t kReservedPenaltyWindow = size_t(1) << 16;
+size_t reserved_penalty_window(const SamplerParams& params) {
+    if (!params.penalties_active() || params.penalty_last_n <= 0) return 0;
+    return std::min(static_cast<size_t>(params.penalty_last_n), kReservedPenaltyWindow);
+}
+
+// The candidates' capacity: top_k in the heap scan, else every logit (select_top_k's selection
+// over all finite logits above kHeapSelectMaxK, or the nucleus).
+size_t candidate_capacity(const SamplerParams& params, int64_t vocab) {
+    if (params.greedy()) return 0;
+    const bool heap = uses_top_k(params, vocab) && params.top_k <= kHeapSelectMaxK;
+    return static_cast<size_t>(heap ? params.top_k : vocab);
+}
+
 // The most tokens a distribution from process() can hold.
 size_t max_support(const SamplerParams& params, int64_t vocab) {
     if (params.greedy()) return 1;
@@ -246,12 +262,13 @@ void reserve_for_sampling(const SamplerParams& params, int64_t vocab, Distributi
     d.probs.reserve(max_support(params, vocab));
 }
 
-void reserve_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w) {
+void reserve_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w,
+                          size_t max_history) {
     w.logits.reserve(static_cast<size_t>(vocab));
-    if (params.penalties_active() && params.penalty_last_n > 0)
-        w.recent.reserve(static_cast<size_t>(params.penalty_last_n));
+    if (params.penalties_active() && params.penalty_last_n < 0) w.recent.reserve(max_history);
+    w.recent.reserve(reserved_penalty_window(params));
     if (params.greedy()) return;
-    w.candidates.reserve(max_support(params, vocab));
+    w.candidates.reserve(candidate_capacity(params, vocab));
     if (!uses_top_k(params, vocab)) {
         w.weights.reserve(static_cast<size_t>(vocab));
         if (params.top_p < 1.0f) w.nucleus_mass.reserve(4 * kNucleusBuckets);
@@ -278,9 +295,10 @@ void apply_bias_and_penalties(std::span<const float> logits, std::span<const int
                               ? history.size()
                               : std::min(history.size(), static_cast<size_t>(params.penalty_last_n));
     // Room for the whole window at once (it grows with the history up to penalty_last_n), so a
-    // decode loop does not regrow it token by token; a window of the whole history (-1) grows
-    // by doubling.
-    recent.reserve(params.penalty_last_n < 0 ? 2 * window : static_cast<size_t>(params.penalty_last_n));
+    // decode loop does not regrow it token by token; a window of the whole history (-1), or one
+    // past kReservedPenaltyWindow, grows by doubling.
+    if (recent.capacity() < window)
+        recent.reserve(std::max({window, 2 * recent.capacity(), reserved_penalty_window(params)}));
     recent.assign(history.end() - static_cast<ptrdiff_t>(window), history.end());
     std::sort(recent.begin(), recent.end());  // equal ids become runs: run length = count
     for (size_t start = 0; start < recent.size();) {
@@ -319,7 +337,7 @@ void distribution_from_logits(std::span<const float> logits, const SamplerParams
     // Room for the largest support at once: one larger than any before would otherwise
     // reallocate inside the decode loop.
     reserve_for_sampling(params, vocab, out);
-    cand.reserve(max_support(params, vocab));
+    cand.reserve(candidate_capacity(params, vocab));
     if (uses_top_k(params, vocab)) {
         select_top_k(logits, params.top_k, cand);
         double total = 0.0;

@@ -55,8 +55,10 @@ struct SamplingWorkspace {
 
 // Capacity for everything process() with `params` over `vocab` logits writes: a decode loop
 // that reserves its workspaces and output distributions before the first round allocates
-// nothing later, even at a position (a draft depth) it first reaches late.
-void reserve_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w);
+// nothing later, even at a position (a draft depth) it first reaches late. max_history: the
+// most history tokens it will pass (the penalty window of a whole-history -1 setting).
+void reserve_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w,
+                          size_t max_history);
 void reserve_for_sampling(const SamplerParams& params, int64_t vocab, Distribution& d);
 
 // Steps 1-2 (no temperature): writes the biased, penalized logits into out, [V]; `recent` is

@@ -27,10 +27,14 @@ struct DraftRequest {
 // nothing once they have grown.
 class DraftProposal {
 public:
-    void clear() { tokens_.clear(); }
+    void clear() {
+        tokens_.clear();
+        q_filled_ = false;
+    }
     // The next draft's distribution, to fill before add() (its buffers are an earlier round's).
     Distribution& next_q() {
         if (q_.size() == tokens_.size()) q_.emplace_back();
+        q_filled_ = true;
         return q_[tokens_.size()];
     }
     // Room for k drafts, each distribution given to `prepare` (to reserve its buffers): with
@@ -42,9 +46,12 @@ public:
         for (Distribution& d : q_) prepare(d);
     }
     // Appends a draft drawn from the distribution next_q() returned.
+    // (Without next_q() first the token would pair with a stale distribution of an earlier
+    // round, and acceptance would no longer be exact.)
     void add(int32_t token) {
-        if (q_.size() <= tokens_.size()) fail("DraftProposal: a draft added without its distribution");
+        if (!q_filled_) fail("DraftProposal: a draft added without its distribution (next_q first)");
         tokens_.push_back(token);
+        q_filled_ = false;
     }
 
     size_t size() const { return tokens_.size(); }
@@ -55,6 +62,7 @@ public:
 private:
     std::vector<int32_t> tokens_;
     std::vector<Distribution> q_;  // [>= size()]: entries past size() are spare buffers
+    bool q_filled_ = false;        // next_q() was called since the last add()
 };
 
 class Drafter {

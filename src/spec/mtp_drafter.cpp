@@ -34,8 +34,9 @@ void MtpDrafter::on_commit(const float* hidden, const int32_t* next_tokens, int6
     if (!pending_tokens_.empty() && pending_pos0_ + int64_t(pending_tokens_.size()) != pos0)
         fail("MtpDrafter: committed positions are not contiguous");
     // A long run of plain (depth 0) rounds drafts nothing, so nothing else flushes: flushing
-    // once kMaxPending pairs wait keeps each flush within the widths a forward has already run
-    // (no scratch regrowth in the decode loop). Prefill chunks still flush whole, in one batch.
+    // once kMaxPending pairs wait bounds every decode-loop flush to kMaxPending rows, which a
+    // prompt of that many tokens has already sized the scratch for (a shorter prompt grows it
+    // once, at the first such flush). Prefill chunks still flush whole, in one batch.
     if (!pending_tokens_.empty() && int64_t(pending_tokens_.size()) + n > kMaxPending) flush();
     if (pending_tokens_.empty()) pending_pos0_ = pos0;
     pending_hidden_.insert(pending_hidden_.end(), hidden, hidden + n * H);
@@ -76,6 +77,7 @@ void MtpDrafter::draft(const DraftRequest& request, DraftProposal& proposal) {
     // history plus the drafts before it (so penalties count in-flight drafts).
     std::vector<int32_t>& history = *request.history;
     const size_t committed = history.size();
+    reserve_for_sampling(*request.params, V, workspace_, history.capacity());
     auto propose = [&](const float* logits) {
         Distribution& q = proposal.next_q();
         process({logits, size_t(V)}, history, *request.params, workspace_, q);

@@ -131,7 +131,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     for (SamplingWorkspace& w : processed) {
         w.logits.resize(size_t(V));
         if (!params.greedy()) w.weights.resize(size_t(V));
-        reserve_for_sampling(params, V, w);
+        reserve_for_sampling(params, V, w, history.capacity());
     }
     for (Distribution& t : targets) reserve_for_sampling(params, V, t);
     proposal.reserve(size_t(depth), [&](Distribution& q) { reserve_for_sampling(params, V, q); });

@@ -164,22 +164,22 @@ void softmax(float* x, int64_t n_rows, int64_t d) {
     }
 }
 
-// Rows g0 .. g0+NG-1 of weighted_rows: each pass over the positions loads a slice of U vectors
-// of every value row once and meets all NG probability rows with it, so the value cache is read
-// once per call, not once per row. (One row per pass, as before, read a 0.8B kv head's values
-// 4 times: 907 us at 4096 positions, kernels_bench BM_WeightedRows.)
-// Rows weighted_rows_group prefetches ahead of the one it reads: value rows ldv apart with
-// other values between them (a position-major cache) are a strided stream the hardware
-// prefetcher leaves alone, and each row then cost a memory latency.
+// Rows weighted_rows_group prefetches ahead of the one it reads. Value rows ldv apart with other
+// values between them (the position-major cache this kernel was first measured on) are a
+// strided stream the hardware prefetcher left alone, each row a memory latency. On the head-major
+// cache's contiguous rows it still pays (BM_WeightedRows, 3 alternating runs, with -> without:
+// 4096 positions f32 325-534 -> 583-632 us, f16 97-213 -> 107-259; 32768 f32 5.0-6.9 -> 6.2-6.5
+// ms, f16 2.5-2.9 -> 2.8-4.1). Clamped to the last row.
 constexpr int64_t kWeightedRowsAhead = 16;
 
 // Rows g0 .. g0+NG-1 of weighted_rows: each pass over the positions loads a slice of U vectors
 // of every value row once and meets all NG probability rows with it, so the values are read
-// once per call, not once per row. kernels_bench BM_WeightedRows (a 0.8B kv head: 4 rows of
-// 256 values, then still 512 apart), one row per pass without prefetch -> this, medians of 3 alternating
-// runs: 4096 positions f32 890 -> 478 us, f16 327 -> 157; 32768 positions f32 19.3 -> 5.4 ms,
-// f16 10.0 -> 3.4. (Blocks of 64 positions whose first pass prefetched whole rows, so that the
-// other passes hit L2, measured slower: 683-832 and 409-442 us at 4096.)
+// once per call, not once per row. kernels_bench BM_WeightedRows, a 0.8B kv head (4 rows of 256
+// values, then 512 apart in a position-major cache), one row per pass without prefetch -> this,
+// medians of 3 alternating runs: 4096 positions f32 890 -> 478 us, f16 327 -> 157; 32768
+// positions f32 19.3 -> 5.4 ms, f16 10.0 -> 3.4. (Blocks of 64 positions whose first pass
+// prefetched whole rows, so that the other passes hit L2, measured slower: 683-832 and 409-442
+// us at 4096.)
 template <class I, class D, class Elem, int NG>
 void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv, int64_t n,
                          int64_t d, float* out) {
@@ -196,8 +196,8 @@ void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv
 #pragma GCC unroll 4
             for (int u = 0; u < U; ++u) acc[g][u] = I::zero();
         for (int64_t pos = 0; pos < n; ++pos) {
-            // Past the last row the prefetches are dropped: they never fault.
-            const uint8_t* ahead = row(v + (pos + kWeightedRowsAhead) * ldv + e0);
+            const int64_t next = pos + kWeightedRowsAhead < n ? pos + kWeightedRowsAhead : n - 1;
+            const uint8_t* ahead = row(v + next * ldv + e0);
             for (int64_t b = 0; b < kSliceBytes; b += 64) __builtin_prefetch(ahead + b, 0, 3);
             const uint8_t* vp = row(v + pos * ldv + e0);
             V x[U];
