@@ -34,6 +34,12 @@ int64_t SequenceState::rollback_bytes() const {
     return total;
 }
 
+int64_t SequenceState::kv_cache_bytes() const {
+    int64_t total = int64_t(mtp_attention.bytes());
+    for (const auto& a : attention) total += int64_t(a.bytes());
+    return total;
+}
+
 void SequenceState::reset() {
     n_past = 0;
     uncommitted = 0;

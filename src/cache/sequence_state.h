@@ -115,6 +115,9 @@ struct SequenceState {
     // Bytes the GDN layers hold for rolling back beyond the committed state: the spare state
     // slot and the pending inputs of max_width positions.
     int64_t rollback_bytes() const;
+    // Bytes the attention KV caches (trunk and MTP head) span for max_positions; pages are
+    // backed only as positions are written.
+    int64_t kv_cache_bytes() const;
     void reset();  // back to an empty sequence, buffers kept
 };
 

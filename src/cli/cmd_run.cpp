@@ -58,6 +58,8 @@ void print_report(const DecodeStats& s, bool mtp) {
         std::fprintf(stderr, "\n--- GDN rollback memory (spare state, pending inputs): %.2f MiB\n",
                      double(s.rollback_bytes) / (1024.0 * 1024.0));
     }
+    std::fprintf(stderr, "--- KV cache for the context: %.2f MiB (backed as positions are written)\n",
+                 double(s.kv_cache_bytes) / (1024.0 * 1024.0));
 }
 
 void write_stats_json(const std::string& path, const DecodeStats& s,
@@ -79,6 +81,7 @@ void write_stats_json(const std::string& path, const DecodeStats& s,
         by_position.push_back(s.drafted[d] ? double(s.accepted[d]) / double(s.drafted[d]) : 0.0);
     j["acceptance_by_position"] = by_position;
     j["rollback_bytes"] = s.rollback_bytes;
+    j["kv_cache_bytes"] = s.kv_cache_bytes;
     j["stopped_by_token"] = s.stopped_by_token;
     std::ofstream f(path);
     if (!f) fail("--stats-json: cannot write '", path, "'");

@@ -48,6 +48,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     stats.drafted.assign(size_t(depth), 0);
     stats.accepted.assign(size_t(depth), 0);
     stats.rollback_bytes = state.rollback_bytes();
+    stats.kv_cache_bytes = state.kv_cache_bytes();
     // Sized once: the decode loop appends without reallocating.
     stats.tokens.reserve(size_t(std::min<int64_t>(options.max_new_tokens,
                                                   state.max_positions - state.n_past + 1)));

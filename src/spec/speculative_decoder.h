@@ -46,6 +46,7 @@ struct DecodeStats {
     double decode_seconds = 0;
     bool stopped_by_token = false;
     int64_t rollback_bytes = 0;
+    int64_t kv_cache_bytes = 0;  // the attention KV caches' span for the context (--kv-type)
     // Every generated token committed to the sequence, in order. All but the last are in the
     // caches; the last is the next input. When the callback stops mid-round this runs past
     // the last token streamed.

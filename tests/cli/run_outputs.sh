@@ -53,6 +53,21 @@ for quant in "--quant q8_0" "--quant q4" "--quant q8_0 --f32-activations"; do
     [ "$qplain" = "$qmtp" ] || fail "$quant: MTP '$qmtp' != plain '$qplain'"
 done
 
+# --kv-type f16: greedy MTP output equals plain output through the CLI, and the stats report a
+# KV cache of half the f32 one's bytes.
+"$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q --no-mtp --stats-json "$TMP/kv32.json" >/dev/null \
+    || fail "kv f32 run"
+kplain=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q --no-mtp --kv-type f16 \
+         --stats-json "$TMP/kv16.json") || fail "kv f16 plain"
+kmtp=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q --draft-depth 3 --kv-type f16) || fail "kv f16 mtp"
+[ "$kplain" = "$kmtp" ] || fail "--kv-type f16: MTP '$kmtp' != plain '$kplain'"
+python3 - "$TMP/kv32.json" "$TMP/kv16.json" <<'PY' || fail "--kv-type f16: kv_cache_bytes"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["kv_cache_bytes"] > 0, "no KV bytes reported"
+assert 2 * b["kv_cache_bytes"] == a["kv_cache_bytes"], (a["kv_cache_bytes"], b["kv_cache_bytes"])
+PY
+
 # inspect says how the weights are held (this bf16 checkpoint: all bf16, kept as is).
 "$NEXTN" inspect "$MODEL" | grep -qE "^weights held as: bf16 x[0-9]+ \(matrices" || fail "inspect: weights held as"
 
