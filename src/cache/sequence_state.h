@@ -82,7 +82,9 @@ struct ForwardScratch {
     std::vector<float> window, z, b, a;                 // Gated DeltaNet projections and conv
     std::vector<float> q, k, v, g, beta, o;             // Gated DeltaNet heads
     std::vector<float> qg, attn_k, attn_v, attn;        // attention
-    std::vector<float> attn_scores;                     // per thread: queries + scores
+    // Per thread: queries + scores over the whole cache, on zero pages (backed only as far as
+    // the context reaches, not zero-filled up front for every new sequence).
+    ZeroPagesBuffer attn_scores;
     std::vector<float> rope_cos, rope_sin;              // [rotary_dims / 2] angles of one position
     std::vector<float> gate, up, router, shared, shared_gate, expert_in, expert_out;
     std::vector<float> route_w;                         // [T, k] MoE routing weights

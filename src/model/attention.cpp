@@ -67,9 +67,11 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
     const bool f16_cache = cache.type == KvCacheType::F16;
     // Per thread: queries [group, D] and scores [group, n_ctx <= capacity]. Sized for the whole
     // cache the first time, not for this step's context: growing it with the context would
-    // reallocate inside the decode loop.
+    // reallocate inside the decode loop. Zero pages: only the part the context reaches is backed.
     const int64_t per_thread = group * D + group * cache.capacity;
-    float* thread_scratch = ForwardScratch::take(s.attn_scores, size_t(pool_.size() * per_thread));
+    const size_t scratch_floats = size_t(pool_.size() * per_thread);
+    if (s.attn_scores.size() < scratch_floats) s.attn_scores = ZeroPagesBuffer(scratch_floats);
+    float* thread_scratch = s.attn_scores.data();
     pool_.run_indexed(T * Nkv, [&](int thread, int64_t i0, int64_t i1) {
         float* qs = thread_scratch + thread * per_thread;  // [group, D]
         float* scores = qs + group * D;                     // [group, n_ctx]
