@@ -187,76 +187,83 @@ BENCHMARK(BM_GdnRecurrence)
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
 
-// Decode attention's value sum for one kv head of a Qwen3.5-0.8B attention layer at a context
-// of n positions: 4 query heads (the GQA group) weight the head's 256-value rows, contiguous
-// in the head-major cache; f32 or f16 values. The caches of 6 layers rotate, as in a forward.
+// One kv head's cache rows (n positions x 256 values, contiguous as in the head-major cache) for
+// each of the 6 attention layers of a Qwen3.5-0.8B, random, as f32 and as f16; the decode
+// attention benchmarks rotate through the layers so that, as in a forward, none stays in cache.
+struct HeadCaches {
+    static constexpr int64_t kDim = 256, kLayers = 6;
+    std::vector<std::vector<float>> f32;
+    std::vector<std::vector<uint16_t>> f16;
+    int layer = 0;
+
+    HeadCaches(int64_t n, uint32_t seed) : f32(kLayers), f16(kLayers) {
+        std::mt19937 rng(seed);
+        std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+        for (int l = 0; l < kLayers; ++l) {
+            f32[size_t(l)].resize(size_t(n * kDim));
+            for (float& x : f32[size_t(l)]) x = dist(rng);
+            f16[size_t(l)].resize(f32[size_t(l)].size());
+            for (size_t i = 0; i < f16[size_t(l)].size(); ++i) f16[size_t(l)][i] = f32_to_f16(f32[size_t(l)][i]);
+        }
+    }
+    void next() { layer = (layer + 1) % kLayers; }
+    // GB/s counter and label for a benchmark that read n rows a call.
+    static void report(benchmark::State& state, int64_t n, bool half) {
+        state.counters["GB/s"] = benchmark::Counter(
+            double(n * kDim * (half ? 2 : 4)) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+        state.SetLabel(std::string(kernels().isa) + (half ? " f16" : " f32"));
+    }
+};
+
+// Decode attention's value sum for one kv head at a context of n positions: the 4 query heads
+// of the GQA group weight the head's value rows.
 void BM_WeightedRows(benchmark::State& state) {
     const int64_t n = state.range(0);
     const bool f16 = state.range(1) != 0;
-    constexpr int64_t G = 4, D = 256, ldv = 256, kLayers = 6;
+    constexpr int64_t G = 4, D = HeadCaches::kDim;
+    HeadCaches v(n, 4);
     std::mt19937 rng(4);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::uniform_real_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> p(size_t(G * n));
-    for (float& x : p) x = dist(rng) * 0.5f + 0.5f;
-    std::vector<std::vector<float>> vf(kLayers);
-    std::vector<std::vector<uint16_t>> vh(kLayers);
-    for (int l = 0; l < kLayers; ++l) {
-        vf[size_t(l)].resize(size_t(n * ldv));
-        for (float& x : vf[size_t(l)]) x = dist(rng);
-        vh[size_t(l)].resize(vf[size_t(l)].size());
-        for (size_t i = 0; i < vh[size_t(l)].size(); ++i) vh[size_t(l)][i] = f32_to_f16(vf[size_t(l)][i]);
-    }
+    for (float& x : p) x = dist(rng);
     std::vector<float> out(size_t(G * D));
-    int layer = 0;
     for (auto _ : state) {
         if (f16)
-            kernels().weighted_rows_f16(p.data(), n, G, vh[size_t(layer)].data(), ldv, n, D, out.data());
+            kernels().weighted_rows_f16(p.data(), n, G, v.f16[size_t(v.layer)].data(), D, n, D, out.data());
         else
-            kernels().weighted_rows(p.data(), n, G, vf[size_t(layer)].data(), ldv, n, D, out.data());
-        layer = (layer + 1) % kLayers;
+            kernels().weighted_rows(p.data(), n, G, v.f32[size_t(v.layer)].data(), D, n, D, out.data());
+        v.next();
         benchmark::ClobberMemory();
     }
-    state.counters["GB/s"] = benchmark::Counter(double(n * D * (f16 ? 2 : 4)) * double(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
-    state.SetLabel(std::string(kernels().isa) + (f16 ? " f16" : " f32"));
+    HeadCaches::report(state, n, f16);
 }
 BENCHMARK(BM_WeightedRows)->ArgsProduct({{512, 4096, 32768}, {0, 1}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // Decode attention's scores for the same kv head: the 4 query heads against the head's key
-// rows (256 values, contiguous), one gemm_rows of width 4 as the model calls it.
+// rows, one gemm_rows of width 4 as the model calls it.
 void BM_AttentionScores(benchmark::State& state) {
     const int64_t n = state.range(0);
     const bool f16 = state.range(1) != 0;
-    constexpr int64_t G = 4, D = 256, ldk = 256, kLayers = 6;
+    constexpr int64_t G = 4, D = HeadCaches::kDim;
+    HeadCaches k(n, 5);
     std::mt19937 rng(5);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     std::vector<float> q(size_t(G * D));
     for (float& x : q) x = dist(rng);
-    std::vector<std::vector<float>> kf(kLayers);
-    std::vector<std::vector<uint16_t>> kh(kLayers);
-    for (int l = 0; l < kLayers; ++l) {
-        kf[size_t(l)].resize(size_t(n * ldk));
-        for (float& x : kf[size_t(l)]) x = dist(rng);
-        kh[size_t(l)].resize(kf[size_t(l)].size());
-        for (size_t i = 0; i < kh[size_t(l)].size(); ++i) kh[size_t(l)][i] = f32_to_f16(kf[size_t(l)][i]);
-    }
     std::vector<float> scores(size_t(G * n));
-    int layer = 0;
     for (auto _ : state) {
         WeightMatrix keys;
         keys.type = f16 ? WType::F16 : WType::F32;
         keys.rows = n;
         keys.cols = D;
-        keys.data = f16 ? reinterpret_cast<const uint8_t*>(kh[size_t(layer)].data())
-                        : reinterpret_cast<const uint8_t*>(kf[size_t(layer)].data());
-        keys.row_bytes = size_t(ldk) * (f16 ? 2 : 4);
+        keys.data = f16 ? reinterpret_cast<const uint8_t*>(k.f16[size_t(k.layer)].data())
+                        : reinterpret_cast<const uint8_t*>(k.f32[size_t(k.layer)].data());
+        keys.row_bytes = size_t(D) * (f16 ? 2 : 4);
         kernels().gemm_rows(keys, q.data(), G, scores.data(), n, 0, n);
-        layer = (layer + 1) % kLayers;
+        k.next();
         benchmark::ClobberMemory();
     }
-    state.counters["GB/s"] = benchmark::Counter(double(n * D * (f16 ? 2 : 4)) * double(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
-    state.SetLabel(std::string(kernels().isa) + (f16 ? " f16" : " f32"));
+    HeadCaches::report(state, n, f16);
 }
 BENCHMARK(BM_AttentionScores)->ArgsProduct({{512, 4096, 32768}, {0, 1}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
