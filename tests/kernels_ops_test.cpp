@@ -208,7 +208,7 @@ TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
                 reference_kernels().weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d, want.data());
                 k.weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d, got.data());
                 ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
-                    << isa << " d=" << d << " n=" << n;
+                    << isa << " d=" << d << " n=" << n << " G=" << G;
                 for (int64_t g = 0; g < G; ++g)
                     for (int64_t e = 0; e < d; ++e) {
                         double sum = 0, mag = 0;
@@ -233,6 +233,8 @@ TEST(KernelsOps, WeightedRowsF16EqualReferenceBitwise) {
             const int64_t ldp = n + 5, ldv = d + 3;
             std::vector<float> p = random_values(size_t(G * ldp), 11, 0.0f, 1.0f);
             std::vector<float> values = random_values(size_t(n * ldv), 12, -2.0f, 2.0f);
+            // Every 7th value tiny: subnormal halves (widened exactly both ways) and signed zeros.
+            for (size_t i = 0; i < values.size(); i += 7) values[i] = 3e-6f * float(int(i % 3) - 1);
             std::vector<uint16_t> v(values.size());
             std::vector<float> widened(values.size());
             for (size_t i = 0; i < v.size(); ++i) {
@@ -243,12 +245,12 @@ TEST(KernelsOps, WeightedRowsF16EqualReferenceBitwise) {
             reference_kernels().weighted_rows_f16(p.data(), ldp, G, v.data(), ldv, n, d, want.data());
             reference_kernels().weighted_rows(p.data(), ldp, G, widened.data(), ldv, n, d, f32.data());
             ASSERT_EQ(0, std::memcmp(want.data(), f32.data(), want.size() * sizeof(float)))
-                << "d=" << d << " n=" << n;
+                << "d=" << d << " n=" << n << " G=" << G;
             for (const std::string& isa : available_isas()) {
                 std::vector<float> got(want.size(), std::nanf(""));
                 kernels_for(isa).weighted_rows_f16(p.data(), ldp, G, v.data(), ldv, n, d, got.data());
                 ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
-                    << isa << " d=" << d << " n=" << n;
+                    << isa << " d=" << d << " n=" << n << " G=" << G;
             }
         }
     }
