@@ -1,9 +1,10 @@
 // Speculative decoding is exact: greedy output with MTP drafts at every depth is token for token
 // the plain greedy output, rollback leaves the caches exactly as a fresh run would, and the
-// prefill / decode paths agree bitwise (batch invariance).
+// prefill / decode paths agree bitwise (batch invariance); with the f32 and the f16 KV cache.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ostream>
 
 #include "decode_helpers.h"
 #include "golden.h"
@@ -47,12 +48,22 @@ private:
     int64_t calls_ = 0;
 };
 
-class SpecParity : public ::testing::TestWithParam<std::string> {
+// A fixture model and the KV cache type: every property below holds bitwise with either, since
+// an f16 cache rounds each key and value once, when written.
+struct ParityCase {
+    std::string model;
+    KvCacheType kv;
+};
+
+void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.model << " " << kv_cache_type_name(c.kv); }
+
+class SpecParity : public ::testing::TestWithParam<ParityCase> {
 protected:
     void SetUp() override {
-        g_ = test::golden_model(GetParam());
+        g_ = test::golden_model(GetParam().model);
         ModelOptions opts;
         opts.threads = 2;
+        opts.kv_cache_type = GetParam().kv;
         lm_ = load_model(g_.model_dir, opts);
         prompt_ = test::json_ids(g_.index["prompts"]["p7"]["tokens"]);
     }
@@ -206,8 +217,13 @@ TEST_P(SpecParity, PrefillThenDecodeEqualsTokenByToken) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, SpecParity,
-                         ::testing::Values("qwen35-dense-tiny", "qwen35-moe-tiny"),
-                         [](const auto& info) { return test::test_name(info.param); });
+                         ::testing::Values(ParityCase{"qwen35-dense-tiny", KvCacheType::F32},
+                                           ParityCase{"qwen35-moe-tiny", KvCacheType::F32},
+                                           ParityCase{"qwen35-dense-tiny", KvCacheType::F16},
+                                           ParityCase{"qwen35-moe-tiny", KvCacheType::F16}),
+                         [](const auto& info) {
+                             return test::test_name(info.param.model + "_kv_" + kv_cache_type_name(info.param.kv));
+                         });
 
 }  // namespace
 }  // namespace nextn

@@ -17,8 +17,8 @@ KvCacheType parse_kv_cache_type(const std::string& name) {
 AttentionCache::AttentionCache(int64_t capacity_, int64_t n_heads_, int64_t head_dim_, KvCacheType type_)
     : capacity(capacity_), n_heads(n_heads_), head_dim(head_dim_), type(type_) {
     // The buffer counts floats: halves take half as many, rounded up.
-    const size_t values = size_t(capacity * n_heads * head_dim);
-    const size_t floats = type == KvCacheType::F16 ? (values + 1) / 2 : values;
+    const size_t bytes = size_t(capacity * n_heads * head_dim) * value_bytes();
+    const size_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
     k = ZeroPagesBuffer(floats);
     v = ZeroPagesBuffer(floats);
 }

@@ -28,6 +28,7 @@ namespace nextn {
 // nearest half once, when written, so plain and speculative decoding still see the same bits.
 enum class KvCacheType { F32, F16 };
 const char* kv_cache_type_name(KvCacheType t);
+inline size_t kv_value_bytes(KvCacheType t) { return t == KvCacheType::F16 ? 2 : 4; }
 // Parses "f32" / "f16"; throws Error naming the value otherwise.
 KvCacheType parse_kv_cache_type(const std::string& name);
 
@@ -46,7 +47,7 @@ struct AttentionCache {
 
     AttentionCache() = default;
     AttentionCache(int64_t capacity, int64_t n_heads, int64_t head_dim, KvCacheType type);
-    size_t value_bytes() const { return type == KvCacheType::F16 ? 2 : 4; }
+    size_t value_bytes() const { return kv_value_bytes(type); }
     size_t row_bytes() const { return size_t(head_dim) * value_bytes(); }  // one head, one position
     size_t bytes() const { return 2 * size_t(capacity * n_heads) * row_bytes(); }  // K and V
     uint8_t* k_at(int64_t head, int64_t pos) { return at(k, head, pos); }

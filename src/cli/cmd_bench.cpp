@@ -58,7 +58,7 @@ double bytes_per_token(const Qwen35Model& m) {
 // window; each attention layer reads its K and V cache (f32 or f16) and appends one position.
 double state_bytes_per_token(const ModelConfig& c, KvCacheType kv, int64_t position) {
     const double f = sizeof(float);
-    const double kv_bytes = kv == KvCacheType::F16 ? 2.0 : 4.0;
+    const double kv_bytes = double(kv_value_bytes(kv));
     const double gdn = 2.0 * f * (double(c.gdn_v_heads) * c.gdn_k_dim * c.gdn_v_dim +
                                   double(c.conv_kernel - 1) * double(c.gdn_conv_dim()));
     const double attention = 2.0 * kv_bytes * double(c.n_kv_heads) * c.head_dim * double(position + 1);
@@ -153,7 +153,7 @@ BenchModel open_bench_model(const Args& a) {
     const auto t0 = Clock::now();
     BenchModel m{load_synthetic_model(config, name, so, mo.threads), "synthetic:" + name,
                  synthetic_draft_name(so.draft), mo};
-    configure_draft_head(*m.lm.model, mo);  // the same draft head a real checkpoint gets
+    apply_model_options(*m.lm.model, mo);  // the same draft head a real checkpoint gets
     std::fprintf(stderr, "built in %.1f s\n", since(t0));
     return m;
 }
@@ -426,7 +426,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
                 100.0 * acceptance_d1(with_full));
         }
         out["draft_head"] = head;
-        configure_draft_head(m, bm.options);
+        apply_model_options(m, bm.options);
     }
     if (json) std::cout << out.dump(2) << "\n";
     return 0;

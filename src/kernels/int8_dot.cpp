@@ -275,15 +275,14 @@ constexpr int64_t kMinColumnsHeld = 16;
 void resize_columns(int64_t n, int64_t cols, QuantizedColumns& out) {
     out.n = n;
     out.chunks = int8_dot_chunks(cols);
-    const int64_t held = std::max(n, kMinColumnsHeld);
-    const size_t values = size_t(held * out.chunks * kI8ChunkValues);
-    const size_t blocks = size_t(held * out.chunks * kI8ChunkBlocks);
-    if (out.codes.size() < size_t(n * out.chunks * kI8ChunkValues)) out.codes.resize(values);
-    if (out.scales.size() < size_t(n * out.chunks * kI8ChunkBlocks)) {
-        out.scales.resize(blocks);
-        out.sums.resize(blocks);
-        out.half_sums.resize(blocks);
-    }
+    // codes and the three per-block planes always hold the same number of columns.
+    const int64_t per_column = out.chunks * kI8ChunkBlocks;
+    if (per_column == 0 || int64_t(out.scales.size()) / per_column >= n) return;
+    const int64_t grow = std::max(n, kMinColumnsHeld);
+    out.codes.resize(size_t(grow * out.chunks * kI8ChunkValues));
+    out.scales.resize(size_t(grow * out.chunks * kI8ChunkBlocks));
+    out.sums.resize(out.scales.size());
+    out.half_sums.resize(out.scales.size());
 }
 
 void quantize_activations(const KernelTable& k, const float* x, int64_t n, int64_t cols,

@@ -222,7 +222,7 @@ void Qwen35Model::mtp_forward(SequenceState& state, const float* hidden, const i
         matmul(*kernels_, draft_lm_head_, x + (T - out.n_logits) * H, out.n_logits, out.logits, pool_);
 }
 
-void configure_draft_head(Qwen35Model& model, const ModelOptions& options) {
+void apply_model_options(Qwen35Model& model, const ModelOptions& options) {
     model.set_mtp_input(options.mtp_input);
     model.set_kv_cache_type(options.kv_cache_type);
     if (!model.has_mtp()) return;
@@ -255,7 +255,7 @@ LoadedModel load_model(const std::string& path, const ModelOptions& options) {
     ModelWeights w = bind_weights(lm.checkpoint, bo);
     lm.pool = std::make_unique<ThreadPool>(options.threads);
     lm.model = std::make_unique<Qwen35Model>(lm.checkpoint.config, std::move(w), *lm.pool);
-    configure_draft_head(*lm.model, options);
+    apply_model_options(*lm.model, options);
     return lm;
 }
 

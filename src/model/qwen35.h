@@ -131,9 +131,10 @@ struct LoadedModel {
     std::unique_ptr<Qwen35Model> model;
 };
 
-// Applies options.mtp_input, options.kv_cache_type and the draft LM head options (draft_vocab, draft_head_type,
-// int8_activations) to a built model; load_model calls it, synthetic models too.
-void configure_draft_head(Qwen35Model& model, const ModelOptions& options);
+// Applies what ModelOptions sets on a built model: mtp_input, kv_cache_type and the draft LM
+// head options (draft_vocab, draft_head_type, int8_activations). load_model calls it, synthetic
+// models too.
+void apply_model_options(Qwen35Model& model, const ModelOptions& options);
 
 // The architecture registry: opens any supported checkpoint and builds its model.
 LoadedModel load_model(const std::string& path, const ModelOptions& options);

@@ -294,11 +294,8 @@ void apply_bias_and_penalties(std::span<const float> logits, std::span<const int
     const size_t window = params.penalty_last_n < 0
                               ? history.size()
                               : std::min(history.size(), static_cast<size_t>(params.penalty_last_n));
-    // Room for the whole window at once (it grows with the history up to penalty_last_n), so a
-    // decode loop does not regrow it token by token; a window of the whole history (-1), or one
-    // past kReservedPenaltyWindow, grows by doubling.
-    if (recent.capacity() < window)
-        recent.reserve(std::max({window, 2 * recent.capacity(), reserved_penalty_window(params)}));
+    // Grows by doubling; a decode loop reserves the whole window up front (reserve_for_sampling).
+    if (recent.capacity() < window) recent.reserve(std::max(window, 2 * recent.capacity()));
     recent.assign(history.end() - static_cast<ptrdiff_t>(window), history.end());
     std::sort(recent.begin(), recent.end());  // equal ids become runs: run length = count
     for (size_t start = 0; start < recent.size();) {
@@ -334,10 +331,6 @@ void distribution_from_logits(std::span<const float> logits, const SamplerParams
     const float temperature = params.temperature;
     std::vector<Candidate>& cand = workspace.candidates;  // the survivors so far, in rank order
     std::vector<float>& scratch = workspace.weights;
-    // Room for the largest support at once: one larger than any before would otherwise
-    // reallocate inside the decode loop.
-    reserve_for_sampling(params, vocab, out);
-    cand.reserve(candidate_capacity(params, vocab));
     if (uses_top_k(params, vocab)) {
         select_top_k(logits, params.top_k, cand);
         double total = 0.0;
