@@ -13,13 +13,13 @@ bool cpu_supports_avx2() {
 // AVX-VNNI: 256-bit int8 dot products with a VEX encoding (CPUs without AVX-512 VNNI too).
 bool cpu_supports_avxvnni() { return cpu_supports_avx2() && __builtin_cpu_supports("avxvnni"); }
 
-// The avx512 translation units are compiled with F/BW/VL/DQ/VNNI/BF16, so the compiler may use
-// any of them; require all.
+// The avx512 translation units are compiled with F/BW/VL/DQ/VNNI, so the compiler may use any of
+// them; require all. Not BF16: no kernel needs it (bf16 weights widen with a shift), and requiring
+// it had sent Ice Lake and Cascade Lake, which have VNNI but no BF16, to the AVX2 table.
 bool cpu_supports_avx512() {
     return cpu_supports_avx2() && __builtin_cpu_supports("avx512f") &&
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
-           __builtin_cpu_supports("avx512bf16");
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
 }
 #else
 bool cpu_supports_avx2() { return false; }
