@@ -22,6 +22,7 @@
 #include "model/synthetic.h"
 #include "spec/depth_controller.h"
 #include "spec/mtp_drafter.h"
+#include "spec/speculation_model.h"
 #include "spec/speculative_decoder.h"
 
 namespace nextn::cli {
@@ -183,7 +184,9 @@ int cmd_bench(const std::vector<std::string>& argv) {
                   << "       nextn bench --synthetic NAME [--quant TYPE] [--draft random|perfect|none] [options]\n\n"
                   << "Measures read bandwidth, prefill and decode speed, the verify cost curve\n"
                   << "cost(N)/cost(1) for N = 1..8, the cost of rolling a verify back, and\n"
-                  << "MTP decode at depths 1..4 (greedy).\n"
+                  << "MTP decode at depths 1..4 (greedy), each next to its modelled speed-up\n"
+                  << "(tokens per round from the run's per-position acceptance over the round's\n"
+                  << "cost: cost(k+1)/cost(1) + k draft steps).\n"
                   << "A synthetic model is built in memory with seeded random weights of the\n"
                   << "release's shapes (it fails up front when MemAvailable is too small).\n\n"
                   << Args::help_text(specs);
@@ -357,38 +360,9 @@ int cmd_bench(const std::vector<std::string>& argv) {
     out["state_bandwidth_gbs"] = state_gbs;
     out["bandwidth_pct_with_state"] = 100.0 * (gbs + state_gbs) / bw_best;
     if (model.has_mtp()) {
-        nlohmann::ordered_json mtp = nlohmann::json::array();
-        auto report = [&](const std::string& label, const DecodeStats& s, nlohmann::ordered_json row) {
-            const double acc = acceptance_d1(s);
-            say("mtp %s: %.1f tok/s (%.2fx plain), %.2f tokens/round, depth-1 acceptance %.0f%%\n",
-                label.c_str(), s.decode_tokens_per_second(), s.decode_tokens_per_second() / decode_tps,
-                s.tokens_per_round(), 100.0 * acc);
-            row["decode_tok_s"] = s.decode_tokens_per_second();
-            row["speedup"] = s.decode_tokens_per_second() / decode_tps;
-            row["tokens_per_round"] = s.tokens_per_round();
-            row["acceptance_d1"] = acc;
-            mtp.push_back(row);
-        };
-        for (int depth = 1; depth <= 4; ++depth)
-            report("depth " + std::to_string(depth), decode(depth), {{"depth", depth}});
-        int settled = 0;
-        DecodeStats adaptive = decode(4, true, &settled);
-        report("auto (cold start, up to 4; settled on " + std::to_string(settled) + ")", adaptive,
-               {{"depth", "auto"}, {"settled_depth", settled}});
-        // The same after untimed runs have trained the controller: nearer the state a server
-        // reaches (it keeps the controller across requests and saves it per model).
-        constexpr int kWarmRuns = 4;
-        DepthController warm(4);
-        for (int r = 0; r < kWarmRuns; ++r) decode_once(4, true, &warm);
-        int settled_warm = 0;
-        DecodeStats adaptive_warm = decode(4, true, &settled_warm, &warm);
-        report("auto (warm, after " + std::to_string(kWarmRuns) + " untimed runs; settled on " +
-                   std::to_string(settled_warm) + ")",
-               adaptive_warm, {{"depth", "auto-warm"}, {"settled_depth", settled_warm}});
-        out["mtp"] = mtp;
-
         // One chained draft step (head forward + draft LM head) as a share of a trunk token,
-        // with the configured draft head and with the full LM head.
+        // with the configured draft head and with the full LM head; first, for the model of
+        // each depth's speed-up below.
         Qwen35Model& m = *lm.model;
         const int64_t H = m.config().hidden_size;
         auto draft_step_cost = [&] {
@@ -408,25 +382,71 @@ int cmd_bench(const std::vector<std::string>& argv) {
         };
         const int64_t draft_vocab = m.draft_vocab();
         const std::string draft_type = wtype_name(m.draft_lm_head().type);
+        const bool reduced_head = draft_vocab < V || m.draft_lm_head().type != m.weights().lm_head.type;
         const double configured = draft_step_cost();
         m.set_draft_head(0, WType::Native);
         const double full = draft_step_cost();
+        apply_model_options(m, bm.options);  // the configured head again, for the runs below
+
+        nlohmann::ordered_json mtp = nlohmann::json::array();
+        // depth > 0: a fixed depth, reported with its modelled speed-up.
+        auto report = [&](const std::string& label, const DecodeStats& s, nlohmann::ordered_json row,
+                          int depth = 0) {
+            const double acc = acceptance_d1(s);
+            say("mtp %s: %.1f tok/s (%.2fx plain), %.2f tokens/round, depth-1 acceptance %.0f%%\n",
+                label.c_str(), s.decode_tokens_per_second(), s.decode_tokens_per_second() / decode_tps,
+                s.tokens_per_round(), 100.0 * acc);
+            row["decode_tok_s"] = s.decode_tokens_per_second();
+            row["speedup"] = s.decode_tokens_per_second() / decode_tps;
+            row["tokens_per_round"] = s.tokens_per_round();
+            row["acceptance_d1"] = acc;
+            if (depth > 0) {
+                const SpeculationModel sm = speculation_model(s.drafted, s.accepted, depth, ratios, configured);
+                say("  model: %.2f tokens/round from the per-position acceptance over a round costing "
+                    "%.2f plain tokens (cost(%d) %.2f + %d x %.3f draft step) = %.2fx\n",
+                    sm.tokens_per_round, sm.round_cost, depth + 1, ratios[size_t(depth)], depth,
+                    configured, sm.speedup());
+                row["model_tokens_per_round"] = sm.tokens_per_round;
+                row["model_round_cost"] = sm.round_cost;
+                row["model_speedup"] = sm.speedup();
+            }
+            mtp.push_back(row);
+        };
+        for (int depth = 1; depth <= 4; ++depth)
+            report("depth " + std::to_string(depth), decode(depth), {{"depth", depth}}, depth);
+        int settled = 0;
+        DecodeStats adaptive = decode(4, true, &settled);
+        report("auto (cold start, up to 4; settled on " + std::to_string(settled) + ")", adaptive,
+               {{"depth", "auto"}, {"settled_depth", settled}});
+        // The same after untimed runs have trained the controller: nearer the state a server
+        // reaches (it keeps the controller across requests and saves it per model).
+        constexpr int kWarmRuns = 4;
+        DepthController warm(4);
+        for (int r = 0; r < kWarmRuns; ++r) decode_once(4, true, &warm);
+        int settled_warm = 0;
+        DecodeStats adaptive_warm = decode(4, true, &settled_warm, &warm);
+        report("auto (warm, after " + std::to_string(kWarmRuns) + " untimed runs; settled on " +
+                   std::to_string(settled_warm) + ")",
+               adaptive_warm, {{"depth", "auto-warm"}, {"settled_depth", settled_warm}});
+        out["mtp"] = mtp;
+
         nlohmann::ordered_json head = {{"draft_vocab", draft_vocab},
                                        {"draft_head_type", draft_type},
                                        {"draft_step_cost", configured},
                                        {"full_head_draft_step_cost", full}};
         say("draft step cost (x one trunk token): %.3f with the %lld-token %s draft head, %.3f with "
             "the full LM head\n", configured, (long long)draft_vocab, draft_type.c_str(), full);
-        if (draft_vocab < V || m.draft_lm_head().type != m.weights().lm_head.type) {
+        if (reduced_head) {
+            m.set_draft_head(0, WType::Native);
             DecodeStats with_full = decode(2);
             head["full_head_depth2_tok_s"] = with_full.decode_tokens_per_second();
             head["full_head_depth2_acceptance_d1"] = acceptance_d1(with_full);
             say("mtp depth 2 with the full LM head: %.1f tok/s (%.2fx plain), depth-1 acceptance %.0f%%\n",
                 with_full.decode_tokens_per_second(), with_full.decode_tokens_per_second() / decode_tps,
                 100.0 * acceptance_d1(with_full));
+            apply_model_options(m, bm.options);
         }
         out["draft_head"] = head;
-        apply_model_options(m, bm.options);
     }
     if (json) std::cout << out.dump(2) << "\n";
     return 0;

@@ -48,6 +48,16 @@ assert r["rollback_cost"]["keep_1_of_5"] > 0 and r["rollback_cost"]["keep_4_of_5
 assert [m["depth"] for m in r["mtp"]] == [1, 2, 3, 4, "auto", "auto-warm"]
 for m in r["mtp"]:
     assert m["acceptance_d1"] == 1.0 or m["depth"] in ("auto", "auto-warm"), m
+# The modelled speed-up of each fixed depth: with every draft accepted a round commits depth + 1
+# tokens, and costs its verify plus the depth's draft steps.
+head_cost = r["draft_head"]["draft_step_cost"]
+for m in r["mtp"][:4]:
+    k = m["depth"]
+    assert abs(m["model_tokens_per_round"] - (k + 1)) < 1e-9, m
+    assert abs(m["model_round_cost"] - (r["verify_cost"][k] + k * head_cost)) < 1e-9, (m, r["verify_cost"])
+    assert abs(m["model_speedup"] - (k + 1) / m["model_round_cost"]) < 1e-9, m
+for m in r["mtp"][4:]:
+    assert "model_speedup" not in m, m
 assert r["draft_head"]["draft_step_cost"] > 0, r["draft_head"]
 PY
 then
