@@ -35,23 +35,36 @@ double since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Bytes of weights one trunk token streams (every matrix once; MoE: router + used experts).
-double bytes_per_token(const Qwen35Model& m) {
+// Sum of f(matrix) over the matrices one trunk token multiplies (every matrix once; MoE: router
+// and the used experts), with or without the LM head.
+double sum_per_token(const Qwen35Model& m, const std::function<double(const WeightMatrix&)>& f,
+                     bool with_lm_head) {
     const ModelWeights& w = m.weights();
-    auto mb = [](const WeightMatrix& x) { return double(x.row_bytes) * double(x.rows); };
-    double total = mb(w.lm_head);
+    double total = with_lm_head ? f(w.lm_head) : 0.0;
     for (const auto& l : w.layers) {
         for (const WeightMatrix* x : {&l.in_qkv, &l.in_z, &l.in_b, &l.in_a, &l.out_proj, &l.q_proj,
                                       &l.k_proj, &l.v_proj, &l.o_proj, &l.ffn.gate, &l.ffn.up,
                                       &l.ffn.down, &l.ffn.router, &l.ffn.shared_gate,
                                       &l.ffn.shared_up, &l.ffn.shared_down})
-            if (!x->empty()) total += mb(*x);
+            if (!x->empty()) total += f(*x);
         if (l.ffn.moe && !l.ffn.experts.empty()) {
             const auto& e = l.ffn.experts[0];
-            total += m.config().n_experts_used * (mb(e.gate) + mb(e.up) + mb(e.down));
+            total += m.config().n_experts_used * (f(e.gate) + f(e.up) + f(e.down));
         }
     }
     return total;
+}
+
+// Bytes of weights one decode token streams.
+double bytes_per_token(const Qwen35Model& m) {
+    return sum_per_token(m, [](const WeightMatrix& x) { return double(x.row_bytes) * double(x.rows); }, true);
+}
+
+// Multiply-adds of the matrices one prefill token multiplies (no LM head: bench's prefill asks
+// for no logits). Attention and the recurrence are left out: at bench's prompt lengths they are
+// a few percent of the matmuls (the 0.8B at 128 tokens: about 4%).
+double matmul_macs_per_prefill_token(const Qwen35Model& m) {
+    return sum_per_token(m, [](const WeightMatrix& x) { return double(x.rows) * double(x.cols); }, false);
 }
 
 // Bytes of sequence state one decode token moves at `position` (its KV cache length), besides
@@ -182,7 +195,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
     if (a.has("help") || (a.positional().size() != 1 && !a.has("synthetic"))) {
         std::cout << "usage: nextn bench MODEL [options]\n"
                   << "       nextn bench --synthetic NAME [--quant TYPE] [--draft random|perfect|none] [options]\n\n"
-                  << "Measures read bandwidth, prefill and decode speed, the verify cost curve\n"
+                  << "Measures read bandwidth and the cores' compute peak, prefill (its matmuls'\n"
+                  << "work as a share of that peak) and decode speed, the verify cost curve\n"
                   << "cost(N)/cost(1) for N = 1..8, the cost of rolling a verify back, and\n"
                   << "MTP decode at depths 1..4 (greedy), each next to its modelled speed-up\n"
                   << "(tokens per round from the run's per-position acceptance over the round's\n"
@@ -227,12 +241,31 @@ int cmd_bench(const std::vector<std::string>& argv) {
     std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
     for (auto& t : prompt) t = int32_t(rng() % uint32_t(V));
 
-    // Prefill.
+    // Prefill, and its matmuls' work against the cores' peak for the activations' kind of
+    // multiply-add (measured here, as the bandwidth is).
     SequenceState state = model.new_state(n_prompt + n_decode + 48, 9);  // + rollback's 25
     auto t0 = Clock::now();
     model.forward(state, prompt.data(), n_prompt, {});
     const double prefill_s = since(t0);
-    say("prefill: %.1f tok/s\n", double(n_prompt) / prefill_s);
+    const PeakKind peak_kind = int8 ? PeakKind::Int8 : PeakKind::F32;
+    const double prefill_ops = 2.0 * matmul_macs_per_prefill_token(model) * double(n_prompt) / prefill_s;
+    out["prefill_matmul_ops_per_s"] = prefill_ops;
+    // The scalar table (the oracle) has no peak worth the name: its probe's std::fma chains run
+    // slower than the compiler's code for its plain loops.
+    if (std::string(kernels().isa) == "scalar") {
+        say("prefill: %.1f tok/s; its matmuls %.3g G %s ops/s (the scalar table: no compute peak to "
+            "compare with)\n", double(n_prompt) / prefill_s, prefill_ops / 1e9, peak_kind_name(peak_kind));
+    } else {
+        const double peak_ops = measure_compute_peak_ops(kernels(), *lm.pool, peak_kind);
+        say("prefill: %.1f tok/s; its matmuls %.3g G %s ops/s = %.0f%% of the cores' %s peak (%.3g G "
+            "ops/s, measured with this ISA's %s on %d threads)\n",
+            double(n_prompt) / prefill_s, prefill_ops / 1e9, peak_kind_name(peak_kind),
+            100.0 * prefill_ops / peak_ops, peak_kind_name(peak_kind), peak_ops / 1e9,
+            int8 ? "int8 dot products" : "fused multiply-adds", lm.pool->size());
+        out["compute_peak_kind"] = peak_kind_name(peak_kind);
+        out["compute_peak_ops_per_s"] = peak_ops;
+        out["prefill_peak_pct"] = 100.0 * prefill_ops / peak_ops;
+    }
 
     // Verify cost curve: one left-open forward of width N, rolled back; the fastest of 7. The
     // widths take turns (round after round over N = 1..8) rather than each running its repeats

@@ -42,6 +42,8 @@ const KernelTable* scalar_table() {
         t.rope_neox = ref::rope_neox;
         t.gdn_recurrence_heads = ref::gdn_recurrence_heads;
         t.stream_sum = ref::stream_sum;
+        t.int8_peak_probe = ref::int8_peak_probe;
+        t.fma_peak_probe = ref::fma_peak_probe;
         return t;
     }();
     return &table;
@@ -67,6 +69,8 @@ KernelTable make_avx2_table() {
     t.rope_neox = avx2::rope_neox;
     t.gdn_recurrence_heads = avx2::gdn_recurrence_heads;
     t.stream_sum = avx2::stream_sum;
+    t.int8_peak_probe = avx2::int8_peak_probe;
+    t.fma_peak_probe = avx2::fma_peak_probe;
     return t;
 }
 
@@ -82,6 +86,7 @@ const KernelTable* avxvnni_table() {
         t.isa = "avxvnni";
         t.gemm_i8_rows = avxvnni::gemm_i8_rows;
         t.quantize_columns = avxvnni::quantize_columns;
+        t.int8_peak_probe = avxvnni::int8_peak_probe;
         return t;
     }();
     return &table;
@@ -107,6 +112,8 @@ const KernelTable* avx512_table() {
         t.rope_neox = avx512::rope_neox;
         t.gdn_recurrence_heads = avx512::gdn_recurrence_heads;
         t.stream_sum = avx512::stream_sum;
+        t.int8_peak_probe = avx512::int8_peak_probe;
+        t.fma_peak_probe = avx512::fma_peak_probe;
         return t;
     }();
     return &table;

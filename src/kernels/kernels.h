@@ -104,7 +104,25 @@ struct KernelTable {
     // Sums a buffer of n floats with this ISA's widest loads, in the access pattern of a GEMM
     // tile (bandwidth measurement only; summation order unspecified).
     float (*stream_sum)(const float* x, int64_t n) = nullptr;
+
+    // Compute-peak probes (bench's prefill figure against the cores' peak): kPeakProbeChains
+    // independent chains of 16 lanes, each updated `reps` times, inputs held in registers, with
+    // this ISA's widest int8 dot product / fused multiply-add: the instruction throughput a
+    // matmul could reach at best.
+    //   int8: acc[i, l] += sum_{j<4} a[i, 4l + j] * b[4l + j]   a: [chains, 64] u8, b: [64] s8,
+    //         acc: [chains, 16] s32 (64 multiply-adds per chain and rep). Exact integers: the
+    //         caller keeps the sums inside int32 and each pair a[2m] b[2m] + a[2m+1] b[2m+1]
+    //         inside int16 (AVX2's pmaddubsw saturates there).
+    //   f32:  acc[i, l] = fma(a[i, l], b[l], acc[i, l])          a, acc: [chains, 16], b: [16]
+    //         (16 per chain and rep), each lane's chain in rep order.
+    // Both give the scalar reference's bits in every ISA.
+    void (*int8_peak_probe)(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc) = nullptr;
+    void (*fma_peak_probe)(const float* a, const float* b, int64_t reps, float* acc) = nullptr;
 };
+
+// Chains per peak probe: enough independent accumulators to cover the dot product's and the
+// FMA's latency on the cores we know (latency 4-5 cycles, up to 2 per cycle).
+inline constexpr int kPeakProbeChains = 10;
 
 // The table in use, chosen once: NEXTN_ISA=scalar|avx2|avxvnni|avx512 forces one (Error if unknown or
 // not supported by this CPU), else the best this CPU supports.

@@ -1,6 +1,7 @@
 #include "kernels/measure.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <chrono>
 #include <random>
 
@@ -46,6 +47,56 @@ double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool, size_t
     const GemmCost matvec = measure_gemm_cost(k, WType::F32, 2048, 6144, 1, pool, 0.2,
                                               std::max<size_t>(buffer_bytes, size_t(64) << 20));
     return std::max(best, matvec.gbs(1));
+}
+
+const char* peak_kind_name(PeakKind kind) { return kind == PeakKind::Int8 ? "int8" : "f32"; }
+
+double measure_compute_peak_ops(const KernelTable& k, ThreadPool& pool, PeakKind kind,
+                                double min_call_seconds) {
+    constexpr int C = kPeakProbeChains;
+    const int threads = pool.size();
+    // Small codes (|a * b| <= 6, four to a lane) keep 2^24 repetitions' sums well inside int32.
+    std::vector<uint8_t> a(size_t(C * 64));
+    std::vector<int8_t> b(64);
+    std::vector<float> af(size_t(C * 16)), bf(16);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = uint8_t(i % 3 + 1);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = int8_t(int(i % 5) - 2);
+    for (size_t i = 0; i < af.size(); ++i) af[i] = 0.5f + float(i % 7) / 16.0f;
+    for (size_t i = 0; i < bf.size(); ++i) bf[i] = 1.0f / 1024.0f;
+    std::vector<int32_t> acc(size_t(threads * C * 16), 0);  // [threads, chains, 16]
+    std::vector<float> accf(size_t(threads * C * 16), 0.0f);
+    auto call = [&](int thread, int64_t reps) {
+        if (kind == PeakKind::Int8)
+            k.int8_peak_probe(a.data(), b.data(), reps, acc.data() + thread * C * 16);
+        else
+            k.fma_peak_probe(af.data(), bf.data(), reps, accf.data() + thread * C * 16);
+    };
+    // Repetitions for one call of min_call_seconds on one thread (doubling from a short try).
+    int64_t reps = 1024;
+    constexpr int64_t kMaxReps = int64_t(1) << 24;
+    for (;;) {
+        const auto t0 = std::chrono::steady_clock::now();
+        call(0, reps);
+        if (seconds_since(t0) >= min_call_seconds || reps >= kMaxReps) break;
+        reps *= 2;
+    }
+    // The fastest of 10: one trial of a shared VM's two vCPUs ran at half the rate of the next
+    // (a thread descheduled for it), and a low peak would overstate what reaches it.
+    double best = 1e30;
+    for (int trial = 0; trial < 10; ++trial) {
+        std::fill(acc.begin(), acc.end(), 0);
+        const auto t0 = std::chrono::steady_clock::now();
+        pool.run(threads, [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; ++i) call(int(i), reps);
+        });
+        best = std::min(best, seconds_since(t0));
+    }
+    const double macs_per_rep = double(C) * (kind == PeakKind::Int8 ? 64.0 : 16.0);
+    volatile int32_t sink = acc[0];  // the sums are the point of the work
+    volatile float sinkf = accf[0];
+    (void)sink;
+    (void)sinkf;
+    return 2.0 * macs_per_rep * double(reps) * double(threads) / best;
 }
 
 GemmCost measure_gemm_cost(const KernelTable& k, WType type, int64_t rows, int64_t cols,

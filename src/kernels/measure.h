@@ -1,6 +1,7 @@
 #pragma once
-// Machine measurements for `nextn bench` and bench/kernels_bench.cpp: sustained read bandwidth
-// and the cost of one small-N GEMM per width (the verify cost curve cost(N)/cost(1)).
+// Machine measurements for `nextn bench` and bench/kernels_bench.cpp: sustained read bandwidth,
+// the cores' compute peak, and the cost of one small-N GEMM per width (the verify cost curve
+// cost(N)/cost(1)).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -18,6 +19,17 @@ class ThreadPool;
 double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes = size_t(256) << 20);
 double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool,
                                   size_t buffer_bytes = size_t(256) << 20);
+
+// Which multiply-adds a compute peak counts: int8 dot products (the int8-activation matmuls)
+// or f32 fused multiply-adds (f32 activations).
+enum class PeakKind { Int8, F32 };
+const char* peak_kind_name(PeakKind kind);  // "int8", "f32"
+
+// The cores' compute peak in operations per second (a multiply-add counts as 2) on all pool
+// threads at once: the table's int8_peak_probe or fma_peak_probe, each thread its own chains,
+// calls of at least min_call_seconds (so the pool's wake-up is noise), the fastest of 10.
+double measure_compute_peak_ops(const KernelTable& k, ThreadPool& pool, PeakKind kind,
+                                double min_call_seconds = 0.01);
 
 struct GemmCost {
     WType type = WType::F32;

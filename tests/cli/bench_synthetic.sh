@@ -44,6 +44,15 @@ for k in ("isa", "threads", "prefill_tok_s", "decode_tok_s", "verify_cost", "ban
 # six attention layers' KV reads (4 KB per position each): at least 40 MB per decode token.
 assert r["state_bandwidth_gbs"] >= 0.040 * r["decode_tok_s"], (r["state_bandwidth_gbs"], r["decode_tok_s"])
 assert r["bandwidth_pct_with_state"] > r["bandwidth_pct"], r
+# Prefill's matmul work: per token 2 x the multiply-adds of the 0.8B's trunk matrices, no LM
+# head. GDN layer (18): in_qkv 6144, in_z 2048, in_a + in_b 32, out_proj 1024 x 2048; attention
+# layer (6): q 4096, k 512, v 512, o 1024 x 2048; FFN (24): 3 x 3584; all times hidden 1024.
+macs = 18 * 1024 * (6144 + 2048 + 32 + 2048) + 6 * 1024 * (4096 + 512 + 512 + 2048) + 24 * 3 * 3584 * 1024
+assert abs(r["prefill_matmul_ops_per_s"] / r["prefill_tok_s"] / (2 * macs) - 1) < 1e-9, (r["prefill_matmul_ops_per_s"], r["prefill_tok_s"])
+if r["isa"] != "scalar":  # the scalar table reports no peak
+    assert r["compute_peak_kind"] == ("int8" if r["activations"] == "int8" else "f32"), r["compute_peak_kind"]
+    assert r["compute_peak_ops_per_s"] > 0, r
+    assert abs(r["prefill_peak_pct"] - 100 * r["prefill_matmul_ops_per_s"] / r["compute_peak_ops_per_s"]) < 1e-6, r
 assert r["rollback_cost"]["keep_1_of_5"] > 0 and r["rollback_cost"]["keep_4_of_5"] > 0, r["rollback_cost"]
 assert [m["depth"] for m in r["mtp"]] == [1, 2, 3, 4, "auto", "auto-warm"]
 for m in r["mtp"]:

@@ -28,5 +28,7 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                           bool tiled_heads, float* out, int j0, int j1);
 
 float stream_sum(const float* x, int64_t n);
+void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc);
+void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc);
 
 }  // namespace nextn::ref

@@ -1,6 +1,6 @@
 #pragma once
 // Entry points of the x86 kernel translation units. Each ISA namespace is compiled with its own
-// flags (x86/avx2/: AVX2+FMA+F16C; x86/avx512/: adds AVX-512 F/BW/VL/DQ/VNNI/BF16) and must only
+// flags (x86/avx2/: AVX2+FMA+F16C; x86/avx512/: adds AVX-512 F/BW/VL/DQ/VNNI) and must only
 // run after cpu_supports_*() said yes. The tables themselves are assembled in dispatch.cpp (a
 // generic translation unit) so that no inline code is ever emitted with ISA flags and shared.
 #include <cstdint>
@@ -44,6 +44,8 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
                           bool tiled_heads, float* out, int j0, int j1);
 float stream_sum(const float* x, int64_t n);
+void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc);
+void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc);
 
 }  // namespace nextn::avx2
 
@@ -54,6 +56,7 @@ namespace nextn::avxvnni {
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1);
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);
+void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc);
 
 }  // namespace nextn::avxvnni
 
@@ -82,5 +85,7 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
                           bool tiled_heads, float* out, int j0, int j1);
 float stream_sum(const float* x, int64_t n);
+void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc);
+void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc);
 
 }  // namespace nextn::avx512

@@ -1,0 +1,99 @@
+// The compute-peak probes bench divides prefill's work by: every ISA's probe gives the scalar
+// reference's values bit for bit on random inputs, the reference gives the closed form (reps
+// times one repetition's sums), and the measured peak is a positive rate.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
+#include "kernels/measure.h"
+
+namespace nextn {
+namespace {
+
+constexpr int C = kPeakProbeChains;
+
+struct Int8Inputs {
+    std::vector<uint8_t> a;  // [C, 64], codes 0..255
+    std::vector<int8_t> b;   // [64], -128..127
+    std::vector<int32_t> acc;
+};
+
+Int8Inputs random_int8(uint32_t seed) {
+    std::mt19937 rng(seed);
+    Int8Inputs in{std::vector<uint8_t>(size_t(C * 64)), std::vector<int8_t>(64), std::vector<int32_t>(size_t(C * 16))};
+    // Codes a < 128, |b| <= 127: AVX2's pmaddubsw pair sums (at most 2 * 127 * 127 = 32258) stay
+    // below its saturation at 32767, as the probe's contract asks, and 53 repetitions of four
+    // products stay far inside int32.
+    for (auto& x : in.a) x = uint8_t(rng() % 128);
+    for (auto& x : in.b) x = int8_t(int(rng() % 255) - 127);
+    for (auto& x : in.acc) x = int32_t(rng() % 2001) - 1000;
+    return in;
+}
+
+TEST(PeakProbe, Int8EveryIsaEqualsReference) {
+    for (int64_t reps : {0, 1, 37}) {
+        const Int8Inputs in = random_int8(uint32_t(reps) + 1);
+        std::vector<int32_t> want = in.acc;
+        reference_kernels().int8_peak_probe(in.a.data(), in.b.data(), reps, want.data());
+        for (const std::string& isa : available_isas()) {
+            std::vector<int32_t> got = in.acc;
+            kernels_for(isa).int8_peak_probe(in.a.data(), in.b.data(), reps, got.data());
+            EXPECT_EQ(got, want) << isa << " reps " << reps;
+        }
+    }
+}
+
+TEST(PeakProbe, Int8ReferenceIsRepsTimesOneRepetition) {
+    const Int8Inputs in = random_int8(9);
+    const int64_t reps = 53;
+    std::vector<int32_t> got = in.acc;
+    reference_kernels().int8_peak_probe(in.a.data(), in.b.data(), reps, got.data());
+    for (int i = 0; i < C; ++i)
+        for (int l = 0; l < 16; ++l) {
+            int64_t once = 0;
+            for (int j = 0; j < 4; ++j) once += int64_t(in.a[size_t(i * 64 + 4 * l + j)]) * in.b[size_t(4 * l + j)];
+            EXPECT_EQ(got[size_t(i * 16 + l)], in.acc[size_t(i * 16 + l)] + reps * once) << i << "," << l;
+        }
+}
+
+TEST(PeakProbe, FmaEveryIsaEqualsReferenceBitwise) {
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> a(size_t(C * 16)), b(16), acc(size_t(C * 16));
+    for (float& x : a) x = dist(rng);
+    for (float& x : b) x = dist(rng);
+    for (float& x : acc) x = dist(rng);
+    for (int64_t reps : {0, 1, 37}) {
+        std::vector<float> want = acc;
+        reference_kernels().fma_peak_probe(a.data(), b.data(), reps, want.data());
+        for (const std::string& isa : available_isas()) {
+            std::vector<float> got = acc;
+            kernels_for(isa).fma_peak_probe(a.data(), b.data(), reps, got.data());
+            for (size_t i = 0; i < got.size(); ++i)
+                ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+                    << isa << " reps " << reps << " element " << i;
+        }
+    }
+    // The reference is the chain of fused multiply-adds it claims.
+    std::vector<float> want = acc, got = acc;
+    for (int r = 0; r < 37; ++r)
+        for (size_t i = 0; i < want.size(); ++i) want[i] = std::fma(a[i], b[i % 16], want[i]);
+    reference_kernels().fma_peak_probe(a.data(), b.data(), 37, got.data());
+    EXPECT_EQ(got, want);
+}
+
+TEST(PeakProbe, MeasuredPeakIsAPositiveRate) {
+    ThreadPool pool(2);
+    for (PeakKind kind : {PeakKind::Int8, PeakKind::F32}) {
+        const double ops = measure_compute_peak_ops(kernels(), pool, kind, 0.002);
+        EXPECT_TRUE(std::isfinite(ops) && ops > 1e8) << peak_kind_name(kind) << " " << ops;
+    }
+}
+
+}  // namespace
+}  // namespace nextn
