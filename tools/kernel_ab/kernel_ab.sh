@@ -23,7 +23,7 @@ for h in src/kernels/weight.h src/kernels/int8_dot.h; do
 done
 case "$ISA" in
     avx512) TU=src/kernels/x86/avx512/gemm_i8_avx512.cpp
-            FLAGS="-mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16" ;;
+            FLAGS="-mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni" ;;
     avx2)   TU=src/kernels/x86/avx2/gemm_i8_avx2.cpp; FLAGS="-mavx2 -mfma -mf16c"; export NEXTN_ISA=avx2 ;;
     *) echo "kernel_ab: ISA must be avx512 or avx2" >&2; exit 2 ;;
 esac
