@@ -47,7 +47,8 @@ void BM_ReadBandwidth(benchmark::State& state) {
 BENCHMARK(BM_ReadBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // The fastest of a benchmark's calls, each timed alone: on a shared VM the mean moves 20-40%
-// from run to run with the neighbours' load, the fastest call 1-2% (for cache-resident work).
+// from run to run with the neighbours' load, the fastest call of cache-resident work 1-2% in
+// back-to-back runs (a busier spell moves it too).
 class FastestCall {
 public:
     template <class Fn>
