@@ -46,6 +46,17 @@ void BM_ReadBandwidth(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
 
+// The cores' compute peak on the pool's threads (measure_compute_peak_ops; argument 0: int8 dot
+// products, 1: f32 fused multiply-adds), the ceiling bench's prefill figure divides by.
+void BM_ComputePeak(benchmark::State& state) {
+    const PeakKind kind = state.range(0) == 0 ? PeakKind::Int8 : PeakKind::F32;
+    double ops = 0.0;
+    for (auto _ : state) ops = measure_compute_peak_ops(kernels(), pool(), kind);
+    state.counters["Gops/s"] = ops / 1e9;
+    state.SetLabel(std::string(kernels().isa) + " " + peak_kind_name(kind));
+}
+BENCHMARK(BM_ComputePeak)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kMillisecond);
+
 // The fastest of a benchmark's calls, each timed alone: on a shared VM the mean moves 20-40%
 // from run to run with the neighbours' load, the fastest call of cache-resident work 1-2% in
 // back-to-back runs (a busier spell moves it too).
