@@ -57,6 +57,15 @@ void BM_ComputePeak(benchmark::State& state) {
 }
 BENCHMARK(BM_ComputePeak)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kMillisecond);
 
+// n values uniform in [lo, hi), seeded.
+std::vector<float> uniform_values(size_t n, uint32_t seed, float lo, float hi) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
 // The fastest of a benchmark's calls, each timed alone: on a shared VM the mean moves 20-40%
 // from run to run with the neighbours' load, the fastest call of cache-resident work 1-2% in
 // back-to-back runs (a busier spell moves it too).
@@ -84,11 +93,9 @@ void time_matmuls(benchmark::State& state, WeightMatrix w, int n) {
     std::vector<WeightMatrix> weights{std::move(w)};
     while (weights.size() * weights[0].nbytes() < (size_t(192) << 20))
         weights.push_back(clone_weight(weights[0]));
-    std::mt19937 rng(2);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     const WeightMatrix& first = weights[0];
-    std::vector<float> x(size_t(n * first.cols)), y(size_t(n * first.rows));
-    for (float& v : x) v = dist(rng);
+    const std::vector<float> x = uniform_values(size_t(n * first.cols), 2, -1.0f, 1.0f);
+    std::vector<float> y(size_t(n * first.rows));
     size_t next = 0;
     FastestCall fastest;
     for (auto _ : state) {
@@ -105,10 +112,7 @@ void time_matmuls(benchmark::State& state, WeightMatrix w, int n) {
 
 // [rows, cols] uniform(-1, 1) values as `type`.
 WeightMatrix random_weight(int64_t rows, int64_t cols, WType type) {
-    std::mt19937 rng(1);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> values(size_t(rows * cols));
-    for (float& v : values) v = dist(rng);
+    const std::vector<float> values = uniform_values(size_t(rows * cols), 1, -1.0f, 1.0f);
     return make_weight_f32(values.data(), rows, cols, type);
 }
 
@@ -260,10 +264,7 @@ void BM_WeightedRows(benchmark::State& state) {
     const bool f16 = state.range(1) != 0;
     constexpr int64_t G = 4, D = HeadCaches::kDim;
     HeadCaches v(n, 4);
-    std::mt19937 rng(4);
-    std::uniform_real_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> p(size_t(G * n));
-    for (float& x : p) x = dist(rng);
+    const std::vector<float> p = uniform_values(size_t(G * n), 4, 0.0f, 1.0f);
     std::vector<float> out(size_t(G * D));
     for (auto _ : state) {
         if (f16)
@@ -284,10 +285,7 @@ void BM_AttentionScores(benchmark::State& state) {
     const bool f16 = state.range(1) != 0;
     constexpr int64_t G = 4, D = HeadCaches::kDim;
     HeadCaches k(n, 5);
-    std::mt19937 rng(5);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> q(size_t(G * D));
-    for (float& x : q) x = dist(rng);
+    const std::vector<float> q = uniform_values(size_t(G * D), 5, -1.0f, 1.0f);
     std::vector<float> scores(size_t(G * n));
     for (auto _ : state) {
         WeightMatrix keys;

@@ -233,11 +233,12 @@ bool uses_top_k(const SamplerParams& params, int64_t vocab) {
     return params.top_k > 0 && params.top_k < vocab;
 }
 
-// The penalty window reserved at once: penalty_last_n, up to a bound (a huge --repeat-last-n
-// must not reserve gigabytes per workspace).
+// The penalty window reserved at once: the whole history (max_history) for -1, else
+// penalty_last_n up to a bound (a huge --repeat-last-n must not reserve gigabytes per workspace).
 constexpr size_t kReservedPenaltyWindow = size_t(1) << 16;
-size_t reserved_penalty_window(const SamplerParams& params) {
-    if (!params.penalties_active() || params.penalty_last_n <= 0) return 0;
+size_t reserved_penalty_window(const SamplerParams& params, size_t max_history) {
+    if (!params.penalties_active() || params.penalty_last_n == 0) return 0;
+    if (params.penalty_last_n < 0) return max_history;
     return std::min(static_cast<size_t>(params.penalty_last_n), kReservedPenaltyWindow);
 }
 
@@ -265,8 +266,7 @@ void reserve_for_sampling(const SamplerParams& params, int64_t vocab, Distributi
 void reserve_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w,
                           size_t max_history) {
     w.logits.reserve(static_cast<size_t>(vocab));
-    if (params.penalties_active() && params.penalty_last_n < 0) w.recent.reserve(max_history);
-    w.recent.reserve(reserved_penalty_window(params));
+    w.recent.reserve(reserved_penalty_window(params, max_history));
     if (params.greedy()) return;
     w.candidates.reserve(candidate_capacity(params, vocab));
     if (!uses_top_k(params, vocab)) {

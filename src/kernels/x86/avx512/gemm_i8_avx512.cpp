@@ -41,13 +41,13 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
         // and keeps the old order: its corrections are formed after the dot products, so that
         // they are not live during them (the R x C sums need the registers).
         constexpr bool kStartInSums = int8_dot_eight_bit(T) || C < 4;
-        auto chunk_start = [&](int c) {
+        auto column_start = [&](int c) {  // column c's correction for this chunk
             return x86::chunk_start<Isa, T, 0>(_mm512_loadu_si512(x.sums_of(j0 + c) + boff));
         };
         __m512i isum[R][C];
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
-            const __m512i st = kStartInSums ? chunk_start(c) : _mm512_setzero_si512();
+            const __m512i st = kStartInSums ? column_start(c) : _mm512_setzero_si512();
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) isum[r][c] = st;
         }
@@ -83,9 +83,10 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
                 }
             }
         }
-        __m512i start[C];
+        __m512i start[C] = {};  // the corrections still to add (none where the sums began at them)
+        if constexpr (!kStartInSums)
 #pragma GCC unroll 8
-        for (int c = 0; c < C; ++c) start[c] = kStartInSums ? _mm512_setzero_si512() : chunk_start(c);
+            for (int c = 0; c < C; ++c) start[c] = column_start(c);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             __m512 dw, dm = _mm512_setzero_ps();
