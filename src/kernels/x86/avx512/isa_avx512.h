@@ -70,6 +70,21 @@ struct Isa {
         b = _mm_add_ss(b, _mm_movehdup_ps(b));
         return _mm_cvtss_f32(b);
     }
+    // hsum of four vectors at once, each by hsum's own tree (the same bits: the int8 tiles'
+    // sums still equal the scalar reference's, KernelsInt8 tests it bitwise): 14 shuffles and
+    // adds and one 128-bit store for all four, where four hsum calls take 32 and four stores.
+    static __m128 hsum4(V a, V b, V c, V d) {
+        // Halves of 512: lanes i and i + 8; 128-bit lanes (a0+a2, a1+a3, b0+b2, b1+b3).
+        const V ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+        const V cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+        // Halves of 256: 128-bit lane k holds vector k's four partial sums.
+        const V q = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+        // Halves of 128 (element 0 = s0 + s2, 1 = s1 + s3), then that pair.
+        const V h = _mm512_add_ps(q, _mm512_permute_ps(q, 0xEE));
+        const V s = _mm512_add_ps(h, _mm512_permute_ps(h, 0x55));
+        const __m512i firsts = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        return _mm512_castps512_ps128(_mm512_permutexvar_ps(firsts, s));
+    }
     static float hmax(V v) { return _mm512_reduce_max_ps(v); }
 
     // exp(x), ~2 ulp: x = n ln2 + r, |r| <= ln2/2, degree-7 Taylor polynomial, times 2^n.
