@@ -15,18 +15,21 @@ namespace nextn::avx512 {
 
 namespace {
 
-// y[c * ldy + r] = the sum of acc[r][c]'s lanes, four rows at a time (hsum4) where R allows.
-// kernels_bench BM_GemmCached, 1024 x 1024 at width 4 (2 chunks a row, so the epilogue is a
-// large share of a tile), fastest of 3 runs each: q8_0 20.5-20.8 -> 18.5 us, q4_0 20.9-21.1 ->
-// 20.5-20.6; width 1 unchanged (9.4-9.7 and 6.4-7.2 us both ways). Whole forwards (kernel_ab)
-// moved less than its A/A spread of 5%.
+// y[c * ldy + r] = the sum of acc[r][c]'s lanes. Tiles of several columns (verify and prefill,
+// bound by compute) reduce four rows at a time (hsum4): kernels_bench BM_GemmCached, 1024 x 1024
+// at width 4 (2 chunks a row, so the epilogue is a large share of a tile), fastest of 3 runs
+// each: q8_0 20.5-20.8 -> 18.5 us, q4_0 20.9-21.1 -> 20.5-20.6. Single-column tiles (decode,
+// bound by memory) keep one hsum a sum: there hsum4 changed nothing cached, and kernel_ab's
+// 0.8B q4_0 decode with it, 1.01-1.04x the time, is within that tool's spread (A/A runs
+// 0.99-1.02, once 1.055), so nothing argued for it.
 template <int R, int C>
 [[gnu::always_inline]] inline void store_sums(const __m512 (&acc)[R][C], float* y, int64_t ldy) {
+    constexpr int kFourAtOnce = C > 1 ? 4 : R + 1;  // R + 1: never
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
         int r = 0;
 #pragma GCC unroll 8
-        for (; r + 4 <= R; r += 4)
+        for (; r + kFourAtOnce <= R; r += 4)
             _mm_storeu_ps(y + c * ldy + r, Isa::hsum4(acc[r][c], acc[r + 1][c], acc[r + 2][c], acc[r + 3][c]));
 #pragma GCC unroll 8
         for (; r < R; ++r) y[c * ldy + r] = Isa::hsum(acc[r][c]);
