@@ -35,14 +35,15 @@ struct RecordBursts {
 constexpr WType kChunkedTypes[] = {WType::Q8_0X, WType::Q4_0X, WType::Q4_1X, WType::Q4_1FX,
                                    WType::Q6_KX};
 
-std::vector<Burst> schedule(int rows, int64_t row_bytes, int64_t chunks, int64_t j0) {
+// Offsets are from the start of the tile fetched: the next (ahead 1) or the one after (2).
+std::vector<Burst> schedule(int rows, int64_t row_bytes, int64_t chunks, int64_t j0, int ahead = 1) {
     const x86::TilePrefetchPlan plan(rows, size_t(row_bytes), chunks);
-    std::vector<uint8_t> memory(size_t(2 * rows * row_bytes));  // this tile and the next
+    std::vector<uint8_t> memory(size_t((ahead + 1) * rows * row_bytes));  // this tile and those after
     const uint8_t* wrow[1] = {memory.data()};
     std::vector<Burst> bursts;
     int64_t chunk = -1;
-    const RecordBursts record{memory.data() + rows * row_bytes, &chunk, &bursts};
-    x86::NextTilePrefetch<RecordBursts> prefetch(plan, wrow, j0, record);
+    const RecordBursts record{memory.data() + ahead * rows * row_bytes, &chunk, &bursts};
+    x86::NextTilePrefetch<RecordBursts> prefetch(plan, wrow, j0, record, ahead);
     for (chunk = 0; chunk < chunks; ++chunk) prefetch.at_chunk(chunk);  // as the tiles do
     return bursts;
 }
@@ -79,6 +80,25 @@ TEST(KernelsPrefetchPlan, BurstsCoverTheNextTileOnceByTheLastChunk) {
                 ++cases;
             }
     EXPECT_EQ(cases, 4 * 5 * 24);
+}
+
+// A tile that fetches two ahead (4-bit, several columns) issues the same bursts, shifted by a
+// tile: the tile after next, whole, and nothing of the next.
+TEST(KernelsPrefetchPlan, TwoAheadFetchesTheTileAfterNext) {
+    for (int64_t chunks : {1, 2, 7}) {
+        const int64_t row_bytes = int64_t(int8_dot_row_bytes(WType::Q4_0X, chunks * kI8ChunkValues));
+        const std::vector<Burst> one = schedule(4, row_bytes, chunks, 0, 1);
+        const std::vector<Burst> two = schedule(4, row_bytes, chunks, 0, 2);
+        ASSERT_EQ(one.size(), two.size()) << chunks << " chunks";
+        for (size_t i = 0; i < one.size(); ++i) {
+            EXPECT_EQ(one[i].begin, two[i].begin);
+            EXPECT_EQ(one[i].end, two[i].end);
+            EXPECT_EQ(one[i].chunk, two[i].chunk);
+        }
+        EXPECT_EQ(two.front().begin, 0);
+        EXPECT_EQ(two.back().end, 4 * row_bytes);
+    }
+    EXPECT_TRUE(schedule(4, 576, 2, 3, 2).empty());
 }
 
 TEST(KernelsPrefetchPlan, LaterColumnGroupsDoNotPrefetch) {

@@ -178,10 +178,12 @@ template <class Fetch = PrefetchLinesT2>
 class NextTilePrefetch {
 public:
     // Issues the first burst at once (before the tile's chunk loop), or nothing when j0 > 0.
+    // ahead: which tile after this one to fetch (1: the next; 2: the one after, for a tile that
+    // computes long enough per byte that one tile's lead does not cover the memory's latency).
     NextTilePrefetch(const TilePrefetchPlan& plan, const uint8_t* const* wrow, int64_t j0,
-                     Fetch fetch = {})
+                     Fetch fetch = {}, int ahead = 1)
         : plan_(plan),
-          next_(wrow[0] + plan.tile_bytes),
+          next_(wrow[0] + ahead * plan.tile_bytes),
           end_(next_ + plan.tile_bytes),
           due_chunk_(j0 == 0 ? 0 : -1),
           fetch_(fetch) {
