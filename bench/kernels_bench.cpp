@@ -154,6 +154,43 @@ void BM_GemmCached(benchmark::State& state) {
 }
 BENCHMARK(BM_GemmCached)->ArgsProduct({{8, 4}, {1, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
+// The int8 tiles alone on one thread, weights and activations in L1 (8 rows x 2048 values:
+// 17 KB of Q8_0X, 9 KB of Q4_0X; the activations quantized once, outside the timing), width N:
+// peak_pct is the multiply-adds' rate over one thread's int8 dot-product peak (peak_g, G ops/s:
+// measure_compute_peak_ops on a one-thread pool, as the tiles run), so what it lacks of 100 is
+// the tiles' own instructions (unpacking, scaling, reduction), not memory or the pool.
+double int8_peak_one_thread() {
+    static ThreadPool one(1);
+    static const double ops = measure_compute_peak_ops(kernels(), one, PeakKind::Int8);
+    return ops;
+}
+
+void BM_TilesInL1(benchmark::State& state) {
+    const WType type = state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X;
+    const int64_t n = state.range(1), rows = 8, cols = 2048;
+    const KernelTable& k = kernels();
+    if (!k.int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
+    const WeightMatrix w = random_weight(rows, cols, type);
+    const std::vector<float> x = uniform_values(size_t(n * cols), 3, -1.0f, 1.0f);
+    QuantizedColumns q;
+    resize_columns(n, cols, q);
+    k.quantize_columns(x.data(), cols, q, 0, n);
+    std::vector<float> y(size_t(n * rows));
+    double seconds = 1e30;
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int rep = 0; rep < 64; ++rep) k.gemm_i8_rows(w, q, y.data(), rows, 0, rows);
+        seconds = std::min(seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 64);
+        benchmark::ClobberMemory();
+    }
+    const double ops = 2.0 * double(rows * cols * n);
+    state.counters["fastest_ns"] = seconds * 1e9;
+    state.counters["peak_pct"] = 100.0 * ops / seconds / int8_peak_one_thread();
+    state.counters["peak_g"] = int8_peak_one_thread() / 1e9;
+    state.SetLabel(std::string(k.isa) + " " + wtype_name(type));
+}
+BENCHMARK(BM_TilesInL1)->ArgsProduct({{8, 4}, {1, 2, 3, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+
 // The fixed cost of one thread-pool job that does nothing (a decode token runs a few hundred).
 void BM_PoolDispatch(benchmark::State& state) {
     int64_t items_seen = 0;
