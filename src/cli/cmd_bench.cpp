@@ -210,7 +210,9 @@ int cmd_bench(const std::vector<std::string>& argv) {
     const int64_t n_decode = a.integer("decode-tokens", 64);
     const int64_t repeat = a.integer("repeat", 3);
     if (repeat < 1 || repeat > 100) throw UsageError("--repeat must be between 1 and 100");
-    if (n_prompt < 1 || n_decode < 2) throw UsageError("bench: token counts too small");
+    if (n_prompt < 1) throw UsageError("--prompt-tokens must be >= 1 (got " + std::to_string(n_prompt) + ")");
+    if (n_decode < 2)  // the first token comes from the prefill: N tokens time N - 1 decode steps
+        throw UsageError("--decode-tokens must be >= 2 (got " + std::to_string(n_decode) + ")");
     BenchModel bm = open_bench_model(a);
     LoadedModel& lm = bm.lm;
     const Qwen35Model& model = *lm.model;

@@ -39,7 +39,7 @@ int cmd_template(const std::vector<std::string>& argv) {
         std::cout << "usage: nextn template MODEL MESSAGES.json [options]\n\n" << Args::help_text(specs);
         return 0;
     }
-    if (a.positional().size() != 2) throw UsageError("template: expected MODEL and MESSAGES.json");
+    if (a.positional().size() != 2) throw UsageError("expected MODEL and MESSAGES.json");
     Tokenizer tok = load_tokenizer_from_path(a.positional()[0]);
     ChatTemplate t = ChatTemplate::for_tokenizer(tok);
     nlohmann::ordered_json messages = read_json_file<nlohmann::ordered_json>(a.positional()[1]);
@@ -69,13 +69,13 @@ int cmd_chat(const std::vector<std::string>& argv) {
                   << Args::help_text(specs);
         return 0;
     }
-    if (a.positional().size() != 1) throw UsageError("chat: expected exactly one MODEL path");
+    if (a.positional().size() != 1) throw UsageError("expected exactly one MODEL path");
     ModelOptions mo = model_options_from(a);
     DecodeOptions opts;
     opts.sampler = sampler_params_from(a);
     opts.max_new_tokens = a.integer("n-predict", 512);
     const int64_t ctx = a.integer("ctx", 4096);
-    if (opts.max_new_tokens < 1 || ctx < 16) throw UsageError("chat: -n and --ctx too small");
+    if (opts.max_new_tokens < 1 || ctx < 16) throw UsageError("-n must be >= 1 and --ctx >= 16");
     std::optional<bool> thinking = thinking_flag(a);
     LoadedModel lm = load_model(a.positional()[0], mo);
     std::optional<Tokenizer> tok = load_model_tokenizer(lm.checkpoint);

@@ -54,7 +54,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
         std::cout << "usage: nextn inspect MODEL [options]\n\n" << Args::help_text(specs);
         return 0;
     }
-    if (a.positional().size() != 1) throw UsageError("inspect: expected exactly one MODEL path");
+    if (a.positional().size() != 1) throw UsageError("expected exactly one MODEL path");
     LoadOptions lo;
     lo.load_mtp = !a.has("no-mtp");
     lo.draft_model = a.str("draft-model");

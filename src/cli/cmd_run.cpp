@@ -102,9 +102,9 @@ int cmd_run(const std::vector<std::string>& argv) {
                   << Args::help_text(specs);
         return 0;
     }
-    if (a.positional().size() != 1) throw UsageError("run: expected exactly one MODEL path");
+    if (a.positional().size() != 1) throw UsageError("expected exactly one MODEL path");
     if (a.has("prompt") == a.has("tokens"))
-        throw UsageError("run: give exactly one of -p TEXT or --tokens IDS");
+        throw UsageError("give exactly one of -p TEXT or --tokens IDS");
     const int64_t n_predict = a.integer("n-predict", 128);
     if (n_predict < 1) throw UsageError("--n-predict must be at least 1");
     const bool auto_depth = a.str("draft-depth", "auto") == "auto";
@@ -127,7 +127,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     } else {
         if (!tok) fail(a.positional()[0], ": no tokenizer found; use --tokens");
         prompt = tok->encode(a.str("prompt"));
-        if (prompt.empty()) throw UsageError("run: the prompt encodes to no tokens");
+        if (prompt.empty()) throw UsageError("the prompt encodes to no tokens");
     }
     for (int32_t id : prompt)
         if (id >= model.config().vocab_size)

@@ -24,7 +24,7 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
                   << Args::help_text(specs);
         return 0;
     }
-    if (a.positional().size() != 1) throw UsageError("tokenize: expected exactly one MODEL path");
+    if (a.positional().size() != 1) throw UsageError("expected exactly one MODEL path");
     Tokenizer tok = load_tokenizer_from_path(a.positional()[0]);
     const bool special = a.has("special");
     if (a.has("jsonl")) {

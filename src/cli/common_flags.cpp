@@ -1,3 +1,6 @@
+#include <cstdio>
+#include <thread>
+
 #include "cli/commands.h"
 #include "core/error.h"
 
@@ -5,7 +8,7 @@ namespace nextn::cli {
 
 std::vector<FlagSpec> model_flags() {
     return {
-        {"threads", "t", true, "worker threads (default: one per core)", "N"},
+        {"threads", "t", true, "worker threads (default: one per hardware thread)", "N"},
         {"no-mtp", "", false, "ignore the MTP head: plain decoding"},
         {"draft-model", "", true, "separate MTP drafter checkpoint (qwen3_5_mtp, MTP-only GGUF)",
          "PATH"},
@@ -56,6 +59,12 @@ ModelOptions model_options_from(const Args& a) {
     ModelOptions o;
     o.threads = int(a.integer("threads", 0));
     if (o.threads < 0 || o.threads > 1024) throw UsageError("--threads must be between 0 and 1024");
+    const unsigned cpus = std::thread::hardware_concurrency();
+    if (cpus > 0 && unsigned(o.threads) > cpus)  // allowed (a user may know better), but say so
+        std::fprintf(stderr,
+                     "nextn: warning: --threads %d is more than the %u hardware threads here; the "
+                     "workers will take turns on the cores and every matmul waits for the slowest\n",
+                     o.threads, cpus);
     o.load_mtp = !a.has("no-mtp");
     o.draft_model = a.str("draft-model");
     std::string q = a.str("quant", "native");

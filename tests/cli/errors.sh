@@ -18,6 +18,17 @@ expect 2 "expects an integer" -- "$NEXTN" run "$MODEL" -p hi --draft-depth deep
 expect 2 "quant" -- "$NEXTN" run "$MODEL" -p hi --quant q3
 expect 2 "--kv-type: unknown KV cache type .f8." -- "$NEXTN" run "$MODEL" -p hi --kv-type f8
 expect 1 "does not exist" -- "$NEXTN" run "$TMP/missing" -p hi
+# One prefix, the command's, and bench's counts name their flag.
+expect 2 "^nextn run: expected exactly one MODEL path" -- "$NEXTN" run
+expect 2 "^nextn inspect: expected exactly one MODEL path" -- "$NEXTN" inspect
+expect 2 "^nextn bench: --prompt-tokens must be >= 1 \(got 0\)" -- "$NEXTN" bench "$MODEL" --prompt-tokens 0
+expect 2 "^nextn bench: --decode-tokens must be >= 2 \(got 1\)" -- "$NEXTN" bench "$MODEL" --decode-tokens 1
+expect 2 "^nextn bench: --repeat must be between 1 and 100" -- "$NEXTN" bench "$MODEL" --repeat 0
+expect 2 "--threads must be between 0 and 1024" -- "$NEXTN" bench "$MODEL" --threads 5000
+# More threads than the machine has: allowed, with a warning.
+if [ "$(nproc)" -lt 64 ]; then
+    expect 0 "warning: --threads 64 is more than the [0-9]+ hardware threads" -- "$NEXTN" run "$MODEL" -p hi -n 2 --threads 64
+fi
 expect 1 "outside the vocabulary" -- "$NEXTN" run "$MODEL" --tokens 1,2,999999
 
 # A truncated safetensors file.
