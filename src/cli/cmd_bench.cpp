@@ -235,6 +235,15 @@ int cmd_bench(const std::vector<std::string>& argv) {
         kv_cache_type_name(model.kv_cache_type()), bm.draft.c_str());
     out["isa"] = kernels().isa;
     out["threads"] = lm.pool->size();
+    // The caches first (zero pages: no memory until written), so that lengths this machine
+    // cannot hold fail before the probes rather than after them.
+    SequenceState state = [&] {
+        try {
+            return model.new_state(n_prompt + n_decode + 48, 9);  // + rollback's 25
+        } catch (const Error& e) {
+            fail("--prompt-tokens ", n_prompt, " with --decode-tokens ", n_decode, ": ", e.what());
+        }
+    }();
 
     const double bw = measure_read_bandwidth_gbs(*lm.pool);
     say("read bandwidth: %.1f GB/s (%s, %d threads)\n", bw, kernels().isa, lm.pool->size());
@@ -245,7 +254,6 @@ int cmd_bench(const std::vector<std::string>& argv) {
 
     // Prefill, and its matmuls' work against the cores' peak for the activations' kind of
     // multiply-add (measured here, as the bandwidth is).
-    SequenceState state = model.new_state(n_prompt + n_decode + 48, 9);  // + rollback's 25
     auto t0 = Clock::now();
     model.forward(state, prompt.data(), n_prompt, {});
     const double prefill_s = since(t0);

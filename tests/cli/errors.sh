@@ -25,6 +25,8 @@ expect 2 "^nextn bench: --prompt-tokens must be >= 1 \(got 0\)" -- "$NEXTN" benc
 expect 2 "^nextn bench: --decode-tokens must be >= 2 \(got 1\)" -- "$NEXTN" bench "$MODEL" --decode-tokens 1
 expect 2 "^nextn bench: --repeat must be between 1 and 100" -- "$NEXTN" bench "$MODEL" --repeat 0
 expect 2 "--threads must be between 0 and 1024" -- "$NEXTN" bench "$MODEL" --threads 5000
+# Caches larger than any address space fail at once, naming the lengths.
+expect 1 "--prompt-tokens 9999999999999 with --decode-tokens 64: out of memory" -- "$NEXTN" bench "$MODEL" --prompt-tokens 9999999999999
 # More threads than the machine has: allowed, with a warning.
 if [ "$(nproc)" -lt 64 ]; then
     expect 0 "warning: --threads 64 is more than the [0-9]+ hardware threads" -- "$NEXTN" run "$MODEL" -p hi -n 2 --threads 64
