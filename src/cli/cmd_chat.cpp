@@ -53,7 +53,7 @@ int cmd_chat(const std::vector<std::string>& argv) {
     std::vector<FlagSpec> specs = {
         {"system", "", true, "system prompt", "TEXT"},
         {"n-predict", "n", true, "maximum tokens per reply (default 512)", "N"},
-        {"ctx", "c", true, "context size (default 4096)", "N"},
+        {"ctx", "c", true, "context size in tokens (default 4096, at most the model's context length)", "N"},
         {"raw", "", false, "no chat template: each line is sent as-is"},
         {"thinking", "", true, "enable_thinking on|off", "on|off"},
         {"verbose", "v", false, "after each reply print prompt reuse, speed and tokens/round"},
@@ -74,10 +74,11 @@ int cmd_chat(const std::vector<std::string>& argv) {
     DecodeOptions opts;
     opts.sampler = sampler_params_from(a);
     opts.max_new_tokens = a.integer("n-predict", 512);
-    const int64_t ctx = a.integer("ctx", 4096);
-    if (opts.max_new_tokens < 1 || ctx < 16) throw UsageError("-n must be >= 1 and --ctx >= 16");
+    if (opts.max_new_tokens < 1 || a.integer("ctx", 4096) < 16)  // before the load: fail fast
+        throw UsageError("-n must be >= 1 and --ctx >= 16");
     std::optional<bool> thinking = thinking_flag(a);
     LoadedModel lm = load_model(a.positional()[0], mo);
+    const int64_t ctx = context_from(a, 4096, lm.model->config());
     std::optional<Tokenizer> tok = load_model_tokenizer(lm.checkpoint);
     if (!tok) fail(a.positional()[0], ": chat needs a tokenizer, and none was found");
     ChatTemplate tmpl = ChatTemplate::for_tokenizer(*tok);

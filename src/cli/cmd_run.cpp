@@ -26,7 +26,7 @@ std::vector<FlagSpec> run_flags() {
         {"draft-depth", "", true,
          "draft tokens per round: auto (default; adaptive, up to 4) or 0..8 (0 = plain decoding)",
          "D"},
-        {"ctx", "c", true, "context size in tokens (default: prompt + n + 16)", "N"},
+        {"ctx", "c", true, "context size in tokens (default: prompt + n + 16, at most the model's context length)", "N"},
         {"ignore-eos", "", false, "keep generating past end-of-sequence tokens"},
         {"logprobs", "", true, "print the log-probability of each token and N alternatives", "N"},
         {"stop", "", true, "stop when the output text contains STR (repeatable); STR is not printed",
@@ -136,8 +136,12 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (!a.has("ignore-eos")) opts.stop_tokens = session.eos_tokens();
     if (!model.has_mtp() && mo.load_mtp)
         std::fprintf(stderr, "note: %s has no MTP head; plain decoding\n", a.positional()[0].c_str());
-    const int64_t ctx = a.integer("ctx", int64_t(prompt.size()) + n_predict + 16);
-    if (ctx < int64_t(prompt.size()) + 1) throw UsageError("--ctx is smaller than the prompt");
+    const int64_t ctx = context_from(a, int64_t(prompt.size()) + n_predict + 16, model.config());
+    if (ctx < int64_t(prompt.size()) + 1)
+        throw UsageError(a.has("ctx") ? "--ctx is smaller than the prompt"
+                                      : "the prompt (" + std::to_string(prompt.size()) +
+                                            " tokens) does not fit the model's context length (" +
+                                            std::to_string(ctx) + ")");
 
     const bool print_ids = a.has("ids") || !tok;
     const std::vector<std::string> stops = a.all("stop");
@@ -169,6 +173,10 @@ int cmd_run(const std::vector<std::string>& argv) {
     });
     if (!print_ids && !stop_matcher.stopped()) std::cout << stop_matcher.push(stream->flush()) << stop_matcher.flush();
     std::cout << std::endl;
+    if (!stats.stopped_by_token && !stop_matcher.stopped() && stats.generated() < n_predict)
+        std::fprintf(stderr, "note: stopped after %lld tokens at the end of the context (%lld tokens%s)\n",
+                     (long long)stats.generated(), (long long)ctx,
+                     a.has("ctx") ? ", --ctx" : ": the model's context length");
     if (a.has("stats-json"))
         write_stats_json(a.str("stats-json"), stats, generated_ids,
                          session.controller() ? session.controller()->best_depth() : int(depth),

@@ -22,5 +22,9 @@ std::vector<FlagSpec> model_flags();
 std::vector<FlagSpec> sampling_flags();
 ModelOptions model_options_from(const Args& a);
 SamplerParams sampler_params_from(const Args& a);
+// The context a command runs with: --ctx when given (a usage error above the model's context
+// length, config max_positions, where the checkpoint states one), else `wanted` capped at that
+// length (generation then ends where the context does).
+int64_t context_from(const Args& a, int64_t wanted, const ModelConfig& config);
 
 }  // namespace nextn::cli

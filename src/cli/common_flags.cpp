@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -128,6 +129,16 @@ SamplerParams sampler_params_from(const Args& a) {
         throw UsageError(e.what());
     }
     return p;
+}
+
+int64_t context_from(const Args& a, int64_t wanted, const ModelConfig& config) {
+    const int64_t limit = config.max_positions;  // 0: the checkpoint states none
+    if (!a.has("ctx")) return limit > 0 ? std::min(wanted, limit) : wanted;
+    const int64_t ctx = a.integer("ctx", wanted);
+    if (limit > 0 && ctx > limit)
+        throw UsageError("--ctx " + std::to_string(ctx) + " is more than the model's context length (" +
+                         std::to_string(limit) + " tokens)");
+    return ctx;
 }
 
 }  // namespace nextn::cli

@@ -27,6 +27,11 @@ expect 2 "^nextn bench: --repeat must be between 1 and 100" -- "$NEXTN" bench "$
 expect 2 "--threads must be between 0 and 1024" -- "$NEXTN" bench "$MODEL" --threads 5000
 # Caches larger than any address space fail at once, naming the lengths.
 expect 1 "--prompt-tokens 9999999999999 with --decode-tokens 64: out of memory" -- "$NEXTN" bench "$MODEL" --prompt-tokens 9999999999999
+# The model's context length (max_position_embeddings 4096 in the fixture) bounds --ctx; a run
+# that reaches the end of its context says so.
+expect 2 "^nextn run: --ctx 99999999999 is more than the model's context length \(4096 tokens\)" -- "$NEXTN" run "$MODEL" -p hi --ctx 99999999999
+expect 2 "^nextn chat: --ctx 5000 is more than the model's context length \(4096 tokens\)" -- "$NEXTN" chat "$MODEL" --ctx 5000
+expect 0 "note: stopped after 19 tokens at the end of the context \(20 tokens, --ctx\)" -- "$NEXTN" run "$MODEL" -p hi -n 50 --ctx 20 --ignore-eos -q
 # More threads than the machine has: allowed, with a warning.
 if [ "$(nproc)" -lt 64 ]; then
     expect 0 "warning: --threads 64 is more than the [0-9]+ hardware threads" -- "$NEXTN" run "$MODEL" -p hi -n 2 --threads 64
