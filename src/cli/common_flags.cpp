@@ -1,6 +1,9 @@
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -112,21 +115,49 @@ ModelOptions model_options_from(const Args& a) {
     return o;
 }
 
+namespace {
+
+// SamplerParams::validate names its fields ("sampling: top_k must be ..."); on the command line
+// the message names the flag instead ("--top-k must be ...").
+std::string with_flag_names(std::string message) {
+    static constexpr std::pair<const char*, const char*> kFlagOf[] = {
+        {"temperature", "--temp"},         {"top_k", "--top-k"},
+        {"top_p", "--top-p"},              {"min_p", "--min-p"},
+        {"penalty_last_n", "--repeat-last-n"}, {"repeat_penalty", "--repeat-penalty"},
+        {"presence_penalty", "--presence-penalty"}, {"frequency_penalty", "--frequency-penalty"},
+    };
+    for (const auto& [field, flag] : kFlagOf) {
+        const std::string prefix = std::string("sampling: ") + field + " ";
+        if (message.rfind(prefix, 0) == 0) return std::string(flag) + " " + message.substr(prefix.size());
+    }
+    return message;
+}
+
+// An integer flag that must fit an int32 field (a larger value would wrap).
+int32_t int32_flag(const Args& a, const char* name, int64_t fallback) {
+    const int64_t v = a.integer(name, fallback);
+    if (v < INT32_MIN || v > INT32_MAX)
+        throw UsageError(std::string("--") + name + " " + std::to_string(v) + " is out of range");
+    return int32_t(v);
+}
+
+}  // namespace
+
 SamplerParams sampler_params_from(const Args& a) {
     SamplerParams p;
     p.temperature = float(a.number("temp", 0.0));
-    p.top_k = int32_t(a.integer("top-k", 0));
+    p.top_k = int32_flag(a, "top-k", 0);
     p.top_p = float(a.number("top-p", 1.0));
     p.min_p = float(a.number("min-p", 0.0));
     p.repeat_penalty = float(a.number("repeat-penalty", 1.0));
-    p.penalty_last_n = int32_t(a.integer("repeat-last-n", 64));
+    p.penalty_last_n = int32_flag(a, "repeat-last-n", 64);
     p.presence_penalty = float(a.number("presence-penalty", 0.0));
     p.frequency_penalty = float(a.number("frequency-penalty", 0.0));
     p.seed = uint64_t(a.integer("seed", 0));
     try {
         p.validate();
     } catch (const std::exception& e) {
-        throw UsageError(e.what());
+        throw UsageError(with_flag_names(e.what()));
     }
     return p;
 }
