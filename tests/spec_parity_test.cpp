@@ -9,6 +9,7 @@
 #include "decode_helpers.h"
 #include "golden.h"
 #include "model/qwen35.h"
+#include "spec/depth_controller.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
 
@@ -46,6 +47,24 @@ private:
     int corrupt_every_;
     int64_t committed_end_ = 0;
     int64_t calls_ = 0;
+};
+
+// Counts the pairs queued by on_commit and not yet flushed, and records how many each draft()
+// call finds (proposing nothing: every round then commits one token).
+class PendingCountingDrafter : public Drafter {
+public:
+    void on_commit(const float*, const int32_t*, int64_t n, int64_t) override { pending_ += n; }
+    void flush() override { pending_ = 0; }
+    void draft(const DraftRequest&, DraftProposal& d) override {
+        d.clear();
+        seen_at_draft.push_back(pending_);
+        pending_ = 0;  // draft() flushes what is queued
+    }
+    void reset() override { pending_ = 0; }
+    std::vector<int64_t> seen_at_draft;  // [draft calls] pairs queued when each began
+
+private:
+    int64_t pending_ = 0;
 };
 
 // A fixture model and the KV cache type: every property below holds bitwise with either, since
@@ -176,6 +195,36 @@ TEST_P(SpecParity, ScriptedDraftsWithRejectionsEqualPlain) {
             }
         }
     }
+}
+
+// Under the adaptive depth, a drafting round that follows plain (depth 0) rounds finds their
+// queued pairs already flushed, outside its timing; the one pair of the round just before is
+// all draft() may still find. The output is still the plain greedy one.
+TEST_P(SpecParity, PlainRoundsPairsAreFlushedBeforeADraftingRound) {
+    const Qwen35Model& model = *lm_.model;
+    std::vector<int32_t> plain = test::greedy_decode(model, prompt_, 0, 60);
+    DepthController controller(1);
+    // Nothing accepted and a depth-1 round ten times dearer: the controller settles on depth 0
+    // and probes depth 1 now and then.
+    for (int r = 0; r < 40; ++r) {
+        const int d = controller.choose();
+        controller.observe(d, 0, d == 0 ? 0.001 : 0.01);
+    }
+    ASSERT_EQ(0, controller.best_depth());
+    SequenceState state = model.new_state(int64_t(prompt_.size()) + 64, 4);
+    PendingCountingDrafter drafter;
+    DecodeOptions opts;
+    opts.max_new_tokens = 60;
+    opts.draft_depth = 1;
+    opts.controller = &controller;
+    std::vector<int32_t> out;
+    generate(model, state, &drafter, prompt_, opts, [&](const EmittedToken& t) {
+        out.push_back(t.id);
+        return true;
+    });
+    EXPECT_EQ(plain, out);
+    ASSERT_FALSE(drafter.seen_at_draft.empty()) << "no probe at depth 1 in 60 rounds";
+    for (int64_t pending : drafter.seen_at_draft) EXPECT_LE(pending, 1);
 }
 
 TEST_P(SpecParity, RollbackLeavesStateAsFreshRun) {

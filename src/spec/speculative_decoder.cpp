@@ -136,6 +136,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     }
     for (Distribution& t : targets) reserve_for_sampling(params, V, t);
     proposal.reserve(size_t(depth), [&](Distribution& q) { reserve_for_sampling(params, V, q); });
+    int previous_k = -1;  // the previous round's drafts (-1: no round yet)
     while (!stop && stats.generated() < options.max_new_tokens) {
         const int64_t room = std::min<int64_t>(options.max_new_tokens - stats.generated(),
                                                state.max_positions - state.n_past);
@@ -143,6 +144,13 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         const int round_depth =
             options.controller && depth > 0 ? std::min(depth, options.controller->choose()) : depth;
         const int k = int(std::min<int64_t>(round_depth, room - 1));
+        // The pairs plain rounds queued (up to MtpDrafter::kMaxPending) are their catch-up, not
+        // this round's work: flushed inside the round they made a drafting round that follows
+        // plain ones (the controller's probe out of depth 0) look dearer than its depth is, so
+        // they go before the round's clock starts. A round after a drafting round still flushes
+        // its predecessor's pairs in draft(): every drafting round pays that.
+        if (drafter && k > 0 && previous_k == 0) drafter->flush();
+        previous_k = k;
         const auto round_start = Clock::now();
         proposal.clear();
         if (k > 0) drafter->draft({k, &params, &history, &rng}, proposal);
