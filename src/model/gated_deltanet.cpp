@@ -16,9 +16,9 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
     const int64_t C = c.gdn_conv_dim(), K = c.conv_kernel, key_dim = c.gdn_key_dim();
     const int64_t vdim = c.gdn_value_dim();
 
-    // [K-1 + T, C]: the conv's input window, committed history first.
+    // [K-1 + T, C]: the conv's input window, committed history first (copied in per head
+    // below, on the pool, rather than here in one serial copy).
     float* window = ForwardScratch::take(s.window, size_t((K - 1 + T) * C));
-    std::memcpy(window, rec.conv.data(), size_t((K - 1) * C) * sizeof(float));
     float* qkv = window + (K - 1) * C;                           // [T, C] raw projections
     float* z = ForwardScratch::take(s.z, size_t(T * vdim));      // [T, Hv, Dv]
     float* b = ForwardScratch::take(s.b, size_t(T * Hv));        // [T, Hv]
@@ -46,6 +46,8 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
             const int64_t c0 = is_q || is_k ? h * Dk : 2 * key_dim + (h - 2 * Hk) * Dv;
             const int64_t ld = is_q || is_k ? key_dim : vdim;
             float* dst = is_q ? q + h * Dk : is_k ? k + (h - Hk) * Dk : v + (h - 2 * Hk) * Dv;
+            for (int64_t r = 0; r < K - 1; ++r)  // this head's channels of the committed history
+                std::memcpy(window + r * C + c0, rec.conv.data() + r * C + c0, size_t(width) * sizeof(float));
             kt.causal_conv(window + c0, lw.conv.data() + c0, C, T, width, int(K), dst, ld);
             for (int64_t t = 0; t < T; ++t) {
                 float* row = dst + t * ld;
