@@ -181,14 +181,21 @@ void Qwen35Model::commit(SequenceState& state, int64_t n_keep) const {
                            c.gdn_tiled_heads, discard, pool_);
         }
         r.current = 1 - r.current;
-        // conv state = last K-1 rows of [old conv state; kept qkv rows]: shift the old rows
-        // that survive to the front, then copy the newest kept rows after them.
-        const int64_t from_old = std::max<int64_t>(0, Km1 - n_keep);
-        std::memmove(r.conv.data(), r.conv.data() + (Km1 - from_old) * C,
-                     size_t(from_old * C) * sizeof(float));
-        std::memcpy(r.conv.data() + from_old * C, r.pending_qkv.data() + (n_keep - (Km1 - from_old)) * C,
-                    size_t((Km1 - from_old) * C) * sizeof(float));
     }
+    // conv state = last K-1 rows of [old conv state; kept qkv rows]: shift the old rows that
+    // survive to the front, then copy the newest kept rows after them; the layers side by side
+    // on the pool (in one thread these copies were a serial stretch of every verify round).
+    const int64_t from_old = std::max<int64_t>(0, Km1 - n_keep);
+    pool_.run(int64_t(state.recurrent.size()), [&](int64_t l0, int64_t l1) {
+        for (int64_t l = l0; l < l1; ++l) {
+            RecurrentState& r = state.recurrent[size_t(l)];
+            if (!r.state_size) continue;
+            std::memmove(r.conv.data(), r.conv.data() + (Km1 - from_old) * C,
+                         size_t(from_old * C) * sizeof(float));
+            std::memcpy(r.conv.data() + from_old * C, r.pending_qkv.data() + (n_keep - (Km1 - from_old)) * C,
+                        size_t((Km1 - from_old) * C) * sizeof(float));
+        }
+    });
 }
 
 void Qwen35Model::mtp_forward(SequenceState& state, const float* hidden, const int32_t* tokens,
