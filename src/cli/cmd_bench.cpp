@@ -262,7 +262,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     out["prefill_matmul_ops_per_s"] = prefill_ops;
     // The scalar table (the oracle) has no peak worth the name: its probe's std::fma chains run
     // slower than the compiler's code for its plain loops.
-    if (std::string(kernels().isa) == "scalar") {
+    if (&kernels() == &reference_kernels()) {
         say("prefill: %.1f tok/s; its matmuls %.3g G %s ops/s (the scalar table: no compute peak to "
             "compare with)\n", double(n_prompt) / prefill_s, prefill_ops / 1e9, peak_kind_name(peak_kind));
     } else {

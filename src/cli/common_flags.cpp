@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -117,20 +118,17 @@ ModelOptions model_options_from(const Args& a) {
 
 namespace {
 
-// SamplerParams::validate names its fields ("sampling: top_k must be ..."); on the command line
-// the message names the flag instead ("--top-k must be ...").
-std::string with_flag_names(std::string message) {
+// The flag that sets a SamplerParams field, for validate()'s messages ("--top-k must be ...").
+std::string flag_of(const char* field) {
     static constexpr std::pair<const char*, const char*> kFlagOf[] = {
         {"temperature", "--temp"},         {"top_k", "--top-k"},
         {"top_p", "--top-p"},              {"min_p", "--min-p"},
         {"penalty_last_n", "--repeat-last-n"}, {"repeat_penalty", "--repeat-penalty"},
         {"presence_penalty", "--presence-penalty"}, {"frequency_penalty", "--frequency-penalty"},
     };
-    for (const auto& [field, flag] : kFlagOf) {
-        const std::string prefix = std::string("sampling: ") + field + " ";
-        if (message.rfind(prefix, 0) == 0) return std::string(flag) + " " + message.substr(prefix.size());
-    }
-    return message;
+    for (const auto& [f, flag] : kFlagOf)
+        if (std::string_view(f) == field) return flag;
+    return std::string("sampling: ") + field;
 }
 
 // An integer flag that must fit an int32 field (a larger value would wrap).
@@ -155,9 +153,9 @@ SamplerParams sampler_params_from(const Args& a) {
     p.frequency_penalty = float(a.number("frequency-penalty", 0.0));
     p.seed = uint64_t(a.integer("seed", 0));
     try {
-        p.validate();
+        p.validate(flag_of);
     } catch (const std::exception& e) {
-        throw UsageError(with_flag_names(e.what()));
+        throw UsageError(e.what());
     }
     return p;
 }

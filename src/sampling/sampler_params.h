@@ -3,6 +3,7 @@
 // "off" value; with all processors off and temperature 1 sampling is plain softmax sampling.
 #include <cstdint>
 #include <map>
+#include <string>
 
 namespace nextn {
 
@@ -33,8 +34,10 @@ struct SamplerParams {
                (repeat_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f);
     }
 
-    // Throws nextn::Error naming the first field out of range.
-    void validate() const;
+    // Throws nextn::Error naming the first field out of range: "sampling: top_k must be ...",
+    // or, with `name_of`, name_of("top_k") + " must be ..." (the CLI names its flags).
+    using FieldNamer = std::string (*)(const char* field);
+    void validate(FieldNamer name_of = nullptr) const;
     // validate() plus: every logit_bias id lies in [0, vocab_size).
     void validate_for_vocab(int64_t vocab_size) const;
 };

@@ -24,13 +24,13 @@ namespace {
 // 0.99-1.02, once 1.055), so nothing argued for it.
 template <int R, int C>
 [[gnu::always_inline]] inline void store_sums(const __m512 (&acc)[R][C], float* y, int64_t ldy) {
-    constexpr int kFourAtOnce = C > 1 ? 4 : R + 1;  // R + 1: never
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
         int r = 0;
+        if constexpr (C > 1)
 #pragma GCC unroll 8
-        for (; r + kFourAtOnce <= R; r += 4)
-            _mm_storeu_ps(y + c * ldy + r, Isa::hsum4(acc[r][c], acc[r + 1][c], acc[r + 2][c], acc[r + 3][c]));
+            for (; r + 4 <= R; r += 4)
+                _mm_storeu_ps(y + c * ldy + r, Isa::hsum4(acc[r][c], acc[r + 1][c], acc[r + 2][c], acc[r + 3][c]));
 #pragma GCC unroll 8
         for (; r < R; ++r) y[c * ldy + r] = Isa::hsum(acc[r][c]);
     }
