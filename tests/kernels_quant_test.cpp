@@ -2,6 +2,7 @@
 // round-trip error bounds, and make_weight's conversion rules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -100,6 +101,77 @@ TEST(KernelsQuant, Q8_0LayoutMatchesGgml) {
     EXPECT_EQ(q.qs[0], -127);
     EXPECT_EQ(q.qs[16], 0);
     EXPECT_EQ(q.qs[31], int8_t(std::round(15 * 127.0 / 16)));
+}
+
+// The quantizer against ggml's reference formula written with libm (fmax, round), on random
+// blocks and on blocks made of exact ties (codes k + 0.5) and values just either side of them.
+TEST(KernelsQuant, Q8_0QuantizerEqualsLibmFormula) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+    std::vector<float> x(32 * 400);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = u(rng);
+    // Blocks 300..399: amax 127 (so id is 1), the rest k + 0.5 ties and their neighbours.
+    for (int b = 300; b < 400; ++b) {
+        float* xb = x.data() + 32 * b;
+        xb[0] = b % 2 ? 127.0f : -127.0f;
+        for (int i = 1; i < 32; ++i) {
+            const float tie = float(int(rng() % 253) - 126) + 0.5f;
+            const int pick = int(rng() % 3);
+            xb[i] = pick == 0 ? tie : std::nextafter(tie, pick == 1 ? 200.0f : -200.0f);
+        }
+    }
+    std::vector<BlockQ8_0> got(400);
+    quantize_row_q8_0(x.data(), int64_t(x.size()), got.data());
+    for (int b = 0; b < 400; ++b) {
+        const float* xb = x.data() + 32 * b;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        ASSERT_EQ(got[size_t(b)].d, f32_to_f16(d)) << "block " << b;
+        for (int i = 0; i < 32; ++i)
+            ASSERT_EQ(got[size_t(b)].qs[i], int8_t(std::round(xb[i] * id)))
+                << "block " << b << " value " << xb[i];
+    }
+}
+
+// Q4_0's quantizer against ggml's reference loop (the first value of largest magnitude sets
+// d = max / -8), on random blocks, blocks where +m and -m tie for the largest magnitude (the
+// first decides d's sign), and all-zero blocks with negative zeros (d stays +0 / -8 = -0).
+TEST(KernelsQuant, Q4_0QuantizerEqualsReferenceLoop) {
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    std::vector<float> x(32 * 300);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = u(rng);
+    for (int b = 200; b < 300; ++b) {
+        float* xb = x.data() + 32 * b;
+        if (b < 250) {  // a magnitude tie at two random places, signs random
+            const int i = int(rng() % 32), j = int(rng() % 32);
+            xb[i] = rng() % 2 ? 2.5f : -2.5f;
+            xb[j] = rng() % 2 ? 2.5f : -2.5f;
+        } else {
+            for (int i = 0; i < 32; ++i) xb[i] = rng() % 2 ? -0.0f : 0.0f;
+        }
+    }
+    std::vector<BlockQ4_0> got(300);
+    quantize_row_q4_0(x.data(), int64_t(x.size()), got.data());
+    for (int b = 0; b < 300; ++b) {
+        const float* xb = x.data() + 32 * b;
+        float amax = 0.0f, max = 0.0f;
+        for (int i = 0; i < 32; ++i)
+            if (std::fabs(xb[i]) > amax) {
+                amax = std::fabs(xb[i]);
+                max = xb[i];
+            }
+        const float d = max / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        ASSERT_EQ(got[size_t(b)].d, f32_to_f16(d)) << "block " << b;
+        for (int i = 0; i < 16; ++i) {
+            const int lo = std::min(15, int(xb[i] * id + 8.5f));
+            const int hi = std::min(15, int(xb[i + 16] * id + 8.5f));
+            ASSERT_EQ(got[size_t(b)].qs[i], uint8_t(lo | (hi << 4))) << "block " << b;
+        }
+    }
 }
 
 // Round trip: Q8_0 |x - x'| <= d/2 (rounding to a code) + 127 |d - f16(d)| <= amax/254 +

@@ -150,24 +150,6 @@ TEST(SyntheticConfig, MemoryCheckNamesTheShortfall) {
     }
 }
 
-TEST(SyntheticBuild, RowBuilderEqualsMakeWeightF32) {
-    ThreadPool pool(2);
-    for (WType t : {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType::Q4_0, WType::Q4_1}) {
-        for (int64_t cols : {64, 96, 50}) {  // 50: block types fall back to F32
-            const int64_t rows = 37;
-            std::vector<float> values(size_t(rows * cols));
-            for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(float(i) * 0.37f) * 0.3f;
-            WeightMatrix want = make_weight_f32(values.data(), rows, cols, t);
-            WeightMatrix got = build_weight(rows, cols, t, &pool, [&](int64_t r, float* out) {
-                std::memcpy(out, values.data() + r * cols, size_t(cols) * sizeof(float));
-            });
-            ASSERT_EQ(got.type, want.type) << wtype_name(t) << " cols " << cols;
-            ASSERT_EQ(got.row_bytes, want.row_bytes);
-            EXPECT_EQ(0, std::memcmp(got.data, want.data, want.nbytes())) << wtype_name(t) << " cols " << cols;
-        }
-    }
-}
-
 TEST(SyntheticBuild, SizeEstimateIsTheAllocation) {
     for (bool moe : {false, true}) {
         for (WType t : {WType::F32, WType::Q8_0, WType::Q4_0}) {

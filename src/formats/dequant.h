@@ -12,8 +12,29 @@ float load_float(const uint8_t* base, size_t index, DType t);
 // Writes all t.numel() values of a quantized tensor to out. Throws Error for types it lacks.
 void dequantize_to_f32(const RawTensor& t, float* out);
 
-// Writes rows [first_row, first_row + n_rows) of a tensor viewed as [rows, shape.back()] (any
-// dtype dequantize_to_f32 takes), e.g. embedding lookups without converting the whole matrix.
+// A tensor viewed as [rows, cols = shape.back()] (any dtype dequantize_to_f32 takes, block
+// types with whole blocks per row), read one row at a time as the f32 values dequantize_to_f32
+// gives: load-time conversion streams rows through it instead of widening a whole tensor. The
+// constructor checks the type and sizes (throws Error); read() then neither throws nor
+// allocates, so pool workers may read different rows at once. Keeps a pointer to t.
+class TensorRows {
+public:
+    explicit TensorRows(const RawTensor& t);
+    int64_t rows() const { return rows_; }
+    int64_t cols() const { return cols_; }
+    void read(int64_t row, float* out) const;  // out: [cols]
+
+private:
+    using BlockDecoder = void (*)(const uint8_t*, float*);
+    const RawTensor* t_;
+    int64_t rows_ = 0, cols_ = 0;
+    size_t row_bytes_ = 0;
+    BlockDecoder decode_ = nullptr;  // block types only
+    int64_t block_ = 0;
+    size_t block_bytes_ = 0;
+};
+
+// Writes rows [first_row, first_row + n_rows) of a tensor viewed as [rows, shape.back()].
 void dequantize_rows_to_f32(const RawTensor& t, int64_t first_row, int64_t n_rows, float* out);
 
 // Code-form access for kernels that keep codes instead of floats; the values are exactly

@@ -53,15 +53,22 @@ size_t q6_sub_scale_at(int64_t cols, int64_t b, int half) {
            size_t((b / kI8ChunkBlocks) * 32 + half * 16 + b % kI8ChunkBlocks);
 }
 
-// Element e's code of one source block, and its f16 scale (and min).
+// One source block's codes, and its f16 scale (and min).
 struct SourceBlock {
     const uint8_t* p;
     WType type;
-    int code(int e) const {
-        if (type == WType::Q8_0) return reinterpret_cast<const BlockQ8_0*>(p)->qs[e];
+    void codes(int* out) const {  // out[32]: element e's code
+        if (type == WType::Q8_0) {
+            const int8_t* qs = reinterpret_cast<const BlockQ8_0*>(p)->qs;
+            for (int e = 0; e < 32; ++e) out[e] = qs[e];
+            return;
+        }
         const uint8_t* qs = type == WType::Q4_0 ? reinterpret_cast<const BlockQ4_0*>(p)->qs
                                                 : reinterpret_cast<const BlockQ4_1*>(p)->qs;
-        return e < 16 ? qs[e] & 15 : qs[e - 16] >> 4;
+        for (int e = 0; e < 16; ++e) {
+            out[e] = qs[e] & 15;
+            out[e + 16] = qs[e] >> 4;
+        }
     }
     uint16_t d() const {
         uint16_t v;
@@ -126,50 +133,65 @@ namespace {
 // A zeroed chunked matrix of `type` [rows, cols] (zero: padding blocks and unset nibbles stay
 // 0); `what` names it in the out-of-memory error. Returns the writable base of its rows.
 uint8_t* allocate_chunked(WType type, int64_t rows, int64_t cols, const std::string& what,
-                          WeightMatrix& out) {
+                          WeightMatrix& out, bool zeroed = true) {
     out = WeightMatrix{};
     out.type = type;
     out.rows = rows;
     out.cols = cols;
     out.row_bytes = int8_dot_row_bytes(type, cols);
     if (out.row_bytes == 0) fail("int8-dot repack of ", what, ": ", cols, " columns are not whole blocks");
-    out.owner = allocate_weight_memory(out.nbytes(), what + " (" + wtype_name(type) + ")");
+    out.owner = allocate_weight_memory(out.nbytes(), what + " (" + wtype_name(type) + ")", zeroed);
     out.data = static_cast<const uint8_t*>(out.owner.get());
     return static_cast<uint8_t*>(out.owner.get());
 }
 
 }  // namespace
 
-WeightMatrix repack_for_int8_dot(const WeightMatrix& w) {
+void repack_row_for_int8_dot(const uint8_t* src, WType source, int64_t cols, uint8_t* dst) {
+    const WType type = int8_dot_type_for(source);
+    std::memset(dst, 0, int8_dot_row_bytes(type, cols));  // padding blocks; nibbles are or-ed in
+    const size_t block_bytes = source_block_bytes(source);
+    const int64_t chunk_bytes = int8_dot_chunk_code_bytes(type);
+    for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+        const SourceBlock blk{src + size_t(b) * block_bytes, source};
+        const int64_t chunk = b / kI8ChunkBlocks;
+        const int l = int(b % kI8ChunkBlocks);
+        uint8_t* codes = dst + chunk * chunk_bytes;
+        int block_codes[32];  // the block's codes, decoded once (not per element and type)
+        blk.codes(block_codes);
+        if (type == WType::Q8_0X) {
+            for (int e = 0; e < 32; ++e) codes[q8_byte(l, e)] = uint8_t(block_codes[e] + 128);
+        } else {  // each byte holds element e (low nibble) and e + 4 (high): q4_byte, q4_nibble
+            for (int e = 0; e < 32; e += 8)
+                for (int j = 0; j < 4; ++j)
+                    codes[q4_byte(l, e + j)] =
+                        uint8_t(block_codes[e + j] | (block_codes[e + j + 4] << 4));
+        }
+        const uint16_t d = blk.d();
+        std::memcpy(dst + scale_at(type, cols, 0, b), &d, 2);
+        if (type == WType::Q4_1X) {
+            const uint16_t m = blk.m();
+            std::memcpy(dst + scale_at(type, cols, 1, b), &m, 2);
+        }
+    }
+}
+
+WeightMatrix repack_for_int8_dot(const WeightMatrix& w, ThreadPool* pool) {
     const WType type = int8_dot_type_for(w.type);
     if (type == w.type) return w;
     WeightMatrix out;
-    uint8_t* base = allocate_chunked(
-        type, w.rows, w.cols, std::to_string(w.rows) + "x" + std::to_string(w.cols) + " weight", out);
-    const int64_t blocks = w.cols / kQuantBlock;
-    const size_t block_bytes = source_block_bytes(w.type);
-    const int64_t chunk_bytes = int8_dot_chunk_code_bytes(type);
-    for (int64_t r = 0; r < w.rows; ++r) {
-        const uint8_t* src = w.data + size_t(r) * w.row_bytes;
-        uint8_t* dst = base + size_t(r) * out.row_bytes;
-        for (int64_t b = 0; b < blocks; ++b) {
-            const SourceBlock blk{src + size_t(b) * block_bytes, w.type};
-            const int64_t chunk = b / kI8ChunkBlocks;
-            const int l = int(b % kI8ChunkBlocks);
-            uint8_t* codes = dst + chunk * chunk_bytes;
-            for (int e = 0; e < 32; ++e) {
-                if (type == WType::Q8_0X)
-                    codes[q8_byte(l, e)] = uint8_t(blk.code(e) + 128);
-                else
-                    codes[q4_byte(l, e)] |= uint8_t(blk.code(e) << (4 * q4_nibble(e)));
-            }
-            const uint16_t d = blk.d();
-            std::memcpy(dst + scale_at(type, w.cols, 0, b), &d, 2);
-            if (type == WType::Q4_1X) {
-                const uint16_t m = blk.m();
-                std::memcpy(dst + scale_at(type, w.cols, 1, b), &m, 2);
-            }
-        }
+    uint8_t* base = allocate_chunked(type, w.rows, w.cols,
+                                     std::to_string(w.rows) + "x" + std::to_string(w.cols) + " weight",
+                                     out, /*zeroed=*/false);  // each row zeroes its own bytes
+    auto rows = [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r)
+            repack_row_for_int8_dot(w.data + size_t(r) * w.row_bytes, w.type, w.cols,
+                                    base + size_t(r) * out.row_bytes);
+    };
+    if (pool) {
+        pool->run(w.rows, rows);
+    } else {
+        rows(0, w.rows);
     }
     return out;
 }

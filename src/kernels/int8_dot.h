@@ -96,9 +96,12 @@ inline size_t int8_dot_plane_offset(WType t, int64_t chunks, int plane) {
            size_t(plane) * size_t(chunks * kI8ChunkBlocks) * int8_dot_scale_bytes(t);
 }
 
-// A Q8_0 / Q4_0 / Q4_1 matrix in its chunked layout (same values, same scales). Other types are
-// returned unchanged.
-WeightMatrix repack_for_int8_dot(const WeightMatrix& w);
+// A Q8_0 / Q4_0 / Q4_1 matrix in its chunked layout (same values, same scales), its rows
+// repacked on `pool` when given. Other types are returned unchanged.
+WeightMatrix repack_for_int8_dot(const WeightMatrix& w, ThreadPool* pool = nullptr);
+// One row of `cols` values in `source` blocks (Q8_0, Q4_0, Q4_1) written to dst in the chunked
+// layout of int8_dot_type_for(source): int8_dot_row_bytes bytes, padding zeroed.
+void repack_row_for_int8_dot(const uint8_t* src, WType source, int64_t cols, uint8_t* dst);
 
 // An affine tensor [rows, cols] (formats/dequant.h affine_code_bits: GGUF Q4_K, Q5_K, Q5_1,
 // MLX 2..8-bit) as Q4_1FX (codes up to 4 bits) or Q8_1FX, holding exactly the values

@@ -2,6 +2,7 @@
 #pragma GCC optimize("fp-contract=off")
 #include "kernels/quant.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -35,37 +36,76 @@ uint16_t f32_to_f16(float f) {
     return uint16_t(sign | h);
 }
 
+namespace {
+
+// std::round (half away from zero) for |v| < 2^31, without the libm call that made load-time
+// quantization slow: v - trunc(v) is exact (for |v| >= 1 Sterbenz's lemma, below 1 trunc is 0).
+inline int round_half_away(float v) {
+    const int t = int(v);  // truncates toward zero
+    const float frac = v - float(t);
+    return t + int(frac >= 0.5f) - int(frac <= -0.5f);
+}
+
+// max |x| over one block; NaN never wins (the comparison is false), as with std::fmax. The
+// maximum does not depend on the order it is taken in, so it runs in 8 independent lanes the
+// compiler turns into vector max instructions.
+inline float block_amax(const float* xb) {
+    float lane[8] = {};
+    for (int i = 0; i < kQuantBlock; i += 8)
+        for (int j = 0; j < 8; ++j) {
+            const float a = std::fabs(xb[i + j]);
+            lane[j] = lane[j] < a ? a : lane[j];
+        }
+    float amax = 0.0f;
+    for (float m : lane) amax = amax < m ? m : amax;
+    return amax;
+}
+
+}  // namespace
+
 void quantize_row_q8_0(const float* x, int64_t n, BlockQ8_0* out) {
     for (int64_t b = 0; b < n / kQuantBlock; ++b) {
         const float* xb = x + b * kQuantBlock;
-        float amax = 0.0f;
-        for (int i = 0; i < kQuantBlock; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
+        const float amax = block_amax(xb);
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         out[b].d = f32_to_f16(d);
-        for (int i = 0; i < kQuantBlock; ++i) out[b].qs[i] = int8_t(std::round(xb[i] * id));
+        for (int i = 0; i < kQuantBlock; ++i) out[b].qs[i] = int8_t(round_half_away(xb[i] * id));
     }
 }
 
 void quantize_row_q4_0(const float* x, int64_t n, BlockQ4_0* out) {
     for (int64_t b = 0; b < n / kQuantBlock; ++b) {
         const float* xb = x + b * kQuantBlock;
-        float amax = 0.0f, max = 0.0f;
-        for (int i = 0; i < kQuantBlock; ++i) {
-            if (std::fabs(xb[i]) > amax) {
-                amax = std::fabs(xb[i]);
-                max = xb[i];
+        // The first value of the largest magnitude: the largest |x|, then its first position;
+        // an all-zero block keeps max = +0.
+        const float amax = block_amax(xb);
+        float max = 0.0f;
+        if (amax > 0.0f) {
+            // Byte i is 1 where |x_i| == amax (a loop the compiler vectorises); the first such
+            // byte is found eight at a time.
+            uint8_t at_max[kQuantBlock];
+            for (int i = 0; i < kQuantBlock; ++i) at_max[i] = std::fabs(xb[i]) == amax;
+            int first = 0;
+            for (int k = 0; k < kQuantBlock; k += 8) {
+                uint64_t bytes;
+                std::memcpy(&bytes, at_max + k, 8);
+                if (bytes) {
+                    first = k + std::countr_zero(bytes) / 8;  // little-endian: byte 0 lowest
+                    break;
+                }
             }
+            max = xb[first];
         }
         const float d = max / -8.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         out[b].d = f32_to_f16(d);
-        auto code = [&](float v) {
-            const int c = int(v * id + 8.5f);  // truncation toward zero, as ggml's (int8_t) cast
-            return uint8_t(c < 15 ? (c < 0 ? 0 : c) : 15);
-        };
-        for (int i = 0; i < 16; ++i)
-            out[b].qs[i] = uint8_t(code(xb[i]) | (code(xb[i + 16]) << 4));
+        uint8_t codes[kQuantBlock];  // a separate pass, so the compiler vectorises it
+        for (int i = 0; i < kQuantBlock; ++i) {
+            const int c = int(xb[i] * id + 8.5f);  // truncation toward zero, as ggml's (int8_t) cast
+            codes[i] = uint8_t(c < 15 ? (c < 0 ? 0 : c) : 15);
+        }
+        for (int i = 0; i < 16; ++i) out[b].qs[i] = uint8_t(codes[i] | (codes[i + 16] << 4));
     }
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/thread_pool.h"
 #include "formats/dequant.h"
 #include "kernels/int8_dot.h"
 #include "kernels/quant.h"
@@ -89,26 +90,19 @@ WType native_type(DType d) {
 }
 
 // Rows start 64-byte aligned only if row_bytes is; the buffer itself always is.
-WeightMatrix allocate(WType type, int64_t rows, int64_t cols) {
+WeightMatrix allocate(WType type, int64_t rows, int64_t cols, bool zeroed = true) {
     WeightMatrix w;
     w.type = type;
     w.rows = rows;
     w.cols = cols;
     w.row_bytes = wtype_row_bytes(type, cols);
     w.owner = allocate_weight_memory(w.nbytes(), std::to_string(rows) + "x" + std::to_string(cols) +
-                                                      " " + wtype_name(type) + " weight");
+                                                      " " + wtype_name(type) + " weight", zeroed);
     w.data = static_cast<const uint8_t*>(w.owner.get());
     return w;
 }
 
 uint8_t* mutable_data(WeightMatrix& w) { return const_cast<uint8_t*>(w.data); }
-
-// Converts f32 rows into `type` (which must be able to hold cols values per row).
-void encode_rows(const float* values, WeightMatrix& w) {
-    uint8_t* base = mutable_data(w);
-    for (int64_t r = 0; r < w.rows; ++r)
-        encode_row_f32(values + r * w.cols, w.cols, w.type, base + size_t(r) * w.row_bytes);
-}
 
 
 // MLX affine 4-bit (codes packed little-endian, 8 per uint32; group size a multiple of 32)
@@ -194,13 +188,17 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
     }
 }
 
-WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target) {
+WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target,
+                         const WeightBuild& how) {
     if (rows <= 0 || cols <= 0 || t.numel() != rows * cols)
         fail(t.file, ": tensor '", t.name, "' has shape ", t.shape_str(), ", expected [", rows,
              ", ", cols, "]");
+    auto kernel_layout = [&](const WeightMatrix& w) {
+        return how.int8_layout ? repack_for_int8_dot(w, how.pool) : w;
+    };
     if (target == WType::Native || target == WType::Q4_1) {
         WeightMatrix w;
-        if (repack_mlx4_as_q4_1(t, rows, cols, w)) return w;
+        if (repack_mlx4_as_q4_1(t, rows, cols, w)) return kernel_layout(w);
     }
     if ((target == WType::Native || target == WType::Q8_0) && t.dtype == DType::Q5_0 &&
         cols % kQuantBlock == 0 && t.nbytes == size_t(rows * cols / kQuantBlock) * 22) {
@@ -209,37 +207,95 @@ WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType t
         auto* blocks = reinterpret_cast<BlockQ8_0*>(mutable_data(w));
         for (int64_t b = 0; b < rows * cols / kQuantBlock; ++b)
             q5_0_block_codes(t.data + size_t(b) * 22, blocks[b].qs, &blocks[b].d);
-        return w;
+        return kernel_layout(w);
     }
     const WType type = resolve_target(target, t.dtype, cols);
     if (same_layout(t.dtype, type)) {  // keep the file's bytes (rounding already done)
-        WeightMatrix w = allocate(type, rows, cols);
-        if (t.nbytes < w.nbytes())
+        WeightMatrix file_view;
+        file_view.type = type;
+        file_view.rows = rows;
+        file_view.cols = cols;
+        file_view.row_bytes = wtype_row_bytes(type, cols);
+        file_view.data = t.data;
+        if (t.nbytes < file_view.nbytes())
             fail(t.file, ": tensor '", t.name, "' holds ", t.nbytes, " bytes, its ",
-                 dtype_name(t.dtype), " shape ", t.shape_str(), " needs ", w.nbytes());
-        std::memcpy(mutable_data(w), t.data, w.nbytes());
-        return w;
+                 dtype_name(t.dtype), " shape ", t.shape_str(), " needs ", file_view.nbytes());
+        // The chunked layout is built straight from the mapped file, with no copy in between.
+        if (how.int8_layout && int8_dot_type_for(type) != type) return kernel_layout(file_view);
+        return clone_weight(file_view, how.pool);
     }
-    const std::vector<float> values = tensor_to_f32(t);
-    return make_weight_f32(values.data(), rows, cols, type);
+    const WType built = how.int8_layout ? int8_dot_type_for(type) : type;
+    const TensorRows source(t);  // checks the type and sizes before any worker reads a row
+    if (source.cols() != cols) {  // a shape whose last dimension is not the row (never a matrix)
+        const std::vector<float> values = tensor_to_f32(t);
+        return make_weight_f32(values.data(), rows, cols, built);
+    }
+    // Row by row on the pool: no f32 copy of the whole tensor is ever made.
+    return build_weight(rows, cols, built, how.pool,
+                        [&source](int64_t r, float* out) { source.read(r, out); });
 }
 
 WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target) {
-    if (rows <= 0 || cols <= 0) fail("make_weight_f32: bad shape [", rows, ", ", cols, "]");
-    if (is_int8_dot_type(target)) {  // built in its block type, then repacked
-        const WType source = int8_dot_block_source(target, "make_weight_f32");
-        WeightMatrix q = make_weight_f32(values, rows, cols, source);
-        return q.type == source ? repack_for_int8_dot(q) : q;
+    return build_weight(rows, cols, target, nullptr, [values, cols](int64_t r, float* out) {
+        std::memcpy(out, values + r * cols, size_t(cols) * sizeof(float));
+    });
+}
+
+WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool,
+                          const RowFill& fill) {
+    if (rows <= 0 || cols <= 0) fail("build_weight: bad shape [", rows, ", ", cols, "]");
+    // An int8-dot type is encoded in its block type, row by row, and each row repacked.
+    const WType block = is_int8_dot_type(type) ? int8_dot_block_source(type, "build_weight")
+                                               : resolve_target(type, DType::F32, cols);
+    const WType stored = wtype_row_bytes(block, cols) ? (is_int8_dot_type(type) ? type : block)
+                                                      : WType::F32;  // cols % 32 != 0
+    const bool repack = is_int8_dot_type(stored);
+    // Every row is written whole, so the memory is not zeroed first: its pages are first
+    // touched by the workers that fill them (in a VM a first touch is the dear part).
+    WeightMatrix w = allocate(stored, rows, cols, /*zeroed=*/false);
+    uint8_t* base = mutable_data(w);
+    // Per-thread scratch, allocated here: nothing inside the pool allocates or throws.
+    const int n_threads = pool ? pool->size() : 1;
+    const size_t block_row_bytes = repack ? wtype_row_bytes(block, cols) : 0;
+    std::vector<std::vector<float>> values(static_cast<size_t>(n_threads),
+                                           std::vector<float>(static_cast<size_t>(cols)));
+    std::vector<std::vector<uint8_t>> blocks(static_cast<size_t>(n_threads),
+                                             std::vector<uint8_t>(block_row_bytes));
+    auto work = [&](int thread, int64_t begin, int64_t end) {
+        float* row = values[size_t(thread)].data();      // [cols]
+        uint8_t* coded = blocks[size_t(thread)].data();  // [block_row_bytes]
+        for (int64_t r = begin; r < end; ++r) {
+            uint8_t* dst = base + size_t(r) * w.row_bytes;
+            fill(r, row);
+            if (repack) {
+                encode_row_f32(row, cols, block, coded);
+                repack_row_for_int8_dot(coded, block, cols, dst);
+            } else {
+                encode_row_f32(row, cols, stored, dst);
+            }
+        }
+    };
+    if (pool) {
+        pool->run_indexed(rows, work);
+    } else {
+        work(0, 0, rows);
     }
-    WeightMatrix w = allocate(resolve_target(target, DType::F32, cols), rows, cols);
-    encode_rows(values, w);
     return w;
 }
 
-WeightMatrix clone_weight(const WeightMatrix& w) {
-    WeightMatrix copy = allocate(w.type, w.rows, w.cols);
+WeightMatrix clone_weight(const WeightMatrix& w, ThreadPool* pool) {
+    WeightMatrix copy = allocate(w.type, w.rows, w.cols, /*zeroed=*/false);  // every byte copied
     if (copy.row_bytes != w.row_bytes) fail("clone_weight: unexpected row stride");
-    std::memcpy(mutable_data(copy), w.data, w.nbytes());
+    uint8_t* dst = mutable_data(copy);
+    auto rows = [&](int64_t begin, int64_t end) {
+        std::memcpy(dst + size_t(begin) * w.row_bytes, w.data + size_t(begin) * w.row_bytes,
+                    size_t(end - begin) * w.row_bytes);
+    };
+    if (pool) {
+        pool->run(w.rows, rows);
+    } else {
+        rows(0, w.rows);
+    }
     return copy;
 }
 

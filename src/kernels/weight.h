@@ -4,6 +4,7 @@
 // Every type is converted once at load (make_weight); the kernels never convert layouts.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "formats/raw_tensor.h"
 
 namespace nextn {
+
+class ThreadPool;
 
 enum class WType {
     F32,
@@ -76,17 +79,35 @@ std::shared_ptr<void> allocate_weight_memory(size_t bytes, const std::string& wh
 //     becomes Q8_0 with the same values (also for target Q8_0); others -> F32.
 //   MLX affine 4-bit (group 32/64/..) with target Native or Q4_1 becomes Q4_1 with the same
 //   decoded values when its scales and biases are exact in f16 (else F32 / requantized).
-WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target);
+//   how.int8_layout: a Q8_0/Q4_0/Q4_1 result comes in its chunked int8-dot layout
+//     (int8_dot_type_for), repacked row by row as it is made.
+//   how.pool: rows are converted on the pool. A tensor that needs converting is streamed row by
+//     row (formats/dequant.h TensorRows): no f32 copy of the whole tensor is made.
+struct WeightBuild {
+    ThreadPool* pool = nullptr;
+    bool int8_layout = false;
+};
+WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target,
+                         const WeightBuild& how = {});
 // Same, from f32 values in memory ([rows, cols], row-major): synthetic models and tests. Here
 // a chunked int8-dot target (Q8_0X, ...) is also accepted: its block type, then repacked.
 WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WType target);
+
+// A matrix of `type` built row by row (on `pool` when given): fill(r, out) writes row r's cols
+// f32 values and must be safe to call concurrently for different rows, and must not throw.
+// The bytes equal make_weight_f32 of the same values (including its F32 fallback for block
+// types when cols % 32 != 0); an int8-dot type is encoded and repacked a row at a time.
+using RowFill = std::function<void(int64_t row, float* out)>;
+WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool,
+                          const RowFill& fill);
 
 // One row of `cols` f32 values encoded as `type` (F32, BF16, F16, Q8_0, Q4_0, Q4_1) into dst
 // (wtype_row_bytes(type, cols) bytes): the encoder make_weight_f32 uses.
 void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst);
 
-// A deep copy of w's bytes in new aligned memory (benchmarks rotate copies to defeat caches).
-WeightMatrix clone_weight(const WeightMatrix& w);
+// A deep copy of w's bytes in new aligned memory (the file's bytes at load; benchmarks rotate
+// copies to defeat caches), its rows copied on `pool` when given.
+WeightMatrix clone_weight(const WeightMatrix& w, ThreadPool* pool = nullptr);
 
 // Reads row r of W as f32 (embedding lookups, tests). Exactly the values the kernels use.
 void weight_row_f32(const WeightMatrix& w, int64_t row, float* out);

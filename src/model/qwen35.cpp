@@ -255,12 +255,13 @@ LoadedModel load_model(const std::string& path, const ModelOptions& options) {
     lo.draft_model = options.draft_model;
     lm.checkpoint = load_checkpoint(path, lo);
     lm.checkpoint.config.gdn_tiled_heads = lm.checkpoint.gdn_tiled_heads;
+    lm.pool = std::make_unique<ThreadPool>(options.threads);
     BindOptions bo;
     bo.load_mtp = options.load_mtp;
     bo.matrix_type = options.matrix_type;
     bo.int8_activations = options.int8_activations;
+    bo.pool = lm.pool.get();
     ModelWeights w = bind_weights(lm.checkpoint, bo);
-    lm.pool = std::make_unique<ThreadPool>(options.threads);
     lm.model = std::make_unique<Qwen35Model>(lm.checkpoint.config, std::move(w), *lm.pool);
     apply_model_options(*lm.model, options);
     return lm;

@@ -89,8 +89,6 @@ WType stored_type(WType target, int64_t cols) {
 }
 
 
-using RowFill = std::function<void(int64_t row, float* out)>;
-
 // ---- the model builder -----------------------------------------------------------------------
 
 // Walks every tensor of a config once. A dry run only counts (synthetic_size); a real run
@@ -447,44 +445,6 @@ void make_draft_perfect(ModelWeights& w, const ModelConfig& c, ThreadPool* pool)
     m.pre_fc_norm_embedding.assign(size_t(H), 1.0f);
     m.pre_fc_norm_hidden.assign(size_t(H), 1.0f);
     m.norm = w.final_norm;
-}
-
-WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool,
-                          const std::function<void(int64_t row, float* out)>& fill) {
-    if (rows <= 0 || cols <= 0) fail("build_weight: bad shape [", rows, ", ", cols, "]");
-    if (is_int8_dot_type(type)) {  // int8-dot layout: built in its block type, then repacked
-        const WType source = int8_dot_block_source(type, "build_weight");
-        WeightMatrix q = build_weight(rows, cols, source, pool, fill);
-        return q.type == source ? repack_for_int8_dot(q) : q;
-    }
-    WeightMatrix w;
-    w.type = stored_type(type, cols);
-    w.rows = rows;
-    w.cols = cols;
-    w.row_bytes = wtype_row_bytes(w.type, cols);
-    // Huge pages for large matrices (allocate_weight_memory): touching a fresh 4 KiB page costs
-    // a page fault, which dominated building (expensive in a VM).
-    w.owner = allocate_weight_memory(w.nbytes(), std::to_string(rows) + "x" + std::to_string(cols) +
-                                                     " " + wtype_name(w.type) + " weight");
-    w.data = static_cast<const uint8_t*>(w.owner.get());
-    auto* base = static_cast<uint8_t*>(w.owner.get());
-    // One f32 row per thread, allocated here: nothing inside the pool allocates or throws.
-    const int n_threads = pool ? pool->size() : 1;
-    std::vector<std::vector<float>> scratch(static_cast<size_t>(n_threads),
-                                            std::vector<float>(static_cast<size_t>(cols)));
-    auto work = [&](int thread, int64_t begin, int64_t end) {
-        float* row = scratch[size_t(thread)].data();  // [cols]
-        for (int64_t r = begin; r < end; ++r) {
-            fill(r, row);
-            encode_row_f32(row, cols, w.type, base + size_t(r) * w.row_bytes);
-        }
-    };
-    if (pool) {
-        pool->run_indexed(rows, work);
-    } else {
-        work(0, 0, rows);
-    }
-    return w;
 }
 
 size_t available_memory_bytes() {

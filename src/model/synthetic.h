@@ -76,12 +76,6 @@ int64_t perfect_token_range(const ModelConfig& c);
 // Throws Error when the model has no MTP head. `pool` (optional) parallelises the re-encoding.
 void make_draft_perfect(ModelWeights& w, const ModelConfig& c, ThreadPool* pool = nullptr);
 
-// A matrix of `type` built row by row: fill(r, out) writes row r's cols f32 values and must be
-// safe to call concurrently for different rows. The bytes equal make_weight_f32 of the same
-// values (including its F32 fallback for block types when cols % 32 != 0).
-WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool,
-                          const std::function<void(int64_t row, float* out)>& fill);
-
 // MemAvailable from /proc/meminfo in bytes (0 when it cannot be read).
 size_t available_memory_bytes();
 // Throws Error naming `what` (then `hint`) when need_bytes exceeds available_bytes (0 = unknown:

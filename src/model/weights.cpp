@@ -61,7 +61,8 @@ public:
         // repack straight from the file's codes, never through a transient f32 copy.
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;
         if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w)) return w;
-        w = make_weight(t, rows, cols, options_.matrix_type);
+        w = make_weight(t, rows, cols, options_.matrix_type,
+                        {options_.pool, int8_kernels_in_use(options_.int8_activations)});
         if (affine && w.type == WType::F32 && repack_affine_for_int8_dot(t, rows, cols, w)) return w;
         return to_kernel_storage(w, options_.int8_activations);
     }

@@ -12,6 +12,8 @@
 
 namespace nextn {
 
+class ThreadPool;
+
 struct ExpertWeights {
     WeightMatrix gate;  // [I_e, H]
     WeightMatrix up;    // [I_e, H]
@@ -88,6 +90,8 @@ struct BindOptions {
     // dequantized-f32 reference (each activation is otherwise rounded to 8 bits per 32-value
     // block, as llama.cpp does for these types).
     bool int8_activations = true;
+    // Converts each matrix's rows on this pool (load time on a big checkpoint), when given.
+    ThreadPool* pool = nullptr;
 };
 
 // The type a matrix of type t is kept in for this machine's kernels: its chunked int8-dot type

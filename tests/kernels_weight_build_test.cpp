@@ -1,0 +1,210 @@
+// Load-time weight building: the row-streamed, pooled path (make_weight with a WeightBuild,
+// build_weight) gives the same bytes as converting the whole tensor at once and repacking
+// afterwards, for every source type and target.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "formats/dequant.h"
+#include "kernels/int8_dot.h"
+#include "kernels/quant.h"
+#include "kernels/weight.h"
+
+namespace nextn {
+namespace {
+
+struct Tensor {
+    std::vector<uint8_t> bytes, scales, biases;
+    RawTensor t;
+};
+
+// Random bytes of a block type whose blocks start with `f16_fields` f16 scales, set to finite
+// values (so no block decodes to NaN or inf).
+std::vector<uint8_t> random_blocks(int64_t blocks, size_t block_bytes, int f16_fields, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<uint8_t> b(size_t(blocks) * block_bytes);
+    for (uint8_t& x : b) x = uint8_t(rng());
+    for (int64_t i = 0; i < blocks; ++i)
+        for (int f = 0; f < f16_fields; ++f) {
+            const uint16_t h = f32_to_f16(0.001f + 0.01f * float(rng() % 100) / 100.0f);
+            std::memcpy(b.data() + size_t(i) * block_bytes + 2 * f, &h, 2);
+        }
+    return b;
+}
+
+Tensor make_tensor(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+    Tensor x;
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const int64_t n = rows * cols;
+    switch (type) {
+        case DType::F32: {
+            std::vector<float> v(static_cast<size_t>(n));
+            for (float& f : v) f = u(rng);
+            x.bytes.resize(v.size() * 4);
+            std::memcpy(x.bytes.data(), v.data(), x.bytes.size());
+            break;
+        }
+        case DType::BF16:
+        case DType::F16:
+            x.bytes.resize(size_t(n) * 2);
+            for (int64_t i = 0; i < n; ++i) {
+                const float f = u(rng);
+                const uint16_t h = type == DType::BF16 ? f32_to_bf16(f) : f32_to_f16(f);
+                std::memcpy(x.bytes.data() + 2 * i, &h, 2);
+            }
+            break;
+        case DType::Q8_0: x.bytes = random_blocks(n / 32, 34, 1, seed); break;
+        case DType::Q4_0: x.bytes = random_blocks(n / 32, 18, 1, seed); break;
+        case DType::Q4_1: x.bytes = random_blocks(n / 32, 20, 2, seed); break;
+        case DType::Q5_0: x.bytes = random_blocks(n / 32, 22, 1, seed); break;
+        case DType::Q4_K: x.bytes = random_blocks(n / 256, 144, 2, seed); break;
+        case DType::MLX_AFFINE: {  // 4-bit, group 64, bf16 scales that f16 holds exactly
+            x.bytes.resize(size_t(n / 2));
+            for (uint8_t& b : x.bytes) b = uint8_t(rng());
+            const int64_t groups = n / 64;
+            x.scales.resize(size_t(groups) * 2);
+            x.biases.resize(size_t(groups) * 2);
+            for (int64_t g = 0; g < groups; ++g) {
+                const uint16_t s = f32_to_bf16(0.0625f * float(1 + rng() % 8));
+                const uint16_t b = f32_to_bf16(-0.5f + 0.125f * float(rng() % 8));
+                std::memcpy(x.scales.data() + 2 * g, &s, 2);
+                std::memcpy(x.biases.data() + 2 * g, &b, 2);
+            }
+            break;
+        }
+        default: ADD_FAILURE() << "no generator for " << dtype_name(type);
+    }
+    x.t.name = "test.weight";
+    x.t.file = "memory";
+    x.t.dtype = type;
+    x.t.shape = {rows, cols};
+    x.t.data = x.bytes.data();
+    x.t.nbytes = x.bytes.size();
+    if (type == DType::MLX_AFFINE) {
+        x.t.bits = 4;
+        x.t.group_size = 64;
+        x.t.scale_dtype = DType::BF16;
+        x.t.scales = x.scales.data();
+        x.t.biases = x.biases.data();
+    }
+    return x;
+}
+
+bool same_bytes(const WeightMatrix& a, const WeightMatrix& b) {
+    return a.type == b.type && a.rows == b.rows && a.row_bytes == b.row_bytes &&
+           std::memcmp(a.data, b.data, a.nbytes()) == 0;
+}
+
+TEST(WeightBuild, StreamedPooledInt8EqualsWholeTensorThenRepack) {
+    ThreadPool pool(2);
+    const int64_t rows = 37, cols = 512 + 256;  // a whole chunk and a padded one
+    const DType sources[] = {DType::F32,  DType::BF16, DType::F16,  DType::Q8_0,
+                             DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q4_K,
+                             DType::MLX_AFFINE};
+    const WType targets[] = {WType::Native, WType::F32, WType::BF16, WType::Q8_0,
+                             WType::Q4_0,   WType::Q4_1};
+    uint32_t seed = 1;
+    for (DType source : sources) {
+        const Tensor x = make_tensor(source, rows, cols, seed++);
+        for (WType target : targets) {
+            const std::string what = std::string(dtype_name(source)) + " -> " + wtype_name(target);
+            // The simple path: one thread, the chunked layout made afterwards.
+            const WeightMatrix plain = make_weight(x.t, rows, cols, target);
+            const WeightMatrix want = repack_for_int8_dot(plain);
+            for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+                const WeightMatrix got = make_weight(x.t, rows, cols, target, {p, true});
+                EXPECT_TRUE(same_bytes(got, want)) << what << (p ? " on the pool" : "");
+                const WeightMatrix got_plain = make_weight(x.t, rows, cols, target, {p, false});
+                EXPECT_TRUE(same_bytes(got_plain, plain)) << what << " (no int8 layout)";
+            }
+        }
+    }
+}
+
+// Converted tensors are streamed through TensorRows; this checks that against converting the
+// whole tensor with dequantize_to_f32 first, as loading did before.
+TEST(WeightBuild, StreamedConversionEqualsWholeTensorConversion) {
+    ThreadPool pool(2);
+    const int64_t rows = 19, cols = 512;
+    uint32_t seed = 50;
+    for (DType source : {DType::F32, DType::BF16, DType::F16, DType::Q4_K, DType::Q4_1}) {
+        const Tensor x = make_tensor(source, rows, cols, seed++);
+        std::vector<float> values(static_cast<size_t>(rows * cols));
+        dequantize_to_f32(x.t, values.data());
+        for (WType target : {WType::F32, WType::BF16, WType::Q8_0, WType::Q4_0}) {
+            if (source == DType::F32 && target == WType::F32) continue;  // a plain copy
+            const WeightMatrix want = make_weight_f32(values.data(), rows, cols, target);
+            const WeightMatrix got = make_weight(x.t, rows, cols, target, {&pool, false});
+            EXPECT_TRUE(same_bytes(got, want)) << dtype_name(source) << " -> " << wtype_name(target);
+        }
+    }
+}
+
+TEST(WeightBuild, TensorRowsReadsWhatDequantizeGives) {
+    const int64_t rows = 5, cols = 256;
+    uint32_t seed = 90;
+    for (DType source : {DType::F32, DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0,
+                         DType::Q4_1, DType::Q5_0, DType::Q4_K, DType::MLX_AFFINE}) {
+        const Tensor x = make_tensor(source, rows, cols, seed++);
+        std::vector<float> all(static_cast<size_t>(rows * cols)), row(static_cast<size_t>(cols));
+        dequantize_to_f32(x.t, all.data());
+        const TensorRows reader(x.t);
+        ASSERT_EQ(reader.rows(), rows);
+        ASSERT_EQ(reader.cols(), cols);
+        for (int64_t r = 0; r < rows; ++r) {
+            reader.read(r, row.data());
+            EXPECT_EQ(0, std::memcmp(row.data(), all.data() + r * cols, size_t(cols) * 4))
+                << dtype_name(source) << " row " << r;
+        }
+    }
+}
+
+TEST(WeightBuild, TensorRowsRejectsBadTensorsUpFront) {
+    Tensor x = make_tensor(DType::BF16, 4, 64, 3);
+    x.t.nbytes -= 2;  // one value short
+    EXPECT_THROW(TensorRows{x.t}, Error);
+    Tensor k = make_tensor(DType::Q4_K, 1, 256, 4);
+    k.t.shape = {2, 128};  // rows of half a 256-value block
+    EXPECT_THROW(TensorRows{k.t}, Error);
+}
+
+// build_weight's rows against encoding each row by hand (block types) and repacking that
+// (int8-dot types), with and without a pool; odd widths fall back to F32.
+TEST(WeightBuild, RowBuilderEqualsRowByRowEncoding) {
+    ThreadPool pool(2);
+    for (int64_t cols : {64, 96, 544, 50}) {
+        const int64_t rows = 37;
+        std::vector<float> values(static_cast<size_t>(rows * cols));
+        for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(float(i) * 0.37f) * 0.3f;
+        const RowFill fill = [&](int64_t r, float* out) {
+            std::memcpy(out, values.data() + r * cols, size_t(cols) * sizeof(float));
+        };
+        for (WType t : {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType::Q4_0, WType::Q4_1}) {
+            const WType stored = wtype_row_bytes(t, cols) ? t : WType::F32;
+            const size_t row_bytes = wtype_row_bytes(stored, cols);
+            std::vector<uint8_t> want(size_t(rows) * row_bytes);
+            for (int64_t r = 0; r < rows; ++r)
+                encode_row_f32(values.data() + r * cols, cols, stored, want.data() + size_t(r) * row_bytes);
+            for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+                const WeightMatrix got = build_weight(rows, cols, t, p, fill);
+                ASSERT_EQ(got.type, stored) << wtype_name(t) << " cols " << cols;
+                ASSERT_EQ(got.row_bytes, row_bytes);
+                EXPECT_EQ(0, std::memcmp(got.data, want.data(), want.size())) << wtype_name(t) << " cols " << cols;
+                const WType x = int8_dot_type_for(t);
+                if (x == t) continue;
+                const WeightMatrix chunked = build_weight(rows, cols, x, p, fill);
+                EXPECT_TRUE(same_bytes(chunked, repack_for_int8_dot(got))) << wtype_name(x) << " cols " << cols;
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace nextn
