@@ -2,7 +2,6 @@
 // the verify cost curve cost(N)/cost(1) of one trunk forward of width N, and MTP decode at
 // depths 1..4. Synthetic models (src/model/synthetic.h) give the real shapes without a download,
 // with a random MTP head (the floor of speculation) or a perfect one (its ceiling).
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -108,22 +107,6 @@ WType dominant_weight_type(const ModelWeights& w) {
     return best;
 }
 
-// Progress of a synthetic build on stderr: in place on a terminal, every 25% otherwise.
-std::function<void(size_t, size_t)> build_progress(const std::string& what) {
-    const bool tty = isatty(STDERR_FILENO) != 0;
-    return [what, tty, last = -1](size_t done, size_t total) mutable {
-        if (total == 0) return;
-        const int pct = int(100.0 * double(done) / double(total));
-        const int step = tty ? 1 : 25;
-        if (pct / step == last / step && pct != 100) return;
-        if (pct == last) return;
-        last = pct;
-        std::fprintf(stderr, "%sbuilding %s: %3d%% of %.2f GB%s", tty ? "\r" : "", what.c_str(), pct,
-                     double(total) / 1e9, tty && pct < 100 ? "" : "\n");
-        std::fflush(stderr);
-    };
-}
-
 struct BenchModel {
     LoadedModel lm;
     std::string name;     // path, or synthetic:NAME
@@ -162,8 +145,9 @@ BenchModel open_bench_model(const Args& a) {
     } catch (const Error& e) {
         throw UsageError(std::string("--synthetic: ") + e.what());
     }
-    so.progress = build_progress(name + " (" + wtype_name(so.matrix_type) + ", " +
-                                 synthetic_draft_name(so.draft) + " draft head)");
+    so.progress = progress_printer("building " + name + " (" + wtype_name(so.matrix_type) + ", " +
+                                       synthetic_draft_name(so.draft) + " draft head)",
+                                   0.0);
     const auto t0 = Clock::now();
     BenchModel m{load_synthetic_model(config, name, so, mo.threads), "synthetic:" + name,
                  synthetic_draft_name(so.draft), mo};

@@ -1,5 +1,6 @@
 // nextn run MODEL: generate from a prompt (text or token ids), with MTP speculation when the
 // checkpoint has a head, streaming the output and reporting speed and acceptance.
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -41,8 +42,9 @@ std::vector<FlagSpec> run_flags() {
     return f;
 }
 
-void print_report(const DecodeStats& s, bool mtp) {
-    std::fprintf(stderr, "\n--- prefill: %lld tokens in %.3f s (%.1f tok/s)\n",
+void print_report(const DecodeStats& s, bool mtp, double load_seconds) {
+    std::fprintf(stderr, "\n--- load: %.2f s\n", load_seconds);
+    std::fprintf(stderr, "--- prefill: %lld tokens in %.3f s (%.1f tok/s)\n",
                  (long long)s.prompt_tokens, s.prefill_seconds,
                  s.prefill_seconds > 0 ? double(s.prompt_tokens) / s.prefill_seconds : 0.0);
     std::fprintf(stderr, "--- decode: %lld tokens in %.3f s (%.1f tok/s), %lld rounds, %.2f tokens/round\n",
@@ -63,9 +65,10 @@ void print_report(const DecodeStats& s, bool mtp) {
 }
 
 void write_stats_json(const std::string& path, const DecodeStats& s,
-                      const std::vector<int32_t>& ids, int depth, bool mtp) {
+                      const std::vector<int32_t>& ids, int depth, bool mtp, double load_seconds) {
     nlohmann::ordered_json j;
     j["generated_ids"] = ids;
+    j["load_seconds"] = load_seconds;
     j["prompt_tokens"] = s.prompt_tokens;
     j["generated"] = s.generated();
     j["prefill_tok_s"] = s.prefill_seconds > 0 ? double(s.prompt_tokens) / s.prefill_seconds : 0.0;
@@ -118,7 +121,10 @@ int cmd_run(const std::vector<std::string>& argv) {
     opts.max_new_tokens = n_predict;
     opts.logprobs = int(logprobs);
 
+    const auto load_start = std::chrono::steady_clock::now();
     LoadedModel lm = load_model(a.positional()[0], mo);
+    const double load_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const Qwen35Model& model = *lm.model;
     std::optional<Tokenizer> tok = load_model_tokenizer(lm.checkpoint);
     std::vector<int32_t> prompt;
@@ -180,9 +186,9 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (a.has("stats-json"))
         write_stats_json(a.str("stats-json"), stats, generated_ids,
                          session.controller() ? session.controller()->best_depth() : int(depth),
-                         session.uses_mtp());
+                         session.uses_mtp(), load_seconds);
     if (!a.has("quiet")) {
-        print_report(stats, session.uses_mtp());
+        print_report(stats, session.uses_mtp(), load_seconds);
         if (session.controller())
             std::fprintf(stderr, "--- adaptive depth: settled on %d\n", session.controller()->best_depth());
     }

@@ -1,6 +1,7 @@
 #pragma once
 // The `nextn` subcommands. Each takes its arguments (after the subcommand name) and returns the
 // process exit code: 0 success, 1 runtime error (bad file, bad request), 2 usage error.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,10 @@ SamplerParams sampler_params_from(const Args& a);
 // length, config max_positions, where the checkpoint states one), else `wanted` capped at that
 // length (generation then ends where the context does).
 int64_t context_from(const Args& a, int64_t wanted, const ModelConfig& config);
+// Progress of long work on stderr ("WHAT:  42% of 1.23 GB"): in place on a terminal, every 25%
+// otherwise. Silent until `after_seconds` have passed since it was made, so a quick load
+// prints nothing; once it has printed, it prints 100% at the end.
+std::function<void(size_t done, size_t total)> progress_printer(const std::string& what,
+                                                                double after_seconds);
 
 }  // namespace nextn::cli

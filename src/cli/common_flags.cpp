@@ -1,10 +1,13 @@
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
+
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -60,8 +63,31 @@ std::vector<FlagSpec> sampling_flags() {
     };
 }
 
+std::function<void(size_t, size_t)> progress_printer(const std::string& what, double after_seconds) {
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    const int step = tty ? 1 : 25;  // percent per line
+    const auto start = std::chrono::steady_clock::now();
+    return [what, tty, step, after_seconds, start, seen = 0, printed = false](size_t done,
+                                                                             size_t total) mutable {
+        if (total == 0) return;
+        const int pct = int(100.0 * double(done) / double(total));
+        const bool crossed = pct / step != seen / step;  // into a new step since the last call
+        seen = pct;
+        if (!crossed) return;
+        if (!printed && std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                                .count() < after_seconds)
+            return;
+        printed = true;
+        std::fprintf(stderr, "%s%s: %3d%% of %.2f GB%s", tty ? "\r" : "", what.c_str(), pct,
+                     double(total) / 1e9, tty && pct < 100 ? "" : "\n");
+        std::fflush(stderr);
+    };
+}
+
 ModelOptions model_options_from(const Args& a) {
     ModelOptions o;
+    if (!a.positional().empty())
+        o.load_progress = progress_printer("loading " + a.positional()[0], 1.0);
     o.threads = int(a.integer("threads", 0));
     if (o.threads < 0 || o.threads > 1024) throw UsageError("--threads must be between 0 and 1024");
     const unsigned cpus = std::thread::hardware_concurrency();

@@ -86,12 +86,13 @@ void quantize_row_q4_0(const float* x, int64_t n, BlockQ4_0* out) {
             // byte is found eight at a time.
             uint8_t at_max[kQuantBlock];
             for (int i = 0; i < kQuantBlock; ++i) at_max[i] = std::fabs(xb[i]) == amax;
+            static_assert(std::endian::native == std::endian::little, "byte 0 is the lowest");
             int first = 0;
             for (int k = 0; k < kQuantBlock; k += 8) {
                 uint64_t bytes;
                 std::memcpy(&bytes, at_max + k, 8);
                 if (bytes) {
-                    first = k + std::countr_zero(bytes) / 8;  // little-endian: byte 0 lowest
+                    first = k + std::countr_zero(bytes) / 8;
                     break;
                 }
             }

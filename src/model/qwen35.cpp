@@ -261,6 +261,7 @@ LoadedModel load_model(const std::string& path, const ModelOptions& options) {
     bo.matrix_type = options.matrix_type;
     bo.int8_activations = options.int8_activations;
     bo.pool = lm.pool.get();
+    bo.progress = options.load_progress;
     ModelWeights w = bind_weights(lm.checkpoint, bo);
     lm.model = std::make_unique<Qwen35Model>(lm.checkpoint.config, std::move(w), *lm.pool);
     apply_model_options(*lm.model, options);

@@ -5,6 +5,7 @@
 // `keep_open` it leaves the run uncommitted so that commit() can keep any prefix of it (the
 // speculative verify path). mtp_forward() runs the MTP head over (hidden, next token) pairs.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -122,6 +123,8 @@ struct ModelOptions {
     // type; nullopt = auto (Q8_0 for f32/bf16/f16 heads, else Native).
     int64_t draft_vocab = 0;
     std::optional<WType> draft_head_type = WType::Native;
+    // Load progress (BindOptions::progress): checkpoint bytes converted so far, of the total.
+    std::function<void(size_t done, size_t total)> load_progress;
 };
 
 // A loaded model with everything it needs alive: checkpoint maps, weights, thread pool.

@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -35,7 +36,9 @@ namespace {
 // Tracks which canonical tensors were bound, so inspect can list the rest.
 class Binder {
 public:
-    Binder(const Checkpoint& ck, const BindOptions& options) : ck_(ck), options_(options) {}
+    Binder(const Checkpoint& ck, const BindOptions& options) : ck_(ck), options_(options) {
+        for (const auto& [name, t] : ck.tensors) total_bytes_ += t.nbytes;
+    }
 
     const RawTensor& raw(const std::string& name) {
         used_.insert(name);
@@ -45,6 +48,47 @@ public:
 
     WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
         const RawTensor& t = raw(name);
+        WeightMatrix w = convert(t, rows, cols);
+        bound(t);
+        return w;
+    }
+
+    std::vector<float> vec(const std::string& name, int64_t n) {
+        const RawTensor& t = raw(name);
+        if (t.numel() != n)
+            fail(t.file, ": tensor '", t.name, "' has shape ", t.shape_str(), ", expected ", n,
+                 " values");
+        std::vector<float> v = tensor_to_f32(t);
+        bound(t);
+        return v;
+    }
+
+    void finished() const {
+        if (options_.progress) options_.progress(total_bytes_, total_bytes_);
+    }
+
+    // A (1+w) norm: adds 1 unless the file already stores the shifted value.
+    std::vector<float> shifted_norm(const std::string& name, int64_t n) {
+        std::vector<float> w = vec(name, n);
+        if (!ck_.norms_already_shifted.count(name))
+            for (float& x : w) x += 1.0f;
+        return w;
+    }
+
+    std::vector<std::string> unused() const {
+        std::vector<std::string> out;
+        for (const auto& [name, t] : ck_.tensors)
+            if (!used_.count(name)) out.push_back(name);
+        return out;
+    }
+
+private:
+    void bound(const RawTensor& t) {
+        bound_bytes_ += t.nbytes;
+        if (options_.progress) options_.progress(std::min(bound_bytes_, total_bytes_), total_bytes_);
+    }
+
+    WeightMatrix convert(const RawTensor& t, int64_t rows, int64_t cols) {
         check_shape(t, rows, cols);
         // Affine tensors no f32-activation kernel reads in their own layout (GGUF Q4_K, Q5_K,
         // Q5_1; MLX 2..8-bit other than 4-bit with f16-exact scales, which is Q4_1) keep their
@@ -67,30 +111,6 @@ public:
         return to_kernel_storage(w, options_.int8_activations);
     }
 
-    std::vector<float> vec(const std::string& name, int64_t n) {
-        const RawTensor& t = raw(name);
-        if (t.numel() != n)
-            fail(t.file, ": tensor '", t.name, "' has shape ", t.shape_str(), ", expected ", n,
-                 " values");
-        return tensor_to_f32(t);
-    }
-
-    // A (1+w) norm: adds 1 unless the file already stores the shifted value.
-    std::vector<float> shifted_norm(const std::string& name, int64_t n) {
-        std::vector<float> w = vec(name, n);
-        if (!ck_.norms_already_shifted.count(name))
-            for (float& x : w) x += 1.0f;
-        return w;
-    }
-
-    std::vector<std::string> unused() const {
-        std::vector<std::string> out;
-        for (const auto& [name, t] : ck_.tensors)
-            if (!used_.count(name)) out.push_back(name);
-        return out;
-    }
-
-private:
     static void check_shape(const RawTensor& t, int64_t rows, int64_t cols) {
         // Accept [rows, cols] and, for single-row matrices, [cols].
         bool ok = (t.shape.size() == 2 && t.shape[0] == rows && t.shape[1] == cols) ||
@@ -103,6 +123,7 @@ private:
     const Checkpoint& ck_;
     const BindOptions& options_;
     std::set<std::string> used_;
+    size_t total_bytes_ = 0, bound_bytes_ = 0;
 };
 
 FfnWeights bind_ffn(Binder& b, const ModelConfig& c, const std::string& p) {
@@ -242,6 +263,7 @@ ModelWeights bind_weights(const Checkpoint& ck, const BindOptions& options) {
         m.layer = bind_layer(b, c, "mtp.layers.0.", /*linear=*/false);
     }
     w.unused_tensors = b.unused();
+    b.finished();
     return w;
 }
 

@@ -92,6 +92,9 @@ struct BindOptions {
     bool int8_activations = true;
     // Converts each matrix's rows on this pool (load time on a big checkpoint), when given.
     ThreadPool* pool = nullptr;
+    // Called after each tensor is bound with the checkpoint bytes bound so far and the total of
+    // all its tensors' bytes, and once more with done == total at the end.
+    std::function<void(size_t done, size_t total)> progress;
 };
 
 // The type a matrix of type t is kept in for this machine's kernels: its chunked int8-dot type

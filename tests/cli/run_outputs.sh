@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `nextn run` outputs a user relies on: --stats-json carries the keys issue 4 names and the same
 # ids the run printed; greedy MTP output (any draft head, either MTP input) equals --no-mtp output
-# through the CLI; --stop ends the text before the stop string. Usage: run_outputs.sh NEXTN_BINARY
+# through the CLI; --stop ends the text before the stop string; the report gives the load time.
+# Usage: run_outputs.sh NEXTN_BINARY
 set -u
 NEXTN=$1
 MODEL=tests/data/qwen35-dense-tiny
@@ -22,14 +23,21 @@ for extra in "--draft-depth 2" "--draft-depth 3 --draft-vocab 300 --draft-quant 
 import json, sys
 j = json.load(open(sys.argv[1]))
 for k in ["generated_ids", "decode_tok_s", "rounds", "tokens_per_round", "drafted", "accepted",
-          "acceptance_by_position"]:
+          "acceptance_by_position", "load_seconds"]:
     assert k in j, "missing key " + k
+assert 0 < j["load_seconds"] < 60, "load_seconds %r" % j["load_seconds"]
 assert j["generated_ids"] == [int(x) for x in sys.argv[2].split()], "ids differ from the printed ones"
 assert len(j["drafted"]) == len(j["accepted"]) == len(j["acceptance_by_position"])
 assert all(0 <= a <= d for a, d in zip(j["accepted"], j["drafted"]))
 assert j["rounds"] >= 1 and j["tokens_per_round"] >= 1.0
 PY
 done
+
+# A quick load prints no progress lines (they start after a second), and the report says how
+# long the load took.
+report=$("$NEXTN" run "$MODEL" $PROMPT -n 4 --ids 2>&1 >/dev/null) || fail "report run"
+case "$report" in *"loading "*) fail "a quick load printed progress: $report" ;; esac
+case "$report" in *"--- load: "*" s"*) ;; *) fail "no load time in the report: $report" ;; esac
 
 # --stop: the text ends before the stop string, whatever the draft depth.
 TEXT_MODEL=models/nextn-tiny
