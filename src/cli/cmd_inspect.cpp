@@ -4,6 +4,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "core/thread_pool.h"
 #include "kernels/kernels.h"
 
 namespace nextn::cli {
@@ -61,9 +62,12 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     Checkpoint ck = load_checkpoint(a.positional()[0], lo);
     ck.config.gdn_tiled_heads = ck.gdn_tiled_heads;
     const ModelConfig& c = ck.config;
+    ThreadPool pool;  // binding converts the weights, as a load does: on every core
     BindOptions bo;
     bo.load_mtp = lo.load_mtp;
     bo.int8_activations = !a.has("f32-activations");
+    bo.pool = &pool;
+    bo.progress = progress_printer("reading " + a.positional()[0], 1.0);
     ModelWeights w = bind_weights(ck, bo);  // validates every shape
 
     std::map<std::string, int64_t> dtype_counts;
