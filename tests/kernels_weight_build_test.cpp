@@ -65,6 +65,14 @@ Tensor make_tensor(DType type, int64_t rows, int64_t cols, uint32_t seed) {
         case DType::Q4_1: x.bytes = random_blocks(n / 32, 20, 2, seed); break;
         case DType::Q5_0: x.bytes = random_blocks(n / 32, 22, 1, seed); break;
         case DType::Q4_K: x.bytes = random_blocks(n / 256, 144, 2, seed); break;
+        case DType::Q6_K: {  // its f16 scale is the block's last two bytes
+            x.bytes = random_blocks(n / 256, 210, 0, seed);
+            for (int64_t i = 0; i < n / 256; ++i) {
+                const uint16_t h = f32_to_f16(0.002f * float(1 + i % 5));
+                std::memcpy(x.bytes.data() + size_t(i) * 210 + 208, &h, 2);
+            }
+            break;
+        }
         case DType::MLX_AFFINE: {  // 4-bit, group 64, bf16 scales that f16 holds exactly
             x.bytes.resize(size_t(n / 2));
             for (uint8_t& b : x.bytes) b = uint8_t(rng());
@@ -147,11 +155,37 @@ TEST(WeightBuild, StreamedConversionEqualsWholeTensorConversion) {
     }
 }
 
+// The code-keeping repacks (affine types, Q6_K) give the same bytes on a pool as on one thread.
+TEST(WeightBuild, CodeRepacksArePoolInvariant) {
+    ThreadPool pool(2);
+    const int64_t rows = 41, cols = 768;
+    uint32_t seed = 70;
+    for (DType source : {DType::Q4_K, DType::Q6_K, DType::MLX_AFFINE}) {
+        const Tensor x = make_tensor(source, rows, cols, seed++);
+        WeightMatrix one, many;
+        const bool q6 = source == DType::Q6_K;
+        ASSERT_TRUE(q6 ? repack_q6_k_for_int8_dot(x.t, rows, cols, one)
+                       : repack_affine_for_int8_dot(x.t, rows, cols, one))
+            << dtype_name(source);
+        ASSERT_TRUE(q6 ? repack_q6_k_for_int8_dot(x.t, rows, cols, many, &pool)
+                       : repack_affine_for_int8_dot(x.t, rows, cols, many, &pool));
+        EXPECT_TRUE(same_bytes(one, many)) << dtype_name(source);
+        // And the values are the tensor's.
+        std::vector<float> all(static_cast<size_t>(rows * cols)), row(static_cast<size_t>(cols));
+        dequantize_to_f32(x.t, all.data());
+        for (int64_t r = 0; r < rows; ++r) {
+            weight_row_f32(many, r, row.data());
+            ASSERT_EQ(0, std::memcmp(row.data(), all.data() + r * cols, size_t(cols) * 4))
+                << dtype_name(source) << " row " << r;
+        }
+    }
+}
+
 TEST(WeightBuild, TensorRowsReadsWhatDequantizeGives) {
     const int64_t rows = 5, cols = 256;
     uint32_t seed = 90;
     for (DType source : {DType::F32, DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0,
-                         DType::Q4_1, DType::Q5_0, DType::Q4_K, DType::MLX_AFFINE}) {
+                         DType::Q4_1, DType::Q5_0, DType::Q4_K, DType::Q6_K, DType::MLX_AFFINE}) {
         const Tensor x = make_tensor(source, rows, cols, seed++);
         std::vector<float> all(static_cast<size_t>(rows * cols)), row(static_cast<size_t>(cols));
         dequantize_to_f32(x.t, all.data());

@@ -196,61 +196,93 @@ WeightMatrix repack_for_int8_dot(const WeightMatrix& w, ThreadPool* pool) {
     return out;
 }
 
-bool repack_affine_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out) {
+bool repack_affine_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                                ThreadPool* pool) {
     const int bits = affine_code_bits(t, rows, cols);
     if (bits == 0) return false;
     const WType type = bits == 4 ? WType::Q4_1FX : WType::Q8_1FX;
-    uint8_t* base = allocate_chunked(type, rows, cols, t.name, out);
-    std::vector<uint8_t> codes(static_cast<size_t>(cols));                  // [cols]
-    std::vector<float> d(static_cast<size_t>(cols / 32)), m(d.size());     // [cols / 32]
-    for (int64_t r = 0; r < rows; ++r) {
-        affine_row(t, r, cols, codes.data(), d.data(), m.data());
-        uint8_t* dst = base + size_t(r) * out.row_bytes;
-        for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
-            uint8_t* chunk = dst + (b / kI8ChunkBlocks) * int8_dot_chunk_code_bytes(type);
-            const int l = int(b % kI8ChunkBlocks);
-            for (int e = 0; e < 32; ++e) {
-                const uint8_t code = codes[size_t(b * 32 + e)];
-                if (type == WType::Q8_1FX)
-                    chunk[q8_byte(l, e)] = code;
-                else
-                    chunk[q4_byte(l, e)] |= uint8_t(code << (4 * q4_nibble(e)));
+    uint8_t* base = allocate_chunked(type, rows, cols, t.name, out, /*zeroed=*/false);
+    const size_t row_bytes = out.row_bytes;
+    // Per-thread scratch, allocated here: nothing inside the pool allocates or throws.
+    struct Scratch {
+        std::vector<uint8_t> codes;  // [cols]
+        std::vector<float> d, m;     // [cols / 32]
+    };
+    const int n_threads = pool ? pool->size() : 1;
+    std::vector<Scratch> scratch(static_cast<size_t>(n_threads));
+    for (Scratch& s : scratch) {
+        s.codes.resize(static_cast<size_t>(cols));
+        s.d.resize(static_cast<size_t>(cols / 32));
+        s.m.resize(s.d.size());
+    }
+    auto work = [&](int thread, int64_t begin, int64_t end) {
+        Scratch& s = scratch[size_t(thread)];
+        for (int64_t r = begin; r < end; ++r) {
+            affine_row(t, r, cols, s.codes.data(), s.d.data(), s.m.data());
+            uint8_t* dst = base + size_t(r) * row_bytes;
+            std::memset(dst, 0, row_bytes);  // padding blocks; nibbles are or-ed in
+            for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+                uint8_t* chunk = dst + (b / kI8ChunkBlocks) * int8_dot_chunk_code_bytes(type);
+                const int l = int(b % kI8ChunkBlocks);
+                for (int e = 0; e < 32; ++e) {
+                    const uint8_t code = s.codes[size_t(b * 32 + e)];
+                    if (type == WType::Q8_1FX)
+                        chunk[q8_byte(l, e)] = code;
+                    else
+                        chunk[q4_byte(l, e)] |= uint8_t(code << (4 * q4_nibble(e)));
+                }
+                std::memcpy(dst + scale_at(type, cols, 0, b), &s.d[size_t(b)], 4);
+                std::memcpy(dst + scale_at(type, cols, 1, b), &s.m[size_t(b)], 4);
             }
-            std::memcpy(dst + scale_at(type, cols, 0, b), &d[size_t(b)], 4);
-            std::memcpy(dst + scale_at(type, cols, 1, b), &m[size_t(b)], 4);
         }
+    };
+    if (pool) {
+        pool->run_indexed(rows, work);
+    } else {
+        work(0, 0, rows);
     }
     return true;
 }
 
-bool repack_q6_k_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out) {
+bool repack_q6_k_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                              ThreadPool* pool) {
     constexpr int64_t kSuper = 256, kSuperBytes = 210;
     if (t.dtype != DType::Q6_K || cols % kSuper || rows * cols != t.numel() ||
         t.nbytes != size_t(rows * cols / kSuper * kSuperBytes))
         return false;
     const WType type = WType::Q6_KX;
-    uint8_t* base = allocate_chunked(type, rows, cols, t.name, out);
-    uint8_t codes[kSuper];
-    int8_t scales[16];
-    uint16_t d;
-    for (int64_t r = 0; r < rows; ++r) {
-        uint8_t* dst = base + size_t(r) * out.row_bytes;
-        for (int64_t sb = 0; sb < cols / kSuper; ++sb) {
-            q6_k_block_codes(t.data + size_t((r * cols / kSuper + sb) * kSuperBytes), codes, scales, &d);
-            for (int64_t b = sb * 8; b < sb * 8 + 8; ++b) {  // the super-block's 8 blocks of 32
-                uint8_t* chunk = dst + (b / kI8ChunkBlocks) * int8_dot_chunk_code_bytes(type);
-                const int l = int(b % kI8ChunkBlocks);
-                const uint8_t* q = codes + (b - sb * 8) * 32;
-                for (int e = 0; e < 32; ++e) {
-                    chunk[q4_byte(l, e)] |= uint8_t((q[e] & 15) << (4 * q4_nibble(e)));
-                    chunk[q6_high_byte(l, e)] |= uint8_t((q[e] >> 4) << q6_high_shift(e));
+    uint8_t* base = allocate_chunked(type, rows, cols, t.name, out, /*zeroed=*/false);
+    const size_t row_bytes = out.row_bytes;
+    auto work = [&](int64_t begin, int64_t end) {
+        uint8_t codes[kSuper];
+        int8_t scales[16];
+        uint16_t d;
+        for (int64_t r = begin; r < end; ++r) {
+            uint8_t* dst = base + size_t(r) * row_bytes;
+            std::memset(dst, 0, row_bytes);  // codes are or-ed in
+            for (int64_t sb = 0; sb < cols / kSuper; ++sb) {
+                q6_k_block_codes(t.data + size_t((r * cols / kSuper + sb) * kSuperBytes), codes,
+                                 scales, &d);
+                for (int64_t b = sb * 8; b < sb * 8 + 8; ++b) {  // the super-block's 8 blocks of 32
+                    uint8_t* chunk = dst + (b / kI8ChunkBlocks) * int8_dot_chunk_code_bytes(type);
+                    const int l = int(b % kI8ChunkBlocks);
+                    const uint8_t* q = codes + (b - sb * 8) * 32;
+                    for (int e = 0; e < 32; ++e) {
+                        chunk[q4_byte(l, e)] |= uint8_t((q[e] & 15) << (4 * q4_nibble(e)));
+                        chunk[q6_high_byte(l, e)] |= uint8_t((q[e] >> 4) << q6_high_shift(e));
+                    }
+                    std::memcpy(dst + scale_at(type, cols, 0, b), &d, 2);
+                    for (int half = 0; half < 2; ++half)
+                        std::memcpy(dst + q6_sub_scale_at(cols, b, half),
+                                    &scales[(b - sb * 8) * 2 + half], 1);
                 }
-                std::memcpy(dst + scale_at(type, cols, 0, b), &d, 2);
-                for (int half = 0; half < 2; ++half)
-                    std::memcpy(dst + q6_sub_scale_at(cols, b, half),
-                                &scales[(b - sb * 8) * 2 + half], 1);
             }
         }
+    };
+    if (pool) {
+        pool->run(rows, work);
+    } else {
+        work(0, rows);
     }
     return true;
 }

@@ -107,11 +107,15 @@ void repack_row_for_int8_dot(const uint8_t* src, WType source, int64_t cols, uin
 // MLX 2..8-bit) as Q4_1FX (codes up to 4 bits) or Q8_1FX, holding exactly the values
 // dequantize_to_f32 gives: e.g. Q4_K's d * sc * q - dmin * m becomes code * (d * sc) +
 // (-(dmin * m)), the products exact in f32. Returns false for any other tensor.
-bool repack_affine_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out);
+// Rows are repacked on `pool` when given.
+bool repack_affine_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                                ThreadPool* pool = nullptr);
 
 // A GGUF Q6_K tensor [rows, cols] as Q6_KX, holding exactly the values dequantize_to_f32 gives.
 // Returns false for any other tensor.
-bool repack_q6_k_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out);
+// Rows are repacked on `pool` when given.
+bool repack_q6_k_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                              ThreadPool* pool = nullptr);
 
 // Row `row` of a chunked matrix as f32: exactly the source block type's values.
 void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out);

@@ -99,15 +99,17 @@ private:
         WeightMatrix w;
         // GGUF Q6_K (e.g. the output and half the FFN-down tensors of a Q4_K_M file) keeps its
         // 6-bit codes and 16-value scales.
-        if (int8_native && t.dtype == DType::Q6_K && repack_q6_k_for_int8_dot(t, rows, cols, w))
+        if (int8_native && t.dtype == DType::Q6_K &&
+            repack_q6_k_for_int8_dot(t, rows, cols, w, options_.pool))
             return w;
         // MLX 4-bit tries Q4_1 first (f16-exact scales: a layout every kernel reads); the rest
         // repack straight from the file's codes, never through a transient f32 copy.
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;
-        if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w)) return w;
+        if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool)) return w;
         w = make_weight(t, rows, cols, options_.matrix_type,
                         {options_.pool, int8_kernels_in_use(options_.int8_activations)});
-        if (affine && w.type == WType::F32 && repack_affine_for_int8_dot(t, rows, cols, w)) return w;
+        if (affine && w.type == WType::F32 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool))
+            return w;
         return to_kernel_storage(w, options_.int8_activations);
     }
 
