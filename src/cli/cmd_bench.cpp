@@ -121,8 +121,10 @@ BenchModel open_bench_model(const Args& a) {
         throw UsageError("give either MODEL or --synthetic NAME (not both, not neither)");
     if (!synthetic) {
         if (a.has("draft")) throw UsageError("--draft applies to --synthetic models only");
+        const auto t0 = Clock::now();
         BenchModel m{load_model(a.positional()[0], mo), a.positional()[0], "", mo};
         m.draft = m.lm.model->has_mtp() ? m.lm.checkpoint.mtp_source : "none";
+        std::fprintf(stderr, "loaded in %.1f s\n", since(t0));
         return m;
     }
     if (a.has("draft-model")) throw UsageError("--draft-model does not apply to --synthetic models");
