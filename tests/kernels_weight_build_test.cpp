@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/memory_info.h"
 #include "core/thread_pool.h"
 #include "formats/dequant.h"
 #include "kernels/int8_dot.h"
@@ -207,6 +208,22 @@ TEST(WeightBuild, TensorRowsRejectsBadTensorsUpFront) {
     Tensor k = make_tensor(DType::Q4_K, 1, 256, 4);
     k.t.shape = {2, 128};  // rows of half a 256-value block
     EXPECT_THROW(TensorRows{k.t}, Error);
+}
+
+// A weight bigger than the machine can hold fails with an error naming it and the sizes,
+// not with the kernel killing the process when the pages are written.
+TEST(WeightBuild, AllocationBeyondMemoryNamesTheWeight) {
+    const MemoryInfo m = read_memory_info();
+    if (m.available == 0) GTEST_SKIP() << "SKIPPED: /proc/meminfo has no MemAvailable";
+    const size_t too_big = (m.available + m.swap_free) * 2 + (size_t(1) << 30);
+    try {
+        allocate_weight_memory(too_big, "test 9999x9999 weight");
+        FAIL() << "allocating " << too_big << " bytes succeeded";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("test 9999x9999 weight"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("is available"), std::string::npos) << msg;
+    }
 }
 
 // build_weight's rows against encoding each row by hand (block types) and repacking that

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/memory_info.h"
 #include "model/synthetic.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/memory_info.h"
 #include "core/thread_pool.h"
 #include "formats/dequant.h"
 #include "kernels/int8_dot.h"
@@ -149,6 +150,16 @@ WType resolve_target(WType target, DType source, int64_t cols) {
 std::shared_ptr<void> allocate_weight_memory(size_t bytes, const std::string& what, bool zeroed) {
     const size_t align = bytes >= kHugePageBytes ? kHugePageBytes : 64;
     const size_t size = bytes == 0 ? align : (bytes + align - 1) / align * align;
+    // Memory is only backed when written, so a load that does not fit would otherwise be killed
+    // by the kernel part-way through, with no word of why. A big matrix the machine can no
+    // longer hold (even by swapping) fails here instead, naming itself.
+    constexpr size_t kCheckedBytes = size_t(64) << 20;
+    if (size >= kCheckedBytes) {
+        const MemoryInfo m = read_memory_info();
+        require_memory(size, m.available + m.swap_free, "the " + what,
+                       "a smaller weight type (--quant q4) needs less",
+                       "MemAvailable + SwapFree in /proc/meminfo");
+    }
     void* p = std::aligned_alloc(align, size);
     if (!p) fail("out of memory allocating ", size, " bytes for a ", what);
     if (align == kHugePageBytes) madvise(p, size, MADV_HUGEPAGE);  // a hint: failure changes nothing

@@ -1,5 +1,7 @@
 #include "model/synthetic.h"
 
+#include "core/memory_info.h"
+
 #include "kernels/int8_dot.h"
 
 #include <sys/mman.h>
@@ -327,13 +329,6 @@ void zero_residual_outputs(LayerWeights& l, ThreadPool* pool) {
     if (!f.shared_down.empty()) f.shared_down = zero_like(f.shared_down, pool);
 }
 
-std::string gigabytes(size_t bytes) {
-    std::ostringstream s;
-    s.setf(std::ios::fixed);
-    s.precision(1);
-    s << double(bytes) / 1e9 << " GB";
-    return s.str();
-}
 
 // Buffers a bench run needs beside the weights: the bandwidth probe (256 MiB), logits, caches.
 constexpr size_t kWorkingBytes = size_t(512) << 20;
@@ -447,25 +442,6 @@ void make_draft_perfect(ModelWeights& w, const ModelConfig& c, ThreadPool* pool)
     m.norm = w.final_norm;
 }
 
-size_t available_memory_bytes() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    size_t value = 0;
-    std::string unit;
-    while (in >> key >> value) {
-        std::getline(in, unit);
-        if (key == "MemAvailable:") return value * 1024;  // reported in kB
-    }
-    return 0;
-}
-
-void require_memory(size_t need_bytes, size_t available_bytes, const std::string& what,
-                    const std::string& hint) {
-    if (available_bytes == 0 || need_bytes <= available_bytes) return;
-    fail(what, " needs ", gigabytes(need_bytes), " of memory but only ", gigabytes(available_bytes),
-         " is available (MemAvailable in /proc/meminfo)", hint.empty() ? "" : "; ", hint);
-}
-
 LoadedModel load_synthetic_model(const std::string& name, const SyntheticOptions& o, int threads) {
     return load_synthetic_model(synthetic_config(name), name, o, threads);
 }
@@ -474,7 +450,7 @@ LoadedModel load_synthetic_model(const ModelConfig& config, const std::string& n
                                  const SyntheticOptions& o, int threads) {
     const bool with_mtp = o.draft != SyntheticDraft::None;
     const size_t need = synthetic_size(config, o.matrix_type, with_mtp).bytes + kWorkingBytes;
-    const size_t available = available_memory_bytes();
+    const size_t available = read_memory_info().available;
     if (available && need > available) {
         // Name the weight types that would fit, so the message says what to do.
         std::string fits;

@@ -76,13 +76,6 @@ int64_t perfect_token_range(const ModelConfig& c);
 // Throws Error when the model has no MTP head. `pool` (optional) parallelises the re-encoding.
 void make_draft_perfect(ModelWeights& w, const ModelConfig& c, ThreadPool* pool = nullptr);
 
-// MemAvailable from /proc/meminfo in bytes (0 when it cannot be read).
-size_t available_memory_bytes();
-// Throws Error naming `what` (then `hint`) when need_bytes exceeds available_bytes (0 = unknown:
-// no check).
-void require_memory(size_t need_bytes, size_t available_bytes, const std::string& what,
-                    const std::string& hint = "");
-
 // Checks memory, then builds synthetic_config(name) (or `config`) on a pool of `threads`
 // (0 = one per core). The checkpoint part holds only the config, format "synthetic", path
 // "synthetic:<name>" and mtp_source = the draft variant's name.

@@ -1,0 +1,38 @@
+#include "core/memory_info.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace nextn {
+
+MemoryInfo read_memory_info() {
+    MemoryInfo m;
+    std::ifstream in("/proc/meminfo");
+    std::string key, unit;
+    size_t value = 0;
+    while (in >> key >> value) {
+        std::getline(in, unit);
+        if (key == "MemAvailable:") m.available = value * 1024;  // reported in kB
+        if (key == "SwapFree:") m.swap_free = value * 1024;
+    }
+    return m;
+}
+
+std::string gigabytes(size_t bytes) {
+    std::ostringstream s;
+    s.setf(std::ios::fixed);
+    s.precision(1);
+    s << double(bytes) / 1e9 << " GB";
+    return s.str();
+}
+
+void require_memory(size_t need_bytes, size_t available_bytes, const std::string& what,
+                    const std::string& hint, const std::string& source) {
+    if (available_bytes == 0 || need_bytes <= available_bytes) return;
+    fail(what, " needs ", gigabytes(need_bytes), " of memory but only ", gigabytes(available_bytes),
+         " is available (", source, ")", hint.empty() ? "" : "; ", hint);
+}
+
+}  // namespace nextn
