@@ -62,4 +62,25 @@ private:
     int64_t n_items_ = 0;
 };
 
+// pool->run(n, fn) when a pool is given, else fn(0, n) on the calling thread (load-time work
+// that may or may not have a pool).
+template <class Fn>
+void run_on(ThreadPool* pool, int64_t n_items, Fn&& fn) {
+    if (pool) {
+        pool->run(n_items, fn);
+    } else {
+        fn(int64_t(0), n_items);
+    }
+}
+
+// The same for run_indexed (fn(0, 0, n) without a pool).
+template <class Fn>
+void run_indexed_on(ThreadPool* pool, int64_t n_items, Fn&& fn) {
+    if (pool) {
+        pool->run_indexed(n_items, fn);
+    } else {
+        fn(0, int64_t(0), n_items);
+    }
+}
+
 }  // namespace nextn

@@ -188,11 +188,7 @@ WeightMatrix repack_for_int8_dot(const WeightMatrix& w, ThreadPool* pool) {
             repack_row_for_int8_dot(w.data + size_t(r) * w.row_bytes, w.type, w.cols,
                                     base + size_t(r) * out.row_bytes);
     };
-    if (pool) {
-        pool->run(w.rows, rows);
-    } else {
-        rows(0, w.rows);
-    }
+    run_on(pool, w.rows, rows);
     return out;
 }
 
@@ -236,11 +232,7 @@ bool repack_affine_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, 
             }
         }
     };
-    if (pool) {
-        pool->run_indexed(rows, work);
-    } else {
-        work(0, 0, rows);
-    }
+    run_indexed_on(pool, rows, work);
     return true;
 }
 
@@ -279,11 +271,7 @@ bool repack_q6_k_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, We
             }
         }
     };
-    if (pool) {
-        pool->run(rows, work);
-    } else {
-        work(0, rows);
-    }
+    run_on(pool, rows, work);
     return true;
 }
 

@@ -286,11 +286,7 @@ WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* po
             }
         }
     };
-    if (pool) {
-        pool->run_indexed(rows, work);
-    } else {
-        work(0, 0, rows);
-    }
+    run_indexed_on(pool, rows, work);
     return w;
 }
 
@@ -302,11 +298,7 @@ WeightMatrix clone_weight(const WeightMatrix& w, ThreadPool* pool) {
         std::memcpy(dst + size_t(begin) * w.row_bytes, w.data + size_t(begin) * w.row_bytes,
                     size_t(end - begin) * w.row_bytes);
     };
-    if (pool) {
-        pool->run(w.rows, rows);
-    } else {
-        rows(0, w.rows);
-    }
+    run_on(pool, w.rows, rows);
     return copy;
 }
 
