@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/memory_info.h"
 #include "formats/dequant.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
@@ -245,7 +246,37 @@ void for_each_matrix(ModelWeights& w, const std::function<void(WeightMatrix&)>& 
     visit_matrices(w, true, f);
 }
 
+size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& options) {
+    size_t total = 0;
+    for (const auto& [name, t] : ck.tensors) {
+        // Norms, gates and the conv taps (two-dimensional in GGUF) are not matrices.
+        if (t.shape.size() != 2 || name.find("conv1d") != std::string::npos) continue;
+        if (!options.load_mtp && name.rfind("mtp.", 0) == 0) continue;
+        if (options.matrix_type == WType::Native) {
+            total += t.nbytes;
+            continue;
+        }
+        const int64_t rows = t.shape[0], cols = t.shape[1];
+        const WType held = kernel_storage_type(options.matrix_type, options.int8_activations);
+        const size_t row_bytes = wtype_row_bytes(held, cols);
+        total += size_t(rows) * (row_bytes ? row_bytes : size_t(cols) * sizeof(float));
+    }
+    return total;
+}
+
 ModelWeights bind_weights(const Checkpoint& ck, const BindOptions& options) {
+    // Fail before converting anything when the matrices cannot fit, rather than part-way (or
+    // by the kernel's hand) after a long load.
+    const MemoryInfo memory = read_memory_info();
+    require_memory(bound_matrix_bytes_at_least(ck, options),
+                   options.memory_budget.value_or(memory.available + memory.swap_free),
+                   "loading " + ck.path +
+                       (options.matrix_type == WType::Native
+                            ? std::string(" in its own weight types")
+                            : std::string(" with ") + wtype_name(options.matrix_type) + " weights"),
+                   "a smaller --quant type (q4) needs less",
+                   options.memory_budget ? "the memory budget"
+                                         : "MemAvailable + SwapFree in /proc/meminfo");
     const ModelConfig& c = ck.config;
     Binder b(ck, options);
     ModelWeights w;

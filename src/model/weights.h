@@ -3,6 +3,7 @@
 // the forward reads: matrices for the kernels, f32 vectors for norms and gates. Norm vectors
 // hold the multiplier the forward applies, i.e. (1 + w) for zero-centred norms.
 #include <memory>
+#include <optional>
 #include <functional>
 #include <string>
 #include <vector>
@@ -95,7 +96,16 @@ struct BindOptions {
     // Called after each tensor is bound with the checkpoint bytes bound so far and the total of
     // all its tensors' bytes, and once more with done == total at the end.
     std::function<void(size_t done, size_t total)> progress;
+    // Binding first checks that the matrices fit: at least the bytes they are converted to (the
+    // file's bytes for Native) against this budget, or, when unset, MemAvailable + SwapFree.
+    // Tests set it to exercise the error.
+    std::optional<size_t> memory_budget;
 };
+
+// A lower bound on the bytes the checkpoint's matrices take once bound with `options`: every
+// two-dimensional tensor but the conv taps, at its converted row size (its file bytes when
+// the type is kept).
+size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& options);
 
 // The type a matrix of type t is kept in for this machine's kernels: its chunked int8-dot type
 // when int8_activations is set and the kernel table has int8-dot kernels, else t.
