@@ -217,8 +217,8 @@ TEST(WeightBuild, AllocationBeyondMemoryNamesTheWeight) {
     if (m.available == 0) GTEST_SKIP() << "SKIPPED: /proc/meminfo has no MemAvailable";
     const size_t too_big = (m.available + m.swap_free) * 2 + (size_t(1) << 30);
     try {
-        allocate_weight_memory(too_big, "test 9999x9999 weight");
-        FAIL() << "allocating " << too_big << " bytes succeeded";
+        require_weight_memory(too_big, "test 9999x9999 weight");
+        FAIL() << "a weight of " << too_big << " bytes passed the check";
     } catch (const Error& e) {
         const std::string msg = e.what();
         EXPECT_NE(msg.find("test 9999x9999 weight"), std::string::npos) << msg;

@@ -140,6 +140,7 @@ uint8_t* allocate_chunked(WType type, int64_t rows, int64_t cols, const std::str
     out.cols = cols;
     out.row_bytes = int8_dot_row_bytes(type, cols);
     if (out.row_bytes == 0) fail("int8-dot repack of ", what, ": ", cols, " columns are not whole blocks");
+    require_weight_memory(out.nbytes(), what + " (" + wtype_name(type) + ")");
     out.owner = allocate_weight_memory(out.nbytes(), what + " (" + wtype_name(type) + ")", zeroed);
     out.data = static_cast<const uint8_t*>(out.owner.get());
     return static_cast<uint8_t*>(out.owner.get());

@@ -97,8 +97,10 @@ WeightMatrix allocate(WType type, int64_t rows, int64_t cols, bool zeroed = true
     w.rows = rows;
     w.cols = cols;
     w.row_bytes = wtype_row_bytes(type, cols);
-    w.owner = allocate_weight_memory(w.nbytes(), std::to_string(rows) + "x" + std::to_string(cols) +
-                                                      " " + wtype_name(type) + " weight", zeroed);
+    const std::string what = std::to_string(rows) + "x" + std::to_string(cols) + " " +
+                             wtype_name(type) + " weight";
+    require_weight_memory(w.nbytes(), what);
+    w.owner = allocate_weight_memory(w.nbytes(), what, zeroed);
     w.data = static_cast<const uint8_t*>(w.owner.get());
     return w;
 }
@@ -147,19 +149,21 @@ WType resolve_target(WType target, DType source, int64_t cols) {
 
 }  // namespace
 
+void require_weight_memory(size_t bytes, const std::string& what) {
+    // Memory is only backed when written, so a load that does not fit would otherwise be killed
+    // by the kernel part-way through, with no word of why. Small matrices are not checked: a
+    // /proc read per expert would cost more than it tells.
+    constexpr size_t kCheckedBytes = size_t(64) << 20;
+    if (bytes < kCheckedBytes) return;
+    const MemoryInfo m = read_memory_info();
+    require_memory(bytes, m.available + m.swap_free, "the " + what,
+                   "a smaller weight type (--quant q4) needs less",
+                   "MemAvailable + SwapFree in /proc/meminfo");
+}
+
 std::shared_ptr<void> allocate_weight_memory(size_t bytes, const std::string& what, bool zeroed) {
     const size_t align = bytes >= kHugePageBytes ? kHugePageBytes : 64;
     const size_t size = bytes == 0 ? align : (bytes + align - 1) / align * align;
-    // Memory is only backed when written, so a load that does not fit would otherwise be killed
-    // by the kernel part-way through, with no word of why. A big matrix the machine can no
-    // longer hold (even by swapping) fails here instead, naming itself.
-    constexpr size_t kCheckedBytes = size_t(64) << 20;
-    if (size >= kCheckedBytes) {
-        const MemoryInfo m = read_memory_info();
-        require_memory(size, m.available + m.swap_free, "the " + what,
-                       "a smaller weight type (--quant q4) needs less",
-                       "MemAvailable + SwapFree in /proc/meminfo");
-    }
     void* p = std::aligned_alloc(align, size);
     if (!p) fail("out of memory allocating ", size, " bytes for a ", what);
     if (align == kHugePageBytes) madvise(p, size, MADV_HUGEPAGE);  // a hint: failure changes nothing

@@ -68,6 +68,10 @@ struct WeightMatrix {
 // take no memory until written: for a buffer filled piece by piece while its sources are freed).
 std::shared_ptr<void> allocate_weight_memory(size_t bytes, const std::string& what,
                                              bool zeroed = true);
+// Throws Error naming `what` and the sizes when a new weight of `bytes` (64 MiB or more) cannot
+// fit in MemAvailable + SwapFree. Called before allocating memory a load adds; not for a buffer
+// that takes over memory freed as it fills (pack_small_matrices).
+void require_weight_memory(size_t bytes, const std::string& what);
 
 // Builds a kernel weight from a checkpoint tensor of shape [rows, cols] (or [rows] for vectors
 // treated as one column), copied into 64-byte aligned memory owned by the result.

@@ -56,8 +56,9 @@ void Qwen35Model::set_draft_head(int64_t vocab, WType type) {
     const int64_t H = full.cols, block = 1024;
     const size_t row_bytes = wtype_row_bytes(type, H);
     if (row_bytes == 0) fail("draft head type ", wtype_name(type), " cannot hold rows of ", H);
-    std::shared_ptr<void> owner =
-        allocate_weight_memory(size_t(vocab) * row_bytes, std::to_string(vocab) + "-token draft LM head");
+    const std::string what = std::to_string(vocab) + "-token draft LM head";
+    require_weight_memory(size_t(vocab) * row_bytes, what);
+    std::shared_ptr<void> owner = allocate_weight_memory(size_t(vocab) * row_bytes, what);
     auto* bytes = static_cast<uint8_t*>(owner.get());
     std::vector<float> rows(size_t(block * H));  // [block, H] staging
     for (int64_t r0 = 0; r0 < vocab; r0 += block) {
