@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <utility>
 
 #include "cli/commands.h"
+#include "core/memory_info.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
 
@@ -108,11 +110,28 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     std::cout << "\n";
     // What the kernels will read: the file's types kept, repacked or widened to f32.
     std::map<std::string, int64_t> held;
-    for_each_matrix(w, [&](const WeightMatrix& m) { held[wtype_name(m.type)]++; });
+    size_t held_bytes = 0;
+    // The const overload: a tied embedding is the LM head's bytes, counted once.
+    for_each_matrix(std::as_const(w), [&](const WeightMatrix& m) {
+        held[wtype_name(m.type)]++;
+        held_bytes += m.nbytes();
+    });
     std::string held_list;
     for (const auto& [t, n] : held)
         held_list += (held_list.empty() ? "" : ", ") + t + " x" + std::to_string(n);
     std::cout << "weights held as: " << held_list << " (matrices, as the kernels read them)\n";
+    // What the matrices take in memory as held, and at least with each --quant type, next to
+    // what the machine has: the numbers a user needs to pick a type that fits.
+    std::cout << "weight memory:   " << size_text(held_bytes) << " as held; with --quant";
+    for (WType q : {WType::BF16, WType::Q8_0, WType::Q4_0}) {
+        BindOptions as_q = bo;
+        as_q.matrix_type = q;
+        std::cout << (q == WType::BF16 ? " " : ", ") << (q == WType::Q4_0 ? "q4" : wtype_name(q))
+                  << " >= " << size_text(bound_matrix_bytes_at_least(ck, as_q));
+    }
+    const MemoryInfo memory = read_memory_info();
+    if (memory.available > 0) std::cout << " (MemAvailable here: " << size_text(memory.available) << ")";
+    std::cout << "\n";
     // group -> type label -> tensor count
     std::map<std::string, std::map<std::string, int64_t>> groups;
     for (const auto& [name, t] : ck.tensors) groups[tensor_group(name)][tensor_type_label(t)]++;

@@ -28,6 +28,19 @@ std::string gigabytes(size_t bytes) {
     return s.str();
 }
 
+std::string size_text(size_t bytes) {
+    std::ostringstream s;
+    s.setf(std::ios::fixed);
+    if (bytes >= size_t(1000000000)) {
+        s.precision(2);
+        s << double(bytes) / 1e9 << " GB";
+    } else {
+        s.precision(1);
+        s << double(bytes) / 1e6 << " MB";
+    }
+    return s.str();
+}
+
 void require_memory(size_t need_bytes, size_t available_bytes, const std::string& what,
                     const std::string& hint, const std::string& source) {
     if (available_bytes == 0 || need_bytes <= available_bytes) return;

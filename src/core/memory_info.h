@@ -23,5 +23,7 @@ void require_memory(size_t need_bytes, size_t available_bytes, const std::string
 
 // "1.2 GB"
 std::string gigabytes(size_t bytes);
+// "2.05 GB" from 1 GB up, else "12.3 MB".
+std::string size_text(size_t bytes);
 
 }  // namespace nextn

@@ -252,6 +252,7 @@ size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& opti
         // Norms, gates and the conv taps (two-dimensional in GGUF) are not matrices.
         if (t.shape.size() != 2 || name.find("conv1d") != std::string::npos) continue;
         if (!options.load_mtp && name.rfind("mtp.", 0) == 0) continue;
+        if (ck.config.tied_embeddings && name == "lm_head.weight") continue;  // the embedding's
         if (options.matrix_type == WType::Native) {
             total += t.nbytes;
             continue;

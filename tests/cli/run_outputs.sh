@@ -39,6 +39,11 @@ report=$("$NEXTN" run "$MODEL" $PROMPT -n 4 --ids 2>&1 >/dev/null) || fail "repo
 case "$report" in *"loading "*) fail "a quick load printed progress: $report" ;; esac
 case "$report" in *"--- load: "*" s"*) ;; *) fail "no load time in the report: $report" ;; esac
 
+# inspect gives the matrices' memory as held and per --quant type.
+info=$("$NEXTN" inspect "$MODEL") || fail "inspect"
+case "$info" in *"weight memory:   "*" as held; with --quant bf16 >= "*", q8_0 >= "*", q4 >= "*) ;;
+    *) fail "inspect has no weight memory line: $info" ;; esac
+
 # --stop: the text ends before the stop string, whatever the draft depth.
 TEXT_MODEL=models/nextn-tiny
 if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
