@@ -201,6 +201,30 @@ TEST(WeightBuild, TensorRowsReadsWhatDequantizeGives) {
     }
 }
 
+// Every one of the 65536 halves (zeros, subnormals, normals, infinities, NaNs with their
+// payloads) reads as f16_to_f32 gives it, bit for bit; and every bf16 (widened as bits, in
+// vectorised steps) as bf16_to_f32.
+TEST(WeightBuild, TensorRowsWidensEveryHalfExactly) {
+    for (DType type : {DType::F16, DType::BF16}) {
+        Tensor x = make_tensor(type, 256, 256, 1);
+        for (uint32_t h = 0; h < 65536; ++h) {
+            const uint16_t v = uint16_t(h);
+            std::memcpy(x.bytes.data() + 2 * h, &v, 2);
+        }
+        const TensorRows reader(x.t);
+        std::vector<float> row(256);
+        for (int64_t r = 0; r < 256; ++r) {
+            reader.read(r, row.data());
+            for (int j = 0; j < 256; ++j) {
+                const uint16_t h = uint16_t(r * 256 + j);
+                const float want = type == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+                ASSERT_EQ(0, std::memcmp(&row[size_t(j)], &want, 4))
+                    << dtype_name(type) << " bits 0x" << std::hex << h;
+            }
+        }
+    }
+}
+
 TEST(WeightBuild, TensorRowsRejectsBadTensorsUpFront) {
     Tensor x = make_tensor(DType::BF16, 4, 64, 3);
     x.t.nbytes -= 2;  // one value short
