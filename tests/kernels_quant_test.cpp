@@ -106,10 +106,8 @@ TEST(KernelsQuant, Q8_0LayoutMatchesGgml) {
 // The quantizer against ggml's reference formula written with libm (fmax, round), on random
 // blocks and on blocks made of exact ties (codes k + 0.5) and values just either side of them.
 TEST(KernelsQuant, Q8_0QuantizerEqualsLibmFormula) {
+    std::vector<float> x = random_values(32 * 400, 7, -3.0f, 3.0f);
     std::mt19937 rng(7);
-    std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-    std::vector<float> x(32 * 400);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = u(rng);
     // Blocks 300..399: amax 127 (so id is 1), the rest k + 0.5 ties and their neighbours.
     for (int b = 300; b < 400; ++b) {
         float* xb = x.data() + 32 * b;
@@ -139,10 +137,8 @@ TEST(KernelsQuant, Q8_0QuantizerEqualsLibmFormula) {
 // d = max / -8), on random blocks, blocks where +m and -m tie for the largest magnitude (the
 // first decides d's sign), and all-zero blocks with negative zeros (d stays +0 / -8 = -0).
 TEST(KernelsQuant, Q4_0QuantizerEqualsReferenceLoop) {
+    std::vector<float> x = random_values(32 * 300, 11, -2.0f, 2.0f);
     std::mt19937 rng(11);
-    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-    std::vector<float> x(32 * 300);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = u(rng);
     for (int b = 200; b < 300; ++b) {
         float* xb = x.data() + 32 * b;
         if (b < 250) {  // a magnitude tie at two random places, signs random

@@ -20,25 +20,23 @@ MemoryInfo read_memory_info() {
     return m;
 }
 
-std::string gigabytes(size_t bytes) {
+namespace {
+
+std::string fixed(double value, int precision, const char* unit) {
     std::ostringstream s;
     s.setf(std::ios::fixed);
-    s.precision(1);
-    s << double(bytes) / 1e9 << " GB";
+    s.precision(precision);
+    s << value << unit;
     return s.str();
 }
 
+}  // namespace
+
+std::string gigabytes(size_t bytes) { return fixed(double(bytes) / 1e9, 1, " GB"); }
+
 std::string size_text(size_t bytes) {
-    std::ostringstream s;
-    s.setf(std::ios::fixed);
-    if (bytes >= size_t(1000000000)) {
-        s.precision(2);
-        s << double(bytes) / 1e9 << " GB";
-    } else {
-        s.precision(1);
-        s << double(bytes) / 1e6 << " MB";
-    }
-    return s.str();
+    return bytes >= size_t(1000000000) ? fixed(double(bytes) / 1e9, 2, " GB")
+                                       : fixed(double(bytes) / 1e6, 1, " MB");
 }
 
 void require_memory(size_t need_bytes, size_t available_bytes, const std::string& what,

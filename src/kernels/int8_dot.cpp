@@ -130,18 +130,20 @@ size_t int8_dot_row_bytes(WType t, int64_t cols) {
 
 namespace {
 
-// A zeroed chunked matrix of `type` [rows, cols] (zero: padding blocks and unset nibbles stay
-// 0); `what` names it in the out-of-memory error. Returns the writable base of its rows.
+// A chunked matrix of `type` [rows, cols], not zeroed: each repack zeroes a row before it fills
+// it (padding blocks; nibbles are or-ed in), so every page is first touched by the worker that
+// fills it. `what` names it in the memory errors. Returns the writable base of its rows.
 uint8_t* allocate_chunked(WType type, int64_t rows, int64_t cols, const std::string& what,
-                          WeightMatrix& out, bool zeroed = true) {
+                          WeightMatrix& out) {
     out = WeightMatrix{};
     out.type = type;
     out.rows = rows;
     out.cols = cols;
     out.row_bytes = int8_dot_row_bytes(type, cols);
     if (out.row_bytes == 0) fail("int8-dot repack of ", what, ": ", cols, " columns are not whole blocks");
-    require_weight_memory(out.nbytes(), what + " (" + wtype_name(type) + ")");
-    out.owner = allocate_weight_memory(out.nbytes(), what + " (" + wtype_name(type) + ")", zeroed);
+    const std::string named = what + " (" + wtype_name(type) + ")";
+    require_weight_memory(out.nbytes(), named);
+    out.owner = allocate_weight_memory(out.nbytes(), named, /*zeroed=*/false);
     out.data = static_cast<const uint8_t*>(out.owner.get());
     return static_cast<uint8_t*>(out.owner.get());
 }
@@ -183,7 +185,7 @@ WeightMatrix repack_for_int8_dot(const WeightMatrix& w, ThreadPool* pool) {
     WeightMatrix out;
     uint8_t* base = allocate_chunked(type, w.rows, w.cols,
                                      std::to_string(w.rows) + "x" + std::to_string(w.cols) + " weight",
-                                     out, /*zeroed=*/false);  // each row zeroes its own bytes
+                                     out);
     auto rows = [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r)
             repack_row_for_int8_dot(w.data + size_t(r) * w.row_bytes, w.type, w.cols,
@@ -198,7 +200,7 @@ bool repack_affine_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, 
     const int bits = affine_code_bits(t, rows, cols);
     if (bits == 0) return false;
     const WType type = bits == 4 ? WType::Q4_1FX : WType::Q8_1FX;
-    uint8_t* base = allocate_chunked(type, rows, cols, t.name, out, /*zeroed=*/false);
+    uint8_t* base = allocate_chunked(type, rows, cols, t.name, out);
     const size_t row_bytes = out.row_bytes;
     // Per-thread scratch, allocated here: nothing inside the pool allocates or throws.
     struct Scratch {
@@ -244,7 +246,7 @@ bool repack_q6_k_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, We
         t.nbytes != size_t(rows * cols / kSuper * kSuperBytes))
         return false;
     const WType type = WType::Q6_KX;
-    uint8_t* base = allocate_chunked(type, rows, cols, t.name, out, /*zeroed=*/false);
+    uint8_t* base = allocate_chunked(type, rows, cols, t.name, out);
     const size_t row_bytes = out.row_bytes;
     auto work = [&](int64_t begin, int64_t end) {
         uint8_t codes[kSuper];

@@ -256,15 +256,18 @@ WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WT
     });
 }
 
+WType stored_weight_type(WType type, int64_t cols) {
+    if (type == WType::Native) return WType::F32;
+    return wtype_row_bytes(type, cols) ? type : WType::F32;
+}
+
 WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool,
                           const RowFill& fill) {
     if (rows <= 0 || cols <= 0) fail("build_weight: bad shape [", rows, ", ", cols, "]");
+    const WType stored = stored_weight_type(type, cols);
     // An int8-dot type is encoded in its block type, row by row, and each row repacked.
-    const WType block = is_int8_dot_type(type) ? int8_dot_block_source(type, "build_weight")
-                                               : resolve_target(type, DType::F32, cols);
-    const WType stored = wtype_row_bytes(block, cols) ? (is_int8_dot_type(type) ? type : block)
-                                                      : WType::F32;  // cols % 32 != 0
     const bool repack = is_int8_dot_type(stored);
+    const WType block = repack ? int8_dot_block_source(stored, "build_weight") : stored;
     // Every row is written whole, so the memory is not zeroed first: its pages are first
     // touched by the workers that fill them (in a VM a first touch is the dear part).
     WeightMatrix w = allocate(stored, rows, cols, /*zeroed=*/false);

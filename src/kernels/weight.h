@@ -102,6 +102,9 @@ WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WT
 // The bytes equal make_weight_f32 of the same values (including its F32 fallback for block
 // types when cols % 32 != 0); an int8-dot type is encoded and repacked a row at a time.
 using RowFill = std::function<void(int64_t row, float* out)>;
+// The type build_weight (and make_weight_f32) stores for `type`: F32 for Native, and for a block
+// or int8-dot type whose rows cols cannot fill with whole blocks (cols % 32 != 0).
+WType stored_weight_type(WType type, int64_t cols);
 WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool,
                           const RowFill& fill);
 

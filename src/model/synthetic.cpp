@@ -1,7 +1,6 @@
 #include "model/synthetic.h"
 
 #include "core/memory_info.h"
-
 #include "kernels/int8_dot.h"
 
 #include <sys/mman.h>
@@ -10,8 +9,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -82,15 +79,6 @@ void centred_row(uint64_t seed, int64_t row, float std, int64_t n, float* out) {
     uniform_row(seed, row, -a, a, n, out);
 }
 
-// ---- encoding --------------------------------------------------------------------------------
-
-// The type make_weight_f32 stores for `target` (block types need cols % 32 == 0).
-WType stored_type(WType target, int64_t cols) {
-    if (target == WType::Native) return WType::F32;
-    return wtype_row_bytes(target, cols) ? target : WType::F32;
-}
-
-
 // ---- the model builder -----------------------------------------------------------------------
 
 // Walks every tensor of a config once. A dry run only counts (synthetic_size); a real run
@@ -114,7 +102,7 @@ public:
     }
 
     WeightMatrix filled(int64_t rows, int64_t cols, bool routed_expert, const RowFill& fill) {
-        const WType type = stored_type(o_.matrix_type, cols);
+        const WType type = stored_weight_type(o_.matrix_type, cols);
         count(rows * cols, size_t(rows) * wtype_row_bytes(type, cols), routed_expert);
         if (dry_run_) return {};
         WeightMatrix w = build_weight(rows, cols, type, pool_, fill);
@@ -329,7 +317,6 @@ void zero_residual_outputs(LayerWeights& l, ThreadPool* pool) {
     if (!f.shared_down.empty()) f.shared_down = zero_like(f.shared_down, pool);
 }
 
-
 // Buffers a bench run needs beside the weights: the bandwidth probe (256 MiB), logits, caches.
 constexpr size_t kWorkingBytes = size_t(512) << 20;
 
@@ -460,7 +447,7 @@ LoadedModel load_synthetic_model(const ModelConfig& config, const std::string& n
                 fits += std::string(fits.empty() ? "" : ", ") + wtype_name(t) + " (" + gigabytes(n) + ")";
         }
         require_memory(need, available,
-                       "synthetic " + name + " with " + wtype_name(stored_type(o.matrix_type, 64)) +
+                       "synthetic " + name + " with " + wtype_name(stored_weight_type(o.matrix_type, 64)) +
                            " weights",
                        fits.empty() ? "no weight type fits" : "these --quant types fit: " + fits);
     }

@@ -20,10 +20,6 @@ WType kernel_storage_type(WType t, bool int8_activations) {
     return int8_kernels_in_use(int8_activations) ? int8_dot_type_for(t) : t;
 }
 
-WeightMatrix to_kernel_storage(const WeightMatrix& w, bool int8_activations) {
-    return kernel_storage_type(w.type, int8_activations) == w.type ? w : repack_for_int8_dot(w);
-}
-
 std::vector<float> conv_taps_first(const std::vector<float>& w, int64_t channels, int K) {
     if (w.size() != size_t(channels * K)) fail("conv weight of ", w.size(), " values is not [", channels, ", ", K, "]");
     std::vector<float> out(w.size());
@@ -94,8 +90,8 @@ private:
         // Affine tensors no f32-activation kernel reads in their own layout (GGUF Q4_K, Q5_K,
         // Q5_1; MLX 2..8-bit other than 4-bit with f16-exact scales, which is Q4_1) keep their
         // codes for the int8 kernels instead of widening to f32.
-        const bool int8_native = options_.matrix_type == WType::Native &&
-                                 int8_kernels_in_use(options_.int8_activations);
+        const bool int8 = int8_kernels_in_use(options_.int8_activations);
+        const bool int8_native = options_.matrix_type == WType::Native && int8;
         const bool affine = int8_native && affine_code_bits(t, rows, cols) != 0;
         WeightMatrix w;
         // GGUF Q6_K (e.g. the output and half the FFN-down tensors of a Q4_K_M file) keeps its
@@ -107,11 +103,10 @@ private:
         // repack straight from the file's codes, never through a transient f32 copy.
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;
         if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool)) return w;
-        w = make_weight(t, rows, cols, options_.matrix_type,
-                        {options_.pool, int8_kernels_in_use(options_.int8_activations)});
-        if (affine && w.type == WType::F32 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool))
-            return w;
-        return to_kernel_storage(w, options_.int8_activations);
+        // make_weight lays block types out for the int8 kernels itself (int8_layout).
+        w = make_weight(t, rows, cols, options_.matrix_type, {options_.pool, int8});
+        if (affine && w.type == WType::F32) repack_affine_for_int8_dot(t, rows, cols, w, options_.pool);
+        return w;
     }
 
     static void check_shape(const RawTensor& t, int64_t rows, int64_t cols) {
@@ -247,6 +242,7 @@ void for_each_matrix(ModelWeights& w, const std::function<void(WeightMatrix&)>& 
 }
 
 size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& options) {
+    const WType held = kernel_storage_type(options.matrix_type, options.int8_activations);
     size_t total = 0;
     for (const auto& [name, t] : ck.tensors) {
         // Norms, gates and the conv taps (two-dimensional in GGUF) are not matrices.
@@ -258,9 +254,7 @@ size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& opti
             continue;
         }
         const int64_t rows = t.shape[0], cols = t.shape[1];
-        const WType held = kernel_storage_type(options.matrix_type, options.int8_activations);
-        const size_t row_bytes = wtype_row_bytes(held, cols);
-        total += size_t(rows) * (row_bytes ? row_bytes : size_t(cols) * sizeof(float));
+        total += size_t(rows) * wtype_row_bytes(stored_weight_type(held, cols), cols);
     }
     return total;
 }

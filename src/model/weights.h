@@ -112,8 +112,6 @@ size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& opti
 WType kernel_storage_type(WType t, bool int8_activations);
 // Whether int8_activations takes effect here (the kernel table has int8-dot kernels).
 bool int8_kernels_in_use(bool int8_activations);
-// w converted to kernel_storage_type(w.type, int8_activations) (w itself when that is w.type).
-WeightMatrix to_kernel_storage(const WeightMatrix& w, bool int8_activations);
 
 // Calls f on every weight matrix of the trunk, the LM head and the MTP head (the embedding only
 // when it is not the tied LM head); empty ones are skipped.
