@@ -2,7 +2,6 @@
 // bare names, norms stored shifted) and llama.cpp's MTP-only GGUF, attached to targets of any
 // format; dimension checks and unknown architectures refused with clear messages.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -34,7 +33,7 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 std::string temp_dir(const std::string& name) {
-    fs::path dir = fs::temp_directory_path() / ("nextn_drafter_" + std::to_string(getpid())) / name;
+    fs::path dir = fs::path(test::scratch_dir()) / name;
     fs::create_directories(dir);
     return dir.string();
 }

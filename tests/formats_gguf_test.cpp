@@ -3,7 +3,6 @@
 // tiny synthetic model, and the llama.cpp-made fixture GGUFs against the bf16 HF checkpoint
 // after the converter's documented rules (fixture README sections 4, 8, 11.2, 12).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -145,9 +144,7 @@ private:
 };
 
 std::string temp_path(const std::string& name) {
-    fs::path dir = fs::temp_directory_path() / ("nextn_formats_" + std::to_string(getpid()));
-    fs::create_directories(dir);
-    return (dir / name).string();
+    return (fs::path(test::scratch_dir()) / name).string();
 }
 
 std::string write_file(const std::string& name, const std::vector<uint8_t>& bytes) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "spec/depth_controller.h"
+#include "test_paths.h"
 
 namespace nextn {
 namespace {
@@ -129,7 +130,7 @@ TEST(DepthController, ModerateAcceptanceMatchesClosedForm) {
 }
 
 TEST(DepthController, StatePersistsAcrossInstances) {
-    std::string path = ::testing::TempDir() + "/depth.json";
+    std::string path = test::scratch_dir() + "/depth.json";
     DepthController a(4);
     int want = simulate(0.9, 0.05, 2000, a);
     a.save(path);

@@ -2,7 +2,10 @@
 // Where tests find their data. Small fixtures are committed under tests/data/; the larger sets
 // come from $NEXTN_FIXTURES, else ../shared/fixtures beside the checkout. Tests that need the
 // larger sets call GTEST_SKIP() with the reason when neither exists.
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "core/mapped_file.h"
@@ -20,6 +23,25 @@ inline std::string fixtures_dir() {
     std::string shared = source_dir() + "/../shared/fixtures";
     if (is_directory(shared)) return shared;
     return "";
+}
+
+// A directory under the system temp dir for this process's files, created on first use and
+// removed with everything in it when the process exits (ctest runs each test in its own
+// process, so parallel tests never share one and nothing is left behind in /tmp).
+inline std::string scratch_dir() {
+    struct Scratch {
+        std::filesystem::path path;
+        Scratch() {
+            path = std::filesystem::temp_directory_path() / ("nextn_test_" + std::to_string(getpid()));
+            std::filesystem::create_directories(path);
+        }
+        ~Scratch() {
+            std::error_code ignored;  // a destructor at exit has no one to report to
+            std::filesystem::remove_all(path, ignored);
+        }
+    };
+    static const Scratch scratch;
+    return scratch.path.string();
 }
 
 }  // namespace nextn::test

@@ -200,7 +200,7 @@ TEST(TokenizerTiny, ChatTemplateListAndJinjaFile) {
     EXPECT_THROW(Tokenizer::from_json(tiny_json(), config.dump()), Error);
 
     // A chat_template.jinja file beside tokenizer.json wins over the config's template.
-    std::string dir = ::testing::TempDir() + "/nextn_tok_jinja";
+    std::string dir = test::scratch_dir() + "/jinja";
     std::string cmd = "mkdir -p '" + dir + "' && cp '" + tiny_dir() + "/tokenizer.json' '" + tiny_dir() +
                       "/tokenizer_config.json' '" + dir + "/' && printf 'J' > '" + dir + "/chat_template.jinja'";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
