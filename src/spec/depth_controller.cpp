@@ -1,5 +1,7 @@
 #include "spec/depth_controller.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -142,11 +144,19 @@ void DepthController::save(const std::string& path) const {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
     nlohmann::json j = {{"max_depth", max_depth_}, {"acceptance", accept_}, {"cost", cost_},
                         {"depth", chosen_}, {"probe_interval", probe_interval_}};
-    std::ofstream out(path + ".tmp");
+    // Written beside the file under a name of this process's own, then renamed over it: two
+    // runs of the same model finishing together each replace the file whole, never mix bytes.
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    std::ofstream out(tmp);
     if (!out) return;
     out << j.dump() << "\n";
     out.close();
-    std::filesystem::rename(path + ".tmp", path, ec);
+    if (!out) {
+        std::filesystem::remove(tmp, ec);
+        return;
+    }
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) std::filesystem::remove(tmp, ec);
 }
 
 std::string DepthController::default_path(const std::string& model_key) {

@@ -6,6 +6,9 @@ NEXTN=$1
 MODEL=tests/data/qwen35-dense-tiny
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# The adaptive depth is remembered per model under $XDG_CACHE_HOME: keep the tests' runs out of
+# the user's cache and independent of earlier runs.
+export XDG_CACHE_HOME="$TMP/cache"
 source tests/cli_expect.sh
 
 expect 2 "unknown command" -- "$NEXTN" frobnicate

@@ -8,6 +8,9 @@ NEXTN=$1
 MODEL=tests/data/qwen35-dense-tiny
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# The adaptive depth is remembered per model under $XDG_CACHE_HOME: keep the tests' runs out of
+# the user's cache and independent of earlier runs.
+export XDG_CACHE_HOME="$TMP/cache"
 command -v python3 >/dev/null || { echo "SKIPPED: python3 is needed to read the JSON"; exit 77; }
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
