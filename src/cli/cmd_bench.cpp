@@ -132,7 +132,7 @@ BenchModel open_bench_model(const Args& a) {
     so.matrix_type = a.has("quant") ? mo.matrix_type : WType::Q8_0;
     // Block types are held as the kernels multiply them best here (the int8-dot layouts where
     // the table has int8 kernels).
-    so.matrix_type = kernel_storage_type(so.matrix_type, mo.int8_activations);
+    so.matrix_type = kernel_storage_type(so.matrix_type, mo.int8_activations, mo.bf16_activations);
     if (a.has("no-mtp") && a.has("draft")) throw UsageError("--no-mtp and --draft contradict each other");
     try {
         so.draft = a.has("no-mtp") ? SyntheticDraft::None
@@ -211,14 +211,15 @@ int cmd_bench(const std::vector<std::string>& argv) {
     const WType quant = dominant_weight_type(model.weights());
     out["model"] = bm.name;
     // The values' type (q8_0, q4_0, ...) and, separately, how activations meet them.
-    const bool int8 = is_int8_dot_type(quant);
-    out["quant"] = wtype_name(int8_dot_source_type(quant));
-    out["activations"] = int8 ? "int8" : "f32";
+    const bool int8 = is_int8_dot_type(quant), bf16_dot = quant == WType::BF16D;
+    const char* activations = int8 ? "int8" : bf16_dot ? "bf16" : "f32";
+    const char* values = bf16_dot ? wtype_name(WType::BF16) : wtype_name(int8_dot_source_type(quant));
+    out["quant"] = values;
+    out["activations"] = activations;
     out["draft"] = bm.draft;
     out["kv_type"] = kv_cache_type_name(model.kv_cache_type());
-    say("model: %s, %s weights, %s activations, %s KV cache, MTP head: %s\n", bm.name.c_str(),
-        wtype_name(int8_dot_source_type(quant)), int8 ? "int8" : "f32",
-        kv_cache_type_name(model.kv_cache_type()), bm.draft.c_str());
+    say("model: %s, %s weights, %s activations, %s KV cache, MTP head: %s\n", bm.name.c_str(), values,
+        activations, kv_cache_type_name(model.kv_cache_type()), bm.draft.c_str());
     out["isa"] = kernels().isa;
     out["threads"] = lm.pool->size();
     // The caches first (zero pages: no memory until written), so that lengths this machine
@@ -243,7 +244,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     auto t0 = Clock::now();
     model.forward(state, prompt.data(), n_prompt, {});
     const double prefill_s = since(t0);
-    const PeakKind peak_kind = int8 ? PeakKind::Int8 : PeakKind::F32;
+    const PeakKind peak_kind = int8 ? PeakKind::Int8 : bf16_dot ? PeakKind::Bf16 : PeakKind::F32;
     const double prefill_ops = 2.0 * matmul_macs_per_prefill_token(model) * double(n_prompt) / prefill_s;
     out["prefill_matmul_ops_per_s"] = prefill_ops;
     // The scalar table (the oracle) has no peak worth the name: its probe's std::fma chains run
@@ -257,7 +258,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
             "ops/s, measured with this ISA's %s on %d threads)\n",
             double(n_prompt) / prefill_s, prefill_ops / 1e9, peak_kind_name(peak_kind),
             100.0 * prefill_ops / peak_ops, peak_kind_name(peak_kind), peak_ops / 1e9,
-            int8 ? "int8 dot products" : "fused multiply-adds", lm.pool->size());
+            int8 ? "int8 dot products" : bf16_dot ? "bf16 dot products" : "fused multiply-adds",
+            lm.pool->size());
         out["compute_peak_kind"] = peak_kind_name(peak_kind);
         out["compute_peak_ops_per_s"] = peak_ops;
         out["prefill_peak_pct"] = 100.0 * prefill_ops / peak_ops;

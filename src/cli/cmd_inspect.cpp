@@ -50,6 +50,9 @@ int cmd_inspect(const std::vector<std::string>& argv) {
         {"draft-model", "", true, "attach a separate MTP drafter", "PATH"},
         {"f32-activations", "", false,
          "show the weights as held for f32 activations (no int8-dot repacking)"},
+        {"bf16-activations", "", false,
+         "show the weights as held for bf16 activations (bf16 matrices as bf16-dot, where the CPU "
+         "has AVX512_BF16)"},
         {"help", "h", false, "show this help"},
     };
     Args a(specs, argv);
@@ -68,6 +71,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     BindOptions bo;
     bo.load_mtp = lo.load_mtp;
     bo.int8_activations = !a.has("f32-activations");
+    bo.bf16_activations = a.has("bf16-activations");
     bo.pool = &pool;
     bo.progress = progress_printer("reading " + a.positional()[0], 1.0);
     ModelWeights w = bind_weights(ck, bo);  // validates every shape
@@ -144,7 +148,10 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     }
     std::cout
               << "tokenizer:       " << (ck.tokenizer_dir.empty() ? (ck.format == "gguf" ? "GGUF metadata" : "none") : ck.tokenizer_dir + "/tokenizer.json") << "\n"
-              << "kernels:         " << kernels().isa << "\n";
+              << "kernels:         " << kernels().isa
+              << (kernels().bf16_dot_fast ? " (with the AVX512_BF16 bf16 dot product: --bf16-activations)"
+                                          : "")
+              << "\n";
     for (const auto& note : ck.notes) std::cout << "note:            " << note << "\n";
     if (!w.unused_tensors.empty()) {
         std::cout << "unused tensors:  " << w.unused_tensors.size() << "\n";

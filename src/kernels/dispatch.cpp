@@ -30,6 +30,7 @@ const KernelTable* scalar_table() {
         t.gemm_rows = ref::gemm_rows;
         t.gemm_i8_rows = ref::gemm_i8_rows;
         t.quantize_columns = ref::quantize_columns;
+        t.gemm_bf16_rows = ref::gemm_bf16_rows;
         t.rmsnorm = ref::rmsnorm;
         t.l2norm = ref::l2norm;
         t.silu = ref::silu;
@@ -44,6 +45,7 @@ const KernelTable* scalar_table() {
         t.stream_sum = ref::stream_sum;
         t.int8_peak_probe = ref::int8_peak_probe;
         t.fma_peak_probe = ref::fma_peak_probe;
+        t.bf16_peak_probe = ref::bf16_peak_probe;
         return t;
     }();
     return &table;
@@ -57,6 +59,7 @@ KernelTable make_avx2_table() {
     t.gemm_i8_rows = avx2::gemm_i8_rows;
     t.quantize_columns = avx2::quantize_columns;
     t.int8_dot_fast = true;
+    t.gemm_bf16_rows = ref::gemm_bf16_rows;  // no bf16 dot product in AVX2
     t.rmsnorm = avx2::rmsnorm;
     t.l2norm = avx2::l2norm;
     t.silu = avx2::silu;
@@ -71,6 +74,7 @@ KernelTable make_avx2_table() {
     t.stream_sum = avx2::stream_sum;
     t.int8_peak_probe = avx2::int8_peak_probe;
     t.fma_peak_probe = avx2::fma_peak_probe;
+    t.bf16_peak_probe = ref::bf16_peak_probe;
     return t;
 }
 
@@ -100,6 +104,10 @@ const KernelTable* avx512_table() {
         t.gemm_i8_rows = avx512::gemm_i8_rows;
         t.quantize_columns = avx512::quantize_columns;
         t.int8_dot_fast = true;
+        // AVX512_BF16 (Zen 4, Sapphire Rapids and later) adds the bf16 dot product; without it
+        // the table stays the same for everything else.
+        t.bf16_dot_fast = x86::cpu_supports_avx512bf16();
+        t.gemm_bf16_rows = t.bf16_dot_fast ? avx512bf16::gemm_bf16_rows : ref::gemm_bf16_rows;
         t.rmsnorm = avx512::rmsnorm;
         t.l2norm = avx512::l2norm;
         t.silu = avx512::silu;
@@ -114,6 +122,7 @@ const KernelTable* avx512_table() {
         t.stream_sum = avx512::stream_sum;
         t.int8_peak_probe = avx512::int8_peak_probe;
         t.fma_peak_probe = avx512::fma_peak_probe;
+        t.bf16_peak_probe = t.bf16_dot_fast ? avx512bf16::bf16_peak_probe : ref::bf16_peak_probe;
         return t;
     }();
     return &table;

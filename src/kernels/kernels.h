@@ -23,6 +23,7 @@ namespace nextn {
 
 class ThreadPool;
 struct QuantizedColumns;
+struct Bf16Columns;
 
 struct KernelTable {
     const char* isa = "scalar";
@@ -45,6 +46,14 @@ struct KernelTable {
     void (*quantize_columns)(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0,
                              int64_t j1) = nullptr;
     bool int8_dot_fast = false;
+
+    // BF16D weights times activations rounded to bf16 (kernels/bf16_dot.h) for rows [r0, r1):
+    // x: its n columns (round_columns_bf16), y: [n, ldy]. Bit-identical to ref::gemm_bf16_rows.
+    // `bf16_dot_fast` says whether this table has the CPU's bf16 dot product (only then are
+    // BF16 weights held as BF16D, and only when bf16 activations are asked for).
+    void (*gemm_bf16_rows)(const WeightMatrix& w, const Bf16Columns& x, float* y, int64_t ldy,
+                           int64_t r0, int64_t r1) = nullptr;
+    bool bf16_dot_fast = false;
 
     // y[i, :] = x[i, :] * rsqrt(mean(x[i, :]^2) + eps) * w     x, y: [n_rows, d]; w: [d]
     // (y may equal x.)
@@ -118,6 +127,11 @@ struct KernelTable {
     // Both give the scalar reference's bits in every ISA.
     void (*int8_peak_probe)(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc) = nullptr;
     void (*fma_peak_probe)(const float* a, const float* b, int64_t reps, float* acc) = nullptr;
+    //   bf16: acc[i, l] = the bf16 dot step (kernels/bf16_dot.h) of acc[i, l] with
+    //         a[i, 2l + 1] b[2l + 1], then a[i, 2l] b[2l]   a: [chains, 32], b: [32] bf16 bits,
+    //         acc: [chains, 16] (32 per chain and rep). The reference where the table has no
+    //         bf16 dot product (bf16_dot_fast false).
+    void (*bf16_peak_probe)(const uint16_t* a, const uint16_t* b, int64_t reps, float* acc) = nullptr;
 };
 
 // Chains per peak probe: enough independent accumulators to cover the dot product's and the

@@ -1,10 +1,11 @@
-// The threaded matmul drivers: rows split in 16-row blocks over the pool, int8 activations
-// quantized once per distinct input.
+// The threaded matmul drivers: rows split in 16-row blocks over the pool, int8 (or bf16)
+// activations quantized (rounded) once per distinct input.
 #include <algorithm>
 #include <vector>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kernels/bf16_dot.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
 
@@ -28,22 +29,39 @@ void check_weight(const WeightMatrix& w) {
 // name would denote the worker's own copy.
 struct BatchScratch {
     std::vector<int64_t> first_block;        // [jobs + 1] prefix sums of 16-row blocks
-    std::vector<int> input_of;               // [jobs] index into inputs, -1 for f32 weights
+    std::vector<int> input_of;               // [jobs] index into inputs, -1 for f32 activations
     std::vector<const MatmulJob*> input_job;  // [inputs] the first job reading each input
     std::vector<QuantizedColumns> inputs;    // distinct int8 activation inputs (grows only)
+    std::vector<int> bf16_input_of;          // [jobs] index into bf16_inputs, -1 for others
+    std::vector<const MatmulJob*> bf16_input_job;  // [bf16 inputs] the first job reading each
+    std::vector<Bf16Columns> bf16_inputs;    // distinct bf16-rounded inputs (grows only)
 };
+
+// The index of job's input among `firsts` (the first job of each distinct x, n, cols), adding it
+// when new.
+int input_index(std::vector<const MatmulJob*>& firsts, const MatmulJob& job) {
+    int i = 0;
+    while (i < int(firsts.size()) &&
+           !(firsts[size_t(i)]->x == job.x && firsts[size_t(i)]->n == job.n &&
+             firsts[size_t(i)]->w->cols == job.w->cols))
+        ++i;
+    if (i == int(firsts.size())) firsts.push_back(&job);
+    return i;
+}
 
 BatchScratch& batch_scratch() {
     thread_local BatchScratch scratch;
     return scratch;
 }
 
-// Rows [r0, r1) of one job.
-void run_rows(const KernelTable& k, const MatmulJob& job, const QuantizedColumns* q, int64_t r0,
-              int64_t r1) {
+// Rows [r0, r1) of one job: q its int8 activations, b its bf16 ones, or neither (f32).
+void run_rows(const KernelTable& k, const MatmulJob& job, const QuantizedColumns* q,
+              const Bf16Columns* b, int64_t r0, int64_t r1) {
     const WeightMatrix& w = *job.w;
     if (q)
         k.gemm_i8_rows(w, *q, job.y, w.rows, r0, r1);
+    else if (b)
+        k.gemm_bf16_rows(w, *b, job.y, w.rows, r0, r1);
     else
         k.gemm_rows(w, job.x, job.n, job.y, w.rows, r0, r1);
 }
@@ -78,6 +96,8 @@ void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadP
     s.first_block.assign(count + 1, 0);
     s.input_of.assign(count, -1);
     s.input_job.clear();
+    s.bf16_input_of.assign(count, -1);
+    s.bf16_input_job.clear();
     int64_t work = 0;  // weight values over all jobs
     for (size_t i = 0; i < count; ++i) {
         const MatmulJob& job = jobs[i];
@@ -87,14 +107,17 @@ void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadP
         check_weight(*job.w);
         s.first_block[i + 1] += (job.w->rows + kRowBlock - 1) / kRowBlock;
         work += job.w->rows * job.w->cols;
-        if (!is_int8_dot_type(job.w->type)) continue;
-        int input = 0;
-        while (input < int(s.input_job.size()) &&
-               !(s.input_job[size_t(input)]->x == job.x && s.input_job[size_t(input)]->n == n &&
-                 s.input_job[size_t(input)]->w->cols == job.w->cols))
-            ++input;
-        if (input == int(s.input_job.size())) s.input_job.push_back(&job);
-        s.input_of[i] = input;
+        if (is_int8_dot_type(job.w->type))
+            s.input_of[i] = input_index(s.input_job, job);
+        else if (job.w->type == WType::BF16D)
+            s.bf16_input_of[i] = input_index(s.bf16_input_job, job);
+    }
+    // bf16 inputs are rounded here, in this thread: one pass over x, a few percent of the
+    // products that read it.
+    if (s.bf16_inputs.size() < s.bf16_input_job.size()) s.bf16_inputs.resize(s.bf16_input_job.size());
+    for (size_t i = 0; i < s.bf16_input_job.size(); ++i) {
+        const MatmulJob& job = *s.bf16_input_job[i];
+        round_columns_bf16(job.x, job.n, job.w->cols, s.bf16_inputs[i]);
     }
 
     // Quantize each distinct input: one input splits its columns over the pool (when there are
@@ -129,8 +152,9 @@ void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadP
             const MatmulJob& job = jobs[i];
             const int64_t r0 = (lo - s.first_block[i]) * kRowBlock;
             const int64_t r1 = std::min((hi - s.first_block[i]) * kRowBlock, job.w->rows);
-            const int input = s.input_of[i];
-            run_rows(k, job, input < 0 ? nullptr : &s.inputs[size_t(input)], r0, r1);
+            const int input = s.input_of[i], bf16_input = s.bf16_input_of[i];
+            run_rows(k, job, input < 0 ? nullptr : &s.inputs[size_t(input)],
+                     bf16_input < 0 ? nullptr : &s.bf16_inputs[size_t(bf16_input)], r0, r1);
         }
     };
     const int64_t blocks = s.first_block[count];

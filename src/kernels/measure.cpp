@@ -49,7 +49,9 @@ double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool, size_t
     return std::max(best, matvec.gbs(1));
 }
 
-const char* peak_kind_name(PeakKind kind) { return kind == PeakKind::Int8 ? "int8" : "f32"; }
+const char* peak_kind_name(PeakKind kind) {
+    return kind == PeakKind::Int8 ? "int8" : kind == PeakKind::Bf16 ? "bf16" : "f32";
+}
 
 double measure_compute_peak_ops(const KernelTable& k, ThreadPool& pool, PeakKind kind,
                                 double min_call_seconds) {
@@ -65,9 +67,14 @@ double measure_compute_peak_ops(const KernelTable& k, ThreadPool& pool, PeakKind
     for (size_t i = 0; i < bf.size(); ++i) bf[i] = 1.0f / 1024.0f;
     std::vector<int32_t> acc(size_t(threads * C * 16), 0);  // [threads, chains, 16]
     std::vector<float> accf(size_t(threads * C * 16), 0.0f);
+    // bf16 operands near 1 and 2^-10: 2^24 repetitions stay finite and normal.
+    std::vector<uint16_t> ab(size_t(C * 32)), bb(32, 0x3a80);
+    for (size_t i = 0; i < ab.size(); ++i) ab[i] = uint16_t(0x3f00 + i % 7);
     auto call = [&](int thread, int64_t reps) {
         if (kind == PeakKind::Int8)
             k.int8_peak_probe(a.data(), b.data(), reps, acc.data() + thread * C * 16);
+        else if (kind == PeakKind::Bf16)
+            k.bf16_peak_probe(ab.data(), bb.data(), reps, accf.data() + thread * C * 16);
         else
             k.fma_peak_probe(af.data(), bf.data(), reps, accf.data() + thread * C * 16);
     };
@@ -91,7 +98,7 @@ double measure_compute_peak_ops(const KernelTable& k, ThreadPool& pool, PeakKind
         });
         best = std::min(best, seconds_since(t0));
     }
-    const double macs_per_rep = double(C) * (kind == PeakKind::Int8 ? 64.0 : 16.0);
+    const double macs_per_rep = double(C) * (kind == PeakKind::Int8 ? 64.0 : kind == PeakKind::Bf16 ? 32.0 : 16.0);
     volatile int32_t sink = acc[0];  // the sums are the point of the work
     volatile float sinkf = accf[0];
     (void)sink;

@@ -22,8 +22,8 @@ double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool,
 
 // Which multiply-adds a compute peak counts: int8 dot products (the int8-activation matmuls)
 // or f32 fused multiply-adds (f32 activations).
-enum class PeakKind { Int8, F32 };
-const char* peak_kind_name(PeakKind kind);  // "int8", "f32"
+enum class PeakKind { Int8, F32, Bf16 };
+const char* peak_kind_name(PeakKind kind);  // "int8", "f32", "bf16"
 
 // The cores' compute peak in operations per second (a multiply-add counts as 2) on all pool
 // threads at once: the table's int8_peak_probe or fma_peak_probe, each thread its own chains,

@@ -31,6 +31,7 @@ const char* wtype_name(WType t) {
         case WType::Q4_1FX: return "q4 affine, f32 scales (int8-dot layout)";
         case WType::Q8_1FX: return "q8 affine, f32 scales (int8-dot layout)";
         case WType::Q6_KX: return "q6_k (int8-dot layout)";
+        case WType::BF16D: return "bf16 (bf16-dot)";
         case WType::Native: return "native";
     }
     return "?";
@@ -52,6 +53,7 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
     switch (t) {
         case WType::F32: return size_t(cols) * 4;
         case WType::BF16:
+        case WType::BF16D:
         case WType::F16: return size_t(cols) * 2;
         case WType::Q8_0:
             return cols % kQuantBlock ? 0 : size_t(cols / kQuantBlock) * sizeof(BlockQ8_0);
@@ -184,9 +186,10 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
     switch (type) {
         case WType::F32: std::memcpy(dst, x, size_t(cols) * sizeof(float)); return;
         case WType::BF16:
+        case WType::BF16D:
         case WType::F16:
             for (int64_t i = 0; i < cols; ++i) {
-                const uint16_t h = type == WType::BF16 ? f32_to_bf16(x[i]) : f32_to_f16(x[i]);
+                const uint16_t h = type == WType::F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
                 std::memcpy(dst + 2 * i, &h, 2);
             }
             return;
@@ -315,11 +318,12 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     switch (w.type) {
         case WType::F32: std::memcpy(out, src, size_t(w.cols) * 4); return;
         case WType::BF16:
+        case WType::BF16D:
         case WType::F16:
             for (int64_t i = 0; i < w.cols; ++i) {
                 uint16_t h;
                 std::memcpy(&h, src + 2 * i, 2);
-                out[i] = w.type == WType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+                out[i] = w.type == WType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
             }
             return;
         case WType::Q8_0:

@@ -37,6 +37,10 @@ enum class WType {
     // GGUF Q6_K (6-bit codes, an int8 scale per 16 values, an f16 scale per 256) chunked for the
     // int8 kernels, from repack_q6_k_for_int8_dot; also only where the int8 kernels run.
     Q6_KX,
+    // BF16's bytes, multiplied with activations rounded to bf16 by the CPU's bf16 dot product
+    // (AVX512_BF16; kernels/bf16_dot.h): built only where that kernel runs and the user asked for
+    // bf16 activations, from a BF16 matrix whose bytes it keeps.
+    BF16D,
     // Target only (never the type of a built WeightMatrix): keep the source's own type when a
     // kernel reads it directly (F32, BF16, F16, Q8_0, Q4_0, Q4_1), else widen to F32.
     Native,

@@ -242,10 +242,11 @@ void apply_model_options(Qwen35Model& model, const ModelOptions& options) {
         type = *options.draft_head_type;
     } else {
         const WType t = w.lm_head.type;
-        const bool float_head = t == WType::F32 || t == WType::BF16 || t == WType::F16;
+        const bool float_head = t == WType::F32 || t == WType::BF16 || t == WType::BF16D || t == WType::F16;
         if (float_head && wtype_row_bytes(WType::Q8_0, w.lm_head.cols) != 0) type = WType::Q8_0;
     }
-    if (type != WType::Native) type = kernel_storage_type(type, options.int8_activations);
+    if (type != WType::Native)
+        type = kernel_storage_type(type, options.int8_activations, options.bf16_activations);
     model.set_draft_head(vocab, type);
 }
 
@@ -261,6 +262,7 @@ LoadedModel load_model(const std::string& path, const ModelOptions& options) {
     bo.load_mtp = options.load_mtp;
     bo.matrix_type = options.matrix_type;
     bo.int8_activations = options.int8_activations;
+    bo.bf16_activations = options.bf16_activations;
     bo.pool = lm.pool.get();
     bo.progress = options.load_progress;
     ModelWeights w = bind_weights(lm.checkpoint, bo);

@@ -115,6 +115,7 @@ struct ModelOptions {
     std::string draft_model;  // --draft-model
     WType matrix_type = WType::Native;  // --quant (see BindOptions)
     bool int8_activations = true;        // see BindOptions
+    bool bf16_activations = false;       // see BindOptions
     MtpInput mtp_input = MtpInput::PostNorm;
     KvCacheType kv_cache_type = KvCacheType::F32;  // --kv-type
     // Draft LM head (Qwen35Model::set_draft_head). The defaults keep the exact full head;
@@ -135,7 +136,7 @@ struct LoadedModel {
 };
 
 // Applies what ModelOptions sets on a built model: mtp_input, kv_cache_type and the draft LM
-// head options (draft_vocab, draft_head_type, int8_activations). load_model calls it, synthetic
+// head options (draft_vocab, draft_head_type, int8_activations, bf16_activations). load_model calls it, synthetic
 // models too.
 void apply_model_options(Qwen35Model& model, const ModelOptions& options);
 

@@ -16,7 +16,12 @@ bool int8_kernels_in_use(bool int8_activations) {
     return int8_activations && kernels().int8_dot_fast;
 }
 
-WType kernel_storage_type(WType t, bool int8_activations) {
+bool bf16_dot_in_use(bool bf16_activations) {
+    return bf16_activations && kernels().bf16_dot_fast;
+}
+
+WType kernel_storage_type(WType t, bool int8_activations, bool bf16_activations) {
+    if (t == WType::BF16) return bf16_dot_in_use(bf16_activations) ? WType::BF16D : t;
     return int8_kernels_in_use(int8_activations) ? int8_dot_type_for(t) : t;
 }
 
@@ -106,6 +111,8 @@ private:
         // make_weight lays block types out for the int8 kernels itself (int8_layout).
         w = make_weight(t, rows, cols, options_.matrix_type, {options_.pool, int8});
         if (affine && w.type == WType::F32) repack_affine_for_int8_dot(t, rows, cols, w, options_.pool);
+        // BF16D keeps BF16's bytes: only the kernel that multiplies them changes.
+        w.type = kernel_storage_type(w.type, false, options_.bf16_activations);
         return w;
     }
 

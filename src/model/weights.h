@@ -91,6 +91,11 @@ struct BindOptions {
     // dequantized-f32 reference (each activation is otherwise rounded to 8 bits per 32-value
     // block, as llama.cpp does for these types).
     bool int8_activations = true;
+    // BF16 matrices (a bf16 checkpoint kept native, or --quant bf16) are held as BF16D and
+    // multiplied with activations rounded to bf16 by the CPU's bf16 dot product, when the kernel
+    // table has one (AVX512_BF16; kernels/bf16_dot.h): prefill about 2x faster. Off (the
+    // default): f32 activations, the arithmetic the golden fixtures' tolerances are for.
+    bool bf16_activations = false;
     // Converts each matrix's rows on this pool (load time on a big checkpoint), when given.
     ThreadPool* pool = nullptr;
     // Called after each tensor is bound with the checkpoint bytes bound so far and the total of
@@ -108,10 +113,13 @@ struct BindOptions {
 size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& options);
 
 // The type a matrix of type t is kept in for this machine's kernels: its chunked int8-dot type
-// when int8_activations is set and the kernel table has int8-dot kernels, else t.
-WType kernel_storage_type(WType t, bool int8_activations);
+// when int8_activations is set and the kernel table has int8-dot kernels; BF16D for BF16 when
+// bf16_activations is set and the table has the bf16 dot product; else t.
+WType kernel_storage_type(WType t, bool int8_activations, bool bf16_activations = false);
 // Whether int8_activations takes effect here (the kernel table has int8-dot kernels).
 bool int8_kernels_in_use(bool int8_activations);
+// Whether bf16_activations takes effect here (the kernel table has the bf16 dot product).
+bool bf16_dot_in_use(bool bf16_activations);
 
 // Calls f on every weight matrix of the trunk, the LM head and the MTP head (the embedding only
 // when it is not the tied LM head); empty ones are skipped.

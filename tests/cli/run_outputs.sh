@@ -62,8 +62,9 @@ if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
 fi
 
 # Quantized at load (q8_0: the int8 kernels where the CPU has them; q4): greedy MTP output
-# equals plain output, with int8 and with f32 activations.
-for quant in "--quant q8_0" "--quant q4" "--quant q8_0 --f32-activations"; do
+# equals plain output, with int8 and with f32 activations; and so for this bf16 checkpoint with
+# bf16 activations (the bf16 dot product where the CPU has one).
+for quant in "--quant q8_0" "--quant q4" "--quant q8_0 --f32-activations" "--bf16-activations"; do
     qplain=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos --no-mtp -q $quant) || fail "plain $quant"
     qmtp=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q --draft-depth 3 $quant) || fail "mtp $quant"
     [ "$qplain" = "$qmtp" ] || fail "$quant: MTP '$qmtp' != plain '$qplain'"
@@ -86,6 +87,24 @@ PY
 
 # inspect says how the weights are held (this bf16 checkpoint: all bf16, kept as is).
 "$NEXTN" inspect "$MODEL" | grep -qE "^weights held as: bf16 x[0-9]+ \(matrices" || fail "inspect: weights held as"
+
+# With --bf16-activations on a CPU with the bf16 dot product, inspect shows the matrices as
+# bf16-dot and bench reports bf16 activations; elsewhere the flag changes nothing.
+if "$NEXTN" inspect "$MODEL" | grep -q "AVX512_BF16"; then
+    "$NEXTN" inspect "$MODEL" --bf16-activations | grep -qE "^weights held as: bf16 \(bf16-dot\) x[0-9]+ " \
+        || fail "inspect --bf16-activations: weights held as"
+    "$NEXTN" bench "$MODEL" --bf16-activations --json --prompt-tokens 8 --decode-tokens 4 --repeat 1 \
+        > "$TMP/bench_bf16.json" 2>/dev/null || fail "bench --bf16-activations"
+    python3 - "$TMP/bench_bf16.json" <<'PY' || fail "bench --bf16-activations: keys"
+import json, sys
+b = json.load(open(sys.argv[1]))
+assert b["activations"] == "bf16" and b["quant"] == "bf16", (b["activations"], b["quant"])
+assert b["compute_peak_kind"] == "bf16", b["compute_peak_kind"]
+PY
+else
+    "$NEXTN" inspect "$MODEL" --bf16-activations | grep -qE "^weights held as: bf16 x[0-9]+ " \
+        || fail "inspect --bf16-activations without the bf16 dot product: weights held as"
+fi
 
 if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
 echo "ok"

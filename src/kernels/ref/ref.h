@@ -7,6 +7,12 @@ namespace nextn::ref {
 
 void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                int64_t r0, int64_t r1);
+// BF16D weights with bf16-rounded activations (kernels/bf16_dot.h).
+void gemm_bf16_rows(const WeightMatrix& w, const Bf16Columns& x, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1);
+// One lane's step of the bf16 dot product: acc plus w[1] * x[1], then plus w[0] * x[0]
+// (bf16 bits; the rounding of kernels/bf16_dot.h).
+float bf16_dot_pair(float acc, const uint16_t* w, const uint16_t* x);
 
 void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y);
 void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y);
@@ -30,5 +36,6 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
 float stream_sum(const float* x, int64_t n);
 void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc);
 void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc);
+void bf16_peak_probe(const uint16_t* a, const uint16_t* b, int64_t reps, float* acc);
 
 }  // namespace nextn::ref

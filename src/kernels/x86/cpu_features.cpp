@@ -14,17 +14,20 @@ bool cpu_supports_avx2() {
 bool cpu_supports_avxvnni() { return cpu_supports_avx2() && __builtin_cpu_supports("avxvnni"); }
 
 // The avx512 translation units are compiled with F/BW/VL/DQ/VNNI, so the compiler may use any of
-// them; require all. Not BF16: no kernel needs it (bf16 weights widen with a shift), and requiring
-// it had sent Ice Lake and Cascade Lake, which have VNNI but no BF16, to the AVX2 table.
+// them; require all. Not BF16: only the opt-in bf16-dot GEMM needs it (cpu_supports_avx512bf16),
+// and requiring it had sent Ice Lake and Cascade Lake, which have VNNI but no BF16, to AVX2.
 bool cpu_supports_avx512() {
     return cpu_supports_avx2() && __builtin_cpu_supports("avx512f") &&
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
 }
+
+bool cpu_supports_avx512bf16() { return cpu_supports_avx512() && __builtin_cpu_supports("avx512bf16"); }
 #else
 bool cpu_supports_avx2() { return false; }
 bool cpu_supports_avxvnni() { return false; }
 bool cpu_supports_avx512() { return false; }
+bool cpu_supports_avx512bf16() { return false; }
 #endif
 
 }  // namespace nextn::x86

@@ -5,6 +5,7 @@
 // generic translation unit) so that no inline code is ever emitted with ISA flags and shared.
 #include <cstdint>
 
+#include "kernels/bf16_dot.h"
 #include "kernels/int8_dot.h"
 #include "kernels/weight.h"
 
@@ -14,6 +15,8 @@ namespace nextn::x86 {
 bool cpu_supports_avx2();
 bool cpu_supports_avxvnni();
 bool cpu_supports_avx512();
+// AVX512_BF16 on top of cpu_supports_avx512 (x86/avx512bf16/ is built with both).
+bool cpu_supports_avx512bf16();
 
 }  // namespace nextn::x86
 
@@ -89,3 +92,13 @@ void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* a
 void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc);
 
 }  // namespace nextn::avx512
+
+// x86/avx512bf16/ (the avx512 flags plus AVX512_BF16): the bf16-dot GEMM of the avx512 table on
+// CPUs that have it (kernels/bf16_dot.h).
+namespace nextn::avx512bf16 {
+
+void gemm_bf16_rows(const WeightMatrix& w, const Bf16Columns& x, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1);
+void bf16_peak_probe(const uint16_t* a, const uint16_t* b, int64_t reps, float* acc);
+
+}  // namespace nextn::avx512bf16

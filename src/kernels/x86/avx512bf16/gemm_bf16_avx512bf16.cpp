@@ -1,0 +1,115 @@
+// AVX512_BF16: BF16D weights times activations rounded to bf16, one vdpbf16ps per 32 values
+// (kernels/bf16_dot.h gives the arithmetic, which this computes bit for bit). A tile is R rows x
+// C columns: each 64-byte block of a row is loaded once and meets every column of the tile, and
+// each column's block (rounded to bf16 once per matmul, round_columns_bf16) meets every row.
+// Rounding inside the tiles instead, once per tile with vcvtne2ps2bf16, ran prefill 128 of the
+// 0.8B at 166 tok/s, 38% of the bf16 peak: the conversions and the f32 loads took the issue slots.
+#pragma GCC optimize("fp-contract=off")
+// GCC 12's own AVX-512 headers start extracts from _mm256_undefined_ps(), which its
+// -Wmaybe-uninitialized then reports (as in x86/avx512/isa_avx512.h).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "kernels/x86/x86_kernels.h"
+
+namespace nextn::avx512bf16 {
+
+// Everything here has internal linkage, and nothing comes from the avx512 unit's headers: their
+// inline functions, compiled here with more ISA flags, could be the copy the linker keeps for a
+// CPU without AVX512_BF16.
+namespace {
+
+// Tile shapes of the avx512 f32 GEMM (x86/avx512/isa_avx512.h): 8 rows for 1-2 columns, 4 rows
+// up to 6 columns, so the R * C accumulators, C activation blocks and a weight block fit in 32
+// registers.
+constexpr int kMaxCols = 6;
+constexpr int rows_for(int c) { return c <= 2 ? 8 : 4; }
+
+// The AVX-512 hsum tree (kernels/bf16_dot.h): halves of 512, of 256, of 128, then lane pairs.
+float hsum(__m512 v) {
+    const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    b = _mm_add_ss(b, _mm_movehdup_ps(b));
+    return _mm_cvtss_f32(b);
+}
+
+__m512bh load_weights(const uint8_t* p, int len) {
+    if (len >= 32) return __m512bh(_mm512_loadu_si512(p));
+    return __m512bh(_mm512_maskz_loadu_epi16(__mmask32((uint64_t(1) << len) - 1), p));
+}
+
+template <int R, int C>
+void tile(const uint8_t* const* wrow, size_t row_bytes, const uint16_t* const* xcol, int64_t cols,
+          float* y, int64_t ldy) {
+    __m512 acc[R][C];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < cols; k += 32) {
+        const int len = cols - k < 32 ? int(cols - k) : 32;
+        // The next tile's rows (R rows on, same offset) into L2, one line per row and block: rows
+        // are short streams the hardware prefetcher alone picks up late (as in x86/gemm_tile.h).
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) __builtin_prefetch(wrow[r] + R * row_bytes + k * 2, 0, 1);
+        __m512bh xv[C];
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) xv[c] = __m512bh(_mm512_loadu_si512(xcol[c] + k));  // +0 padded
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const __m512bh w = load_weights(wrow[r] + k * 2, len);
+#pragma GCC unroll 8
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], w, xv[c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) y[c * ldy + r] = hsum(acc[r][c]);
+}
+
+template <int R, int Cmax = kMaxCols>
+void tile_cols(int c, const uint8_t* const* wrow, size_t row_bytes, const uint16_t* const* xcol,
+               int64_t cols, float* y, int64_t ldy) {
+    if (c == Cmax) return tile<R, Cmax>(wrow, row_bytes, xcol, cols, y, ldy);
+    if constexpr (Cmax > 1) tile_cols<R, Cmax - 1>(c, wrow, row_bytes, xcol, cols, y, ldy);
+}
+
+}  // namespace
+
+// Rows in 16-row chunks (a chunk stays in cache while further column groups pass over it),
+// columns in groups of up to kMaxCols, rows in tiles of rows_for(c), leftover rows
+// one at a time: the walk of x86/gemm_tile.h's gemm_rows_impl.
+void gemm_bf16_rows(const WeightMatrix& w, const Bf16Columns& x, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1) {
+    constexpr int kChunk = 16;
+    const int64_t cols = w.cols, n = x.n;
+    const uint8_t* wrow[kChunk];
+    const uint16_t* xcol[kMaxCols];
+    for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
+        const int64_t c1 = c0 + kChunk < r1 ? c0 + kChunk : r1;
+        for (int64_t j0 = 0; j0 < n; j0 += kMaxCols) {
+            const int c = int(n - j0 < kMaxCols ? n - j0 : kMaxCols);
+            for (int i = 0; i < c; ++i) xcol[i] = x.column(j0 + i);
+            float* yj = y + j0 * ldy;
+            const bool eight = rows_for(c) == 8;
+            const int R = eight ? 8 : 4;
+            int64_t r = c0;
+            for (; r + R <= c1; r += R) {
+                for (int i = 0; i < R; ++i) wrow[i] = w.data + size_t(r + i) * w.row_bytes;
+                if (eight)
+                    tile_cols<8, 2>(c, wrow, w.row_bytes, xcol, cols, yj + r, ldy);
+                else
+                    tile_cols<4>(c, wrow, w.row_bytes, xcol, cols, yj + r, ldy);
+            }
+            for (; r < c1; ++r) {
+                wrow[0] = w.data + size_t(r) * w.row_bytes;
+                tile_cols<1>(c, wrow, w.row_bytes, xcol, cols, yj + r, ldy);
+            }
+        }
+    }
+}
+
+}  // namespace nextn::avx512bf16
