@@ -87,6 +87,7 @@ struct Case {
     const char* name;
     std::string dir;
     WType type;
+    bool bf16_activations = false;  // the bf16-dot kernels (where the CPU has them)
 };
 
 std::vector<Case> cases() {
@@ -95,13 +96,16 @@ std::vector<Case> cases() {
     const std::string moe = test::data_dir() + "/qwen35-moe-tiny";
     return {{"tiny_native", tiny, WType::Native},  {"tiny_q4", tiny, WType::Q4_0},
             {"dense_f32", dense, WType::F32},      {"dense_q8_0", dense, WType::Q8_0},
-            {"moe_f32", moe, WType::F32},          {"moe_q8_0", moe, WType::Q8_0}};
+            {"moe_f32", moe, WType::F32},          {"moe_q8_0", moe, WType::Q8_0},
+            {"dense_bf16_activations", dense, WType::Native, true},
+            {"moe_bf16_activations", moe, WType::Native, true}};
 }
 
 LoadedModel open(const Case& c) {
     ModelOptions o;
     o.threads = 2;
     o.matrix_type = c.type;
+    o.bf16_activations = c.bf16_activations;
     return load_model(c.dir, o);
 }
 
