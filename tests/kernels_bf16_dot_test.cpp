@@ -21,19 +21,10 @@
 namespace nextn {
 namespace {
 
-std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) {
-        do x = dist(rng);
-        while (x == 0.0f);  // never zeros
-    }
-    return v;
-}
+using test::random_normal;
 
 WeightMatrix bf16d_weight(int64_t rows, int64_t cols, uint32_t seed) {
-    const std::vector<float> w = random_values(size_t(rows * cols), seed, 0.05f);
+    const std::vector<float> w = random_normal(size_t(rows * cols), seed, 0.05f);
     return make_weight_f32(w.data(), rows, cols, WType::BF16D);
 }
 
@@ -60,7 +51,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 TEST(KernelsBf16Dot, WeightKeepsBf16Bytes) {
-    const std::vector<float> v = random_values(3 * 40, 1);
+    const std::vector<float> v = random_normal(3 * 40, 1);
     WeightMatrix a = make_weight_f32(v.data(), 3, 40, WType::BF16);
     WeightMatrix b = make_weight_f32(v.data(), 3, 40, WType::BF16D);
     ASSERT_EQ(WType::BF16D, b.type);
@@ -85,7 +76,7 @@ TEST(KernelsBf16Dot, ActivationRoundingIsNearestEvenWithSubnormalsZero) {
 }
 
 TEST(KernelsBf16Dot, ColumnsAreRoundedAndPaddedWithZeros) {
-    const std::vector<float> x = random_values(2 * 40, 8);
+    const std::vector<float> x = random_normal(2 * 40, 8);
     Bf16Columns xb;
     xb.values.assign(200, 0xffff);  // stale values from a larger earlier input
     round_columns_bf16(x.data(), 2, 40, xb);
@@ -101,7 +92,7 @@ TEST(KernelsBf16Dot, ReferenceIsTheDotProductOfTheRoundedValues) {
     for (Shape s : kShapes) {
         WeightMatrix w = bf16d_weight(s.rows, s.cols, 2);
         const int64_t n = 3;
-        const std::vector<float> x = random_values(size_t(n * s.cols), 3);
+        const std::vector<float> x = random_normal(size_t(n * s.cols), 3);
         const std::vector<float> y = reference_product(w, x.data(), n);
         std::vector<float> row(size_t(s.cols));
         for (int64_t r = 0; r < s.rows; ++r) {
@@ -129,7 +120,7 @@ TEST(KernelsBf16Dot, EveryTableEqualsReferenceForEveryWidthAndThreadCount) {
         fast_seen |= k.bf16_dot_fast;
         for (Shape s : kShapes) {
             WeightMatrix w = bf16d_weight(s.rows, s.cols, 4);
-            const std::vector<float> x = random_values(size_t(16 * s.cols), 5);
+            const std::vector<float> x = random_normal(size_t(16 * s.cols), 5);
             const std::vector<float> want = reference_product(w, x.data(), 16);
             for (int64_t n = 1; n <= 16; ++n) {
                 const std::vector<float> xn(x.begin(), x.begin() + n * s.cols);
@@ -147,8 +138,8 @@ TEST(KernelsBf16Dot, EveryTableEqualsReferenceForEveryWidthAndThreadCount) {
 // zero, a sum that overflows is infinite in both.
 TEST(KernelsBf16Dot, ExtremesMatchTheReference) {
     const int64_t rows = 8, cols = 64;
-    std::vector<float> wv = random_values(size_t(rows * cols), 6, 1e-20f);
-    std::vector<float> xv = random_values(size_t(2 * cols), 7, 1e-20f);  // products ~1e-40: subnormal
+    std::vector<float> wv = random_normal(size_t(rows * cols), 6, 1e-20f);
+    std::vector<float> xv = random_normal(size_t(2 * cols), 7, 1e-20f);  // products ~1e-40: subnormal
     wv[5] = 1e-39f;                 // a subnormal weight
     xv[9] = -1e-39f;                // a subnormal activation
     wv[size_t(cols + 3)] = 3e38f;   // row 1 overflows with a large activation

@@ -23,16 +23,7 @@
 namespace nextn {
 namespace {
 
-std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) {
-        do x = dist(rng);
-        while (x == 0.0f);  // never zeros
-    }
-    return v;
-}
+using test::random_normal;
 
 struct Shape {
     int64_t rows, cols;
@@ -43,7 +34,7 @@ const Shape kShapes[] = {{37, 96}, {19, 512}, {5, 32}, {40, 160}, {16, 1024}, {9
 const WType kBlockTypes[] = {WType::Q8_0, WType::Q4_0, WType::Q4_1};
 
 WeightMatrix block_weight(WType type, Shape s, uint32_t seed) {
-    const std::vector<float> w = random_values(size_t(s.rows * s.cols), seed);
+    const std::vector<float> w = random_normal(size_t(s.rows * s.cols), seed);
     return make_weight_f32(w.data(), s.rows, s.cols, type);
 }
 
@@ -152,7 +143,7 @@ TEST(KernelsInt8, AffineRepackKeepsEveryValue) {
                 << "row " << r;
         }
         // Every table's product equals the reference's bits.
-        const std::vector<float> x = random_values(size_t(5 * cols), 18);
+        const std::vector<float> x = random_normal(size_t(5 * cols), 18);
         std::vector<float> ref = matmul_on(reference_kernels(), w, x, 5, 1);
         for (const std::string& isa : available_isas())
             for (int64_t n : {1, 2, 5})
@@ -198,7 +189,7 @@ TEST(KernelsInt8, AffineFourBitEveryTableEqualsReferenceAndStaysNearTheFloatProd
     BlockTensor k("q4_k", DType::Q4_K, 21, 1280, 256, 144, {0, 2}, 13);
     WeightMatrix w;
     ASSERT_TRUE(repack_affine_for_int8_dot(k.t, 21, 1280, w));
-    const std::vector<float> x = random_values(size_t(16 * 1280), 14);
+    const std::vector<float> x = random_normal(size_t(16 * 1280), 14);
     std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
     for (const std::string& isa : available_isas())
         for (int64_t n : {1, 3, 4, 9, 16})
@@ -229,7 +220,7 @@ int8_t code_of(const QuantizedColumns& q, int64_t j, int64_t i) {
 
 TEST(KernelsInt8, ActivationCodesWithinHalfAStep) {
     const int64_t cols = 544, n = 3;  // 17 blocks: the second chunk is mostly padding
-    std::vector<float> x = random_values(size_t(n * cols), 2, 3.0f);
+    std::vector<float> x = random_normal(size_t(n * cols), 2, 3.0f);
     x[5] = 40.0f;  // an outlier sets its block's scale
     QuantizedColumns q;
     resize_columns(n, cols, q);
@@ -290,7 +281,7 @@ TEST(KernelsInt8, EveryQuantizerEqualsReferenceBitwise) {
     for (const std::string& isa : available_isas()) {
         for (int64_t cols : {32, 96, 544, 1024, 70}) {  // 70: a ragged block (zeros past cols)
             const int64_t n = 5;
-            std::vector<float> x = random_values(size_t(n * cols), 7, 2.0f);
+            std::vector<float> x = random_normal(size_t(n * cols), 7, 2.0f);
             x[3] = 0.5f;
             expect_quantizer_matches_reference(isa, x, n, cols);
         }
@@ -327,7 +318,7 @@ TEST(KernelsInt8, QuantizerTiesAndTinyBlocks) {
 // infinite block stored as NaN) next to an ordinary chunk, over several columns.
 TEST(KernelsInt8, WholeChunksEqualReferenceForEveryKindOfBlock) {
     const int64_t cols = 4 * 512 + 64, n = 3;
-    std::vector<float> x = random_values(size_t(n * cols), 13, 3.0f);
+    std::vector<float> x = random_normal(size_t(n * cols), 13, 3.0f);
     float* c0 = x.data();  // column 0, chunk 0
     c0[0] = 127.0f, c0[1] = 2.5f, c0[2] = 3.5f, c0[3] = -2.5f, c0[4] = 0.5f;  // block 0: ties
     for (int e = 32; e < 64; ++e) c0[e] = e % 3 ? 1e-40f * float(e) : 0.0f;  // block 1: tiny
@@ -351,7 +342,7 @@ TEST(KernelsInt8, WholeChunksEqualReferenceForEveryKindOfBlock) {
 // blocks and columns are untouched.
 TEST(KernelsInt8, NonFiniteActivationsGiveNaNProductsOnEveryIsa) {
     const int64_t cols = 96, n = 3;  // 3 blocks per column
-    std::vector<float> x = random_values(size_t(n * cols), 11, 2.0f);
+    std::vector<float> x = random_normal(size_t(n * cols), 11, 2.0f);
     x[5] = std::numeric_limits<float>::quiet_NaN();           // column 0, block 0
     x[cols + 32 + 31] = std::numeric_limits<float>::infinity();  // column 1, block 1, last value
     x[cols + 70] = -std::numeric_limits<float>::infinity();      // column 1, block 2
@@ -383,7 +374,7 @@ TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
         for (WType type : kBlockTypes) {
             for (Shape s : kShapes) {
                 WeightMatrix p = repack_for_int8_dot(block_weight(type, s, 3));
-                const std::vector<float> x = random_values(size_t(16 * s.cols), 4);
+                const std::vector<float> x = random_normal(size_t(16 * s.cols), 4);
                 std::vector<float> want = matmul_on(reference_kernels(), p, x, 16, 1);
                 for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16}) {
                     for (int threads : {1, 2}) {
@@ -416,7 +407,7 @@ TEST(KernelsInt8, Q6_KHeldAsCodesEveryTableEqualsReference) {
         weight_row_f32(w, r, got.data());
         ASSERT_EQ(0, std::memcmp(got.data(), wf.data() + r * cols, got.size() * sizeof(float))) << "row " << r;
     }
-    const std::vector<float> x = random_values(size_t(16 * cols), 32);
+    const std::vector<float> x = random_normal(size_t(16 * cols), 32);
     std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
     for (const std::string& isa : available_isas())
         for (int64_t n : {1, 2, 3, 4, 5, 9, 16})
@@ -475,7 +466,7 @@ TEST(KernelsInt8, SharedInputProductsEqualSeparateOnes) {
     const WeightMatrix b = block_weight(WType::F32, {20, cols}, 22);
     const WeightMatrix c = repack_for_int8_dot(block_weight(WType::Q4_0, {3, cols}, 23));
     for (int64_t n : {1, 3, 16}) {
-        const std::vector<float> x = random_values(size_t(n * cols), 24);
+        const std::vector<float> x = random_normal(size_t(n * cols), 24);
         for (int threads : {1, 2}) {
             ThreadPool pool(threads);
             std::vector<float> ya(size_t(n * 37)), yb(size_t(n * 20)), yc(size_t(n * 3));
@@ -499,9 +490,9 @@ TEST(KernelsInt8, BatchedProductsEqualSeparateOnes) {
     const WeightMatrix c = repack_for_int8_dot(block_weight(WType::Q4_0, {3, 1024}, 33));
     const WeightMatrix d = repack_for_int8_dot(block_weight(WType::Q4_1, {300, 1024}, 34));
     const WeightMatrix e = repack_for_int8_dot(block_weight(WType::Q8_0, {48, 544}, 35));
-    const std::vector<float> x1 = random_values(size_t(3 * 1024), 36);  // [3, 1024] or [3, 544]
-    const std::vector<float> x2 = random_values(size_t(17 * 1024), 37);
-    const std::vector<float> x3 = random_values(size_t(1 * 544), 38);
+    const std::vector<float> x1 = random_normal(size_t(3 * 1024), 36);  // [3, 1024] or [3, 544]
+    const std::vector<float> x2 = random_normal(size_t(17 * 1024), 37);
+    const std::vector<float> x3 = random_normal(size_t(1 * 544), 38);
     struct Case {
         const WeightMatrix* w;
         const std::vector<float>* x;
@@ -539,7 +530,7 @@ TEST(KernelsInt8, WithinActivationRoundingOfTheFloatProduct) {
         WeightMatrix q = block_weight(type, s, 5);
         WeightMatrix p = repack_for_int8_dot(q);
         const int64_t n = 4;
-        const std::vector<float> x = random_values(size_t(n * s.cols), 6);
+        const std::vector<float> x = random_normal(size_t(n * s.cols), 6);
         std::vector<float> exact = matmul_on(reference_kernels(), q, x, n, 1);  // f32 activations
         std::vector<float> got = matmul_on(kernels(), p, x, n, 2);
         std::vector<float> row(static_cast<size_t>(s.cols));

@@ -23,6 +23,15 @@ struct Case {
 
 class GoldenTest : public ::testing::TestWithParam<Case> {};
 
+// The fixture's model without its MTP head, on 2 threads.
+LoadedModel load_trunk(const test::GoldenModel& g, bool bf16_activations) {
+    ModelOptions opts;
+    opts.threads = 2;
+    opts.load_mtp = false;
+    opts.bf16_activations = bf16_activations;
+    return load_model(g.model_dir, opts);
+}
+
 TEST_P(GoldenTest, PromptLogitsHiddenAndMtpMatch) {
     const Case& c = GetParam();
     test::GoldenModel g = test::golden_model(c.model);
@@ -81,10 +90,7 @@ TEST_P(GoldenTest, GreedyContinuationMatches) {
     test::GoldenModel g = test::golden_model(c.model);
     if (!test::golden_has_prompt(g, c.prompt))
         GTEST_SKIP() << "SKIPPED: prompt " << c.prompt << " needs the full fixture set";
-    ModelOptions opts;
-    opts.threads = 2;
-    opts.load_mtp = false;
-    LoadedModel lm = load_model(g.model_dir, opts);
+    LoadedModel lm = load_trunk(g, false);
     const Qwen35Model& model = *lm.model;
     const int64_t V = model.config().vocab_size;
     const auto& p = g.index["prompts"][c.prompt];
@@ -125,11 +131,7 @@ TEST_P(GoldenTest, Bf16ActivationsStayNearGolden) {
     test::GoldenModel g = test::golden_model(c.model);
     if (!test::golden_has_prompt(g, c.prompt))
         GTEST_SKIP() << "SKIPPED: prompt " << c.prompt << " needs the full fixture set";
-    ModelOptions opts;
-    opts.threads = 2;
-    opts.load_mtp = false;
-    opts.bf16_activations = true;
-    LoadedModel lm = load_model(g.model_dir, opts);
+    LoadedModel lm = load_trunk(g, true);
     const Qwen35Model& model = *lm.model;
     const int64_t V = model.config().vocab_size;
     std::vector<int32_t> tokens = test::json_ids(g.index["prompts"][c.prompt]["tokens"]);
