@@ -67,10 +67,19 @@ void gemm_tile(const uint8_t* const* wrow, size_t row_bytes, const float* const*
             for (int r = 0; r < R; ++r) acc[r][c] = I::fma(w[r], xv, acc[r][c]);
         }
     }
+    // Four rows' sums at a time where the ISA has hsum4 (the same tree and bits as hsum; AVX-512):
+    // in one process, alternating with one hsum a sum, bf16 weights at width 128 0.96-0.97x
+    // the time, width 8 0.98x, f32 1024 x 1024 at width 6 0.97x, width 1 1.00x.
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+        int r = 0;
+        if constexpr (requires(V v) { I::hsum4(v, v, v, v); })
 #pragma GCC unroll 8
-        for (int c = 0; c < C; ++c) y[c * ldy + r] = I::hsum(acc[r][c]);
+            for (; r + 4 <= R; r += 4)
+                _mm_storeu_ps(y + c * ldy + r, I::hsum4(acc[r][c], acc[r + 1][c], acc[r + 2][c], acc[r + 3][c]));
+#pragma GCC unroll 8
+        for (; r < R; ++r) y[c * ldy + r] = I::hsum(acc[r][c]);
+    }
 }
 
 // Runs the tile for a column group of c columns, c in [1, Cmax].
