@@ -134,6 +134,20 @@ TEST(KernelsBf16Dot, EveryTableEqualsReferenceForEveryWidthAndThreadCount) {
     if (!fast_seen) std::printf("note: no table here has the AVX512_BF16 kernel; only the reference ran\n");
 }
 
+// Rows past one 256 KB chunk of the kernel's walk (2 KB rows: 128-row chunks; 300 rows, the
+// last chunk partial), at prefill-like widths: still the reference's bits.
+TEST(KernelsBf16Dot, ManyRowChunksEqualReference) {
+    WeightMatrix w = bf16d_weight(300, 1024, 9);
+    for (int64_t n : {1, 7, 40}) {
+        const std::vector<float> x = random_normal(size_t(n * 1024), 10);
+        const std::vector<float> want = reference_product(w, x.data(), n);
+        for (const std::string& isa : available_isas())
+            for (int threads : {1, 2})
+                ASSERT_TRUE(same_bits(want, matmul_on(kernels_for(isa), w, x, n, threads)))
+                    << isa << " n=" << n << " threads=" << threads;
+    }
+}
+
 // Values whose products land near the f32 limits: subnormal weights and activations read as
 // zero, a sum that overflows is infinite in both.
 TEST(KernelsBf16Dot, ExtremesMatchTheReference) {

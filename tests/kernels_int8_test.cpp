@@ -390,6 +390,28 @@ TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
     }
 }
 
+// A batch wide enough that its activation codes pass 256 KB walks chunks of many rows instead
+// of 16 (int8_dot_rows): 300 columns of 1024 values over 600 rows (Q8_0X: 240-row chunks, the
+// last one partial) still give the reference's bits, on 1 and 2 threads.
+TEST(KernelsInt8, WideBatchOfManyRowChunksEqualsReference) {
+    const Shape s{600, 1024};
+    const int64_t n = 300;
+    for (WType type : {WType::Q8_0, WType::Q4_0}) {
+        WeightMatrix p = repack_for_int8_dot(block_weight(type, s, 41));
+        const std::vector<float> x = random_normal(size_t(n * s.cols), 42);
+        const std::vector<float> want = matmul_on(reference_kernels(), p, x, n, 1);
+        for (const std::string& isa : available_isas()) {
+            const KernelTable& k = kernels_for(isa);
+            if (!k.int8_dot_fast) continue;
+            for (int threads : {1, 2}) {
+                const std::vector<float> got = matmul_on(k, p, x, n, threads);
+                ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                    << isa << " " << wtype_name(p.type) << " threads=" << threads;
+            }
+        }
+    }
+}
+
 // GGUF Q6_K: Q6_KX holds exactly the dequantized values (random codes, sub-scales of both
 // signs, 768 columns: the second chunk is half padding); every table's product equals the
 // reference bit for bit for every width and thread count; and it stays within the
