@@ -18,7 +18,6 @@
 //   fma rounds once, as the instruction does.) Then the lanes are summed by the AVX-512 hsum
 //   tree: a[i] = acc[i] + acc[i + 8], b[i] = a[i] + a[i + 4], (b[0] + b[2]) + (b[1] + b[3]).
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -47,20 +46,8 @@ inline uint16_t bf16_dot_round(float x) {
 }
 
 // Fills out from x[n, cols] with bf16_dot_round (no allocation once it is large enough).
-inline void round_columns_bf16(const float* x, int64_t n, int64_t cols, Bf16Columns& out) {
-    out.n = n;
-    out.stride = (cols + 31) / 32 * 32;
-    // At least 16 columns' room (the widest verify or MTP flush), as QuantizedColumns keeps: a
-    // MoE expert's input grows from the few tokens routed to it in one forward to more in a
-    // later one, and growing then would allocate inside the decode loop.
-    constexpr int64_t kMinColumnsHeld = 16;
-    if (out.values.size() < size_t(n * out.stride))
-        out.values.resize(size_t(std::max(n, kMinColumnsHeld) * out.stride));
-    for (int64_t j = 0; j < n; ++j) {
-        uint16_t* dst = out.values.data() + j * out.stride;
-        for (int64_t k = 0; k < cols; ++k) dst[k] = bf16_dot_round(x[j * cols + k]);
-        for (int64_t k = cols; k < out.stride; ++k) dst[k] = 0;
-    }
-}
+// Defined in bf16_dot.cpp, a translation unit without ISA flags: an inline copy compiled in an
+// ISA unit could be the one the linker keeps for every caller.
+void round_columns_bf16(const float* x, int64_t n, int64_t cols, Bf16Columns& out);
 
 }  // namespace nextn

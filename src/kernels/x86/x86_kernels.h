@@ -5,7 +5,6 @@
 // generic translation unit) so that no inline code is ever emitted with ISA flags and shared.
 #include <cstdint>
 
-#include "kernels/bf16_dot.h"
 #include "kernels/int8_dot.h"
 #include "kernels/weight.h"
 
@@ -95,6 +94,10 @@ void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc);
 
 // x86/avx512bf16/ (the avx512 flags plus AVX512_BF16): the bf16-dot GEMM of the avx512 table on
 // CPUs that have it (kernels/bf16_dot.h).
+namespace nextn {
+struct Bf16Columns;  // kernels/bf16_dot.h
+}  // namespace nextn
+
 namespace nextn::avx512bf16 {
 
 void gemm_bf16_rows(const WeightMatrix& w, const Bf16Columns& x, float* y, int64_t ldy,

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "kernels/bf16_dot.h"
 #include "kernels/x86/x86_kernels.h"
 
 namespace nextn::avx512bf16 {
