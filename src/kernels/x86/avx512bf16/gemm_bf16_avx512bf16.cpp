@@ -38,8 +38,10 @@ float hsum(__m512 v) {
     return _mm_cvtss_f32(b);
 }
 
-// hsum of four vectors at once, each by hsum's tree (the same bits; as Isa::hsum4 in
-// x86/avx512/isa_avx512.h): 14 shuffles and adds and one store for four sums.
+// hsum of four vectors at once, each by hsum's tree (the same bits): 14 shuffles and adds and
+// one store for four sums. hsum and hsum4 repeat Isa's on purpose: sharing them would put inline
+// functions of external linkage (Isa's) or internal-linkage helpers called from them into a
+// unit built with other flags (see the namespace comment above).
 __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
     const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
     const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
