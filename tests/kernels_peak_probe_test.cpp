@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "core/half.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
 #include "kernels/measure.h"
@@ -87,9 +88,43 @@ TEST(PeakProbe, FmaEveryIsaEqualsReferenceBitwise) {
     EXPECT_EQ(got, want);
 }
 
+TEST(PeakProbe, Bf16EveryIsaEqualsReferenceBitwise) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<uint16_t> a(size_t(C * 32)), b(32);
+    std::vector<float> acc(size_t(C * 16));
+    for (uint16_t& x : a) x = f32_to_bf16(dist(rng));
+    for (uint16_t& x : b) x = f32_to_bf16(dist(rng));
+    for (float& x : acc) x = dist(rng);
+    for (int64_t reps : {0, 1, 37}) {
+        std::vector<float> want = acc;
+        reference_kernels().bf16_peak_probe(a.data(), b.data(), reps, want.data());
+        for (const std::string& isa : available_isas()) {
+            std::vector<float> got = acc;
+            kernels_for(isa).bf16_peak_probe(a.data(), b.data(), reps, got.data());
+            for (size_t i = 0; i < got.size(); ++i)
+                ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+                    << isa << " reps " << reps << " element " << i;
+        }
+    }
+    // The reference is the chain of bf16 dot steps it claims: per lane l of chain i, the odd
+    // product a[i, 2l + 1] b[2l + 1], then the even one, each one fused multiply-add (these
+    // values are normal, so the subnormal rules do not enter).
+    std::vector<float> want = acc, got = acc;
+    for (int r = 0; r < 37; ++r)
+        for (int i = 0; i < C; ++i)
+            for (int l = 0; l < 16; ++l) {
+                float& x = want[size_t(i * 16 + l)];
+                x = std::fma(bf16_to_f32(a[size_t(i * 32 + 2 * l + 1)]), bf16_to_f32(b[size_t(2 * l + 1)]), x);
+                x = std::fma(bf16_to_f32(a[size_t(i * 32 + 2 * l)]), bf16_to_f32(b[size_t(2 * l)]), x);
+            }
+    reference_kernels().bf16_peak_probe(a.data(), b.data(), 37, got.data());
+    EXPECT_EQ(got, want);
+}
+
 TEST(PeakProbe, MeasuredPeakIsAPositiveRate) {
     ThreadPool pool(2);
-    for (PeakKind kind : {PeakKind::Int8, PeakKind::F32}) {
+    for (PeakKind kind : {PeakKind::Int8, PeakKind::F32, PeakKind::Bf16}) {
         const double ops = measure_compute_peak_ops(kernels(), pool, kind, 0.002);
         EXPECT_TRUE(std::isfinite(ops) && ops > 1e8) << peak_kind_name(kind) << " " << ops;
     }

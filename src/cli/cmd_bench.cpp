@@ -212,7 +212,9 @@ int cmd_bench(const std::vector<std::string>& argv) {
     out["model"] = bm.name;
     // The values' type (q8_0, q4_0, ...) and, separately, how activations meet them.
     const bool int8 = is_int8_dot_type(quant), bf16_dot = quant == WType::BF16D;
-    const char* activations = int8 ? "int8" : bf16_dot ? "bf16" : "f32";
+    // The kind of multiply-add the matmuls run: also the compute peak prefill is held against.
+    const PeakKind peak_kind = int8 ? PeakKind::Int8 : bf16_dot ? PeakKind::Bf16 : PeakKind::F32;
+    const char* activations = peak_kind_name(peak_kind);
     const char* values = bf16_dot ? wtype_name(WType::BF16) : wtype_name(int8_dot_source_type(quant));
     out["quant"] = values;
     out["activations"] = activations;
@@ -244,7 +246,6 @@ int cmd_bench(const std::vector<std::string>& argv) {
     auto t0 = Clock::now();
     model.forward(state, prompt.data(), n_prompt, {});
     const double prefill_s = since(t0);
-    const PeakKind peak_kind = int8 ? PeakKind::Int8 : bf16_dot ? PeakKind::Bf16 : PeakKind::F32;
     const double prefill_ops = 2.0 * matmul_macs_per_prefill_token(model) * double(n_prompt) / prefill_s;
     out["prefill_matmul_ops_per_s"] = prefill_ops;
     // The scalar table (the oracle) has no peak worth the name: its probe's std::fma chains run
@@ -258,8 +259,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
             "ops/s, measured with this ISA's %s on %d threads)\n",
             double(n_prompt) / prefill_s, prefill_ops / 1e9, peak_kind_name(peak_kind),
             100.0 * prefill_ops / peak_ops, peak_kind_name(peak_kind), peak_ops / 1e9,
-            int8 ? "int8 dot products" : bf16_dot ? "bf16 dot products" : "fused multiply-adds",
-            lm.pool->size());
+            peak_probe_name(peak_kind), lm.pool->size());
         out["compute_peak_kind"] = peak_kind_name(peak_kind);
         out["compute_peak_ops_per_s"] = peak_ops;
         out["prefill_peak_pct"] = 100.0 * prefill_ops / peak_ops;

@@ -113,7 +113,8 @@ ModelOptions model_options_from(const Args& a) {
                      "nextn: note: --bf16-activations: the %s kernel table has no bf16 dot "
                      "product (that needs the avx512 table on a CPU with AVX512_BF16); bf16 "
                      "weights keep f32 activations\n",
-                     kernels().isa);    if (q == "native") {
+                     kernels().isa);
+    if (q == "native") {
         o.matrix_type = WType::Native;
     } else if (q == "f32") {
         o.matrix_type = WType::F32;

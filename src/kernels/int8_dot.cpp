@@ -12,6 +12,7 @@
 #include "formats/dequant.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
+#include "kernels/ref/ref.h"
 
 namespace nextn {
 
@@ -413,12 +414,7 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
                     }
                 }
             }
-            // The AVX-512 hsum tree: halves of 16, of 8, then [0,1]+[2,3], then 0+1.
-            float a[8], b4[4];
-            for (int i = 0; i < 8; ++i) a[i] = acc[i] + acc[i + 8];
-            for (int i = 0; i < 4; ++i) b4[i] = a[i] + a[i + 4];
-            const float c0 = b4[0] + b4[2], c1 = b4[1] + b4[3];
-            y[j * ldy + r] = c0 + c1;
+            y[j * ldy + r] = lane_tree_sum(acc);
         }
     }
 }

@@ -50,7 +50,21 @@ double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool, size_t
 }
 
 const char* peak_kind_name(PeakKind kind) {
-    return kind == PeakKind::Int8 ? "int8" : kind == PeakKind::Bf16 ? "bf16" : "f32";
+    switch (kind) {
+        case PeakKind::Int8: return "int8";
+        case PeakKind::Bf16: return "bf16";
+        case PeakKind::F32: break;
+    }
+    return "f32";
+}
+
+const char* peak_probe_name(PeakKind kind) {
+    switch (kind) {
+        case PeakKind::Int8: return "int8 dot products";
+        case PeakKind::Bf16: return "bf16 dot products";
+        case PeakKind::F32: break;
+    }
+    return "fused multiply-adds";
 }
 
 double measure_compute_peak_ops(const KernelTable& k, ThreadPool& pool, PeakKind kind,

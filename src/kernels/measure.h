@@ -24,6 +24,8 @@ double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool,
 // or f32 fused multiply-adds (f32 activations).
 enum class PeakKind { Int8, F32, Bf16 };
 const char* peak_kind_name(PeakKind kind);  // "int8", "f32", "bf16"
+// What the probe of `kind` runs: "int8 dot products", "fused multiply-adds", "bf16 dot products".
+const char* peak_probe_name(PeakKind kind);
 
 // The cores' compute peak in operations per second (a multiply-add counts as 2) on all pool
 // threads at once: the table's int8_peak_probe or fma_peak_probe, each thread its own chains,

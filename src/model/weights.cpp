@@ -112,7 +112,7 @@ private:
         w = make_weight(t, rows, cols, options_.matrix_type, {options_.pool, int8});
         if (affine && w.type == WType::F32) repack_affine_for_int8_dot(t, rows, cols, w, options_.pool);
         // BF16D keeps BF16's bytes: only the kernel that multiplies them changes.
-        w.type = kernel_storage_type(w.type, false, options_.bf16_activations);
+        if (w.type == WType::BF16 && bf16_dot_in_use(options_.bf16_activations)) w.type = WType::BF16D;
         return w;
     }
 

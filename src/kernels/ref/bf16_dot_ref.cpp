@@ -36,10 +36,7 @@ void gemm_bf16_rows(const WeightMatrix& w, const Bf16Columns& x, float* y, int64
             float acc[16] = {};
             for (int64_t b = 0; b < padded; b += 32)
                 for (int l = 0; l < 16; ++l) acc[l] = bf16_dot_pair(acc[l], row.data() + b + 2 * l, xj + b + 2 * l);
-            float a[8], b4[4];
-            for (int i = 0; i < 8; ++i) a[i] = acc[i] + acc[i + 8];
-            for (int i = 0; i < 4; ++i) b4[i] = a[i] + a[i + 4];
-            y[j * ldy + r] = (b4[0] + b4[2]) + (b4[1] + b4[3]);
+            y[j * ldy + r] = lane_tree_sum(acc);
         }
     }
 }

@@ -5,6 +5,15 @@
 
 namespace nextn::ref {
 
+// The 16 lanes of acc summed by the AVX-512 hsum tree (halves of 16, of 8, then [0,1] + [2,3],
+// then 0 + 1): the order the int8-dot and bf16-dot references state, so every ISA matches them.
+inline float lane_tree_sum(const float* acc) {
+    float a[8], b[4];
+    for (int i = 0; i < 8; ++i) a[i] = acc[i] + acc[i + 8];
+    for (int i = 0; i < 4; ++i) b[i] = a[i] + a[i + 4];
+    return (b[0] + b[2]) + (b[1] + b[3]);
+}
+
 void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                int64_t r0, int64_t r1);
 // BF16D weights with bf16-rounded activations (kernels/bf16_dot.h).
