@@ -308,9 +308,9 @@ void BM_WeightedRows(benchmark::State& state) {
     std::vector<float> out(size_t(G * D));
     for (auto _ : state) {
         if (f16)
-            kernels().weighted_rows_f16(p.data(), n, G, v.f16[size_t(v.layer)].data(), D, n, D, out.data());
+            kernels().weighted_rows_f16(p.data(), n, G, v.f16[size_t(v.layer)].data(), D, n, D, out.data(), false);
         else
-            kernels().weighted_rows(p.data(), n, G, v.f32[size_t(v.layer)].data(), D, n, D, out.data());
+            kernels().weighted_rows(p.data(), n, G, v.f32[size_t(v.layer)].data(), D, n, D, out.data(), false);
         v.next();
         benchmark::ClobberMemory();
     }

@@ -160,18 +160,23 @@ TEST(KernelsGemm, RowSplitInvariantBitwise) {
     }
 }
 
-// Widths beyond one tile (prefill) are column groups of the same tile.
+// Widths beyond one tile (prefill; attention's scores of a block of 8 tokens x 4 query heads
+// over the f32 or f16 K cache) are column groups of the same tile.
 TEST(KernelsGemm, WideBatchMatchesColumns) {
-    const KernelTable& k = kernels();
     const Shape s{21, 64};
-    const WeightMatrix w = random_weight(WType::Q8_0, s, 9);
-    const int64_t n = 37;
-    const std::vector<float> x = random_values(size_t(n * s.cols), 10);
-    const std::vector<float> y = matmul_on(k, w, x, n, 2);
-    for (int64_t j = 0; j < n; ++j) {
-        std::vector<float> xj(x.begin() + j * s.cols, x.begin() + (j + 1) * s.cols);
-        const std::vector<float> yj = matmul_on(k, w, xj, 1, 1);
-        ASSERT_EQ(0, std::memcmp(&y[j * s.rows], yj.data(), size_t(s.rows) * 4)) << "j=" << j;
+    for (const std::string& isa : available_isas())
+    for (WType t : {WType::Q8_0, WType::F32, WType::F16}) {
+        const KernelTable& k = kernels_for(isa);
+        const WeightMatrix w = random_weight(t, s, 9);
+        const int64_t n = 37;
+        const std::vector<float> x = random_values(size_t(n * s.cols), 10);
+        const std::vector<float> y = matmul_on(k, w, x, n, 2);
+        for (int64_t j = 0; j < n; ++j) {
+            std::vector<float> xj(x.begin() + j * s.cols, x.begin() + (j + 1) * s.cols);
+            const std::vector<float> yj = matmul_on(k, w, xj, 1, 1);
+            ASSERT_EQ(0, std::memcmp(&y[j * s.rows], yj.data(), size_t(s.rows) * 4))
+                << isa << " " << wtype_name(t) << " j=" << j;
+        }
     }
 }
 

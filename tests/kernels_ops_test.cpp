@@ -205,8 +205,8 @@ TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
                 std::vector<float> p = random_values(size_t(G * ldp), 9, 0.0f, 1.0f);
                 std::vector<float> v = random_values(size_t(n * ldv), 10, -2.0f, 2.0f);
                 std::vector<float> want(size_t(G * d), std::nanf("")), got = want;
-                reference_kernels().weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d, want.data());
-                k.weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d, got.data());
+                reference_kernels().weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d, want.data(), false);
+                k.weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d, got.data(), false);
                 ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
                     << isa << " d=" << d << " n=" << n << " G=" << G;
                 for (int64_t g = 0; g < G; ++g)
@@ -242,16 +242,52 @@ TEST(KernelsOps, WeightedRowsF16EqualReferenceBitwise) {
                 widened[i] = f16_to_f32(v[i]);
             }
             std::vector<float> want(size_t(G * d), std::nanf("")), f32 = want;
-            reference_kernels().weighted_rows_f16(p.data(), ldp, G, v.data(), ldv, n, d, want.data());
-            reference_kernels().weighted_rows(p.data(), ldp, G, widened.data(), ldv, n, d, f32.data());
+            reference_kernels().weighted_rows_f16(p.data(), ldp, G, v.data(), ldv, n, d, want.data(), false);
+            reference_kernels().weighted_rows(p.data(), ldp, G, widened.data(), ldv, n, d, f32.data(), false);
             ASSERT_EQ(0, std::memcmp(want.data(), f32.data(), want.size() * sizeof(float)))
                 << "d=" << d << " n=" << n << " G=" << G;
             for (const std::string& isa : available_isas()) {
                 std::vector<float> got(want.size(), std::nanf(""));
-                kernels_for(isa).weighted_rows_f16(p.data(), ldp, G, v.data(), ldv, n, d, got.data());
+                kernels_for(isa).weighted_rows_f16(p.data(), ldp, G, v.data(), ldv, n, d, got.data(), false);
                 ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
                     << isa << " d=" << d << " n=" << n << " G=" << G;
             }
+        }
+    }
+}
+
+// A sum split at any position into two calls, the second accumulating onto the first's output,
+// gives the bits of one call (attention sums the positions a block of tokens shares once, then
+// each token's own last few). Also: accumulate starts from out's values, not from zero.
+TEST(KernelsOps, WeightedRowsSplitChainEqualsOneCallBitwise) {
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        for (int64_t d : kLengths) {
+            const int64_t n = 37, G = 6, ldp = n + 3, ldv = d + 1;
+            const std::vector<float> p = random_values(size_t(G * ldp), 21, 0.0f, 1.0f);
+            const std::vector<float> values = random_values(size_t(n * ldv), 22, -2.0f, 2.0f);
+            std::vector<uint16_t> halves(values.size());
+            for (size_t i = 0; i < values.size(); ++i) halves[i] = f32_to_f16(values[i]);
+            std::vector<float> whole(size_t(G * d)), whole16(size_t(G * d));
+            reference_kernels().weighted_rows(p.data(), ldp, G, values.data(), ldv, n, d, whole.data(), false);
+            reference_kernels().weighted_rows_f16(p.data(), ldp, G, halves.data(), ldv, n, d, whole16.data(), false);
+            for (int64_t cut : {int64_t(0), int64_t(1), int64_t(16), n - 1, n}) {
+                std::vector<float> split(whole.size(), std::nanf("")), split16 = split;
+                k.weighted_rows(p.data(), ldp, G, values.data(), ldv, cut, d, split.data(), false);
+                k.weighted_rows(p.data() + cut, ldp, G, values.data() + cut * ldv, ldv, n - cut, d,
+                                split.data(), true);
+                ASSERT_EQ(0, std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)))
+                    << isa << " d=" << d << " cut=" << cut;
+                k.weighted_rows_f16(p.data(), ldp, G, halves.data(), ldv, cut, d, split16.data(), false);
+                k.weighted_rows_f16(p.data() + cut, ldp, G, halves.data() + cut * ldv, ldv, n - cut, d,
+                                    split16.data(), true);
+                ASSERT_EQ(0, std::memcmp(whole16.data(), split16.data(), whole16.size() * sizeof(float)))
+                    << isa << " f16 d=" << d << " cut=" << cut;
+            }
+            // No positions, accumulating: out unchanged.
+            std::vector<float> kept = whole;
+            k.weighted_rows(p.data(), ldp, G, values.data(), ldv, 0, d, kept.data(), true);
+            ASSERT_EQ(0, std::memcmp(whole.data(), kept.data(), whole.size() * sizeof(float))) << isa;
         }
     }
 }

@@ -70,15 +70,17 @@ struct KernelTable {
     void (*softmax)(float* x, int64_t n_rows, int64_t d) = nullptr;
     // Attention's probability-weighted sum of value rows:
     //   out[g, :] = sum over pos in [0, n) of p[g * ldp + pos] * v[pos * ldv + :]
-    // for g in [0, G); out: [G, d]. Each output element starts at 0 and takes one fused
-    // multiply-add per position, in position order, so every ISA gives the reference's bits.
+    // for g in [0, G); out: [G, d]. Each output element starts at 0 (accumulate: at out's
+    // value, the sum over earlier positions) and takes one fused multiply-add per position, in
+    // position order, so every ISA gives the reference's bits, and a sum split into two calls
+    // at any position (the second accumulating) gives the bits of one call.
     void (*weighted_rows)(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv,
-                          int64_t n, int64_t d, float* out) = nullptr;
+                          int64_t n, int64_t d, float* out, bool accumulate) = nullptr;
     // The same over value rows of IEEE half floats (an f16 KV cache), ldv in halves: each value
     // is widened to f32 (exact) and then takes the same fused multiply-add, so every ISA again
     // gives the reference's bits.
     void (*weighted_rows_f16)(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
-                              int64_t n, int64_t d, float* out) = nullptr;
+                              int64_t n, int64_t d, float* out, bool accumulate) = nullptr;
     // Gated DeltaNet's causal depthwise conv over a window of rows:
     //   out[t, c] = sum over j in [0, K) of w[j, c] * x[t + j, c]
     // x: [T + K - 1, C] (the K - 1 rows before the run, then the run's T); w: [K, C] (tap K-1

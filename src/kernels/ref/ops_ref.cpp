@@ -61,10 +61,11 @@ namespace {
 // weighted_rows over value rows of Elem, each widened to f32 by `widen` (exact for f16).
 template <class Elem, class Widen>
 void weighted_rows_of(const float* p, int64_t ldp, int64_t G, const Elem* v, int64_t ldv, int64_t n,
-                      int64_t d, float* out, Widen widen) {
+                      int64_t d, float* out, bool accumulate, Widen widen) {
     for (int64_t g = 0; g < G; ++g) {
         float* o = out + g * d;
-        for (int64_t e = 0; e < d; ++e) o[e] = 0.0f;
+        if (!accumulate)
+            for (int64_t e = 0; e < d; ++e) o[e] = 0.0f;
         for (int64_t pos = 0; pos < n; ++pos) {
             const float w = p[g * ldp + pos];
             const Elem* vp = v + pos * ldv;
@@ -76,13 +77,13 @@ void weighted_rows_of(const float* p, int64_t ldp, int64_t G, const Elem* v, int
 }  // namespace
 
 void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
-                   int64_t d, float* out) {
-    weighted_rows_of(p, ldp, G, v, ldv, n, d, out, [](float x) { return x; });
+                   int64_t d, float* out, bool accumulate) {
+    weighted_rows_of(p, ldp, G, v, ldv, n, d, out, accumulate, [](float x) { return x; });
 }
 
 void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
-                       int64_t n, int64_t d, float* out) {
-    weighted_rows_of(p, ldp, G, v, ldv, n, d, out, f16_to_f32);
+                       int64_t n, int64_t d, float* out, bool accumulate) {
+    weighted_rows_of(p, ldp, G, v, ldv, n, d, out, accumulate, f16_to_f32);
 }
 
 void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,

@@ -182,7 +182,7 @@ constexpr int64_t kWeightedRowsAhead = 16;
 // us at 4096.)
 template <class I, class D, class Elem, int NG>
 void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv, int64_t n,
-                         int64_t d, float* out) {
+                         int64_t d, float* out, bool accumulate) {
     using V = typename I::V;
     // Accumulators NG x U within the register file (32 vectors with AVX-512, 16 with AVX2).
     constexpr int U = I::L >= 16 ? 4 : 2;
@@ -194,7 +194,8 @@ void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv
 #pragma GCC unroll 4
         for (int g = 0; g < NG; ++g)
 #pragma GCC unroll 4
-            for (int u = 0; u < U; ++u) acc[g][u] = I::zero();
+            for (int u = 0; u < U; ++u)
+                acc[g][u] = accumulate ? I::load(out + g * d + e0 + u * I::L) : I::zero();
         for (int64_t pos = 0; pos < n; ++pos) {
             const int64_t next = pos + kWeightedRowsAhead < n ? pos + kWeightedRowsAhead : n - 1;
             const uint8_t* ahead = row(v + next * ldv + e0);
@@ -219,7 +220,7 @@ void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv
         const int len = d - e0 < I::L ? int(d - e0) : I::L;
         V acc[NG];
 #pragma GCC unroll 4
-        for (int g = 0; g < NG; ++g) acc[g] = I::zero();
+        for (int g = 0; g < NG; ++g) acc[g] = accumulate ? I::load_part(out + g * d + e0, len) : I::zero();
         for (int64_t pos = 0; pos < n; ++pos) {
             const V x = D::part(row(v + pos * ldv), e0, len);
 #pragma GCC unroll 4
@@ -230,18 +231,19 @@ void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv
     }
 }
 
-// out[g, :] = sum_pos p[g, pos] * v[pos, :], one fma per position in order (see KernelTable),
-// probability rows 4 at a time. D reads the value rows (the gemm decoders: DecodeF32,
-// DecodeF16); v is [n, ldv] of D's elements.
+// out[g, :] = (accumulate ? out[g, :] : 0) + sum_pos p[g, pos] * v[pos, :], one fma per
+// position in order (see KernelTable), probability rows 4 at a time. D reads the value rows (the
+// gemm decoders: DecodeF32, DecodeF16); v is [n, ldv] of D's elements.
 template <class I, class D, class Elem>
 void weighted_rows(const float* p, int64_t ldp, int64_t G, const Elem* v, int64_t ldv, int64_t n,
-                   int64_t d, float* out) {
+                   int64_t d, float* out, bool accumulate) {
     int64_t g = 0;
-    for (; g + 4 <= G; g += 4) weighted_rows_group<I, D, Elem, 4>(p + g * ldp, ldp, v, ldv, n, d, out + g * d);
+    for (; g + 4 <= G; g += 4)
+        weighted_rows_group<I, D, Elem, 4>(p + g * ldp, ldp, v, ldv, n, d, out + g * d, accumulate);
     switch (G - g) {
-        case 3: return weighted_rows_group<I, D, Elem, 3>(p + g * ldp, ldp, v, ldv, n, d, out + g * d);
-        case 2: return weighted_rows_group<I, D, Elem, 2>(p + g * ldp, ldp, v, ldv, n, d, out + g * d);
-        case 1: return weighted_rows_group<I, D, Elem, 1>(p + g * ldp, ldp, v, ldv, n, d, out + g * d);
+        case 3: return weighted_rows_group<I, D, Elem, 3>(p + g * ldp, ldp, v, ldv, n, d, out + g * d, accumulate);
+        case 2: return weighted_rows_group<I, D, Elem, 2>(p + g * ldp, ldp, v, ldv, n, d, out + g * d, accumulate);
+        case 1: return weighted_rows_group<I, D, Elem, 1>(p + g * ldp, ldp, v, ldv, n, d, out + g * d, accumulate);
         default: return;
     }
 }
