@@ -198,9 +198,11 @@ TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);
         for (int64_t d : kLengths) {
-            // G: row groups of 4 and every leftover count.
-            for (int64_t n : {1, 2, 7, 64})
-            for (int64_t G : {1, 3, 4, 6}) {
+            // G: row groups of 4 and every leftover count; 20 rows (a block of 5 tokens x 4
+            // heads) over 300 positions: position blocks of kWeightedRowsBlockBytes (d = 1000:
+            // 32 positions) continuing each other's chains.
+            for (int64_t n : {1, 2, 7, 64, 300})
+            for (int64_t G : {1, 3, 4, 6, 20}) {
                 const int64_t ldp = n + 5, ldv = d + 3;
                 std::vector<float> p = random_values(size_t(G * ldp), 9, 0.0f, 1.0f);
                 std::vector<float> v = random_values(size_t(n * ldv), 10, -2.0f, 2.0f);
@@ -228,8 +230,8 @@ TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
 // fma per position).
 TEST(KernelsOps, WeightedRowsF16EqualReferenceBitwise) {
     for (int64_t d : kLengths) {
-        for (int64_t n : {1, 2, 7, 64})
-        for (int64_t G : {1, 3, 4, 6}) {
+        for (int64_t n : {1, 2, 7, 64, 300})
+        for (int64_t G : {1, 3, 4, 6, 20}) {
             const int64_t ldp = n + 5, ldv = d + 3;
             std::vector<float> p = random_values(size_t(G * ldp), 11, 0.0f, 1.0f);
             std::vector<float> values = random_values(size_t(n * ldv), 12, -2.0f, 2.0f);
