@@ -163,7 +163,7 @@ BenchModel open_bench_model(const Args& a) {
 int cmd_bench(const std::vector<std::string>& argv) {
     std::vector<FlagSpec> specs = {
         {"json", "", false, "print the results as one JSON object"},
-        {"prompt-tokens", "", true, "prefill length (default 128)", "N"},
+        {"prompt-tokens", "", true, "prefill length (default 128); the verify cost curve, rollback, decode and MTP runs continue from that context, so a long prompt measures them all at long context", "N"},
         {"decode-tokens", "", true, "tokens per decode measurement (default 64)", "N"},
         {"repeat", "", true, "runs per decode measurement, the fastest reported (default 3)", "R"},
         {"synthetic", "", true,
