@@ -297,12 +297,13 @@ struct HeadCaches {
     }
 };
 
-// Decode attention's value sum for one kv head at a context of n positions: the 4 query heads
-// of the GQA group weight the head's value rows.
+// Attention's value sum for one kv head at a context of n positions: the 4 query heads of the
+// GQA group weight the head's value rows (decode), or 20 rows (third argument 20: a width-5
+// verify's block, which walks the positions in L2-sized blocks; GB/s counts the values once).
 void BM_WeightedRows(benchmark::State& state) {
     const int64_t n = state.range(0);
     const bool f16 = state.range(1) != 0;
-    constexpr int64_t G = 4, D = HeadCaches::kDim;
+    const int64_t G = state.range(2), D = HeadCaches::kDim;
     HeadCaches v(n, 4);
     const std::vector<float> p = uniform_values(size_t(G * n), 4, 0.0f, 1.0f);
     std::vector<float> out(size_t(G * D));
@@ -316,7 +317,7 @@ void BM_WeightedRows(benchmark::State& state) {
     }
     HeadCaches::report(state, n, f16);
 }
-BENCHMARK(BM_WeightedRows)->ArgsProduct({{512, 4096, 32768}, {0, 1}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+BENCHMARK(BM_WeightedRows)->ArgsProduct({{512, 4096, 32768}, {0, 1}, {4, 20}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // Decode attention's scores for the same kv head: the 4 query heads against the head's key
 // rows, one gemm_rows of width 4 as the model calls it.

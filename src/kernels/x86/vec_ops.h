@@ -177,12 +177,15 @@ constexpr int64_t kWeightedRowsAhead = 16;
 // once per call, not once per row. kernels_bench BM_WeightedRows, a 0.8B kv head (4 rows of 256
 // values, then 512 apart in a position-major cache), one row per pass without prefetch -> this,
 // medians of 3 alternating runs: 4096 positions f32 890 -> 478 us, f16 327 -> 157; 32768
-// positions f32 19.3 -> 5.4 ms, f16 10.0 -> 3.4. (Blocks of 64 positions whose first pass
-// prefetched whole rows, so that the other passes hit L2, measured slower: 683-832 and 409-442
-// us at 4096.)
+// positions f32 19.3 -> 5.4 ms, f16 10.0 -> 3.4.
+// next_rows: weighted_rows' position blocks (below) pass the number of rows of the next block,
+// which the first slice's pass fetches whole into L2 (one row per position), so that every
+// pass over the following block hits L2; 0 for the last block, whose passes fetch their own
+// slice kWeightedRowsAhead positions ahead. (An earlier try, blocks of 64 positions whose first
+// pass fetched its own block's rows whole, measured slower than the per-slice fetch alone.)
 template <class I, class D, class Elem, int NG>
 void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv, int64_t n,
-                         int64_t d, float* out, bool accumulate) {
+                         int64_t d, float* out, bool accumulate, int64_t next_rows) {
     using V = typename I::V;
     // Accumulators NG x U within the register file (32 vectors with AVX-512, 16 with AVX2).
     constexpr int U = I::L >= 16 ? 4 : 2;
@@ -197,9 +200,14 @@ void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv
             for (int u = 0; u < U; ++u)
                 acc[g][u] = accumulate ? I::load(out + g * d + e0 + u * I::L) : I::zero();
         for (int64_t pos = 0; pos < n; ++pos) {
-            const int64_t next = pos + kWeightedRowsAhead < n ? pos + kWeightedRowsAhead : n - 1;
-            const uint8_t* ahead = row(v + next * ldv + e0);
-            for (int64_t b = 0; b < kSliceBytes; b += 64) __builtin_prefetch(ahead + b, 0, 3);
+            if (next_rows == 0) {  // the last block: this slice's rows a few positions ahead
+                const int64_t next = pos + kWeightedRowsAhead < n ? pos + kWeightedRowsAhead : n - 1;
+                const uint8_t* ahead = row(v + next * ldv + e0);
+                for (int64_t b = 0; b < kSliceBytes; b += 64) __builtin_prefetch(ahead + b, 0, 3);
+            } else if (e0 == 0 && pos < next_rows) {  // the next block's row pos, whole, into L2
+                const uint8_t* ahead = row(v + (n + pos) * ldv);
+                for (int64_t b = 0; b < d * int64_t(sizeof(Elem)); b += 64) __builtin_prefetch(ahead + b, 0, 1);
+            }
             const uint8_t* vp = row(v + pos * ldv + e0);
             V x[U];
 #pragma GCC unroll 4
@@ -235,12 +243,18 @@ void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv
 // position in order (see KernelTable), probability rows 4 at a time. D reads the value rows (the
 // gemm decoders: DecodeF32, DecodeF16); v is [n, ldv] of D's elements.
 //
-// More than 4 rows (a verify's or prefill's block of tokens over one kv head) take several
-// passes over the value rows, one per 4 rows: the positions go in blocks of about
-// kWeightedRowsBlockBytes of value rows, which stay in L2 while every group of rows passes over
-// them, and each block continues the chains the one before stored (exact: the same fma per
-// position in order). Unblocked, a 0.8B width-5 verify at 8192 positions read each head's 8 MB
-// of values 5 times from memory: weighted_rows was 31% of its time.
+// The positions go in blocks of about kWeightedRowsBlockBytes of value rows, each block
+// continuing the chains the one before stored (exact: the same fma per position in order), and
+// each block's first pass fetches the next block into L2:
+// - More than 4 rows (a verify's or prefill's block of tokens over one kv head) take a pass per
+//   4 rows, and the block stays in L2 for all of them. Unblocked, a 0.8B width-5 verify at 8192
+//   positions read each head's 8 MB of values 5 times from memory: weighted_rows was 31% of
+//   its time.
+// - Decode's 4 rows still take one pass per slice of U vectors, which now all hit L2 instead of
+//   walking memory with a stride: BM_WeightedRows (one thread, one 0.8B kv head, 4 rows, two
+//   alternating runs) 32768 positions f32 6.7-9.2 -> 3.4-4.3 ms, f16 3.3-4.2 -> 1.9-2.0 ms;
+//   4096 positions f32 603-690 -> 311-449 us, f16 175-235 -> 106-223. In the 0.8B q4_0 decode
+//   at 8192 positions (perf) weighted_rows went from 6.8 to 4.7 ms of a token.
 constexpr int64_t kWeightedRowsBlockBytes = int64_t(128) << 10;
 
 template <class I, class D, class Elem>
@@ -250,19 +264,23 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const Elem* v, int64_
     // (No std::max / std::min here: an inline library template compiled with ISA flags could be
     // the copy the linker keeps for every caller.)
     const int64_t fit = kWeightedRowsBlockBytes / row_bytes;
-    const int64_t block = G > 4 ? (fit > 16 ? fit : 16) : n;
+    const int64_t block = fit > 16 ? fit : 16;
     for (int64_t b0 = 0; b0 == 0 || b0 < n; b0 += block) {
         const int64_t nb = n - b0 < block ? n - b0 : block;
         const bool continuing = accumulate || b0 > 0;
         const float* pb = p + b0;
         const Elem* vb = v + b0 * ldv;
+        const int64_t next_rows = n - b0 - nb < block ? n - b0 - nb : block;  // the next block's
+        // The first group of rows fetches the next block; the others find this one in L2.
         int64_t g = 0;
         for (; g + 4 <= G; g += 4)
-            weighted_rows_group<I, D, Elem, 4>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing);
+            weighted_rows_group<I, D, Elem, 4>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing,
+                                               g == 0 ? next_rows : 0);
+        const int64_t fetch = g == 0 ? next_rows : 0;
         switch (G - g) {
-            case 3: weighted_rows_group<I, D, Elem, 3>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing); break;
-            case 2: weighted_rows_group<I, D, Elem, 2>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing); break;
-            case 1: weighted_rows_group<I, D, Elem, 1>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing); break;
+            case 3: weighted_rows_group<I, D, Elem, 3>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, fetch); break;
+            case 2: weighted_rows_group<I, D, Elem, 2>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, fetch); break;
+            case 1: weighted_rows_group<I, D, Elem, 1>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, fetch); break;
             default: break;
         }
     }
