@@ -245,7 +245,7 @@ void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv
 //
 // The positions go in blocks of about kWeightedRowsBlockBytes of value rows, each block
 // continuing the chains the one before stored (exact: the same fma per position in order), and
-// each block's first pass fetches the next block into L2:
+// with up to 4 rows each block's first pass fetches the next block into L2:
 // - More than 4 rows (a verify's or prefill's block of tokens over one kv head) take a pass per
 //   4 rows, and the block stays in L2 for all of them. Unblocked, a 0.8B width-5 verify at 8192
 //   positions read each head's 8 MB of values 5 times from memory: weighted_rows was 31% of
@@ -270,17 +270,18 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const Elem* v, int64_
         const bool continuing = accumulate || b0 > 0;
         const float* pb = p + b0;
         const Elem* vb = v + b0 * ldv;
-        const int64_t next_rows = n - b0 - nb < block ? n - b0 - nb : block;  // the next block's
-        // The first group of rows fetches the next block; the others find this one in L2.
+        // The next block's rows, fetched whole by the first pass: only for up to 4 rows. With
+        // more, each block stays in L2 for all the groups' passes anyway, and the whole-block
+        // fetch measured slower there (a 0.8B width-5 verify at 8192 positions 54.5-55.4 against
+        // 50.9-51.9 ms with each pass fetching its own slice ahead).
+        const int64_t next_rows = G > 4 ? 0 : n - b0 - nb < block ? n - b0 - nb : block;
         int64_t g = 0;
         for (; g + 4 <= G; g += 4)
-            weighted_rows_group<I, D, Elem, 4>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing,
-                                               g == 0 ? next_rows : 0);
-        const int64_t fetch = g == 0 ? next_rows : 0;
+            weighted_rows_group<I, D, Elem, 4>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows);
         switch (G - g) {
-            case 3: weighted_rows_group<I, D, Elem, 3>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, fetch); break;
-            case 2: weighted_rows_group<I, D, Elem, 2>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, fetch); break;
-            case 1: weighted_rows_group<I, D, Elem, 1>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, fetch); break;
+            case 3: weighted_rows_group<I, D, Elem, 3>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
+            case 2: weighted_rows_group<I, D, Elem, 2>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
+            case 1: weighted_rows_group<I, D, Elem, 1>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
             default: break;
         }
     }
