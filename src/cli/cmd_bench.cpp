@@ -252,15 +252,15 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // slower than the compiler's code for its plain loops.
     if (&kernels() == &reference_kernels()) {
         say("prefill: %.1f tok/s; its matmuls %.3g G %s ops/s (the scalar table: no compute peak to "
-            "compare with)\n", double(n_prompt) / prefill_s, prefill_ops / 1e9, peak_kind_name(peak_kind));
+            "compare with)\n", double(n_prompt) / prefill_s, prefill_ops / 1e9, activations);
     } else {
         const double peak_ops = measure_compute_peak_ops(kernels(), *lm.pool, peak_kind);
         say("prefill: %.1f tok/s; its matmuls %.3g G %s ops/s = %.0f%% of the cores' %s peak (%.3g G "
             "ops/s, measured with this ISA's %s on %d threads)\n",
-            double(n_prompt) / prefill_s, prefill_ops / 1e9, peak_kind_name(peak_kind),
-            100.0 * prefill_ops / peak_ops, peak_kind_name(peak_kind), peak_ops / 1e9,
+            double(n_prompt) / prefill_s, prefill_ops / 1e9, activations,
+            100.0 * prefill_ops / peak_ops, activations, peak_ops / 1e9,
             peak_probe_name(peak_kind), lm.pool->size());
-        out["compute_peak_kind"] = peak_kind_name(peak_kind);
+        out["compute_peak_kind"] = activations;
         out["compute_peak_ops_per_s"] = peak_ops;
         out["prefill_peak_pct"] = 100.0 * prefill_ops / peak_ops;
     }
