@@ -16,9 +16,10 @@ class ThreadPool;
 // larger than the caches): the better of (a) stream_sum over each thread's share, best of 10
 // passes, and (b) an f32 matrix-vector product through matmul (bandwidth-bound: one FMA per
 // 4 bytes), whose prefetched row tiles stream faster than (a) on some machines. Takes ~1 s.
-double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes = size_t(256) << 20);
+constexpr size_t kReadProbeBytes = size_t(256) << 20;
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes = kReadProbeBytes);
 double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool,
-                                  size_t buffer_bytes = size_t(256) << 20);
+                                  size_t buffer_bytes = kReadProbeBytes);
 
 // Which multiply-adds a compute peak counts: int8 dot products (the int8-activation matmuls)
 // or f32 fused multiply-adds (f32 activations).

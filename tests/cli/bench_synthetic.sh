@@ -74,16 +74,32 @@ then
     failures=$((failures + 1))
 fi
 
-# The embedded tiny model (10 MB of weights) is read from the last-level cache: bench says so
-# in the JSON and in a note, instead of letting a percentage over 100 stand alone. (Skipped
-# where sysfs tells no cache size.)
-if [ -r /sys/devices/system/cpu/cpu0/cache/index0/size ] && [ -f models/nextn-tiny/config.json ]; then
-    out=$("$NEXTN" bench models/nextn-tiny --prompt-tokens 4 --decode-tokens 4 --repeat 1 --threads 2 --json 2>/dev/null)
-    if ! python3 -c 'import json, sys; r = json.loads(sys.argv[1]); assert r["weights_fit_in_cache"] is True, r' "$out"; then
-        echo "FAIL: tiny-model bench JSON lacks weights_fit_in_cache = true: $out"
+# Whether the weights are cache-served is measured: a read probe over a buffer the size of the
+# weights against the large probe. The rates are the machine's, so the test checks that the
+# verdict, the JSON and the note agree with the reported rates, not what the rates are.
+if [ -f models/nextn-tiny/config.json ]; then
+    args=(bench models/nextn-tiny --prompt-tokens 4 --decode-tokens 4 --repeat 1 --threads 2)
+    out=$("$NEXTN" "${args[@]}" --json 2>/dev/null)
+    if ! python3 - "$out" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+fits, small, large = r["weights_fit_in_cache"], r["weight_sized_read_gbs"], r["machine_read_bandwidth_gbs"]
+assert isinstance(fits, bool) and small > 0 and large > 0, r
+assert fits == (small >= 1.25 * large), (fits, small, large)
+PY
+    then
+        echo "FAIL: tiny-model bench JSON: weights_fit_in_cache disagrees with its read rates: $out"
         failures=$((failures + 1))
     fi
-    expect 0 "fit in the [0-9]+ MB last-level cache" -- "$NEXTN" bench models/nextn-tiny --prompt-tokens 4 --decode-tokens 4 --repeat 1 --threads 2
+    text=$("$NEXTN" "${args[@]}" 2>/dev/null)
+    note=$(printf '%s\n' "$text" | grep "^note: a buffer the size of the" || true)
+    if [ -n "$note" ]; then
+        ratio=$(printf '%s\n' "$note" | sed -nE "s/.* GB\/s, ([0-9.]+)x the large probe's rate: decode reads the weights from cache.*/\1/p")
+        if [ -z "$ratio" ] || ! python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 1.25 else 1)' "$ratio"; then
+            echo "FAIL: tiny-model cache note malformed or below the 1.25x it states for cache: $note"
+            failures=$((failures + 1))
+        fi
+    fi
 fi
 
 [ "$failures" -eq 0 ] && echo "bench_synthetic: all passed"
