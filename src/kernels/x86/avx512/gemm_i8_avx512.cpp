@@ -36,6 +36,19 @@ template <int R, int C>
     }
 }
 
+// Which tile after this one a 4-bit tile of several columns fetches. It spends two dot products
+// per code step and column, so it computes long enough per byte that on Zen 4 fetching only the
+// next tile left it waiting on memory: kernel_ab, 0.8B q4_0 forwards at width 2, 3, 4, 8 took
+// 0.956, 0.925, 0.957, 0.956x the time fetching two ahead (three ahead: 1.013, 0.915, 0.942,
+// 0.960). On a Xeon (Granite Rapids-class VM) two ahead is the slower: one ahead took 0.968,
+// 0.969, 0.973-0.977, 0.984x the time of two (three ahead 1.044-1.047x at width 4), prefill 128
+// and decode unchanged. So two on AMD, one elsewhere. Eight-bit tiles did not gain from two
+// (Zen 4, width 2 and 4: 1.05x), nor single columns, which stream at the memory's rate already.
+int four_bit_multi_column_tiles_ahead() {
+    static const int ahead = __builtin_cpu_is("amd") ? 2 : 1;  // a builtin: kernel_ab compiles this unit alone
+    return ahead;
+}
+
 template <WType T, int R, int C>
 void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
           size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
@@ -49,13 +62,8 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
     const int8_t* xc[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
-    // A 4-bit tile of several columns spends two dot products per code step and column, so its
-    // weights arrive slower than the tile computes only when it fetches two tiles ahead: kernel_ab,
-    // 0.8B q4_0 forwards at width 2, 3, 4, 8: 0.956, 0.925, 0.957, 0.956x the time of one tile
-    // ahead (three ahead: 1.013, 0.915, 0.942, 0.960). Eight-bit tiles did not gain (width 2 and
-    // 4 at two ahead: 1.05x), nor single columns, which stream at the memory's rate already.
-    constexpr int kTilesAhead = !int8_dot_eight_bit(T) && C > 1 ? 2 : 1;
-    x86::NextTilePrefetch<> prefetch(plan, wrow, j0, {}, kTilesAhead);
+    const int tiles_ahead = !int8_dot_eight_bit(T) && C > 1 ? four_bit_multi_column_tiles_ahead() : 1;
+    x86::NextTilePrefetch<> prefetch(plan, wrow, j0, {}, tiles_ahead);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
