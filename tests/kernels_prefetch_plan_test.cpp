@@ -1,8 +1,9 @@
 // The int8 tiles' software prefetch of the next tile (x86/int8_dot_tiles.h): for every tile
 // height and the row sizes of the chunked weight types, the bursts a tile issues, called as the
 // tiles call it, cover the whole next tile once, in ascending whole lines, at most one burst a
-// chunk, all by the tile's last chunk, and no burst is longer than kPrefetchBurstLines when the
-// tile has chunks enough to spread them. Nothing here changes a result (prefetches are hints),
+// chunk, all by the tile's last chunk, and no burst is longer than the plan's limit (each
+// vendor's: kPrefetchBurstLines, kPrefetchBurstLinesShort) when the tile has chunks enough to
+// spread them. Nothing here changes a result (prefetches are hints),
 // so a broken schedule would only show as lost speed: this is where it is caught.
 #if defined(__x86_64__)
 #include <gtest/gtest.h>
@@ -36,8 +37,9 @@ constexpr WType kChunkedTypes[] = {WType::Q8_0X, WType::Q4_0X, WType::Q4_1X, WTy
                                    WType::Q6_KX};
 
 // Offsets are from the start of the tile fetched: the next (ahead 1) or the one after (2).
-std::vector<Burst> schedule(int rows, int64_t row_bytes, int64_t chunks, int64_t j0, int ahead = 1) {
-    const x86::TilePrefetchPlan plan(rows, size_t(row_bytes), chunks);
+std::vector<Burst> schedule(int rows, int64_t row_bytes, int64_t chunks, int64_t j0, int ahead = 1,
+                            int64_t max_burst_lines = x86::kPrefetchBurstLines) {
+    const x86::TilePrefetchPlan plan(rows, size_t(row_bytes), chunks, max_burst_lines);
     std::vector<uint8_t> memory(size_t((ahead + 1) * rows * row_bytes));  // this tile and those after
     const uint8_t* wrow[1] = {memory.data()};
     std::vector<Burst> bursts;
@@ -50,6 +52,7 @@ std::vector<Burst> schedule(int rows, int64_t row_bytes, int64_t chunks, int64_t
 
 TEST(KernelsPrefetchPlan, BurstsCoverTheNextTileOnceByTheLastChunk) {
     int cases = 0;
+    for (int64_t limit : {x86::kPrefetchBurstLines, x86::kPrefetchBurstLinesShort})
     for (int rows : {1, 2, 4, 8})
         for (WType type : kChunkedTypes)
             for (int64_t chunks = 1; chunks <= 24; ++chunks) {
@@ -57,8 +60,8 @@ TEST(KernelsPrefetchPlan, BurstsCoverTheNextTileOnceByTheLastChunk) {
                 ASSERT_GT(row_bytes, 0);
                 const int64_t tile_bytes = rows * row_bytes, lines = tile_bytes / 64;
                 SCOPED_TRACE(testing::Message() << rows << " rows of " << wtype_name(type) << ", " << row_bytes << " bytes, "
-                                                << chunks << " chunks");
-                const std::vector<Burst> bursts = schedule(rows, row_bytes, chunks, 0);
+                                                << chunks << " chunks, bursts of at most " << limit << " lines");
+                const std::vector<Burst> bursts = schedule(rows, row_bytes, chunks, 0, 1, limit);
                 ASSERT_FALSE(bursts.empty());
                 EXPECT_EQ(bursts.front().begin, 0);
                 EXPECT_EQ(bursts.front().chunk, -1) << "the first burst goes out before chunk 0";
@@ -73,13 +76,13 @@ TEST(KernelsPrefetchPlan, BurstsCoverTheNextTileOnceByTheLastChunk) {
                         EXPECT_EQ(b.begin, bursts[i - 1].end) << "ascending, no gap, no overlap";
                         EXPECT_GT(b.chunk, bursts[i - 1].chunk) << "one burst a chunk";
                     }
-                    if ((lines + x86::kPrefetchBurstLines - 1) / x86::kPrefetchBurstLines <= chunks) {
-                        EXPECT_LE((b.end - b.begin) / 64, x86::kPrefetchBurstLines);
+                    if ((lines + limit - 1) / limit <= chunks) {
+                        EXPECT_LE((b.end - b.begin) / 64, limit);
                     }
                 }
                 ++cases;
             }
-    EXPECT_EQ(cases, 4 * 5 * 24);
+    EXPECT_EQ(cases, 2 * 4 * 5 * 24);
 }
 
 // A tile that fetches two ahead (4-bit, several columns) issues the same bursts, shifted by a
@@ -120,6 +123,16 @@ TEST(KernelsPrefetchPlan, DecodeTilesOfTheSmallModel) {
     ASSERT_EQ(q4.size(), 2u);
     EXPECT_EQ(q4[0].end - q4[0].begin, 36 * 64);
     EXPECT_EQ(q4[1].chunk, 1);
+    // With the short limit the Q8_0X tile goes as two bursts of 34, one a chunk; the Q4_0X tile
+    // is already one a chunk, which the limit never exceeds, so it keeps its two of 36.
+    const std::vector<Burst> q8_short = schedule(4, q8_row, 2, 0, 1, x86::kPrefetchBurstLinesShort);
+    ASSERT_EQ(q8_short.size(), 2u);
+    EXPECT_EQ(q8_short[0].end - q8_short[0].begin, 34 * 64);
+    EXPECT_EQ(q8_short[1].chunk, 1);
+    EXPECT_EQ(q8_short[1].end, 4 * q8_row);
+    const std::vector<Burst> q4_short = schedule(8, q4_row, 2, 0, 1, x86::kPrefetchBurstLinesShort);
+    ASSERT_EQ(q4_short.size(), 2u);
+    EXPECT_EQ(q4_short[0].end - q4_short[0].begin, 36 * 64);
 }
 
 }  // namespace

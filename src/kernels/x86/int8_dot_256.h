@@ -214,7 +214,7 @@ void gemm_i8_rows_256(const WeightMatrix& w, const QuantizedColumns& x, float* y
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    const TilePrefetchPlans<kQ6 ? 2 : 4, kQ6 ? 1 : 2, 1> plans(w.row_bytes, chunks);
+    const TilePrefetchPlans<kQ6 ? 2 : 4, kQ6 ? 1 : 2, 1> plans(w.row_bytes, chunks, prefetch_burst_lines_for_this_cpu());
     x86::int8_dot_rows<kMaxCols, kQ6 ? 2 : 4, kQ6 ? 1 : 2>(
         w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
             tile_cols_256<Dot, T, R, kMaxCols>(c, wrow, plans.template for_rows<R>(), chunks, d_off, m_off, x, j0, y + r, ldy);

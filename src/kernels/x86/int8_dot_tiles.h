@@ -84,9 +84,22 @@ typename I::V scale_chunk_q6(typename I::Vi ia, typename I::Vi ib, typename I::V
     return I::fma(I::to_float(exact), I::mul(dw, dx), acc);
 }
 
-// Lines of the next tile fetched per burst: one 4-row tile of 1024-value Q8_0X rows, the tile
-// that streams most of a Qwen3.5-0.8B decode. Longer tiles are fetched in several bursts.
+// Lines of the next tile fetched per burst at most: one 4-row tile of 1024-value Q8_0X rows, the
+// tile that streams most of a Qwen3.5-0.8B decode. Longer tiles are fetched in several bursts.
 constexpr int64_t kPrefetchBurstLines = 68;
+// Half that, which a Xeon streams better with: on a Granite Rapids-class VM (kernel_ab, 0.8B
+// forwards) q8_0 decode took 0.946-0.958x the time with bursts of at most 34 lines (17 and 24:
+// 0.946-0.954; the AVX2 kernel 0.957x), width 4 0.971x (q4_0 0.962x), prefill 128 0.983x; q4_0
+// decode and the 2B q8_0 decode 1.00x. On Zen 4 bursts of 34 had cost the q8_0 decode 4.5% (its
+// 2-chunk tiles then fetch twice), so AMD keeps 68.
+constexpr int64_t kPrefetchBurstLinesShort = 34;
+
+// The burst limit for the CPU this runs on (a builtin, not cpu_features.cpp: kernel_ab compiles
+// one kernel unit alone, its namespace renamed).
+[[maybe_unused]] int64_t prefetch_burst_lines_for_this_cpu() {
+    static const int64_t lines = __builtin_cpu_is("amd") ? kPrefetchBurstLines : kPrefetchBurstLinesShort;
+    return lines;
+}
 
 // When and how much of the next tile a tile of R rows prefetches, worked out once per matmul
 // call (TilePrefetchPlans) so that the tiles themselves do no division: the divisions by a
@@ -97,22 +110,22 @@ struct TilePrefetchPlan {
     int64_t chunk_step = 1;   // chunks from one burst to the next
 
     TilePrefetchPlan() = default;
-    TilePrefetchPlan(int rows, size_t row_bytes, int64_t chunks) {
+    TilePrefetchPlan(int rows, size_t row_bytes, int64_t chunks, int64_t max_burst_lines = kPrefetchBurstLines) {
         const int64_t lines = int64_t(size_t(rows) * row_bytes / 64);
-        const int64_t bursts = std::max<int64_t>(burst_count(lines, chunks), 1);
+        const int64_t bursts = std::max<int64_t>(burst_count(lines, chunks, max_burst_lines), 1);
         tile_bytes = 64 * lines;
         burst_bytes = 64 * ((lines + bursts - 1) / bursts);
         chunk_step = std::max<int64_t>(chunks / bursts, 1);
     }
 
 private:
-    // Bursts of at most kPrefetchBurstLines, but never more bursts than chunks (a 1-chunk tile
+    // Bursts of at most max_burst_lines, but never more bursts than chunks (a 1-chunk tile
     // goes as one); a tile of 4 or more chunks goes one burst per chunk where that keeps 32
     // lines or more a burst. kernel_ab, forward times against bursts of 68 at most: 2B Q8_0
     // decode 0.94-0.96x, 9B 0.96x, 0.8B Q4_0 0.97x, 0.8B Q8_0 1.00x; bursts of 34 everywhere had
     // cost the 0.8B Q8_0 decode 4.5% (its 2-chunk tiles then fetch twice).
-    static int64_t burst_count(int64_t lines, int64_t chunks) {
-        const int64_t by_size = (lines + kPrefetchBurstLines - 1) / kPrefetchBurstLines;
+    static int64_t burst_count(int64_t lines, int64_t chunks, int64_t max_burst_lines) {
+        const int64_t by_size = (lines + max_burst_lines - 1) / max_burst_lines;
         const int64_t by_chunk = chunks >= 4 ? std::min(chunks, lines / 32) : 1;
         return std::min(chunks, std::max(by_size, by_chunk));
     }
@@ -123,8 +136,8 @@ private:
 template <int... Heights>
 class TilePrefetchPlans {
 public:
-    TilePrefetchPlans(size_t row_bytes, int64_t chunks)
-        : plans_{TilePrefetchPlan(Heights, row_bytes, chunks)...} {}
+    TilePrefetchPlans(size_t row_bytes, int64_t chunks, int64_t max_burst_lines = kPrefetchBurstLines)
+        : plans_{TilePrefetchPlan(Heights, row_bytes, chunks, max_burst_lines)...} {}
     template <int R>
     const TilePrefetchPlan& for_rows() const {
         constexpr size_t i = index_of(R);

@@ -252,7 +252,7 @@ void gemm_i8_tiles(const WeightMatrix& w, const QuantizedColumns& x, float* y, i
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    const x86::TilePrefetchPlans<RowsOne, 4, 1> plans(w.row_bytes, chunks);
+    const x86::TilePrefetchPlans<RowsOne, 4, 1> plans(w.row_bytes, chunks, x86::prefetch_burst_lines_for_this_cpu());
     auto run = [&]<int MaxCols>() {
         x86::int8_dot_rows<MaxCols, RowsOne, 4>(
             w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
