@@ -6,6 +6,7 @@
 // allows of the f32-activation product.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -19,6 +20,9 @@
 #include "kernels/int8_dot.h"
 #include "kernels/quant.h"
 #include "kernels/kernels.h"
+#if defined(__x86_64__)
+#include "kernels/x86/x86_kernels.h"
+#endif
 
 namespace nextn {
 namespace {
@@ -389,6 +393,44 @@ TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
         }
     }
 }
+
+#if defined(__x86_64__)
+template <int TileRows>
+void avx512_rows_in_tiles_of(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                             int64_t r0, int64_t r1) {
+    avx512::gemm_i8_rows_with_tile_rows(TileRows, w, x, y, ldy, r0, r1);
+}
+
+// The AVX-512 kernel picks its single-column tile height per CPU vendor and row length (2, 4 or
+// 8 rows), so one machine reaches only some heights through gemm_i8_rows: each height, forced,
+// gives the reference's bits on every shape (row counts leaving remainders for each height),
+// including 2048-value rows (the 4-bit types' 2-row case on a Xeon), at widths 1 and 3.
+TEST(KernelsInt8, EverySingleColumnTileHeightEqualsReference) {
+    const std::vector<std::string> isas = available_isas();
+    if (std::find(isas.begin(), isas.end(), "avx512") == isas.end()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    KernelTable tables[3] = {kernels_for("avx512"), kernels_for("avx512"), kernels_for("avx512")};
+    tables[0].gemm_i8_rows = &avx512_rows_in_tiles_of<2>;
+    tables[1].gemm_i8_rows = &avx512_rows_in_tiles_of<4>;
+    tables[2].gemm_i8_rows = &avx512_rows_in_tiles_of<8>;
+    std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+    shapes.push_back({7, 2048});
+    for (WType type : kBlockTypes) {
+        for (Shape s : shapes) {
+            WeightMatrix p = repack_for_int8_dot(block_weight(type, s, 5));
+            const std::vector<float> x = random_normal(size_t(3 * s.cols), 6);
+            const std::vector<float> want = matmul_on(reference_kernels(), p, x, 3, 1);
+            for (int h = 0; h < 3; ++h)
+                for (int64_t n : {1, 3})
+                    for (int threads : {1, 2}) {
+                        const std::vector<float> got = matmul_on(tables[h], p, x, n, threads);
+                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                            << wtype_name(p.type) << " " << s.rows << "x" << s.cols << " tiles of " << (2 << h)
+                            << " rows, n=" << n << " threads=" << threads;
+                    }
+        }
+    }
+}
+#endif
 
 // A batch wide enough that its activation codes pass 256 KB walks chunks of many rows instead
 // of 16 (int8_dot_rows): 300 columns of 1024 values over 600 rows (Q8_0X: 240-row chunks, the

@@ -239,12 +239,24 @@ constexpr int kMaxCols = kFourBitTile<T> ? 3 : 4;
 // width 4 22.8 vs 24.2 ms; wider batches keep groups of 3 (width 8 36.8 vs 38.6 ms as 4 + 4,
 // prefill 128 434 vs 484 ms).
 
-// Rows per single-column (decode) tile: 4, or 8 when 4 rows span under 4 KB. Measured
-// (kernels_bench, alternating binaries, 2 threads): q8_0 rows of 6144 values 215 vs 259 us and
-// of 1024 values 544 vs 602 us with 4 rows instead of 8, and 0.8B q8_0 decode 58-62 vs 53-56
-// tok/s; but q4_0 rows of 1024 values (576 bytes) 367 vs 309 us: fewer streams in flight
-// stream better until a tile's rows get that short.
+// Rows per single-column (decode) tile, by vendor.
+// AMD: 4, or 8 when 4 rows span under 4 KB. Measured on Zen 4 (kernels_bench, alternating
+// binaries, 2 threads): q8_0 rows of 6144 values 215 vs 259 us and of 1024 values 544 vs 602 us
+// with 4 rows instead of 8, and 0.8B q8_0 decode 58-62 vs 53-56 tok/s; but q4_0 rows of 1024
+// values (576 bytes) 367 vs 309 us: fewer streams in flight stream better until a tile's rows
+// get that short.
+// Elsewhere: 4, or 2 for rows of 641-1200 bytes; tiles of about 2.2 KB stream best on a Xeon
+// (Granite Rapids-class VM, kernel_ab against the Zen 4 rule, decode): 0.8B q4_0 0.927-0.938x the
+// time (its 576-byte rows in 4-row tiles instead of 8; 2 rows: 0.96x), q8_0 0.959x (1088-byte
+// rows in 2-row tiles), 2B q4_0 0.970x (1152-byte rows), 2B q8_0 unchanged; 2-row tiles also for
+// its 2176-byte rows cost it 2-3% (1.021, and 1.032 with every row length in 2-row tiles).
 constexpr size_t kMinSingleColumnTileBytes = 4096;
+
+int single_column_tile_rows(size_t row_bytes) {
+    static const bool amd = __builtin_cpu_is("amd");  // a builtin: kernel_ab compiles this unit alone
+    if (amd) return 4 * row_bytes < kMinSingleColumnTileBytes ? 8 : 4;
+    return row_bytes > 640 && row_bytes <= 1200 ? 2 : 4;
+}
 
 template <WType T, int RowsOne>
 void gemm_i8_tiles(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
@@ -270,19 +282,25 @@ void gemm_i8_tiles(const WeightMatrix& w, const QuantizedColumns& x, float* y, i
 }
 
 template <WType T>
-void gemm_i8_impl(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+void gemm_i8_impl(int tile_rows, const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
-    if (4 * w.row_bytes < kMinSingleColumnTileBytes)
-        gemm_i8_tiles<T, 8>(w, x, y, ldy, r0, r1);
-    else
-        gemm_i8_tiles<T, 4>(w, x, y, ldy, r0, r1);
+    switch (tile_rows) {
+        case 8: return gemm_i8_tiles<T, 8>(w, x, y, ldy, r0, r1);
+        case 2: return gemm_i8_tiles<T, 2>(w, x, y, ldy, r0, r1);
+        default: return gemm_i8_tiles<T, 4>(w, x, y, ldy, r0, r1);
+    }
 }
 
 }  // namespace
 
+void gemm_i8_rows_with_tile_rows(int tile_rows, const WeightMatrix& w, const QuantizedColumns& x,
+                                 float* y, int64_t ldy, int64_t r0, int64_t r1) {
+    visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(tile_rows, w, x, y, ldy, r0, r1); });
+}
+
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
-    visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(w, x, y, ldy, r0, r1); });
+    gemm_i8_rows_with_tile_rows(single_column_tile_rows(w.row_bytes), w, x, y, ldy, r0, r1);
 }
 
 namespace {
