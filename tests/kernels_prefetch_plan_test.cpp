@@ -123,13 +123,17 @@ TEST(KernelsPrefetchPlan, DecodeTilesOfTheSmallModel) {
     ASSERT_EQ(q4.size(), 2u);
     EXPECT_EQ(q4[0].end - q4[0].begin, 36 * 64);
     EXPECT_EQ(q4[1].chunk, 1);
-    // With the short limit the Q8_0X tile goes as two bursts of 34, one a chunk; the Q4_0X tile
-    // is already one a chunk, which the limit never exceeds, so it keeps its two of 36.
+    // With the short limit (17 lines) the 2-row Q8_0X tile a Xeon decodes with (34 lines, 2
+    // chunks) goes as two bursts of 17, one a chunk; the 4-row one as two of 34 (never more
+    // bursts than chunks), and the Q4_0X tile keeps its two of 36.
+    const std::vector<Burst> q8_two_rows = schedule(2, q8_row, 2, 0, 1, x86::kPrefetchBurstLinesShort);
+    ASSERT_EQ(q8_two_rows.size(), 2u);
+    EXPECT_EQ(q8_two_rows[0].end - q8_two_rows[0].begin, 17 * 64);
+    EXPECT_EQ(q8_two_rows[1].chunk, 1);
+    EXPECT_EQ(q8_two_rows[1].end, 2 * q8_row);
     const std::vector<Burst> q8_short = schedule(4, q8_row, 2, 0, 1, x86::kPrefetchBurstLinesShort);
     ASSERT_EQ(q8_short.size(), 2u);
     EXPECT_EQ(q8_short[0].end - q8_short[0].begin, 34 * 64);
-    EXPECT_EQ(q8_short[1].chunk, 1);
-    EXPECT_EQ(q8_short[1].end, 4 * q8_row);
     const std::vector<Burst> q4_short = schedule(8, q4_row, 2, 0, 1, x86::kPrefetchBurstLinesShort);
     ASSERT_EQ(q4_short.size(), 2u);
     EXPECT_EQ(q4_short[0].end - q4_short[0].begin, 36 * 64);

@@ -87,12 +87,14 @@ typename I::V scale_chunk_q6(typename I::Vi ia, typename I::Vi ib, typename I::V
 // Lines of the next tile fetched per burst at most: one 4-row tile of 1024-value Q8_0X rows, the
 // tile that streams most of a Qwen3.5-0.8B decode. Longer tiles are fetched in several bursts.
 constexpr int64_t kPrefetchBurstLines = 68;
-// Half that, which a Xeon streams better with: on a Granite Rapids-class VM (kernel_ab, 0.8B
-// forwards) q8_0 decode took 0.946-0.958x the time with bursts of at most 34 lines (17 and 24:
-// 0.946-0.954; the AVX2 kernel 0.957x), width 4 0.971x (q4_0 0.962x), prefill 128 0.983x; q4_0
-// decode and the 2B q8_0 decode 1.00x. On Zen 4 bursts of 34 had cost the q8_0 decode 4.5% (its
-// 2-chunk tiles then fetch twice), so AMD keeps 68.
-constexpr int64_t kPrefetchBurstLinesShort = 34;
+// A quarter of that, which a Xeon streams better with: on a Granite Rapids-class VM (kernel_ab,
+// 0.8B forwards) q8_0 decode took 0.946-0.958x the time with bursts of at most 34 lines (17 and
+// 24: 0.946-0.954; the AVX2 kernel 0.957x), width 4 0.971x (q4_0 0.962x), prefill 128 0.983x;
+// q4_0 decode and the 2B q8_0 decode 1.00x. With the 2-row q8_0 decode tiles of 34 lines that
+// AVX-512 uses there now (gemm_i8_avx512.cpp), bursts of 17 took 0.975-0.976x the time of 34
+// (2B q8_0 and q4_0 0.99x, width 4 and the AVX2 kernel 1.00x). On Zen 4 bursts of 34 had cost
+// the q8_0 decode 4.5% (its 2-chunk tiles then fetch twice), so AMD keeps 68.
+constexpr int64_t kPrefetchBurstLinesShort = 17;
 
 // The burst limit for the CPU this runs on (a builtin, not cpu_features.cpp: kernel_ab compiles
 // one kernel unit alone, its namespace renamed).
