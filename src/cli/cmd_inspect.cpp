@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cli/commands.h"
+#include "core/cpu_info.h"
 #include "core/memory_info.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
@@ -151,7 +152,8 @@ int cmd_inspect(const std::vector<std::string>& argv) {
               << "kernels:         " << kernels().isa
               << (kernels().bf16_dot_fast ? " (with the AVX512_BF16 bf16 dot product: --bf16-activations)"
                                           : "")
-              << "\n";
+              << "\n"
+              << "cpu:             " << cpu_model_name() << "\n";
     for (const auto& note : ck.notes) std::cout << "note:            " << note << "\n";
     if (!w.unused_tensors.empty()) {
         std::cout << "unused tensors:  " << w.unused_tensors.size() << "\n";

@@ -38,6 +38,7 @@ assert r["activations"] in ("int8", "f32"), r["activations"]
 # Every x86 vector table has int8 kernels: q4 weights go through them there by default.
 assert r["isa"] == "scalar" or r["activations"] == "int8", (r["isa"], r["activations"])
 assert r["draft"] == "perfect", r["draft"]
+assert isinstance(r["cpu"], str) and r["cpu"], r.get("cpu")  # the CPU the settings were chosen for
 for k in ("isa", "threads", "prefill_tok_s", "decode_tok_s", "verify_cost", "bandwidth_gbs", "bandwidth_pct"):
     assert k in r, k
 # The state traffic: 18 GDN layers' fp32 state and conv window read and written (40.4 MB) plus
