@@ -211,7 +211,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
     say("model: %s, %s weights, %s activations, %s KV cache, MTP head: %s\n", bm.name.c_str(), values,
         activations, kv_cache_type_name(model.kv_cache_type()), bm.draft.c_str());
     out["isa"] = kernels().isa;
-    out["cpu"] = cpu_model_name();
+    const std::string cpu = cpu_model_name();
+    out["cpu"] = cpu;
     out["threads"] = lm.pool->size();
     // The caches first (zero pages: no memory until written), so that lengths this machine
     // cannot hold fail before the probes rather than after them.
@@ -225,7 +226,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
 
     const double bw = measure_read_bandwidth_gbs(*lm.pool);
     say("read bandwidth: %.1f GB/s (%s, %d threads, %s)\n", bw, kernels().isa, lm.pool->size(),
-        cpu_model_name().c_str());
+        cpu.c_str());
 
     std::mt19937 rng(1234);
     std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));

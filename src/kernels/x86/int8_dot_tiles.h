@@ -96,11 +96,18 @@ constexpr int64_t kPrefetchBurstLines = 68;
 // the q8_0 decode 4.5% (its 2-chunk tiles then fetch twice), so AMD keeps 68.
 constexpr int64_t kPrefetchBurstLinesShort = 17;
 
-// The burst limit for the CPU this runs on (a builtin, not cpu_features.cpp: kernel_ab compiles
-// one kernel unit alone, its namespace renamed).
+// Whether the tiles take the settings measured on Zen 4 (AMD) or those measured on a Xeon (every
+// other CPU): the burst limit here, and in the AVX-512 unit the single-column tile height and how
+// far ahead 4-bit tiles of several columns fetch. The one place that asks the vendor; a builtin,
+// not cpu_features.cpp, because kernel_ab compiles one kernel unit alone, its namespace renamed.
+[[maybe_unused]] bool tiles_tuned_as_amd() {
+    static const bool amd = __builtin_cpu_is("amd");
+    return amd;
+}
+
+// The burst limit for the CPU this runs on.
 [[maybe_unused]] int64_t prefetch_burst_lines_for_this_cpu() {
-    static const int64_t lines = __builtin_cpu_is("amd") ? kPrefetchBurstLines : kPrefetchBurstLinesShort;
-    return lines;
+    return tiles_tuned_as_amd() ? kPrefetchBurstLines : kPrefetchBurstLinesShort;
 }
 
 // When and how much of the next tile a tile of R rows prefetches, worked out once per matmul
@@ -123,9 +130,8 @@ struct TilePrefetchPlan {
 private:
     // Bursts of at most max_burst_lines, but never more bursts than chunks (a 1-chunk tile
     // goes as one); a tile of 4 or more chunks goes one burst per chunk where that keeps 32
-    // lines or more a burst. kernel_ab, forward times against bursts of 68 at most: 2B Q8_0
-    // decode 0.94-0.96x, 9B 0.96x, 0.8B Q4_0 0.97x, 0.8B Q8_0 1.00x; bursts of 34 everywhere had
-    // cost the 0.8B Q8_0 decode 4.5% (its 2-chunk tiles then fetch twice).
+    // lines or more a burst. kernel_ab on Zen 4, forward times against bursts of 68 at most: 2B
+    // Q8_0 decode 0.94-0.96x, 9B 0.96x, 0.8B Q4_0 0.97x, 0.8B Q8_0 1.00x.
     static int64_t burst_count(int64_t lines, int64_t chunks, int64_t max_burst_lines) {
         const int64_t by_size = (lines + max_burst_lines - 1) / max_burst_lines;
         const int64_t by_chunk = chunks >= 4 ? std::min(chunks, lines / 32) : 1;

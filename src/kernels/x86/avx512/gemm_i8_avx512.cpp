@@ -44,10 +44,7 @@ template <int R, int C>
 // 0.969, 0.973-0.977, 0.984x the time of two (three ahead 1.044-1.047x at width 4), prefill 128
 // and decode unchanged. So two on AMD, one elsewhere. Eight-bit tiles did not gain from two
 // (Zen 4, width 2 and 4: 1.05x), nor single columns, which stream at the memory's rate already.
-int four_bit_multi_column_tiles_ahead() {
-    static const int ahead = __builtin_cpu_is("amd") ? 2 : 1;  // a builtin: kernel_ab compiles this unit alone
-    return ahead;
-}
+int four_bit_multi_column_tiles_ahead() { return x86::tiles_tuned_as_amd() ? 2 : 1; }
 
 template <WType T, int R, int C>
 void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
@@ -253,8 +250,7 @@ constexpr int kMaxCols = kFourBitTile<T> ? 3 : 4;
 constexpr size_t kMinSingleColumnTileBytes = 4096;
 
 int single_column_tile_rows(size_t row_bytes) {
-    static const bool amd = __builtin_cpu_is("amd");  // a builtin: kernel_ab compiles this unit alone
-    if (amd) return 4 * row_bytes < kMinSingleColumnTileBytes ? 8 : 4;
+    if (x86::tiles_tuned_as_amd()) return 4 * row_bytes < kMinSingleColumnTileBytes ? 8 : 4;
     return row_bytes > 640 && row_bytes <= 1200 ? 2 : 4;
 }
 
