@@ -104,6 +104,34 @@ TEST(KernelsPrefetchPlan, TwoAheadFetchesTheTileAfterNext) {
     EXPECT_TRUE(schedule(4, 576, 2, 3, 2).empty());
 }
 
+// A streaming plan's tiles prefetch line by line (StreamPrefetch), so its NextTilePrefetch
+// issues no burst, for any height, row size and column group.
+TEST(KernelsPrefetchPlan, StreamingPlansIssueNoBursts) {
+    for (int rows : {1, 2, 4, 8})
+        for (int64_t chunks : {1, 2, 7}) {
+            const int64_t row_bytes = int64_t(int8_dot_row_bytes(WType::Q4_0X, chunks * kI8ChunkValues));
+            const x86::TilePrefetchPlan plan(rows, size_t(row_bytes), chunks, x86::kPrefetchBurstLinesShort, true);
+            EXPECT_TRUE(plan.stream);
+            EXPECT_EQ(plan.row_bytes, size_t(row_bytes));
+            std::vector<uint8_t> memory(size_t(3 * rows * row_bytes));
+            const uint8_t* wrow[1] = {memory.data()};
+            std::vector<Burst> bursts;
+            int64_t chunk = -1;
+            x86::NextTilePrefetch<RecordBursts> prefetch(plan, wrow, 0, {memory.data(), &chunk, &bursts});
+            for (chunk = 0; chunk < chunks; ++chunk) prefetch.at_chunk(chunk);
+            EXPECT_TRUE(bursts.empty()) << rows << " rows, " << chunks << " chunks";
+        }
+}
+
+// Prefills (wider than a verify) never stream: they compute long enough per byte that the
+// bursts served them better. Where a CPU streams at all, every verify width 1..8 does.
+TEST(KernelsPrefetchPlan, OnlyVerifyWidthsStream) {
+    for (int64_t n = x86::kStreamMaxColumns + 1; n <= 512; n *= 2) EXPECT_FALSE(x86::streams_on_this_cpu(n)) << n;
+    for (int64_t n = 1; n <= x86::kStreamMaxColumns; ++n)
+        EXPECT_EQ(x86::streams_on_this_cpu(n), x86::streams_on_this_cpu(1)) << n;
+    EXPECT_EQ(x86::streams_on_this_cpu(1), !x86::tiles_tuned_as_amd());
+}
+
 TEST(KernelsPrefetchPlan, LaterColumnGroupsDoNotPrefetch) {
     EXPECT_TRUE(schedule(4, 1088, 2, 4).empty());
     EXPECT_TRUE(schedule(8, 2048, 7, 3).empty());

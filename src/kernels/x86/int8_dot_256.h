@@ -39,7 +39,7 @@ __m256 load_scales_256(const uint8_t* plane, int64_t boff, int h) {
 }
 
 // R rows x C columns of the 8-bit and 4-bit types; [.][.][2]: the two 8-lane halves.
-template <class Dot, WType T, int R, int C>
+template <class Dot, WType T, int R, int C, bool Stream>
 void tile_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64_t chunks, size_t d_off, size_t m_off,
               const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr bool kEight = int8_dot_eight_bit(T);
@@ -57,6 +57,7 @@ void tile_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64_t 
     // forwards against one tile ahead: q4_0 width 2, 3, 4, 8 0.859, 0.861, 0.889, 0.918x the
     // time, q8_0 width 2, 4 0.894, 0.930x; single columns unchanged (0.964, 1.026x: noise).
     NextTilePrefetch<> prefetch(plan, wrow, j0, {}, C > 1 ? 2 : 1);
+    const StreamPrefetch<Stream> stream(plan, j0);
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
         prefetch.at_chunk(ch);
@@ -70,6 +71,7 @@ void tile_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64_t 
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* p = wrow[r] + ch * kChunkBytes + (kEight ? s : s / 2) * 64;
+                stream.line(p);
 #pragma GCC unroll 8
                 for (int h = 0; h < 2; ++h) {
                     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h));
@@ -93,6 +95,7 @@ void tile_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64_t 
                 }
             }
         }
+        if (ch == chunks - 1) stream.planes(wrow, R, d_off);
         __m256i xsum[C][2], start[C][2];  // per column, shared by the rows
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c)
@@ -127,7 +130,7 @@ void tile_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64_t 
 
 // Q6_KX, R rows x C columns: per row and half, the 8 code steps are rebuilt from the low-nibble
 // and high-bit planes and meet every column; steps 0..3 and 4..7 (the sub-blocks) sum apart.
-template <class Dot, int R, int C>
+template <class Dot, int R, int C, bool Stream>
 void tile_q6_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64_t chunks, size_t d_off, size_t sc_off,
                  const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(WType::Q6_KX);
@@ -138,6 +141,7 @@ void tile_q6_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64
         for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
     auto load = [](const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
     NextTilePrefetch<> prefetch(plan, wrow, j0);
+    const StreamPrefetch<Stream> stream(plan, j0);
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
         prefetch.at_chunk(ch);
@@ -145,6 +149,8 @@ void tile_q6_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64
         for (int r = 0; r < R; ++r) {
             const uint8_t* p = wrow[r] + ch * kChunkBytes;
             const uint8_t* sc = wrow[r] + sc_off + ch * 32;
+#pragma GCC unroll 6
+            for (int k = 0; k < 6; ++k) stream.line(p + k * 64);  // 4 low-nibble, 2 high-bit lines
 #pragma GCC unroll 2
             for (int h = 0; h < 2; ++h) {
                 __m256i isum[C][2];  // the two sub-block sums, from their starts
@@ -188,19 +194,20 @@ void tile_q6_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c)
             y[(j0 + c) * ldy + r] = Isa::hsum(_mm256_add_ps(acc[r][c][0], acc[r][c][1]));
+    stream.planes(wrow, R, d_off);
 }
 
-template <class Dot, WType T, int R, int Cmax>
+template <class Dot, WType T, int R, int Cmax, bool Stream>
 void tile_cols_256(int c, const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64_t chunks, size_t d_off, size_t m_off,
                    const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     if (c == Cmax) {
         if constexpr (T == WType::Q6_KX)
-            return tile_q6_256<Dot, R, Cmax>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile_q6_256<Dot, R, Cmax, Stream>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
         else
-            return tile_256<Dot, T, R, Cmax>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile_256<Dot, T, R, Cmax, Stream>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
     }
     if constexpr (Cmax > 1)
-        tile_cols_256<Dot, T, R, Cmax - 1>(c, wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
+        tile_cols_256<Dot, T, R, Cmax - 1, Stream>(c, wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
 }
 
 // 16 ymm registers: 4 rows x 1 column (8 sums, 8 accumulators spill to the stack at chunk
@@ -214,11 +221,19 @@ void gemm_i8_rows_256(const WeightMatrix& w, const QuantizedColumns& x, float* y
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    const TilePrefetchPlans<kQ6 ? 2 : 4, kQ6 ? 1 : 2, 1> plans(w.row_bytes, chunks, prefetch_burst_lines_for_this_cpu());
-    x86::int8_dot_rows<kMaxCols, kQ6 ? 2 : 4, kQ6 ? 1 : 2>(
-        w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
-            tile_cols_256<Dot, T, R, kMaxCols>(c, wrow, plans.template for_rows<R>(), chunks, d_off, m_off, x, j0, y + r, ldy);
-        });
+    // Streaming is a template parameter, as in the 512-bit kernel (which says why).
+    const bool stream = streams_on_this_cpu(x.n);
+    const TilePrefetchPlans<kQ6 ? 2 : 4, kQ6 ? 1 : 2, 1> plans(w.row_bytes, chunks, prefetch_burst_lines_for_this_cpu(),
+                                                               stream);
+    auto run = [&]<bool Stream>() {
+        x86::int8_dot_rows<kMaxCols, kQ6 ? 2 : 4, kQ6 ? 1 : 2>(
+            w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
+                tile_cols_256<Dot, T, R, kMaxCols, Stream>(c, wrow, plans.template for_rows<R>(), chunks, d_off, m_off,
+                                                           x, j0, y + r, ldy);
+            });
+    };
+    if (stream) return run.template operator()<true>();
+    run.template operator()<false>();
 }
 
 // Per 32-value block, the operations of ref::quantize_columns in 8-lane form.

@@ -110,16 +110,37 @@ constexpr int64_t kPrefetchBurstLinesShort = 17;
     return tiles_tuned_as_amd() ? kPrefetchBurstLines : kPrefetchBurstLinesShort;
 }
 
+// How far ahead of the line it reads a tile prefetches, when it streams (below), off AMD: each
+// code line it loads, and its rows' scale planes, kStreamAheadBytes further on in the row-major
+// stream of its thread's rows. On a Xeon (Granite Rapids-class VM, kernel_ab against the next
+// tile in bursts, 0.8B forwards): q4_0 width 1, 2, 4, 8 0.87-0.90, 0.87, 0.88, 0.91x the time,
+// q8_0 width 1, 2, 4 0.94-0.96, 0.96, 0.94x (4 KB ahead: q4_0 0.90, q8_0 0.96; 16 KB 0.90,
+// 0.93; 32 KB 0.93, 0.96). The bursts fill the core's line-fill buffers, and their last
+// prefetches wait on them (perf put 15-21% of a tile's samples on them); lines fetched one at a
+// time, as the read probe does, a few thousand bytes ahead, leave the hardware's L2 streamer to
+// run ahead of them. A prefill (above kStreamMaxColumns columns) keeps the bursts: it computes
+// long enough per byte that streaming took 1.04x its time at width 128.
+constexpr int64_t kStreamAheadBytes = 8192;
+constexpr int64_t kStreamMaxColumns = 8;
+
+// Whether a matmul of n columns streams on this CPU (else: the next tile in bursts).
+[[maybe_unused]] bool streams_on_this_cpu(int64_t n) { return !tiles_tuned_as_amd() && n <= kStreamMaxColumns; }
+
 // When and how much of the next tile a tile of R rows prefetches, worked out once per matmul
 // call (TilePrefetchPlans) so that the tiles themselves do no division: the divisions by a
-// run-time burst count were 3 idiv a burst, in every tile.
+// run-time burst count were 3 idiv a burst, in every tile. A streaming plan issues no bursts:
+// its tiles prefetch line by line instead (StreamPrefetch).
 struct TilePrefetchPlan {
-    int64_t tile_bytes = 0;   // the next tile's bytes (R rows)
-    int64_t burst_bytes = 0;  // bytes a burst (a whole number of lines; the last may be short)
-    int64_t chunk_step = 1;   // chunks from one burst to the next
+    int64_t tile_bytes = 0;    // the next tile's bytes (R rows)
+    int64_t burst_bytes = 0;   // bytes a burst (a whole number of lines; the last may be short)
+    int64_t chunk_step = 1;    // chunks from one burst to the next
+    bool stream = false;       // the tiles stream (no bursts)
+    size_t row_bytes = 0;      // a row's bytes (codes, then scale planes)
 
     TilePrefetchPlan() = default;
-    TilePrefetchPlan(int rows, size_t row_bytes, int64_t chunks, int64_t max_burst_lines = kPrefetchBurstLines) {
+    TilePrefetchPlan(int rows, size_t row_bytes, int64_t chunks, int64_t max_burst_lines = kPrefetchBurstLines,
+                     bool stream = false)
+        : stream(stream), row_bytes(row_bytes) {
         const int64_t lines = int64_t(size_t(rows) * row_bytes / 64);
         const int64_t bursts = std::max<int64_t>(burst_count(lines, chunks, max_burst_lines), 1);
         tile_bytes = 64 * lines;
@@ -144,8 +165,9 @@ private:
 template <int... Heights>
 class TilePrefetchPlans {
 public:
-    TilePrefetchPlans(size_t row_bytes, int64_t chunks, int64_t max_burst_lines = kPrefetchBurstLines)
-        : plans_{TilePrefetchPlan(Heights, row_bytes, chunks, max_burst_lines)...} {}
+    TilePrefetchPlans(size_t row_bytes, int64_t chunks, int64_t max_burst_lines = kPrefetchBurstLines,
+                      bool stream = false)
+        : plans_{TilePrefetchPlan(Heights, row_bytes, chunks, max_burst_lines, stream)...} {}
     template <int R>
     const TilePrefetchPlan& for_rows() const {
         constexpr size_t i = index_of(R);
@@ -198,7 +220,8 @@ struct PrefetchLinesT2 {
 template <class Fetch = PrefetchLinesT2>
 class NextTilePrefetch {
 public:
-    // Issues the first burst at once (before the tile's chunk loop), or nothing when j0 > 0.
+    // Issues the first burst at once (before the tile's chunk loop), or nothing when j0 > 0 or
+    // the plan streams (StreamPrefetch does the fetching then).
     // ahead: which tile after this one to fetch (1: the next; 2: the one after, for a tile that
     // computes long enough per byte that one tile's lead does not cover the memory's latency).
     NextTilePrefetch(const TilePrefetchPlan& plan, const uint8_t* const* wrow, int64_t j0,
@@ -206,7 +229,7 @@ public:
         : plan_(plan),
           next_(wrow[0] + ahead * plan.tile_bytes),
           end_(next_ + plan.tile_bytes),
-          due_chunk_(j0 == 0 ? 0 : -1),
+          due_chunk_(j0 == 0 && !plan.stream ? 0 : -1),
           fetch_(fetch) {
         at_chunk(0);
     }
@@ -227,6 +250,34 @@ private:
     const uint8_t* end_;   // the end of the next tile
     int64_t due_chunk_;    // the chunk at which the next burst is due (-1: none)
     [[no_unique_address]] Fetch fetch_;
+};
+
+// A streaming tile's prefetches (On: TilePrefetchPlan::stream): each code line it loads and,
+// at its last chunk, its rows' scale planes, kStreamAheadBytes further on. Rows are contiguous
+// and a thread's rows are consecutive, so this runs ahead through the thread's stream (and a
+// few KB past its end, into rows the other thread reads). Only the first column group (j0 ==
+// 0) fetches, as for bursts. prefetcht2: the lines go to L2, as the bursts' do.
+template <bool On>
+class StreamPrefetch {
+public:
+    StreamPrefetch(const TilePrefetchPlan& plan, int64_t j0) : first_group_(j0 == 0), row_bytes_(plan.row_bytes) {}
+
+    [[gnu::always_inline]] void line(const uint8_t* p) const {
+        if constexpr (On)
+            if (first_group_) __builtin_prefetch(p + kStreamAheadBytes, 0, 1);
+    }
+    // The scale planes [planes_off, row_bytes) of rows wrow[0..rows).
+    [[gnu::always_inline]] void planes(const uint8_t* const* wrow, int rows, size_t planes_off) const {
+        if constexpr (On)
+            if (first_group_)
+                for (int r = 0; r < rows; ++r)
+                    for (size_t o = planes_off; o < row_bytes_; o += 64)
+                        __builtin_prefetch(wrow[r] + o + kStreamAheadBytes, 0, 1);
+    }
+
+private:
+    bool first_group_;
+    size_t row_bytes_;
 };
 
 // Rows [r0, r1) of a chunked matrix for n columns: rows in chunks (16 rows, the unit matmul

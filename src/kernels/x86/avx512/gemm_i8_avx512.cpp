@@ -46,7 +46,7 @@ template <int R, int C>
 // (Zen 4, width 2 and 4: 1.05x), nor single columns, which stream at the memory's rate already.
 int four_bit_multi_column_tiles_ahead() { return x86::tiles_tuned_as_amd() ? 2 : 1; }
 
-template <WType T, int R, int C>
+template <WType T, int R, int C, bool Stream>
 void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
           size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(T);
@@ -61,6 +61,7 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
     const int tiles_ahead = !int8_dot_eight_bit(T) && C > 1 ? four_bit_multi_column_tiles_ahead() : 1;
     x86::NextTilePrefetch<> prefetch(plan, wrow, j0, {}, tiles_ahead);
+    const x86::StreamPrefetch<Stream> stream(plan, j0);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
@@ -89,6 +90,7 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) {
                     const uint8_t* p = wrow[r] + ch * kChunkBytes + s * 64;
+                    stream.line(p);
                     const __m512i w = _mm512_load_si512(p);
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c)
@@ -102,6 +104,7 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) {
                     const uint8_t* p = wrow[r] + ch * kChunkBytes + k * 64;
+                    stream.line(p);
                     const __m512i v = _mm512_load_si512(p);
                     const __m512i lo = _mm512_and_si512(v, low_nibbles);
                     const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
@@ -115,6 +118,7 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
                 }
             }
         }
+        if (ch == chunks - 1) stream.planes(wrow, R, d_off);
         __m512i start[C] = {};  // the corrections still to add (none where the sums began at them)
         if constexpr (!kStartInSums)
 #pragma GCC unroll 8
@@ -147,7 +151,7 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
 // Q6_KX, R rows x C columns: each chunk's 8 code steps are rebuilt once per row from the
 // low-nibble and high-bit planes and meet every column; steps 0..3 and 4..7 (the blocks' two
 // sub-blocks, each with its own scale) sum separately.
-template <int R, int C>
+template <int R, int C, bool Stream>
 void tile_q6(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
              size_t sc_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(WType::Q6_KX);
@@ -160,6 +164,7 @@ void tile_q6(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int6
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
     x86::NextTilePrefetch<> prefetch(plan, wrow, j0);
+    const x86::StreamPrefetch<Stream> stream(plan, j0);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
@@ -176,6 +181,8 @@ void tile_q6(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int6
         for (int r = 0; r < R; ++r) {
             const uint8_t* p = wrow[r] + ch * kChunkBytes;
             __m512i lo[4], hi[2];
+#pragma GCC unroll 6
+            for (int k = 0; k < 6; ++k) stream.line(p + k * 64);  // 4 low-nibble, 2 high-bit lines
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) lo[k] = _mm512_load_si512(p + k * 64);
             hi[0] = _mm512_load_si512(p + 256);
@@ -204,20 +211,21 @@ void tile_q6(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int6
             }
         }
     }
+    stream.planes(wrow, R, d_off);
     store_sums<R, C>(acc, y + j0 * ldy, ldy);
 }
 
-template <WType T, int R, int Cmax>
+template <WType T, int R, int Cmax, bool Stream>
 void tile_cols(int c, const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
                size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     if (c == Cmax) {
         if constexpr (T == WType::Q6_KX)
-            return tile_q6<R, Cmax>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile_q6<R, Cmax, Stream>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
         else
-            return tile<T, R, Cmax>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile<T, R, Cmax, Stream>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
     }
     if constexpr (Cmax > 1)
-        tile_cols<T, R, Cmax - 1>(c, wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
+        tile_cols<T, R, Cmax - 1, Stream>(c, wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
 }
 
 // Column groups of up to 4 (q8) or 3 (4-bit: each code step is two dot products, and a 4 x 4
@@ -260,21 +268,32 @@ void gemm_i8_tiles(const WeightMatrix& w, const QuantizedColumns& x, float* y, i
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    const x86::TilePrefetchPlans<RowsOne, 4, 1> plans(w.row_bytes, chunks, x86::prefetch_burst_lines_for_this_cpu());
-    auto run = [&]<int MaxCols>() {
+    // Streaming (x86::streams_on_this_cpu) is a template parameter: as a run-time flag its
+    // branches cost the 8-bit 4 x 4 tile of a prefill registers, prefill 128 q8_0 1.10x the time.
+    // Only a CPU that decodes with 8-row tiles (AMD) never streams.
+    constexpr bool kMayStream = RowsOne != 8;
+    const bool stream = kMayStream && x86::streams_on_this_cpu(x.n);
+    const x86::TilePrefetchPlans<RowsOne, 4, 1> plans(w.row_bytes, chunks, x86::prefetch_burst_lines_for_this_cpu(),
+                                                      stream);
+    auto run = [&]<int MaxCols, bool Stream>() {
         x86::int8_dot_rows<MaxCols, RowsOne, 4>(
             w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
                 if constexpr (R == 8 && T != WType::Q6_KX)  // one column only (Q6_KX: tile_q6)
-                    tile<T, 8, 1>(wrow, plans.template for_rows<8>(), chunks, d_off, m_off, x, j0, y + r, ldy);
+                    tile<T, 8, 1, Stream>(wrow, plans.template for_rows<8>(), chunks, d_off, m_off, x, j0, y + r, ldy);
                 else
-                    tile_cols<T, R, MaxCols>(c, wrow, plans.template for_rows<R>(), chunks, d_off, m_off, x, j0,
-                                             y + r, ldy);
+                    tile_cols<T, R, MaxCols, Stream>(c, wrow, plans.template for_rows<R>(), chunks, d_off, m_off, x,
+                                                     j0, y + r, ldy);
             });
     };
+    auto run_streaming_or_not = [&]<int MaxCols>() {
+        if constexpr (kMayStream)
+            if (stream) return run.template operator()<MaxCols, true>();
+        run.template operator()<MaxCols, false>();
+    };
     if constexpr (kFourBitTile<T>) {
-        if (x.n == 4) return run.template operator()<4>();
+        if (x.n == 4) return run_streaming_or_not.template operator()<4>();
     }
-    run.template operator()<kMaxCols<T>>();
+    run_streaming_or_not.template operator()<kMaxCols<T>>();
 }
 
 template <WType T>
