@@ -110,17 +110,18 @@ constexpr int64_t kPrefetchBurstLinesShort = 17;
     return tiles_tuned_as_amd() ? kPrefetchBurstLines : kPrefetchBurstLinesShort;
 }
 
-// How far ahead of the line it reads a tile prefetches, when it streams (below), off AMD: each
-// code line it loads, and its rows' scale planes, kStreamAheadBytes further on in the row-major
-// stream of its thread's rows. On a Xeon (Granite Rapids-class VM, kernel_ab against the next
-// tile in bursts, 0.8B forwards): q4_0 width 1, 2, 4, 8 0.87-0.90, 0.87, 0.88, 0.91x the time,
-// q8_0 width 1, 2, 4 0.94-0.96, 0.96, 0.94x; 2B q4_0 width 1 0.85x, width 4 0.91x, q8_0 0.97x.
-// Against 8 KB ahead: 4 KB 1.02-1.05x the time, 16 KB 1.01-1.02x (32 KB was worse than 16 KB
-// against the bursts: q4_0 0.93 against 0.90). The bursts fill the core's line-fill buffers, and their last
-// prefetches wait on them (perf put 15-21% of a tile's samples on them); lines fetched one at a
-// time, as the read probe does, a few thousand bytes ahead, leave the hardware's L2 streamer to
-// run ahead of them. A prefill (above kStreamMaxColumns columns) keeps the bursts: it computes
-// long enough per byte that streaming took 1.04x its time at width 128.
+// How far ahead of the line it reads a tile prefetches when it streams (StreamPrefetch, off
+// AMD): each code line it loads, and its rows' scale planes, kStreamAheadBytes further on in the
+// row-major stream of its thread's rows. Why: the bursts (NextTilePrefetch) fill the core's
+// line-fill buffers, and their last prefetches wait for a free one (perf put 15-21% of a tile's
+// samples there); lines fetched one at a time a few KB ahead, as the read probe fetches them,
+// leave the hardware's L2 streamer room to run ahead. On a Xeon (Granite Rapids-class VM,
+// kernel_ab against the bursts, 0.8B forwards): q4_0 width 1, 2, 4, 8 0.87-0.90, 0.87, 0.88,
+// 0.91x the time, q8_0 width 1, 2, 4 0.94-0.96, 0.96, 0.94x; 2B q4_0 width 1 0.85x, width 4
+// 0.91x, q8_0 0.97x. Against 8 KB ahead: 4 KB 1.02-1.05x the time, 16 KB 1.01-1.02x (32 KB
+// did worse than 16 KB against the bursts: q4_0 0.93 against 0.90). A prefill (above
+// kStreamMaxColumns columns) keeps the bursts: it computes long enough per byte that streaming
+// took 1.04x its time at width 128.
 constexpr int64_t kStreamAheadBytes = 8192;
 constexpr int64_t kStreamMaxColumns = 8;
 
