@@ -398,7 +398,7 @@ TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
 template <int TileRows>
 void avx512_rows_in_tiles_of(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                              int64_t r0, int64_t r1) {
-    avx512::gemm_i8_rows_with_tile_rows(TileRows, w, x, y, ldy, r0, r1);
+    avx512::gemm_i8_rows_with(avx512::Int8TileChoice{TileRows}, w, x, y, ldy, r0, r1);
 }
 
 // The AVX-512 kernel picks its single-column tile height per CPU vendor and row length (2, 4 or
@@ -430,9 +430,54 @@ TEST(KernelsInt8, EverySingleColumnTileHeightEqualsReference) {
         }
     }
 }
+template <bool Gfni>
+void avx512_rows_with_gfni(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
+                           int64_t r1) {
+    avx512::gemm_i8_rows_with(avx512::Int8TileChoice{0, Gfni}, w, x, y, ldy, r0, r1);
+}
+
+// The AVX-512 4-bit tiles (Q4_0, Q4_1, Q4_K as Q4_1FX) take their high nibbles by GFNI where the
+// CPU has it, else by a shift and a mask. Each way gives the reference's bits at every width from
+// 1 to 16 (single columns, 2-, 3- and 4-column tiles, streaming and bursts) on 1 and 2 threads.
+void expect_four_bit_tiles_equal_reference(bool gfni) {
+    KernelTable table = kernels_for("avx512");
+    table.gemm_i8_rows = gfni ? &avx512_rows_with_gfni<true> : &avx512_rows_with_gfni<false>;
+    BlockTensor q4k("q4_k", DType::Q4_K, 13, 1280, 256, 144, {0, 2}, 43);
+    WeightMatrix affine;
+    ASSERT_TRUE(repack_affine_for_int8_dot(q4k.t, 13, 1280, affine));
+    std::vector<WeightMatrix> weights;
+    weights.push_back(std::move(affine));
+    for (WType type : {WType::Q4_0, WType::Q4_1})
+        for (Shape s : {Shape{37, 96}, Shape{19, 544}, Shape{7, 2048}})
+            weights.push_back(repack_for_int8_dot(block_weight(type, s, 44)));
+    for (const WeightMatrix& w : weights) {
+        const std::vector<float> x = random_normal(size_t(16 * w.cols), 45);
+        const std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
+        for (int64_t n = 1; n <= 16; ++n)
+            for (int threads : {1, 2}) {
+                const std::vector<float> got = matmul_on(table, w, x, n, threads);
+                ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                    << wtype_name(w.type) << " " << w.rows << "x" << w.cols << " n=" << n << " threads=" << threads
+                    << (gfni ? " (GFNI)" : " (shift and mask)");
+            }
+    }
+}
+
+TEST(KernelsInt8, FourBitTilesWithoutGfniEqualReference) {
+    const std::vector<std::string> isas = available_isas();
+    if (std::find(isas.begin(), isas.end(), "avx512") == isas.end()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    expect_four_bit_tiles_equal_reference(false);
+}
+
+TEST(KernelsInt8, FourBitTilesWithGfniEqualReference) {
+    const std::vector<std::string> isas = available_isas();
+    if (std::find(isas.begin(), isas.end(), "avx512") == isas.end()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    if (!__builtin_cpu_supports("gfni")) GTEST_SKIP() << "no GFNI on this CPU: the tiles never take that path here";
+    expect_four_bit_tiles_equal_reference(true);
+}
 #endif
 
-// A batch wide enough that its activation codes pass 256 KB walks chunks of many rows instead
+// A batch wide enough that its activation codes pass 256 KB walks chunks// A batch wide enough that its activation codes pass 256 KB walks chunks of many rows instead
 // of 16 (int8_dot_rows): 300 columns of 1024 values over 600 rows (Q8_0X: 240-row chunks, the
 // last one partial) still give the reference's bits, on 1 and 2 threads.
 TEST(KernelsInt8, WideBatchOfManyRowChunksEqualsReference) {

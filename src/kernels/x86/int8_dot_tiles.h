@@ -105,6 +105,13 @@ constexpr int64_t kPrefetchBurstLinesShort = 17;
     return amd;
 }
 
+// Whether the CPU has GFNI (the AVX-512 4-bit tiles unpack with it). A builtin for the reason
+// tiles_tuned_as_amd gives.
+[[maybe_unused]] bool gfni_on_this_cpu() {
+    static const bool gfni = __builtin_cpu_supports("gfni");
+    return gfni;
+}
+
 // The burst limit for the CPU this runs on.
 [[maybe_unused]] int64_t prefetch_burst_lines_for_this_cpu() {
     return tiles_tuned_as_amd() ? kPrefetchBurstLines : kPrefetchBurstLinesShort;

@@ -68,10 +68,15 @@ void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64
                int64_t r0, int64_t r1);
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1);
-// gemm_i8_rows with single-column tiles of `tile_rows` rows (2, 4 or 8) instead of the ones it
-// picks for this CPU and row length, so that a test reaches every height on any machine.
-void gemm_i8_rows_with_tile_rows(int tile_rows, const WeightMatrix& w, const QuantizedColumns& x,
-                                 float* y, int64_t ldy, int64_t r0, int64_t r1);
+// Choices gemm_i8_rows makes for this CPU, which a test may force so that one machine reaches
+// every variant: the single-column tile height (2, 4 or 8 rows; 0: its pick for the CPU and row
+// length) and whether 4-bit tiles may unpack nibbles with GFNI (used only where the CPU has it).
+struct Int8TileChoice {
+    int tile_rows = 0;
+    bool gfni = true;
+};
+void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
+                       int64_t ldy, int64_t r0, int64_t r1);
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);
 void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y);
 void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y);

@@ -46,11 +46,39 @@ template <int R, int C>
 // (Zen 4, width 2 and 4: 1.05x), nor single columns, which stream at the memory's rate already.
 int four_bit_multi_column_tiles_ahead() { return x86::tiles_tuned_as_amd() ? 2 : 1; }
 
-template <WType T, int R, int C, bool Stream>
+// What a tile is compiled for, picked once per matmul call (gemm_i8_tiles). Template
+// parameters, not run-time flags: as a run-time flag the streaming branches cost the 8-bit 4 x 4
+// tile of a prefill registers, prefill 128 q8_0 1.10x the time.
+struct TileOptions {
+    bool stream = false;  // prefetch line by line (x86::StreamPrefetch), not in bursts
+    bool gfni = false;    // 4-bit types: the high nibbles by GFNI (high_nibbles)
+};
+
+// The high nibbles of v's bytes, in the low halves (the high halves zero). With GFNI one
+// vgf2p8affineqb instead of a shift and a mask: the bit matrix's byte 7 - i picks the input bits
+// whose parity is output bit i, here input bit i + 4 for i < 4 and none above. A 4-bit tile
+// spends 3 vector operations a code line on unpacking against 2 dot products per column, so at
+// 4 columns (a width-4 verify) this is one operation in 11. Written as asm so that the unit needs
+// no -mgfni, which would let the compiler use GFNI anywhere in it: it must also run on AVX-512
+// CPUs without GFNI (Skylake-SP, Cascade Lake), where the tiles take the shift and mask.
+template <bool Gfni>
+[[gnu::always_inline]] inline __m512i high_nibbles(__m512i v, __m512i low_nibbles, __m512i shift_matrix) {
+    if constexpr (Gfni) {
+        __m512i hi;
+        asm("vgf2p8affineqb $0, %2, %1, %0" : "=v"(hi) : "v"(v), "v"(shift_matrix));
+        return hi;
+    } else {
+        return _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
+    }
+}
+constexpr long long kHighNibblesToLow = 0x1020408000000000LL;  // high_nibbles' GFNI bit matrix
+
+template <WType T, int R, int C, TileOptions O>
 void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
           size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(T);
     const __m512i low_nibbles = _mm512_set1_epi8(15);
+    const __m512i shift_matrix = _mm512_set1_epi64(kHighNibblesToLow);
     __m512 acc[R][C];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -61,7 +89,7 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
     const int tiles_ahead = !int8_dot_eight_bit(T) && C > 1 ? four_bit_multi_column_tiles_ahead() : 1;
     x86::NextTilePrefetch<> prefetch(plan, wrow, j0, {}, tiles_ahead);
-    const x86::StreamPrefetch<Stream> stream(plan, j0);
+    const x86::StreamPrefetch<O.stream> stream(plan, j0);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
@@ -70,17 +98,13 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
         // rather than at zero with the corrections added after the dot products: one add per
         // (row, column) and chunk fewer. kernel_ab against adding them after, 0.8B forwards:
         // prefill 128 0.96-1.00x the time (q8_0) and 0.93-1.02x (q4_0), decode 0.97-1.00x,
-        // width 4 q8_0 0.92-1.01x. The 4-bit 4 x 4 tile (a width-4 verify) ran 1.04-1.12x so,
-        // and keeps the old order: its corrections are formed after the dot products, so that
-        // they are not live during them (the R x C sums need the registers).
-        constexpr bool kStartInSums = int8_dot_eight_bit(T) || C < 4;
-        auto column_start = [&](int c) {  // column c's correction for this chunk
-            return x86::chunk_start<Isa, T, 0>(_mm512_loadu_si512(x.sums_of(j0 + c) + boff));
-        };
+        // width 4 q8_0 0.92-1.01x. The 4-bit 4 x 4 tile had run 1.04-1.12x the time so, but
+        // with GFNI's unpacking it gains too (l2 resident, one thread: 0.95x the time with
+        // GFNI alone, 0.89x with both).
         __m512i isum[R][C];
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
-            const __m512i st = kStartInSums ? column_start(c) : _mm512_setzero_si512();
+            const __m512i st = x86::chunk_start<Isa, T, 0>(_mm512_loadu_si512(x.sums_of(j0 + c) + boff));
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) isum[r][c] = st;
         }
@@ -107,7 +131,7 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
                     stream.line(p);
                     const __m512i v = _mm512_load_si512(p);
                     const __m512i lo = _mm512_and_si512(v, low_nibbles);
-                    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
+                    const __m512i hi = high_nibbles<O.gfni>(v, low_nibbles, shift_matrix);
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c) {
                         isum[r][c] = _mm512_dpbusd_epi32(
@@ -119,10 +143,6 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
             }
         }
         if (ch == chunks - 1) stream.planes(wrow, R, d_off);
-        __m512i start[C] = {};  // the corrections still to add (none where the sums began at them)
-        if constexpr (!kStartInSums)
-#pragma GCC unroll 8
-            for (int c = 0; c < C; ++c) start[c] = column_start(c);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             __m512 dw, dm = _mm512_setzero_ps();
@@ -140,8 +160,7 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
             for (int c = 0; c < C; ++c) {
                 const __m512 dx = _mm512_loadu_ps(x.scales_of(j0 + c) + boff);
                 const __m512i xsum = _mm512_loadu_si512(x.sums_of(j0 + c) + boff);
-                const __m512i exact = kStartInSums ? isum[r][c] : _mm512_add_epi32(isum[r][c], start[c]);
-                acc[r][c] = x86::scale_chunk<Isa, T>(exact, xsum, dw, dm, dx, acc[r][c]);
+                acc[r][c] = x86::scale_chunk<Isa, T>(isum[r][c], xsum, dw, dm, dx, acc[r][c]);
             }
         }
     }
@@ -151,7 +170,7 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
 // Q6_KX, R rows x C columns: each chunk's 8 code steps are rebuilt once per row from the
 // low-nibble and high-bit planes and meet every column; steps 0..3 and 4..7 (the blocks' two
 // sub-blocks, each with its own scale) sum separately.
-template <int R, int C, bool Stream>
+template <int R, int C, TileOptions O>
 void tile_q6(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
              size_t sc_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     constexpr int64_t kChunkBytes = int8_dot_chunk_code_bytes(WType::Q6_KX);
@@ -164,7 +183,7 @@ void tile_q6(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int6
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
     x86::NextTilePrefetch<> prefetch(plan, wrow, j0);
-    const x86::StreamPrefetch<Stream> stream(plan, j0);
+    const x86::StreamPrefetch<O.stream> stream(plan, j0);
 
     for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t xoff = ch * kI8ChunkValues, boff = ch * kI8ChunkBlocks;
@@ -215,17 +234,17 @@ void tile_q6(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int6
     store_sums<R, C>(acc, y + j0 * ldy, ldy);
 }
 
-template <WType T, int R, int Cmax, bool Stream>
+template <WType T, int R, int Cmax, TileOptions O>
 void tile_cols(int c, const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
                size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
     if (c == Cmax) {
         if constexpr (T == WType::Q6_KX)
-            return tile_q6<R, Cmax, Stream>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile_q6<R, Cmax, O>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
         else
-            return tile<T, R, Cmax, Stream>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
+            return tile<T, R, Cmax, O>(wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
     }
     if constexpr (Cmax > 1)
-        tile_cols<T, R, Cmax - 1, Stream>(c, wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
+        tile_cols<T, R, Cmax - 1, O>(c, wrow, plan, chunks, d_off, m_off, x, j0, y, ldy);
 }
 
 // Column groups of up to 4 (q8) or 3 (4-bit: each code step is two dot products, and a 4 x 4
@@ -262,60 +281,69 @@ int single_column_tile_rows(size_t row_bytes) {
     return row_bytes > 640 && row_bytes <= 1200 ? 2 : 4;
 }
 
+// Calls run.template operator()<O>() with the options picked at run time (stream: the plans
+// stream; gfni: the CPU has GFNI), instantiating only those a type and tile height can take:
+// a CPU that decodes with 8-row tiles (AMD) never streams, and only 4-bit tiles unpack nibbles.
+template <WType T, int RowsOne, class Run>
+void with_tile_options(bool stream, bool gfni, Run&& run) {
+    constexpr bool kMayStream = RowsOne != 8, kMayGfni = kFourBitTile<T>;
+    if constexpr (kMayStream && kMayGfni)
+        if (stream && gfni) return run.template operator()<TileOptions{true, true}>();
+    if constexpr (kMayStream)
+        if (stream) return run.template operator()<TileOptions{true, false}>();
+    if constexpr (kMayGfni)
+        if (gfni) return run.template operator()<TileOptions{false, true}>();
+    run.template operator()<TileOptions{}>();
+}
+
 template <WType T, int RowsOne>
-void gemm_i8_tiles(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+void gemm_i8_tiles(bool gfni, const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                    int64_t r0, int64_t r1) {
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    // Streaming (x86::streams_on_this_cpu) is a template parameter: as a run-time flag its
-    // branches cost the 8-bit 4 x 4 tile of a prefill registers, prefill 128 q8_0 1.10x the time.
-    // Only a CPU that decodes with 8-row tiles (AMD) never streams.
-    constexpr bool kMayStream = RowsOne != 8;
-    const bool stream = kMayStream && x86::streams_on_this_cpu(x.n);
+    const bool stream = RowsOne != 8 && x86::streams_on_this_cpu(x.n);
     const x86::TilePrefetchPlans<RowsOne, 4, 1> plans(w.row_bytes, chunks, x86::prefetch_burst_lines_for_this_cpu(),
                                                       stream);
-    auto run = [&]<int MaxCols, bool Stream>() {
+    auto run = [&]<int MaxCols, TileOptions O>() {
         x86::int8_dot_rows<MaxCols, RowsOne, 4>(
             w, x.n, r0, r1, [&]<int R>(int c, const uint8_t* const* wrow, int64_t j0, int64_t r) {
                 if constexpr (R == 8 && T != WType::Q6_KX)  // one column only (Q6_KX: tile_q6)
-                    tile<T, 8, 1, Stream>(wrow, plans.template for_rows<8>(), chunks, d_off, m_off, x, j0, y + r, ldy);
+                    tile<T, 8, 1, O>(wrow, plans.template for_rows<8>(), chunks, d_off, m_off, x, j0, y + r, ldy);
                 else
-                    tile_cols<T, R, MaxCols, Stream>(c, wrow, plans.template for_rows<R>(), chunks, d_off, m_off, x,
-                                                     j0, y + r, ldy);
+                    tile_cols<T, R, MaxCols, O>(c, wrow, plans.template for_rows<R>(), chunks, d_off, m_off, x, j0,
+                                                y + r, ldy);
             });
     };
-    auto run_streaming_or_not = [&]<int MaxCols>() {
-        if constexpr (kMayStream)
-            if (stream) return run.template operator()<MaxCols, true>();
-        run.template operator()<MaxCols, false>();
-    };
-    if constexpr (kFourBitTile<T>) {
-        if (x.n == 4) return run_streaming_or_not.template operator()<4>();
-    }
-    run_streaming_or_not.template operator()<kMaxCols<T>>();
+    const int max_cols = kFourBitTile<T> && x.n == 4 ? 4 : kMaxCols<T>;
+    with_tile_options<T, RowsOne>(stream, gfni, [&]<TileOptions O>() {
+        if (max_cols == 4) return run.template operator()<4, O>();
+        run.template operator()<kMaxCols<T>, O>();
+    });
 }
 
 template <WType T>
-void gemm_i8_impl(int tile_rows, const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
-                  int64_t r0, int64_t r1) {
+void gemm_i8_impl(int tile_rows, bool gfni, const WeightMatrix& w, const QuantizedColumns& x, float* y,
+                  int64_t ldy, int64_t r0, int64_t r1) {
     switch (tile_rows) {
-        case 8: return gemm_i8_tiles<T, 8>(w, x, y, ldy, r0, r1);
-        case 2: return gemm_i8_tiles<T, 2>(w, x, y, ldy, r0, r1);
-        default: return gemm_i8_tiles<T, 4>(w, x, y, ldy, r0, r1);
+        case 8: return gemm_i8_tiles<T, 8>(gfni, w, x, y, ldy, r0, r1);
+        case 2: return gemm_i8_tiles<T, 2>(gfni, w, x, y, ldy, r0, r1);
+        default: return gemm_i8_tiles<T, 4>(gfni, w, x, y, ldy, r0, r1);
     }
 }
 
 }  // namespace
 
-void gemm_i8_rows_with_tile_rows(int tile_rows, const WeightMatrix& w, const QuantizedColumns& x,
-                                 float* y, int64_t ldy, int64_t r0, int64_t r1) {
-    visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(tile_rows, w, x, y, ldy, r0, r1); });
+void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
+                       int64_t ldy, int64_t r0, int64_t r1) {
+    const int tile_rows = choice.tile_rows != 0 ? choice.tile_rows : single_column_tile_rows(w.row_bytes);
+    const bool gfni = choice.gfni && x86::gfni_on_this_cpu();
+    visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(tile_rows, gfni, w, x, y, ldy, r0, r1); });
 }
 
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
-    gemm_i8_rows_with_tile_rows(single_column_tile_rows(w.row_bytes), w, x, y, ldy, r0, r1);
+    gemm_i8_rows_with(Int8TileChoice{}, w, x, y, ldy, r0, r1);
 }
 
 namespace {
