@@ -380,7 +380,7 @@ TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
                 WeightMatrix p = repack_for_int8_dot(block_weight(type, s, 3));
                 const std::vector<float> x = random_normal(size_t(16 * s.cols), 4);
                 std::vector<float> want = matmul_on(reference_kernels(), p, x, 16, 1);
-                for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16}) {
+                for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16}) {
                     for (int threads : {1, 2}) {
                         std::vector<float> got = matmul_on(k, p, x, n, threads);
                         // Column j of a width-n product equals column j of the width-16 reference.
@@ -430,24 +430,28 @@ TEST(KernelsInt8, EverySingleColumnTileHeightEqualsReference) {
         }
     }
 }
-template <bool Gfni>
-void avx512_rows_with_gfni(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
-                           int64_t r1) {
-    avx512::gemm_i8_rows_with(avx512::Int8TileChoice{0, Gfni}, w, x, y, ldy, r0, r1);
+template <bool Gfni, bool OnePass>
+void avx512_rows_choosing(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
+                          int64_t r1) {
+    avx512::gemm_i8_rows_with(avx512::Int8TileChoice{0, Gfni, OnePass}, w, x, y, ldy, r0, r1);
 }
 
-// The AVX-512 4-bit tiles (Q4_0, Q4_1, Q4_K as Q4_1FX) take their high nibbles by GFNI where the
-// CPU has it, else by a shift and a mask. Each way gives the reference's bits at every width from
-// 1 to 16 (single columns, 2-, 3- and 4-column tiles, streaming and bursts) on 1 and 2 threads.
-void expect_four_bit_tiles_equal_reference(bool gfni) {
+// Choices the AVX-512 kernel makes per CPU, forced so that this machine reaches each: the 4-bit
+// tiles take their high nibbles by GFNI where the CPU has it, else by a shift and a mask; and a
+// verify of 4 to 8 columns runs as one pass of tiles that wide (off AMD) or in column groups of
+// 3 or 4 (AMD, and every wider batch). Each way gives the reference's bits at every width from 1
+// to 16 (single columns, every tile width, streaming and bursts) on 1 and 2 threads, for Q8_0,
+// Q4_0, Q4_1 and Q4_K (as Q4_1FX).
+void expect_tiles_equal_reference(bool gfni, bool one_pass) {
     KernelTable table = kernels_for("avx512");
-    table.gemm_i8_rows = gfni ? &avx512_rows_with_gfni<true> : &avx512_rows_with_gfni<false>;
+    table.gemm_i8_rows = gfni ? (one_pass ? &avx512_rows_choosing<true, true> : &avx512_rows_choosing<true, false>)
+                              : (one_pass ? &avx512_rows_choosing<false, true> : &avx512_rows_choosing<false, false>);
     BlockTensor q4k("q4_k", DType::Q4_K, 13, 1280, 256, 144, {0, 2}, 43);
     WeightMatrix affine;
     ASSERT_TRUE(repack_affine_for_int8_dot(q4k.t, 13, 1280, affine));
     std::vector<WeightMatrix> weights;
     weights.push_back(std::move(affine));
-    for (WType type : {WType::Q4_0, WType::Q4_1})
+    for (WType type : kBlockTypes)
         for (Shape s : {Shape{37, 96}, Shape{19, 544}, Shape{7, 2048}})
             weights.push_back(repack_for_int8_dot(block_weight(type, s, 44)));
     for (const WeightMatrix& w : weights) {
@@ -458,22 +462,30 @@ void expect_four_bit_tiles_equal_reference(bool gfni) {
                 const std::vector<float> got = matmul_on(table, w, x, n, threads);
                 ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
                     << wtype_name(w.type) << " " << w.rows << "x" << w.cols << " n=" << n << " threads=" << threads
-                    << (gfni ? " (GFNI)" : " (shift and mask)");
+                    << (gfni ? " GFNI" : " shift and mask") << (one_pass ? ", one pass" : ", column groups");
             }
     }
 }
 
-TEST(KernelsInt8, FourBitTilesWithoutGfniEqualReference) {
+bool have_avx512() {
     const std::vector<std::string> isas = available_isas();
-    if (std::find(isas.begin(), isas.end(), "avx512") == isas.end()) GTEST_SKIP() << "no AVX-512 on this CPU";
-    expect_four_bit_tiles_equal_reference(false);
+    return std::find(isas.begin(), isas.end(), "avx512") != isas.end();
 }
 
-TEST(KernelsInt8, FourBitTilesWithGfniEqualReference) {
-    const std::vector<std::string> isas = available_isas();
-    if (std::find(isas.begin(), isas.end(), "avx512") == isas.end()) GTEST_SKIP() << "no AVX-512 on this CPU";
+TEST(KernelsInt8, TilesWithoutGfniEqualReference) {
+    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    expect_tiles_equal_reference(false, true);
+}
+
+TEST(KernelsInt8, TilesWithGfniEqualReference) {
+    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
     if (!__builtin_cpu_supports("gfni")) GTEST_SKIP() << "no GFNI on this CPU: the tiles never take that path here";
-    expect_four_bit_tiles_equal_reference(true);
+    expect_tiles_equal_reference(true, true);
+}
+
+TEST(KernelsInt8, VerifyWidthsInColumnGroupsEqualReference) {
+    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    expect_tiles_equal_reference(true, false);
 }
 #endif
 

@@ -70,10 +70,13 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
                   int64_t r0, int64_t r1);
 // Choices gemm_i8_rows makes for this CPU, which a test may force so that one machine reaches
 // every variant: the single-column tile height (2, 4 or 8 rows; 0: its pick for the CPU and row
-// length) and whether 4-bit tiles may unpack nibbles with GFNI (used only where the CPU has it).
+// length), whether 4-bit tiles may unpack nibbles with GFNI (used only where the CPU has it) and
+// whether a verify width may run as one pass of tiles that wide (where this CPU does) rather
+// than in column groups.
 struct Int8TileChoice {
     int tile_rows = 0;
     bool gfni = true;
+    bool one_pass = true;
 };
 void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
                        int64_t ldy, int64_t r0, int64_t r1);

@@ -262,6 +262,22 @@ constexpr int kMaxCols = kFourBitTile<T> ? 3 : 4;
 // the weights stream once instead of being reread from cache. 0.8B q4_0 forwards, alternating:
 // width 4 22.8 vs 24.2 ms; wider batches keep groups of 3 (width 8 36.8 vs 38.6 ms as 4 + 4,
 // prefill 128 434 vs 484 ms).
+// Off AMD every verify width of 4 to 8 columns goes as one pass (4 x n tiles; from 5 columns the
+// integer sums fill the registers and the activations are read from L1 instead), for the same
+// reason. On a Xeon (Granite Rapids-class VM, kernel_ab against the groups, 0.8B forwards): q4_0
+// width 5 0.90-0.91x the time (3 + 2 before), 6 0.89-0.94x, 7 0.85-0.87x, 8 0.88-0.90x; q8_0
+// width 5 0.91x (4 + 1), 6 0.91x, 8 0.95x. Q6_KX keeps its groups of 4 (one row at a time).
+// AMD keeps what was measured on Zen 4: only the 4-bit width 4.
+constexpr int kOnePassMaxColumns = 8;
+
+// How many columns a matmul of n columns runs as one group (a pass of tiles that many columns
+// wide), or 0 when it goes in groups of kMaxCols.
+template <WType T>
+int one_pass_columns(int64_t n) {
+    if (T == WType::Q6_KX || n < 4) return 0;
+    if (x86::tiles_tuned_as_amd()) return kFourBitTile<T> && n == 4 ? 4 : 0;
+    return n <= kOnePassMaxColumns ? int(n) : 0;
+}
 
 // Rows per single-column (decode) tile, by vendor.
 // AMD: 4, or 8 when 4 rows span under 4 KB. Measured on Zen 4 (kernels_bench, alternating
@@ -297,7 +313,7 @@ void with_tile_options(bool stream, bool gfni, Run&& run) {
 }
 
 template <WType T, int RowsOne>
-void gemm_i8_tiles(bool gfni, const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+void gemm_i8_tiles(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                    int64_t r0, int64_t r1) {
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
@@ -315,20 +331,42 @@ void gemm_i8_tiles(bool gfni, const WeightMatrix& w, const QuantizedColumns& x, 
                                                 y + r, ldy);
             });
     };
-    const int max_cols = kFourBitTile<T> && x.n == 4 ? 4 : kMaxCols<T>;
-    with_tile_options<T, RowsOne>(stream, gfni, [&]<TileOptions O>() {
-        if (max_cols == 4) return run.template operator()<4, O>();
+    // One group of exactly N columns: only 4 x N tiles, and 1 x N ones for rows left over.
+    auto run_one_pass = [&]<int N, TileOptions O>() {
+        x86::int8_dot_rows<N, RowsOne, 4>(
+            w, x.n, r0, r1, [&]<int R>(int, const uint8_t* const* wrow, int64_t j0, int64_t r) {
+                if constexpr (R == 4 || R == 1)
+                    tile<T, R, N, O>(wrow, plans.template for_rows<R>(), chunks, d_off, m_off, x, j0, y + r, ldy);
+                // (no single-column tiles of other heights: every group here has N > 1 columns)
+            });
+    };
+    const int one_pass = choice.one_pass ? one_pass_columns<T>(x.n) : 0;
+    with_tile_options<T, RowsOne>(stream, choice.gfni, [&]<TileOptions O>() {
+        if constexpr (T != WType::Q6_KX) {
+            if (one_pass == 4) return run_one_pass.template operator()<4, O>();
+            // 5 to 8 columns in one pass happen only off AMD, where they stream: only those
+            // tiles are built (each is large), and any other case takes the groups.
+            if constexpr (O.stream) {
+                switch (one_pass) {
+                    case 5: return run_one_pass.template operator()<5, O>();
+                    case 6: return run_one_pass.template operator()<6, O>();
+                    case 7: return run_one_pass.template operator()<7, O>();
+                    case 8: return run_one_pass.template operator()<8, O>();
+                    default: break;
+                }
+            }
+        }
         run.template operator()<kMaxCols<T>, O>();
     });
 }
 
 template <WType T>
-void gemm_i8_impl(int tile_rows, bool gfni, const WeightMatrix& w, const QuantizedColumns& x, float* y,
+void gemm_i8_impl(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
                   int64_t ldy, int64_t r0, int64_t r1) {
-    switch (tile_rows) {
-        case 8: return gemm_i8_tiles<T, 8>(gfni, w, x, y, ldy, r0, r1);
-        case 2: return gemm_i8_tiles<T, 2>(gfni, w, x, y, ldy, r0, r1);
-        default: return gemm_i8_tiles<T, 4>(gfni, w, x, y, ldy, r0, r1);
+    switch (choice.tile_rows) {
+        case 8: return gemm_i8_tiles<T, 8>(choice, w, x, y, ldy, r0, r1);
+        case 2: return gemm_i8_tiles<T, 2>(choice, w, x, y, ldy, r0, r1);
+        default: return gemm_i8_tiles<T, 4>(choice, w, x, y, ldy, r0, r1);
     }
 }
 
@@ -336,9 +374,10 @@ void gemm_i8_impl(int tile_rows, bool gfni, const WeightMatrix& w, const Quantiz
 
 void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
                        int64_t ldy, int64_t r0, int64_t r1) {
-    const int tile_rows = choice.tile_rows != 0 ? choice.tile_rows : single_column_tile_rows(w.row_bytes);
-    const bool gfni = choice.gfni && x86::gfni_on_this_cpu();
-    visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(tile_rows, gfni, w, x, y, ldy, r0, r1); });
+    Int8TileChoice resolved = choice;  // what this CPU and row length allow
+    if (resolved.tile_rows == 0) resolved.tile_rows = single_column_tile_rows(w.row_bytes);
+    resolved.gfni = choice.gfni && x86::gfni_on_this_cpu();
+    visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(resolved, w, x, y, ldy, r0, r1); });
 }
 
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
