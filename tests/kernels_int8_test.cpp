@@ -395,6 +395,11 @@ TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
 }
 
 #if defined(__x86_64__)
+bool have_avx512() {
+    const std::vector<std::string> isas = available_isas();
+    return std::find(isas.begin(), isas.end(), "avx512") != isas.end();
+}
+
 template <int TileRows>
 void avx512_rows_in_tiles_of(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                              int64_t r0, int64_t r1) {
@@ -406,8 +411,7 @@ void avx512_rows_in_tiles_of(const WeightMatrix& w, const QuantizedColumns& x, f
 // gives the reference's bits on every shape (row counts leaving remainders for each height),
 // including 2048-value rows (the 4-bit types' 2-row case on a Xeon), at widths 1 and 3.
 TEST(KernelsInt8, EverySingleColumnTileHeightEqualsReference) {
-    const std::vector<std::string> isas = available_isas();
-    if (std::find(isas.begin(), isas.end(), "avx512") == isas.end()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
     KernelTable tables[3] = {kernels_for("avx512"), kernels_for("avx512"), kernels_for("avx512")};
     tables[0].gemm_i8_rows = &avx512_rows_in_tiles_of<2>;
     tables[1].gemm_i8_rows = &avx512_rows_in_tiles_of<4>;
@@ -430,6 +434,7 @@ TEST(KernelsInt8, EverySingleColumnTileHeightEqualsReference) {
         }
     }
 }
+
 template <bool Gfni, bool OnePass>
 void avx512_rows_choosing(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                           int64_t r1) {
@@ -467,11 +472,6 @@ void expect_tiles_equal_reference(bool gfni, bool one_pass) {
     }
 }
 
-bool have_avx512() {
-    const std::vector<std::string> isas = available_isas();
-    return std::find(isas.begin(), isas.end(), "avx512") != isas.end();
-}
-
 TEST(KernelsInt8, TilesWithoutGfniEqualReference) {
     if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
     expect_tiles_equal_reference(false, true);
@@ -489,7 +489,7 @@ TEST(KernelsInt8, VerifyWidthsInColumnGroupsEqualReference) {
 }
 #endif
 
-// A batch wide enough that its activation codes pass 256 KB walks chunks// A batch wide enough that its activation codes pass 256 KB walks chunks of many rows instead
+// A batch wide enough that its activation codes pass 256 KB walks chunks of many rows instead
 // of 16 (int8_dot_rows): 300 columns of 1024 values over 600 rows (Q8_0X: 240-row chunks, the
 // last one partial) still give the reference's bits, on 1 and 2 threads.
 TEST(KernelsInt8, WideBatchOfManyRowChunksEqualsReference) {

@@ -331,7 +331,9 @@ void gemm_i8_tiles(const Int8TileChoice& choice, const WeightMatrix& w, const Qu
                                                 y + r, ldy);
             });
     };
-    // One group of exactly N columns: only 4 x N tiles, and 1 x N ones for rows left over.
+    // One group of exactly N columns: only 4 x N tiles, and 1 x N ones for rows left over. Not
+    // run<N>: its tile_cols would also build every narrower tile, and 2- and 8-row ones, for
+    // column counts a one-pass call never has (each 4 x 5..8 tile is large to compile).
     auto run_one_pass = [&]<int N, TileOptions O>() {
         x86::int8_dot_rows<N, RowsOne, 4>(
             w, x.n, r0, r1, [&]<int R>(int, const uint8_t* const* wrow, int64_t j0, int64_t r) {
