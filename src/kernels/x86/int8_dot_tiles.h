@@ -5,6 +5,8 @@
 // units built with different ISA flags instantiate these with the same types (the AVX2 and
 // AVX-VNNI kernels both use avx2::Isa), and the linker must never pick one unit's copy for the
 // other.
+#include <cpuid.h>
+
 #include <algorithm>
 #include <bit>
 
@@ -103,6 +105,20 @@ constexpr int64_t kPrefetchBurstLinesShort = 17;
 [[maybe_unused]] bool tiles_tuned_as_amd() {
     static const bool amd = __builtin_cpu_is("amd");
     return amd;
+}
+
+// Whether the CPU is an AMD one of family 1Ah or later (Zen 5 on): a few settings were measured
+// there apart from Zen 4's (family 19h), which tiles_tuned_as_amd's rules were measured on. CPUID
+// leaf 1, not __builtin_cpu_is("znver5"), which GCC 12 does not know.
+[[maybe_unused]] bool amd_zen5_or_later() {
+    static const bool zen5 = [] {
+        if (!tiles_tuned_as_amd()) return false;
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+        const unsigned base = (eax >> 8) & 0xf, extended = (eax >> 20) & 0xff;
+        return (base == 0xf ? base + extended : base) >= 0x1a;
+    }();
+    return zen5;
 }
 
 // Whether the CPU has GFNI (the AVX-512 4-bit tiles unpack with it). A builtin for the reason

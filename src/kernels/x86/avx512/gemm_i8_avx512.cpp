@@ -312,13 +312,26 @@ void with_tile_options(bool stream, bool gfni, Run&& run) {
     run.template operator()<TileOptions{}>();
 }
 
+// Whether a matmul of n columns, one_pass of them a pass (one_pass_columns), streams: wherever
+// x86::streams_on_this_cpu says so, and on Zen 5 also the 4-bit width 4's one pass. Measured
+// there (kernel_ab against its bursts two tiles ahead, 0.8B and 2B q4_0 width-4 forwards):
+// 0.84-0.90x and 0.83-0.86x the time. Other widths did not gain on Zen 5 (q4_0 width 2 and 3
+// 1.10-1.18x, width 8 as one streaming pass 1.21x; q8_0 streaming at any width 1.05-1.36x), nor
+// did Xeon's shorter bursts for q8_0 (1.09-1.12x), so those keep Zen 4's settings.
+template <WType T>
+bool tiles_stream(int64_t n, int one_pass) {
+    if (x86::streams_on_this_cpu(n)) return true;
+    return kFourBitTile<T> && one_pass == 4 && x86::amd_zen5_or_later();
+}
+
 template <WType T, int RowsOne>
 void gemm_i8_tiles(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                    int64_t r0, int64_t r1) {
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    const bool stream = RowsOne != 8 && x86::streams_on_this_cpu(x.n);
+    const int one_pass = choice.one_pass ? one_pass_columns<T>(x.n) : 0;
+    const bool stream = RowsOne != 8 && tiles_stream<T>(x.n, one_pass);
     const x86::TilePrefetchPlans<RowsOne, 4, 1> plans(w.row_bytes, chunks, x86::prefetch_burst_lines_for_this_cpu(),
                                                       stream);
     auto run = [&]<int MaxCols, TileOptions O>() {
@@ -342,7 +355,6 @@ void gemm_i8_tiles(const Int8TileChoice& choice, const WeightMatrix& w, const Qu
                 // (no single-column tiles of other heights: every group here has N > 1 columns)
             });
     };
-    const int one_pass = choice.one_pass ? one_pass_columns<T>(x.n) : 0;
     with_tile_options<T, RowsOne>(stream, choice.gfni, [&]<TileOptions O>() {
         if constexpr (T != WType::Q6_KX) {
             if (one_pass == 4) return run_one_pass.template operator()<4, O>();
@@ -365,6 +377,11 @@ void gemm_i8_tiles(const Int8TileChoice& choice, const WeightMatrix& w, const Qu
 template <WType T>
 void gemm_i8_impl(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
                   int64_t ldy, int64_t r0, int64_t r1) {
+    // A one-pass matmul has no single-column tiles, so their height matters only as the gate
+    // on streaming (8-row plans never stream): one that streams takes 4-row plans.
+    const int one_pass = choice.one_pass ? one_pass_columns<T>(x.n) : 0;
+    if (one_pass && choice.tile_rows == 8 && tiles_stream<T>(x.n, one_pass))
+        return gemm_i8_tiles<T, 4>(choice, w, x, y, ldy, r0, r1);
     switch (choice.tile_rows) {
         case 8: return gemm_i8_tiles<T, 8>(choice, w, x, y, ldy, r0, r1);
         case 2: return gemm_i8_tiles<T, 2>(choice, w, x, y, ldy, r0, r1);
