@@ -212,37 +212,56 @@ private:
     TilePrefetchPlan plans_[sizeof...(Heights)];
 };
 
-// prefetcht2 of the lines [line, end), line < end. The loop is one asm statement so that the
-// compiler sees no loop inside the tile's chunk loop: as C++ it made GCC spill the 4 x 3 4-bit
-// tile's vectors in every code step (68 stack accesses; prefill 128 q4_0 373-435 -> 314-332
-// tok/s).
-struct PrefetchLinesT2 {
+// Whether the bursts prefetch into L1 (prefetcht0) rather than L2 (prefetcht2): on Zen 5 only.
+// There (kernel_ab against prefetcht2, alternating forwards): 0.8B q8_0 decode 0.92-0.985x the
+// time, q4_0 0.935-0.994x, 2B q8_0 0.95-0.97x, q4_0 0.89-0.98x, q8_0 width 2 0.89-0.95x, width 4
+// 0.97-0.99x, prefill 128 unchanged (0.98-1.03x). On Zen 4 prefetcht0 bursts had been the
+// slower (below), and Xeon keeps what it was measured with.
+[[maybe_unused]] bool bursts_to_l1_on_this_cpu() { return amd_zen5_or_later(); }
+
+// prefetcht2 (or prefetcht0, to_l1) of the lines [line, end), line < end. Each loop is one asm
+// statement so that the compiler sees no loop inside the tile's chunk loop: as C++ it made GCC
+// spill the 4 x 3 4-bit tile's vectors in every code step (68 stack accesses; prefill 128 q4_0
+// 373-435 -> 314-332 tok/s).
+struct PrefetchLines {
+    bool to_l1 = bursts_to_l1_on_this_cpu();
     void operator()(const uint8_t* line, const uint8_t* end) const {
-        asm volatile(
-            "1:\n\t"
-            "prefetcht2 (%0)\n\t"
-            "add $64, %0\n\t"
-            "cmp %1, %0\n\t"
-            "jb 1b"
-            : "+r"(line)
-            : "r"(end)
-            : "cc");
+        if (to_l1)
+            asm volatile(
+                "1:\n\t"
+                "prefetcht0 (%0)\n\t"
+                "add $64, %0\n\t"
+                "cmp %1, %0\n\t"
+                "jb 1b"
+                : "+r"(line)
+                : "r"(end)
+                : "cc");
+        else
+            asm volatile(
+                "1:\n\t"
+                "prefetcht2 (%0)\n\t"
+                "add $64, %0\n\t"
+                "cmp %1, %0\n\t"
+                "jb 1b"
+                : "+r"(line)
+                : "r"(end)
+                : "cc");
     }
 };
 
 // Software prefetch of the next tile while this one runs: the R rows after the tile's (rows are
 // contiguous, wrow[i] = wrow[0] + i * row_bytes, as int8_dot_rows lays them out), codes and
-// scale planes alike, as ascending 64-byte lines into L2 (prefetcht2), in bursts (the plan's)
-// spread evenly over the tile's chunks. What was here before, one non-temporal prefetch per
-// code line R rows ahead plus the scale planes' lines, streamed a decode's matrices at 20-24
-// GB/s where this reaches 30-36 (kernels_bench / a 2-thread A/B on Zen 4, alternating call by
+// scale planes alike, as ascending 64-byte lines into L2 (prefetcht2; L1 on Zen 5), in bursts
+// (the plan's) spread evenly over the tile's chunks. What was here before, one non-temporal
+// prefetch per code line R rows ahead plus the scale planes' lines, streamed a decode's matrices
+// at 20-24 GB/s where this reaches 30-36 (kernels_bench / a 2-thread A/B on Zen 4, alternating call by
 // call; the 0.8B q8_0 decode 26-27 -> 38-48 tok/s, q4_0 40-41 -> 60-65). Both parts count:
 // with prefetcht0 bursts the same decode ran 38-40 tok/s and with non-temporal ones 40, and
 // per-line prefetcht2 kept 36-38.
 // Only the first column group (j0 == 0) prefetches: the later groups of a wide batch walk the
 // same 16-row block again, already in cache, and their prefetches cost prefill 512 about 12%.
 // Fetch: what issues a burst [line, end) (a test records them instead).
-template <class Fetch = PrefetchLinesT2>
+template <class Fetch = PrefetchLines>
 class NextTilePrefetch {
 public:
     // Issues the first burst at once (before the tile's chunk loop), or nothing when j0 > 0 or
