@@ -100,7 +100,8 @@ constexpr int64_t kPrefetchBurstLinesShort = 17;
 
 // Whether the tiles take the settings measured on Zen 4 (AMD) or those measured on a Xeon (every
 // other CPU): the burst limit here, and in the AVX-512 unit the single-column tile height and how
-// far ahead 4-bit tiles of several columns fetch. The one place that asks the vendor; a builtin,
+// far ahead 4-bit tiles of several columns fetch. Zen 5 departs from Zen 4's where it was
+// measured to (amd_zen5_or_later's callers). The one place that asks the vendor; a builtin,
 // not cpu_features.cpp, because kernel_ab compiles one kernel unit alone, its namespace renamed.
 [[maybe_unused]] bool tiles_tuned_as_amd() {
     static const bool amd = __builtin_cpu_is("amd");

@@ -280,9 +280,9 @@ int one_pass_columns(int64_t n) {
 }
 
 // Rows per single-column (decode) tile, by vendor.
-// AMD: 4, or 8 when 4 rows span under 4 KB. Measured on Zen 4 (kernels_bench, alternating
-// binaries, 2 threads): q8_0 rows of 6144 values 215 vs 259 us and of 1024 values 544 vs 602 us
-// with 4 rows instead of 8, and 0.8B q8_0 decode 58-62 vs 53-56 tok/s; but q4_0 rows of 1024
+// Zen 4 (AMD before Zen 5): 4, or 8 when 4 rows span under 4 KB. Measured on Zen 4
+// (kernels_bench, alternating binaries, 2 threads): q8_0 rows of 6144 values 215 vs 259 us and
+// of 1024 values 544 vs 602 us with 4 rows instead of 8, and 0.8B q8_0 decode 58-62 vs 53-56 tok/s; but q4_0 rows of 1024
 // values (576 bytes) 367 vs 309 us: fewer streams in flight stream better until a tile's rows
 // get that short.
 // Elsewhere: 4, or 2 for rows of 641-1200 bytes; tiles of about 2.2 KB stream best on a Xeon
@@ -290,10 +290,13 @@ int one_pass_columns(int64_t n) {
 // time (its 576-byte rows in 4-row tiles instead of 8; 2 rows: 0.96x), q8_0 0.959x (1088-byte
 // rows in 2-row tiles), 2B q4_0 0.970x (1152-byte rows), 2B q8_0 unchanged; 2-row tiles also for
 // its 2176-byte rows cost it 2-3% (1.021, and 1.032 with every row length in 2-row tiles).
+// Zen 5 takes the Xeon's rule (kernel_ab against Zen 4's, with its prefetcht0 bursts, decode):
+// 0.8B q4_0 0.935-0.950x the time (4-row tiles instead of 8), q8_0 0.974-0.986x (2 rows instead
+// of 4), 2B q4_0 0.94-1.00x, q8_0 1.00x.
 constexpr size_t kMinSingleColumnTileBytes = 4096;
 
 int single_column_tile_rows(size_t row_bytes) {
-    if (x86::tiles_tuned_as_amd()) return 4 * row_bytes < kMinSingleColumnTileBytes ? 8 : 4;
+    if (x86::tiles_tuned_as_amd() && !x86::amd_zen5_or_later()) return 4 * row_bytes < kMinSingleColumnTileBytes ? 8 : 4;
     return row_bytes > 640 && row_bytes <= 1200 ? 2 : 4;
 }
 
