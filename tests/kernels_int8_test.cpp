@@ -443,8 +443,9 @@ void avx512_rows_choosing(const WeightMatrix& w, const QuantizedColumns& x, floa
 
 // Choices the AVX-512 kernel makes per CPU, forced so that this machine reaches each: the 4-bit
 // tiles take their high nibbles by GFNI where the CPU has it, else by a shift and a mask; and a
-// verify of 4 to 8 columns runs as one pass of tiles that wide (off AMD) or in column groups of
-// 3 or 4 (AMD, and every wider batch). Each way gives the reference's bits at every width from 1
+// verify of 4 to 8 columns runs as one pass of tiles that wide (off AMD; on AMD the 4-bit width 4
+// only, on Zen 5 only for rows over 1 KB: the 2048-value rows here) or in column groups of 3 or 4
+// (the rest, and every wider batch). Each way gives the reference's bits at every width from 1
 // to 16 (single columns, every tile width, streaming and bursts) on 1 and 2 threads, for Q8_0,
 // Q4_0, Q4_1 and Q4_K (as Q4_1FX).
 void expect_tiles_equal_reference(bool gfni, bool one_pass) {

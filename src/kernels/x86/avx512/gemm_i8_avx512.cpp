@@ -267,14 +267,20 @@ constexpr int kMaxCols = kFourBitTile<T> ? 3 : 4;
 // reason. On a Xeon (Granite Rapids-class VM, kernel_ab against the groups, 0.8B forwards): q4_0
 // width 5 0.90-0.91x the time (3 + 2 before), 6 0.89-0.94x, 7 0.85-0.87x, 8 0.88-0.90x; q8_0
 // width 5 0.91x (4 + 1), 6 0.91x, 8 0.95x. Q6_KX keeps its groups of 4 (one row at a time).
-// AMD keeps what was measured on Zen 4: only the 4-bit width 4.
+// AMD keeps what was measured on Zen 4: only the 4-bit width 4. Zen 5 takes that one pass
+// (streaming, tiles_stream) only for rows over 1 KB: kernel_ab there against it for every row,
+// width-4 forwards, 0.8B q4_0 0.906-0.948x the time (its 576-byte rows in groups of 3 + 1 with
+// the bursts, its 2016-byte ones in one pass), 2B q4_0 1.008x (every row in groups: 1.06-1.08x).
+// One pass without streaming took 1.08-1.26x the time there.
 constexpr int kOnePassMaxColumns = 8;
+constexpr size_t kZen5MinOnePassRowBytes = 1025;
 
-// How many columns a matmul of n columns runs as one group (a pass of tiles that many columns
-// wide), or 0 when it goes in groups of kMaxCols.
+// How many columns a matmul of n columns (rows of row_bytes) runs as one group (a pass of tiles
+// that many columns wide), or 0 when it goes in groups of kMaxCols.
 template <WType T>
-int one_pass_columns(int64_t n) {
+int one_pass_columns(int64_t n, size_t row_bytes) {
     if (T == WType::Q6_KX || n < 4) return 0;
+    if (x86::amd_zen5_or_later()) return kFourBitTile<T> && n == 4 && row_bytes >= kZen5MinOnePassRowBytes ? 4 : 0;
     if (x86::tiles_tuned_as_amd()) return kFourBitTile<T> && n == 4 ? 4 : 0;
     return n <= kOnePassMaxColumns ? int(n) : 0;
 }
@@ -333,7 +339,7 @@ void gemm_i8_tiles(const Int8TileChoice& choice, const WeightMatrix& w, const Qu
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    const int one_pass = choice.one_pass ? one_pass_columns<T>(x.n) : 0;
+    const int one_pass = choice.one_pass ? one_pass_columns<T>(x.n, w.row_bytes) : 0;
     const bool stream = RowsOne != 8 && tiles_stream<T>(x.n, one_pass);
     const x86::TilePrefetchPlans<RowsOne, 4, 1> plans(w.row_bytes, chunks, x86::prefetch_burst_lines_for_this_cpu(),
                                                       stream);
@@ -382,7 +388,7 @@ void gemm_i8_impl(const Int8TileChoice& choice, const WeightMatrix& w, const Qua
                   int64_t ldy, int64_t r0, int64_t r1) {
     // A one-pass matmul has no single-column tiles, so their height matters only as the gate
     // on streaming (8-row plans never stream): one that streams takes 4-row plans.
-    const int one_pass = choice.one_pass ? one_pass_columns<T>(x.n) : 0;
+    const int one_pass = choice.one_pass ? one_pass_columns<T>(x.n, w.row_bytes) : 0;
     if (one_pass && choice.tile_rows == 8 && tiles_stream<T>(x.n, one_pass))
         return gemm_i8_tiles<T, 4>(choice, w, x, y, ldy, r0, r1);
     switch (choice.tile_rows) {
