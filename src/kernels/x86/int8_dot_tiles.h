@@ -216,8 +216,8 @@ private:
 // Whether the bursts prefetch into L1 (prefetcht0) rather than L2 (prefetcht2): on Zen 5 only.
 // There (kernel_ab against prefetcht2, alternating forwards): 0.8B q8_0 decode 0.92-0.985x the
 // time, q4_0 0.935-0.994x, 2B q8_0 0.95-0.97x, q4_0 0.89-0.98x, q8_0 width 2 0.89-0.95x, width 4
-// 0.97-0.99x, prefill 128 unchanged (0.98-1.03x). On Zen 4 prefetcht0 bursts had been the
-// slower (below), and Xeon keeps what it was measured with.
+// 0.97-0.99x, prefill 128 unchanged (0.98-1.03x); the 256-bit kernel's decode 0.98-0.99x. On
+// Zen 4 prefetcht0 bursts had been the slower (below), and Xeon keeps what it was measured with.
 [[maybe_unused]] bool bursts_to_l1_on_this_cpu() { return amd_zen5_or_later(); }
 
 // prefetcht2 (or prefetcht0, to_l1) of the lines [line, end), line < end. Each loop is one asm

@@ -288,9 +288,9 @@ int one_pass_columns(int64_t n, size_t row_bytes) {
 // Rows per single-column (decode) tile, by vendor.
 // Zen 4 (AMD before Zen 5): 4, or 8 when 4 rows span under 4 KB. Measured on Zen 4
 // (kernels_bench, alternating binaries, 2 threads): q8_0 rows of 6144 values 215 vs 259 us and
-// of 1024 values 544 vs 602 us with 4 rows instead of 8, and 0.8B q8_0 decode 58-62 vs 53-56 tok/s; but q4_0 rows of 1024
-// values (576 bytes) 367 vs 309 us: fewer streams in flight stream better until a tile's rows
-// get that short.
+// of 1024 values 544 vs 602 us with 4 rows instead of 8, and 0.8B q8_0 decode 58-62 vs 53-56
+// tok/s; but q4_0 rows of 1024 values (576 bytes) 367 vs 309 us: fewer streams in flight stream
+// better until a tile's rows get that short.
 // Elsewhere: 4, or 2 for rows of 641-1200 bytes; tiles of about 2.2 KB stream best on a Xeon
 // (Granite Rapids-class VM, kernel_ab against the Zen 4 rule, decode): 0.8B q4_0 0.927-0.938x the
 // time (its 576-byte rows in 4-row tiles instead of 8; 2 rows: 0.96x), q8_0 0.959x (1088-byte
