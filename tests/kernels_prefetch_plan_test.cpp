@@ -28,7 +28,7 @@ struct RecordBursts {
     const uint8_t* origin;
     const int64_t* chunk;
     std::vector<Burst>* out;
-    void operator()(const uint8_t* line, const uint8_t* end) const {
+    void operator()(const uint8_t* line, const uint8_t* end, bool /*to_l1*/) const {
         out->push_back({line - origin, end - origin, *chunk});
     }
 };

@@ -152,6 +152,13 @@ constexpr int64_t kStreamMaxColumns = 8;
 // Whether a matmul of n columns streams on this CPU (else: the next tile in bursts).
 [[maybe_unused]] bool streams_on_this_cpu(int64_t n) { return !tiles_tuned_as_amd() && n <= kStreamMaxColumns; }
 
+// Whether the bursts prefetch into L1 (prefetcht0) rather than L2 (prefetcht2): on Zen 5 only.
+// There (kernel_ab against prefetcht2, alternating forwards): 0.8B q8_0 decode 0.92-0.985x the
+// time, q4_0 0.935-0.994x, 2B q8_0 0.95-0.97x, q4_0 0.89-0.98x, q8_0 width 2 0.89-0.95x, width 4
+// 0.97-0.99x, prefill 128 unchanged (0.98-1.03x); the 256-bit kernel's decode 0.98-0.99x. On
+// Zen 4 prefetcht0 bursts had been the slower (below), and Xeon keeps what it was measured with.
+[[maybe_unused]] bool bursts_to_l1_on_this_cpu() { return amd_zen5_or_later(); }
+
 // When and how much of the next tile a tile of R rows prefetches, worked out once per matmul
 // call (TilePrefetchPlans) so that the tiles themselves do no division: the divisions by a
 // run-time burst count were 3 idiv a burst, in every tile. A streaming plan issues no bursts:
@@ -161,12 +168,13 @@ struct TilePrefetchPlan {
     int64_t burst_bytes = 0;   // bytes a burst (a whole number of lines; the last may be short)
     int64_t chunk_step = 1;    // chunks from one burst to the next
     bool stream = false;       // the tiles stream (no bursts)
+    bool to_l1 = false;        // bursts into L1 (bursts_to_l1_on_this_cpu), else L2
     size_t row_bytes = 0;      // a row's bytes (codes, then scale planes)
 
     TilePrefetchPlan() = default;
     TilePrefetchPlan(int rows, size_t row_bytes, int64_t chunks, int64_t max_burst_lines = kPrefetchBurstLines,
                      bool stream = false)
-        : stream(stream), row_bytes(row_bytes) {
+        : stream(stream), to_l1(bursts_to_l1_on_this_cpu()), row_bytes(row_bytes) {
         const int64_t lines = int64_t(size_t(rows) * row_bytes / 64);
         const int64_t bursts = std::max<int64_t>(burst_count(lines, chunks, max_burst_lines), 1);
         tile_bytes = 64 * lines;
@@ -213,40 +221,31 @@ private:
     TilePrefetchPlan plans_[sizeof...(Heights)];
 };
 
-// Whether the bursts prefetch into L1 (prefetcht0) rather than L2 (prefetcht2): on Zen 5 only.
-// There (kernel_ab against prefetcht2, alternating forwards): 0.8B q8_0 decode 0.92-0.985x the
-// time, q4_0 0.935-0.994x, 2B q8_0 0.95-0.97x, q4_0 0.89-0.98x, q8_0 width 2 0.89-0.95x, width 4
-// 0.97-0.99x, prefill 128 unchanged (0.98-1.03x); the 256-bit kernel's decode 0.98-0.99x. On
-// Zen 4 prefetcht0 bursts had been the slower (below), and Xeon keeps what it was measured with.
-[[maybe_unused]] bool bursts_to_l1_on_this_cpu() { return amd_zen5_or_later(); }
+// prefetcht<Hint> (0: into L1, 2: into L2) of the lines [line, end), line < end. The loop is
+// one asm statement so that the compiler sees no loop inside the tile's chunk loop: as C++ it
+// made GCC spill the 4 x 3 4-bit tile's vectors in every code step (68 stack accesses; prefill
+// 128 q4_0 373-435 -> 314-332 tok/s).
+template <int Hint>
+[[gnu::always_inline]] inline void prefetch_lines(const uint8_t* line, const uint8_t* end) {
+    static_assert(Hint == 0 || Hint == 2, "prefetcht0 or prefetcht2");
+    asm volatile(
+        "1:\n\t"
+        "prefetcht%c2 (%0)\n\t"
+        "add $64, %0\n\t"
+        "cmp %1, %0\n\t"
+        "jb 1b"
+        : "+r"(line)
+        : "r"(end), "i"(Hint)
+        : "cc");
+}
 
-// prefetcht2 (or prefetcht0, to_l1) of the lines [line, end), line < end. Each loop is one asm
-// statement so that the compiler sees no loop inside the tile's chunk loop: as C++ it made GCC
-// spill the 4 x 3 4-bit tile's vectors in every code step (68 stack accesses; prefill 128 q4_0
-// 373-435 -> 314-332 tok/s).
+// A burst [line, end) into L1 (to_l1: the plan's choice for this CPU) or L2.
 struct PrefetchLines {
-    bool to_l1 = bursts_to_l1_on_this_cpu();
-    void operator()(const uint8_t* line, const uint8_t* end) const {
+    void operator()(const uint8_t* line, const uint8_t* end, bool to_l1) const {
         if (to_l1)
-            asm volatile(
-                "1:\n\t"
-                "prefetcht0 (%0)\n\t"
-                "add $64, %0\n\t"
-                "cmp %1, %0\n\t"
-                "jb 1b"
-                : "+r"(line)
-                : "r"(end)
-                : "cc");
+            prefetch_lines<0>(line, end);
         else
-            asm volatile(
-                "1:\n\t"
-                "prefetcht2 (%0)\n\t"
-                "add $64, %0\n\t"
-                "cmp %1, %0\n\t"
-                "jb 1b"
-                : "+r"(line)
-                : "r"(end)
-                : "cc");
+            prefetch_lines<2>(line, end);
     }
 };
 
@@ -261,7 +260,8 @@ struct PrefetchLines {
 // per-line prefetcht2 kept 36-38.
 // Only the first column group (j0 == 0) prefetches: the later groups of a wide batch walk the
 // same 16-row block again, already in cache, and their prefetches cost prefill 512 about 12%.
-// Fetch: what issues a burst [line, end) (a test records them instead).
+// Fetch: what issues a burst of lines [line, end), into L1 when to_l1 (a test records them
+// instead).
 template <class Fetch = PrefetchLines>
 class NextTilePrefetch {
 public:
@@ -284,7 +284,7 @@ public:
     void at_chunk(int64_t ch) {
         if (ch != due_chunk_) return;
         const uint8_t* stop = end_ - next_ > plan_.burst_bytes ? next_ + plan_.burst_bytes : end_;
-        fetch_(next_, stop);
+        fetch_(next_, stop, plan_.to_l1);
         next_ = stop;
         due_chunk_ = next_ < end_ ? due_chunk_ + plan_.chunk_step : -1;
     }

@@ -333,14 +333,15 @@ bool tiles_stream(int64_t n, int one_pass) {
     return kFourBitTile<T> && one_pass == 4 && x86::amd_zen5_or_later();
 }
 
+// The matmul's tiles, as gemm_i8_impl picked them: gfni (the CPU has it and the caller allows
+// it), one_pass (one_pass_columns, or 0: column groups), stream (tiles_stream; never with 8-row
+// single-column tiles, whose streaming variants are not built).
 template <WType T, int RowsOne>
-void gemm_i8_tiles(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
-                   int64_t r0, int64_t r1) {
+void gemm_i8_tiles(bool gfni, int one_pass, bool stream, const WeightMatrix& w, const QuantizedColumns& x, float* y,
+                   int64_t ldy, int64_t r0, int64_t r1) {
     const int64_t chunks = x.chunks;
     const size_t d_off = int8_dot_plane_offset(T, chunks, 0);
     const size_t m_off = int8_dot_plane_offset(T, chunks, 1);
-    const int one_pass = choice.one_pass ? one_pass_columns<T>(x.n, w.row_bytes) : 0;
-    const bool stream = RowsOne != 8 && tiles_stream<T>(x.n, one_pass);
     const x86::TilePrefetchPlans<RowsOne, 4, 1> plans(w.row_bytes, chunks, x86::prefetch_burst_lines_for_this_cpu(),
                                                       stream);
     auto run = [&]<int MaxCols, TileOptions O>() {
@@ -364,7 +365,7 @@ void gemm_i8_tiles(const Int8TileChoice& choice, const WeightMatrix& w, const Qu
                 // (no single-column tiles of other heights: every group here has N > 1 columns)
             });
     };
-    with_tile_options<T, RowsOne>(stream, choice.gfni, [&]<TileOptions O>() {
+    with_tile_options<T, RowsOne>(stream, gfni, [&]<TileOptions O>() {
         if constexpr (T != WType::Q6_KX) {
             if (one_pass == 4) return run_one_pass.template operator()<4, O>();
             // 5 to 8 columns in one pass happen only off AMD, where they stream: only those
@@ -386,15 +387,15 @@ void gemm_i8_tiles(const Int8TileChoice& choice, const WeightMatrix& w, const Qu
 template <WType T>
 void gemm_i8_impl(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
                   int64_t ldy, int64_t r0, int64_t r1) {
-    // A one-pass matmul has no single-column tiles, so their height matters only as the gate
-    // on streaming (8-row plans never stream): one that streams takes 4-row plans.
     const int one_pass = choice.one_pass ? one_pass_columns<T>(x.n, w.row_bytes) : 0;
-    if (one_pass && choice.tile_rows == 8 && tiles_stream<T>(x.n, one_pass))
-        return gemm_i8_tiles<T, 4>(choice, w, x, y, ldy, r0, r1);
-    switch (choice.tile_rows) {
-        case 8: return gemm_i8_tiles<T, 8>(choice, w, x, y, ldy, r0, r1);
-        case 2: return gemm_i8_tiles<T, 2>(choice, w, x, y, ldy, r0, r1);
-        default: return gemm_i8_tiles<T, 4>(choice, w, x, y, ldy, r0, r1);
+    const bool stream = tiles_stream<T>(x.n, one_pass);
+    // A one-pass matmul has no single-column tiles, so their height matters only as the gate
+    // on streaming (8-row tiles never stream): one that streams takes 4 rows.
+    const int tile_rows = one_pass && stream && choice.tile_rows == 8 ? 4 : choice.tile_rows;
+    switch (tile_rows) {
+        case 8: return gemm_i8_tiles<T, 8>(choice.gfni, one_pass, false, w, x, y, ldy, r0, r1);
+        case 2: return gemm_i8_tiles<T, 2>(choice.gfni, one_pass, stream, w, x, y, ldy, r0, r1);
+        default: return gemm_i8_tiles<T, 4>(choice.gfni, one_pass, stream, w, x, y, ldy, r0, r1);
     }
 }
 
