@@ -333,8 +333,16 @@ int one_pass_columns(int64_t n, size_t row_bytes) {
 // of 4), 2B q4_0 0.94-1.00x, q8_0 1.00x.
 constexpr size_t kMinSingleColumnTileBytes = 4096;
 
-int single_column_tile_rows(size_t row_bytes) {
+// In a matmul of n > 1 columns on Zen 5 every single-column tile is 8 rows: there the lone column
+// is the last group of a verify (4-bit width 4 or 7 as 3 + 1 groups, 8-bit width 5 as 4 + 1),
+// which reruns rows the wider group has just brought into cache. It is bound by the tile's
+// dot-product latency and its per-tile work, not by memory, and 8 rows run 8 chains of
+// dot products instead of 4 and halve the tiles. kernel_ab against the memory-sized heights:
+// 0.8B q4_0 width 4 0.963-0.966x the time, width 7 0.974x, q8_0 width 5 0.962x; 2B q4_0 width 4
+// 0.984x, q8_0 width 5 0.999x.
+int single_column_tile_rows(size_t row_bytes, int64_t n) {
     if (x86::tiles_tuned_as_amd() && !x86::amd_zen5_or_later()) return 4 * row_bytes < kMinSingleColumnTileBytes ? 8 : 4;
+    if (n > 1 && x86::amd_zen5_or_later()) return 8;
     return row_bytes > 640 && row_bytes <= 1200 ? 2 : 4;
 }
 
@@ -436,7 +444,7 @@ void gemm_i8_impl(const Int8TileChoice& choice, const WeightMatrix& w, const Qua
 void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
                        int64_t ldy, int64_t r0, int64_t r1) {
     Int8TileChoice resolved = choice;  // what this CPU and row length allow
-    if (resolved.tile_rows == 0) resolved.tile_rows = single_column_tile_rows(w.row_bytes);
+    if (resolved.tile_rows == 0) resolved.tile_rows = single_column_tile_rows(w.row_bytes, x.n);
     resolved.gfni = choice.gfni && x86::gfni_on_this_cpu();
     visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(resolved, w, x, y, ldy, r0, r1); });
 }
