@@ -73,15 +73,6 @@ template <bool Gfni>
 }
 constexpr long long kHighNibblesToLow = 0x1020408000000000LL;  // high_nibbles' GFNI bit matrix
 
-// From this many columns a 4-bit tile runs each code line's low nibbles against every column,
-// then its high nibbles, instead of both at once. Both at once keep two activation vectors a
-// column live (8 at 4 columns), and with the R x C integer sums that overflowed the 32
-// registers: the 4 x 4 tile spilled sums to the stack in every step. Measured on Zen 5
-// (kernel_ab, 0.8B q4_0 forwards, against both at once): width 4 0.96-0.98x the time, width 3
-// 0.87-0.99x, width 8 0.90x, prefill 128 0.98x; 2B width 4 0.97x. At 2 columns (no spills either
-// way) it changed nothing (1.01x), so narrower tiles keep the single pass.
-constexpr int kSplitHalvesMinColumns = 3;
-
 template <WType T, int R, int C, TileOptions O>
 void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,
           size_t m_off, const QuantizedColumns& x, int64_t j0, float* y, int64_t ldy) {
@@ -131,10 +122,14 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
                             isum[r][c], w, _mm512_loadu_si512(xc[c] + xoff + s * 64));
                 }
             }
-        } else if constexpr (C >= kSplitHalvesMinColumns) {
-            // The low nibbles of every row meet the columns, then the high ones: 4 activation
-            // vectors live at a time instead of 8, so the R x C integer sums stay in registers
-            // (the lines are loaded twice, from L1).
+        } else {
+            // A code line's low nibbles meet every column, then its high nibbles (the line is
+            // loaded twice, from L1). Taking both at once kept two activation vectors a column
+            // live, and at 4 columns, with the 16 integer sums, that overflowed the registers:
+            // the 4 x 4 tile spilled sums in every step. Measured on Zen 5 (kernel_ab, 0.8B
+            // q4_0 forwards, against both at once): width 4 0.96-0.98x the time, width 3
+            // 0.87-0.99x, width 8 0.90x, prefill 128 0.98x, 2B width 4 0.97x; width 1
+            // 0.985-0.991x and width 2 1.00x (2B width 1 1.01x), where nothing had spilled.
 #pragma GCC unroll 4
             for (int k = 0; k < kI8Steps / 2; ++k) {
 #pragma GCC unroll 2
@@ -151,25 +146,6 @@ void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t
                                                        : high_nibbles<O.gfni>(v, low_nibbles, shift_matrix);
 #pragma GCC unroll 8
                         for (int c = 0; c < C; ++c) isum[r][c] = _mm512_dpbusd_epi32(isum[r][c], code, xs[c]);
-                    }
-                }
-            }
-        } else {
-#pragma GCC unroll 4
-            for (int k = 0; k < kI8Steps / 2; ++k) {
-#pragma GCC unroll 8
-                for (int r = 0; r < R; ++r) {
-                    const uint8_t* p = wrow[r] + ch * kChunkBytes + k * 64;
-                    stream.line(p);
-                    const __m512i v = _mm512_load_si512(p);
-                    const __m512i lo = _mm512_and_si512(v, low_nibbles);
-                    const __m512i hi = high_nibbles<O.gfni>(v, low_nibbles, shift_matrix);
-#pragma GCC unroll 8
-                    for (int c = 0; c < C; ++c) {
-                        isum[r][c] = _mm512_dpbusd_epi32(
-                            isum[r][c], lo, _mm512_loadu_si512(xc[c] + xoff + 2 * k * 64));
-                        isum[r][c] = _mm512_dpbusd_epi32(
-                            isum[r][c], hi, _mm512_loadu_si512(xc[c] + xoff + (2 * k + 1) * 64));
                     }
                 }
             }
