@@ -1,0 +1,193 @@
+// Prototype (branch q4-row-interleaved, not in the engine): Q4_0 in a 16-row-interleaved layout
+// (vector lanes = rows, so no horizontal reduction at the end of a row) against the library's
+// gemm_i8_rows on the same Q4_0 values in its Q4_0X chunk layout, one thread. README ("A layout
+// that removes the reduction") has the figures and what bringing it into the engine needs.
+//   tools/row_interleave/row_interleave.sh ROWS COLS WIDTH   (256 1024 4: L2-resident;
+//   65536 1024 1: streamed from memory)
+#include <immintrin.h>
+// Row groups per single-column tile, and how many tiles ahead a tile fetches: one group two
+// ahead streamed fastest (four groups one ahead took 1.23x the current kernel's time).
+constexpr int RG1 = 1;
+template <int RG, int C>
+constexpr int kTilesAhead = C == 1 ? 2 : 1;
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+#include "kernels/kernels.h"
+#include "kernels/int8_dot.h"
+#include "kernels/weight.h"
+#include "kernels/quant.h"
+using namespace nextn;
+
+static inline __m512i hi_nib(__m512i v, __m512i m) {
+    __m512i hi;
+    asm("vgf2p8affineqb $0, %2, %1, %0" : "=v"(hi) : "v"(v), "v"(m));
+    return hi;
+}
+
+// codes: [groups][blocks][4][64]; scales: [groups][blocks][16] f16 bits
+template <int RG, int C>
+__attribute__((noinline)) void tileB(const uint8_t* codes, const uint16_t* scales, int blocks, const int8_t* const* xc,
+           const float* const* dx, const int32_t* const* xs8, float* y, long ldy, bool fetch) {
+    const __m512i lowm = _mm512_set1_epi8(15);
+    const __m512i shm = _mm512_set1_epi64(0x1020408000000000LL);
+    __m512 facc[RG][C];
+    for (int r = 0; r < RG; ++r) for (int c = 0; c < C; ++c) facc[r][c] = _mm512_setzero_ps();
+    const long gstride = long(blocks) * 256;
+    const uint8_t* pf = codes + long(RG) * gstride * (kTilesAhead<RG, C>);
+    const uint16_t* pfs = scales + long(RG) * blocks * 16 * (kTilesAhead<RG, C>);
+    for (int b = 0; b < blocks; ++b) {
+        if (fetch) {
+#pragma GCC unroll 8
+            for (int r = 0; r < RG; ++r) {
+                const uint8_t* p = pf + r * gstride + long(b) * 256;
+                _mm_prefetch((const char*)p, _MM_HINT_T0);
+                _mm_prefetch((const char*)p + 64, _MM_HINT_T0);
+                _mm_prefetch((const char*)p + 128, _MM_HINT_T0);
+                _mm_prefetch((const char*)p + 192, _MM_HINT_T0);
+                if (b % 2 == 0) _mm_prefetch((const char*)(pfs + (r * long(blocks) + b) * 16), _MM_HINT_T0);
+            }
+        }
+        __m512i isum[RG][C];
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) {
+            const __m512i st = _mm512_set1_epi32(xs8[c][b]);
+#pragma GCC unroll 8
+            for (int r = 0; r < RG; ++r) isum[r][c] = st;
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+#pragma GCC unroll 2
+            for (int half = 0; half < 2; ++half) {
+                __m512i xs[C];
+#pragma GCC unroll 8
+                for (int c = 0; c < C; ++c) {
+                    int32_t w; std::memcpy(&w, xc[c] + b * 32 + half * 16 + 4 * i, 4);
+                    xs[c] = _mm512_set1_epi32(w);
+                }
+#pragma GCC unroll 8
+                for (int r = 0; r < RG; ++r) {
+                    const __m512i v = _mm512_load_si512(codes + r * gstride + long(b) * 256 + i * 64);
+                    const __m512i code = half == 0 ? _mm512_and_si512(v, lowm) : hi_nib(v, shm);
+#pragma GCC unroll 8
+                    for (int c = 0; c < C; ++c) isum[r][c] = _mm512_dpbusd_epi32(isum[r][c], code, xs[c]);
+                }
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < RG; ++r) {
+            const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(scales + (r * long(blocks) + b) * 16)));
+#pragma GCC unroll 8
+            for (int c = 0; c < C; ++c)
+                facc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[c][b])), facc[r][c]);
+        }
+    }
+    for (int r = 0; r < RG; ++r) for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + c * ldy + r * 16, facc[r][c]);
+}
+
+// Column groups of up to C inside each block of 16 * RG rows (the weights stay in cache between
+// the groups, as int8_dot_rows does it); only the first group fetches ahead.
+template <int RG, int C>
+void gemmB(int rows, int blocks, const uint8_t* codes, const uint16_t* scales, const int8_t* const* xc,
+           const float* const* dx, const int32_t* const* xs8, float* y, long ldy, int n) {
+    for (int g = 0; g < rows / 16; g += RG)
+        for (int j0 = 0; j0 < n; j0 += C) {
+            const uint8_t* cg = codes + long(g) * blocks * 256;
+            const uint16_t* sg = scales + long(g) * blocks * 16;
+            float* yg = y + j0 * ldy + g * 16;
+            switch (std::min(C, n - j0)) {
+                case 4: if constexpr (C >= 4) tileB<RG, 4>(cg, sg, blocks, xc + j0, dx + j0, xs8 + j0, yg, ldy, j0 == 0); break;
+                case 3: if constexpr (C >= 3) tileB<RG, 3>(cg, sg, blocks, xc + j0, dx + j0, xs8 + j0, yg, ldy, j0 == 0); break;
+                case 2: if constexpr (C >= 2) tileB<RG, 2>(cg, sg, blocks, xc + j0, dx + j0, xs8 + j0, yg, ldy, j0 == 0); break;
+                default: tileB<RG, 1>(cg, sg, blocks, xc + j0, dx + j0, xs8 + j0, yg, ldy, j0 == 0); break;
+            }
+        }
+}
+
+int main(int argc, char** argv) {
+    const int rows = argc > 1 ? atoi(argv[1]) : 256, K = argc > 2 ? atoi(argv[2]) : 1024;
+    const int n = argc > 3 ? atoi(argv[3]) : 4, reps = 3000;
+    const int blocks = K / 32, groups = rows / 16;
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> d(-1, 1);
+    std::vector<float> wf(size_t(rows) * K);
+    for (auto& f : wf) f = d(rng);
+    WeightMatrix wa = make_weight_f32(wf.data(), rows, K, WType::Q4_0X);
+    // The same Q4_0 values: quantize each block as Q4_0 does.
+    std::vector<BlockQ4_0> q(size_t(rows) * blocks);
+    for (int r = 0; r < rows; ++r) quantize_row_q4_0(wf.data() + size_t(r) * K, K, q.data() + size_t(r) * blocks);
+    std::vector<uint8_t> codes(size_t(groups) * blocks * 256 + 64);
+    uint8_t* cb = (uint8_t*)(((uintptr_t)codes.data() + 63) & ~uintptr_t(63));
+    std::vector<uint16_t> scales(size_t(groups) * blocks * 16 + 32);
+    uint16_t* sb = (uint16_t*)(((uintptr_t)scales.data() + 63) & ~uintptr_t(63));
+    auto qval = [&](int r, int k) {  // 0..15
+        const BlockQ4_0& bl = q[size_t(r) * blocks + k / 32];
+        const int j = k % 32;
+        return j < 16 ? bl.qs[j] & 15 : bl.qs[j - 16] >> 4;
+    };
+    for (int g = 0; g < groups; ++g)
+        for (int b = 0; b < blocks; ++b) {
+            for (int i = 0; i < 4; ++i)
+                for (int l = 0; l < 16; ++l)
+                    for (int j = 0; j < 4; ++j) {
+                        const int r = g * 16 + l;
+                        cb[((long(g) * blocks + b) * 4 + i) * 64 + l * 4 + j] =
+                            uint8_t(qval(r, b * 32 + 4 * i + j) | (qval(r, b * 32 + 16 + 4 * i + j) << 4));
+                    }
+            for (int l = 0; l < 16; ++l) sb[(long(g) * blocks + b) * 16 + l] = q[size_t(g * 16 + l) * blocks + b].d;
+        }
+    std::vector<float> x(size_t(n) * K);
+    for (auto& f : x) f = d(rng);
+    QuantizedColumns qc;
+    resize_columns(n, K, qc);
+    kernels().quantize_columns(x.data(), K, qc, 0, n);
+    std::vector<const int8_t*> xc(n);
+    std::vector<std::vector<float>> dxv(n);
+    std::vector<std::vector<int32_t>> xsv(n);
+    std::vector<const float*> dx(n);
+    std::vector<const int32_t*> xs8(n);
+    // The activations' plain per-block codes, scales and -8 * code sums, quantized as the
+    // library's reference quantizer does (same d, same round-half-even codes).
+    std::vector<std::vector<int8_t>> xcv(n, std::vector<int8_t>(K));
+    for (int c = 0; c < n; ++c) {
+        dxv[c].resize(blocks); xsv[c].resize(blocks);
+        for (int b = 0; b < blocks; ++b) {
+            float amax = 0;
+            for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[size_t(c) * K + b * 32 + j]));
+            const float dd = amax / 127.0f, inv = dd > 0 ? 1.0f / dd : 0.0f;
+            int s = 0;
+            for (int j = 0; j < 32; ++j) {
+                const int v = int(std::nearbyint(x[size_t(c) * K + b * 32 + j] * inv));
+                xcv[c][b * 32 + j] = int8_t(std::clamp(v, -127, 127));
+                s += xcv[c][b * 32 + j];
+            }
+            dxv[c][b] = dd; xsv[c][b] = -8 * s;
+        }
+        xc[c] = xcv[c].data(); dx[c] = dxv[c].data(); xs8[c] = xsv[c].data();
+    }
+    std::vector<float> ya(size_t(n) * rows), yb(size_t(n) * rows);
+    auto runA = [&] { kernels().gemm_i8_rows(wa, qc, ya.data(), rows, 0, rows); };
+    auto runB = [&] {
+        if (n == 1)
+            gemmB<RG1, 1>(rows, blocks, cb, sb, xc.data(), dx.data(), xs8.data(), yb.data(), rows, n);
+        else  // groups of 4 columns (the last one narrower), 2 row groups a tile
+            gemmB<2, 4>(rows, blocks, cb, sb, xc.data(), dx.data(), xs8.data(), yb.data(), rows, n);
+    };
+    runA(); runB();
+    double maxrel = 0;
+    for (size_t i = 0; i < ya.size(); ++i) maxrel = std::max(maxrel, double(std::fabs(ya[i] - yb[i]) / (std::fabs(ya[i]) + 1e-3)));
+    std::vector<double> t[2];
+    for (int i = 0; i < 2 * reps; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int k = 0; k < 16; ++k) { if (i % 2) runB(); else runA(); }
+        t[i % 2].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 16);
+    }
+    double m[2];
+    for (int k = 0; k < 2; ++k) { std::sort(t[k].begin(), t[k].end()); m[k] = t[k][t[k].size() / 50]; }
+    std::printf("%d x %d n=%d: current %.2f us, row-interleaved %.2f us, ratio %.3f (max rel diff %.2e)\n", rows, K, n,
+                m[0] * 1e6, m[1] * 1e6, m[1] / m[0], maxrel);
+}
