@@ -1,4 +1,4 @@
-// Prototype (branch q4-row-interleaved, not in the engine): Q4_0 in a 16-row-interleaved layout
+// Prototype (not in the engine): Q4_0 in a 16-row-interleaved layout
 // (vector lanes = rows, so no horizontal reduction at the end of a row) against the library's
 // gemm_i8_rows on the same Q4_0 values in its Q4_0X chunk layout, one thread. README ("A layout
 // that removes the reduction") has the figures and what bringing it into the engine needs.
