@@ -5,11 +5,7 @@
 //   tools/row_interleave/row_interleave.sh ROWS COLS WIDTH   (256 1024 4: L2-resident;
 //   65536 1024 1: streamed from memory)
 #include <immintrin.h>
-// Row groups per single-column tile, and how many tiles ahead a tile fetches: one group two
-// ahead streamed fastest (four groups one ahead took 1.23x the current kernel's time).
-constexpr int RG1 = 1;
-template <int RG, int C>
-constexpr int kTilesAhead = C == 1 ? 2 : 1;
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,11 +13,19 @@ constexpr int kTilesAhead = C == 1 ? 2 : 1;
 #include <cstring>
 #include <random>
 #include <vector>
-#include "kernels/kernels.h"
+
 #include "kernels/int8_dot.h"
-#include "kernels/weight.h"
+#include "kernels/kernels.h"
 #include "kernels/quant.h"
+#include "kernels/weight.h"
+
 using namespace nextn;
+
+// Row groups per single-column tile, and how many tiles ahead a tile fetches: one group two
+// ahead streamed fastest (four groups one ahead took 1.23x the current kernel's time).
+constexpr int RG1 = 1;
+template <int RG, int C>
+constexpr int kTilesAhead = C == 1 ? 2 : 1;
 
 static inline __m512i hi_nib(__m512i v, __m512i m) {
     __m512i hi;
@@ -29,7 +33,12 @@ static inline __m512i hi_nib(__m512i v, __m512i m) {
     return hi;
 }
 
-// codes: [groups][blocks][4][64]; scales: [groups][blocks][16] f16 bits
+// RG groups of 16 rows x C columns. codes: [groups, blocks, 4, 64] (vector i, lane r: bytes
+// 4i..4i+3 of row r's Q4_0 block, low nibble element e, high nibble e + 16); scales: [groups,
+// blocks, 16] f16 (in the prototype a plane apart from the codes; in the engine a group's scales
+// would follow its codes). xc: each column's plain int8 codes, dx its block scales, xs8 -8 times
+// its block code sums (Q4_0's offset of 8). y[c * ldy + r]: lane r of column c. fetch: this tile
+// prefetches the tile kTilesAhead after it (the first column group only).
 template <int RG, int C>
 __attribute__((noinline)) void tileB(const uint8_t* codes, const uint16_t* scales, int blocks, const int8_t* const* xc,
            const float* const* dx, const int32_t* const* xs8, float* y, long ldy, bool fetch) {
