@@ -2,8 +2,8 @@
 // (vector lanes = rows, so no horizontal reduction at the end of a row) against the library's
 // gemm_i8_rows on the same Q4_0 values in its Q4_0X chunk layout, one thread. README ("A layout
 // that removes the reduction") has the figures and what bringing it into the engine needs.
-//   tools/row_interleave/row_interleave.sh ROWS COLS WIDTH   (256 1024 4: L2-resident;
-//   65536 1024 1: streamed from memory)
+//   tools/row_interleave/row_interleave.sh ROWS COLS WIDTH [THREADS]   (256 1024 4: L2-resident;
+//   65536 1024 1: streamed from memory; THREADS default 1, each a contiguous share of the rows)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "kernels/weight.h"
+#include "core/thread_pool.h"
 
 using namespace nextn;
 
@@ -102,8 +103,8 @@ __attribute__((noinline)) void tileB(const uint8_t* codes, const uint16_t* scale
 // the groups, as int8_dot_rows does it); only the first group fetches ahead.
 template <int RG, int C>
 void gemmB(int rows, int blocks, const uint8_t* codes, const uint16_t* scales, const int8_t* const* xc,
-           const float* const* dx, const int32_t* const* xs8, float* y, long ldy, int n) {
-    for (int g = 0; g < rows / 16; g += RG)
+           const float* const* dx, const int32_t* const* xs8, float* y, long ldy, int n, int g0, int g1) {
+    for (int g = g0; g < g1; g += RG)
         for (int j0 = 0; j0 < n; j0 += C) {
             const uint8_t* cg = codes + long(g) * blocks * 256;
             const uint16_t* sg = scales + long(g) * blocks * 16;
@@ -119,7 +120,15 @@ void gemmB(int rows, int blocks, const uint8_t* codes, const uint16_t* scales, c
 
 int main(int argc, char** argv) {
     const int rows = argc > 1 ? atoi(argv[1]) : 256, K = argc > 2 ? atoi(argv[2]) : 1024;
-    const int n = argc > 3 ? atoi(argv[3]) : 4, reps = 3000;
+    const int n = argc > 3 ? atoi(argv[3]) : 4, reps = rows > 4096 ? 200 : 3000;  // streamed: about 1 ms a call
+    const int threads = argc > 4 ? atoi(argv[4]) : 1;
+    ThreadPool pool(threads);
+    // Each thread a contiguous share of the 16-row groups, an even number of them.
+    auto share = [&](int64_t t, int* g0, int* g1) {
+        const int groups_per = (rows / 16 / threads + 1) / 2 * 2;
+        *g0 = std::min(rows / 16, int(t) * groups_per);
+        *g1 = t + 1 == threads ? rows / 16 : std::min(rows / 16, *g0 + groups_per);
+    };
     const int blocks = K / 32, groups = rows / 16;
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> d(-1, 1);
@@ -179,12 +188,26 @@ int main(int argc, char** argv) {
         xc[c] = xcv[c].data(); dx[c] = dxv[c].data(); xs8[c] = xsv[c].data();
     }
     std::vector<float> ya(size_t(n) * rows), yb(size_t(n) * rows);
-    auto runA = [&] { kernels().gemm_i8_rows(wa, qc, ya.data(), rows, 0, rows); };
+    auto runA = [&] {
+        pool.run(threads, [&](int64_t t0, int64_t t1) {
+            for (int64_t t = t0; t < t1; ++t) {
+                int g0, g1;
+                share(t, &g0, &g1);
+                kernels().gemm_i8_rows(wa, qc, ya.data(), rows, 16 * g0, std::min(rows, 16 * g1));
+            }
+        });
+    };
     auto runB = [&] {
-        if (n == 1)
-            gemmB<RG1, 1>(rows, blocks, cb, sb, xc.data(), dx.data(), xs8.data(), yb.data(), rows, n);
-        else  // groups of 4 columns (the last one narrower), 2 row groups a tile
-            gemmB<2, 4>(rows, blocks, cb, sb, xc.data(), dx.data(), xs8.data(), yb.data(), rows, n);
+        pool.run(threads, [&](int64_t t0, int64_t t1) {
+            for (int64_t t = t0; t < t1; ++t) {
+                int g0, g1;
+                share(t, &g0, &g1);
+                if (n == 1)
+                    gemmB<RG1, 1>(rows, blocks, cb, sb, xc.data(), dx.data(), xs8.data(), yb.data(), rows, n, g0, g1);
+                else  // groups of 4 columns (the last one narrower), 2 row groups a tile
+                    gemmB<2, 4>(rows, blocks, cb, sb, xc.data(), dx.data(), xs8.data(), yb.data(), rows, n, g0, g1);
+            }
+        });
     };
     runA(); runB();
     double maxrel = 0;
@@ -197,6 +220,6 @@ int main(int argc, char** argv) {
     }
     double m[2];
     for (int k = 0; k < 2; ++k) { std::sort(t[k].begin(), t[k].end()); m[k] = t[k][t[k].size() / 50]; }
-    std::printf("%d x %d n=%d: current %.2f us, row-interleaved %.2f us, ratio %.3f (max rel diff %.2e)\n", rows, K, n,
+    std::printf("%d x %d n=%d, %d thread(s): current %.2f us, row-interleaved %.2f us, ratio %.3f (max rel diff %.2e)\n", rows, K, n, threads,
                 m[0] * 1e6, m[1] * 1e6, m[1] / m[0], maxrel);
 }
