@@ -1,9 +1,10 @@
-// Prototype (not in the engine): Q4_0 in a 16-row-interleaved layout
-// (vector lanes = rows, so no horizontal reduction at the end of a row) against the library's
-// gemm_i8_rows on the same Q4_0 values in its Q4_0X chunk layout, one thread. README ("A layout
-// that removes the reduction") has the figures and what bringing it into the engine needs.
-//   tools/row_interleave/row_interleave.sh ROWS COLS WIDTH [THREADS]   (256 1024 4: L2-resident;
-//   262144 1024 1 2: streamed from memory past the L3, both threads; THREADS default 1, each a contiguous share of the rows)
+// Prototype (not in the engine): Q4_0 in a 16-row-interleaved layout (vector lanes = rows, so
+// no horizontal reduction at the end of a row) against the library's gemm_i8_rows on the same
+// Q4_0 values in its Q4_0X chunk layout. README ("A layout that removes the reduction") has the
+// figures and what bringing it into the engine needs.
+//   tools/row_interleave/row_interleave.sh ROWS COLS WIDTH [THREADS]
+//   256 1024 4: L2-resident; 262144 1024 1 2: streamed from memory past the L3 on both threads
+//   (THREADS default 1, each thread a contiguous share of the rows).
 #include <immintrin.h>
 
 #include <algorithm>
