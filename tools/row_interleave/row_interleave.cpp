@@ -38,12 +38,13 @@ static inline __m512i hi_nib(__m512i v, __m512i m) {
 // RG groups of 16 rows x C columns. codes: [groups, blocks, 4, 64] (vector i, lane r: bytes
 // 4i..4i+3 of row r's Q4_0 block, low nibble element e, high nibble e + 16); scales: [groups,
 // blocks, 16] f16 (in the prototype a plane apart from the codes; in the engine a group's scales
-// would follow its codes). xc: each column's plain int8 codes, dx its block scales, xs8 -8 times
-// its block code sums (Q4_0's offset of 8). y[c * ldy + r]: lane r of column c. fetch: this tile
-// prefetches the tile kTilesAhead after it (the first column group only).
+// would follow its codes). x: the activations as the library quantizes them, columns j0..j0+C-1;
+// block b's elements 16h + 4i..16h + 4i + 3 are chunk step 4h + i, lane b % 16, so a step
+// broadcasts those 4 bytes. y[c * ldy + r]: lane r of column c. fetch: this tile prefetches the
+// tile kTilesAhead after it (the first column group only).
 template <int RG, int C>
-__attribute__((noinline)) void tileB(const uint8_t* codes, const uint16_t* scales, int blocks, const int8_t* const* xc,
-           const float* const* dx, const int32_t* const* xs8, float* y, long ldy, bool fetch) {
+__attribute__((noinline)) void tileB(const uint8_t* codes, const uint16_t* scales, int blocks, const QuantizedColumns& x,
+                                     int64_t j0, float* y, long ldy, bool fetch) {
     const __m512i lowm = _mm512_set1_epi8(15);
     const __m512i shm = _mm512_set1_epi64(0x1020408000000000LL);
     __m512 facc[RG][C];
@@ -66,7 +67,7 @@ __attribute__((noinline)) void tileB(const uint8_t* codes, const uint16_t* scale
         __m512i isum[RG][C];
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
-            const __m512i st = _mm512_set1_epi32(xs8[c][b]);
+            const __m512i st = _mm512_set1_epi32(-8 * x.sums_of(j0 + c)[b]);  // Q4_0's offset of 8
 #pragma GCC unroll 8
             for (int r = 0; r < RG; ++r) isum[r][c] = st;
         }
@@ -77,7 +78,8 @@ __attribute__((noinline)) void tileB(const uint8_t* codes, const uint16_t* scale
                 __m512i xs[C];
 #pragma GCC unroll 8
                 for (int c = 0; c < C; ++c) {
-                    int32_t w; std::memcpy(&w, xc[c] + b * 32 + half * 16 + 4 * i, 4);
+                    int32_t w;
+                    std::memcpy(&w, x.codes_of(j0 + c) + (b / 16) * kI8ChunkValues + (4 * half + i) * 64 + 4 * (b % 16), 4);
                     xs[c] = _mm512_set1_epi32(w);
                 }
 #pragma GCC unroll 8
@@ -94,7 +96,7 @@ __attribute__((noinline)) void tileB(const uint8_t* codes, const uint16_t* scale
             const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(scales + (r * long(blocks) + b) * 16)));
 #pragma GCC unroll 8
             for (int c = 0; c < C; ++c)
-                facc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[c][b])), facc[r][c]);
+                facc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_mul_ps(dw, _mm512_set1_ps(x.scales_of(j0 + c)[b])), facc[r][c]);
         }
     }
     for (int r = 0; r < RG; ++r) for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + c * ldy + r * 16, facc[r][c]);
@@ -103,18 +105,19 @@ __attribute__((noinline)) void tileB(const uint8_t* codes, const uint16_t* scale
 // Column groups of up to C inside each block of 16 * RG rows (the weights stay in cache between
 // the groups, as int8_dot_rows does it); only the first group fetches ahead.
 template <int RG, int C>
-void gemmB(int rows, int blocks, const uint8_t* codes, const uint16_t* scales, const int8_t* const* xc,
-           const float* const* dx, const int32_t* const* xs8, float* y, long ldy, int n, int g0, int g1) {
+void gemmB(int blocks, const uint8_t* codes, const uint16_t* scales, const QuantizedColumns& x, float* y, long ldy,
+           int g0, int g1) {
+    const int n = int(x.n);
     for (int g = g0; g < g1; g += RG)
         for (int j0 = 0; j0 < n; j0 += C) {
             const uint8_t* cg = codes + long(g) * blocks * 256;
             const uint16_t* sg = scales + long(g) * blocks * 16;
             float* yg = y + j0 * ldy + g * 16;
             switch (std::min(C, n - j0)) {
-                case 4: if constexpr (C >= 4) tileB<RG, 4>(cg, sg, blocks, xc + j0, dx + j0, xs8 + j0, yg, ldy, j0 == 0); break;
-                case 3: if constexpr (C >= 3) tileB<RG, 3>(cg, sg, blocks, xc + j0, dx + j0, xs8 + j0, yg, ldy, j0 == 0); break;
-                case 2: if constexpr (C >= 2) tileB<RG, 2>(cg, sg, blocks, xc + j0, dx + j0, xs8 + j0, yg, ldy, j0 == 0); break;
-                default: tileB<RG, 1>(cg, sg, blocks, xc + j0, dx + j0, xs8 + j0, yg, ldy, j0 == 0); break;
+                case 4: if constexpr (C >= 4) tileB<RG, 4>(cg, sg, blocks, x, j0, yg, ldy, j0 == 0); break;
+                case 3: if constexpr (C >= 3) tileB<RG, 3>(cg, sg, blocks, x, j0, yg, ldy, j0 == 0); break;
+                case 2: if constexpr (C >= 2) tileB<RG, 2>(cg, sg, blocks, x, j0, yg, ldy, j0 == 0); break;
+                default: tileB<RG, 1>(cg, sg, blocks, x, j0, yg, ldy, j0 == 0); break;
             }
         }
 }
@@ -123,6 +126,12 @@ int main(int argc, char** argv) {
     const int rows = argc > 1 ? atoi(argv[1]) : 256, K = argc > 2 ? atoi(argv[2]) : 1024;
     const int n = argc > 3 ? atoi(argv[3]) : 4, reps = rows > 4096 ? 200 : 3000;  // streamed: about 1 ms a call
     const int threads = argc > 4 ? atoi(argv[4]) : 1;
+    // Tiles of several columns take 2 groups of 16 rows; blocks are 32 values.
+    if (rows <= 0 || rows % 32 || K <= 0 || K % 32 || n < 1 || n > 16 || threads < 1) {
+        std::fprintf(stderr, "row_interleave: ROWS must be a positive multiple of 32, COLS of 32, WIDTH 1..16, "
+                             "THREADS >= 1\n");
+        return 2;
+    }
     ThreadPool pool(threads);
     // Each thread a contiguous share of the 16-row groups, an even number of them.
     auto share = [&](int64_t t, int* g0, int* g1) {
@@ -135,59 +144,29 @@ int main(int argc, char** argv) {
     std::uniform_real_distribution<float> d(-1, 1);
     std::vector<float> wf(size_t(rows) * K);
     for (auto& f : wf) f = d(rng);
-    WeightMatrix wa = make_weight_f32(wf.data(), rows, K, WType::Q4_0X);
-    // The same Q4_0 values: quantize each block as Q4_0 does.
-    std::vector<BlockQ4_0> q(size_t(rows) * blocks);
-    for (int r = 0; r < rows; ++r) quantize_row_q4_0(wf.data() + size_t(r) * K, K, q.data() + size_t(r) * blocks);
+    // One Q4_0 matrix: today's layout is the library's repack of it, the prototype's is built
+    // from the same blocks below.
+    const WeightMatrix w4 = make_weight_f32(wf.data(), rows, K, WType::Q4_0);
+    const WeightMatrix wa = repack_for_int8_dot(w4);
+    auto block = [&](int r, int b) -> const BlockQ4_0& {
+        return reinterpret_cast<const BlockQ4_0*>(w4.data + size_t(r) * w4.row_bytes)[b];
+    };
     std::vector<uint8_t> codes(size_t(groups) * blocks * 256 + 64);
     uint8_t* cb = (uint8_t*)(((uintptr_t)codes.data() + 63) & ~uintptr_t(63));
     std::vector<uint16_t> scales(size_t(groups) * blocks * 16 + 32);
     uint16_t* sb = (uint16_t*)(((uintptr_t)scales.data() + 63) & ~uintptr_t(63));
-    auto qval = [&](int r, int k) {  // 0..15
-        const BlockQ4_0& bl = q[size_t(r) * blocks + k / 32];
-        const int j = k % 32;
-        return j < 16 ? bl.qs[j] & 15 : bl.qs[j - 16] >> 4;
-    };
     for (int g = 0; g < groups; ++g)
         for (int b = 0; b < blocks; ++b) {
             for (int i = 0; i < 4; ++i)
                 for (int l = 0; l < 16; ++l)
-                    for (int j = 0; j < 4; ++j) {
-                        const int r = g * 16 + l;
-                        cb[((long(g) * blocks + b) * 4 + i) * 64 + l * 4 + j] =
-                            uint8_t(qval(r, b * 32 + 4 * i + j) | (qval(r, b * 32 + 16 + 4 * i + j) << 4));
-                    }
-            for (int l = 0; l < 16; ++l) sb[(long(g) * blocks + b) * 16 + l] = q[size_t(g * 16 + l) * blocks + b].d;
+                    std::memcpy(cb + ((long(g) * blocks + b) * 4 + i) * 64 + l * 4, block(g * 16 + l, b).qs + 4 * i, 4);
+            for (int l = 0; l < 16; ++l) sb[(long(g) * blocks + b) * 16 + l] = block(g * 16 + l, b).d;
         }
     std::vector<float> x(size_t(n) * K);
     for (auto& f : x) f = d(rng);
     QuantizedColumns qc;
     resize_columns(n, K, qc);
     kernels().quantize_columns(x.data(), K, qc, 0, n);
-    std::vector<const int8_t*> xc(n);
-    std::vector<std::vector<float>> dxv(n);
-    std::vector<std::vector<int32_t>> xsv(n);
-    std::vector<const float*> dx(n);
-    std::vector<const int32_t*> xs8(n);
-    // The activations' plain per-block codes, scales and -8 * code sums, quantized as the
-    // library's reference quantizer does (same d, same round-half-even codes).
-    std::vector<std::vector<int8_t>> xcv(n, std::vector<int8_t>(K));
-    for (int c = 0; c < n; ++c) {
-        dxv[c].resize(blocks); xsv[c].resize(blocks);
-        for (int b = 0; b < blocks; ++b) {
-            float amax = 0;
-            for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[size_t(c) * K + b * 32 + j]));
-            const float dd = amax / 127.0f, inv = dd > 0 ? 1.0f / dd : 0.0f;
-            int s = 0;
-            for (int j = 0; j < 32; ++j) {
-                const int v = int(std::nearbyint(x[size_t(c) * K + b * 32 + j] * inv));
-                xcv[c][b * 32 + j] = int8_t(std::clamp(v, -127, 127));
-                s += xcv[c][b * 32 + j];
-            }
-            dxv[c][b] = dd; xsv[c][b] = -8 * s;
-        }
-        xc[c] = xcv[c].data(); dx[c] = dxv[c].data(); xs8[c] = xsv[c].data();
-    }
     std::vector<float> ya(size_t(n) * rows), yb(size_t(n) * rows);
     auto runA = [&] {
         pool.run(threads, [&](int64_t t0, int64_t t1) {
@@ -204,9 +183,9 @@ int main(int argc, char** argv) {
                 int g0, g1;
                 share(t, &g0, &g1);
                 if (n == 1)
-                    gemmB<RG1, 1>(rows, blocks, cb, sb, xc.data(), dx.data(), xs8.data(), yb.data(), rows, n, g0, g1);
+                    gemmB<RG1, 1>(blocks, cb, sb, qc, yb.data(), rows, g0, g1);
                 else  // groups of 4 columns (the last one narrower), 2 row groups a tile
-                    gemmB<2, 4>(rows, blocks, cb, sb, xc.data(), dx.data(), xs8.data(), yb.data(), rows, n, g0, g1);
+                    gemmB<2, 4>(blocks, cb, sb, qc, yb.data(), rows, g0, g1);
             }
         });
     };
