@@ -96,6 +96,18 @@ const KernelTable* avxvnni_table() {
     return &table;
 }
 
+// NEXTN_Q4_0_LAYOUT=rows holds Q4_0 weights as Q4_0R (16-row groups) on the AVX-512 table;
+// unset or "chunked" keeps Q4_0X. Q4_0X stays the default because decode, the figure the
+// layout was meant to help, measured 1.00-1.05x the time with Q4_0R in the 0.8B model on the
+// 2-core Zen 5 (tools/layout_ab), while prefill took 0.90-0.92x and width-4 verify 0.98-0.99x
+// (README, "Q4_0 in 16-row groups").
+bool q4_0_row_groups_from_env() {
+    const char* layout = std::getenv("NEXTN_Q4_0_LAYOUT");
+    if (!layout || !*layout || std::string(layout) == "chunked") return false;
+    if (std::string(layout) == "rows") return true;
+    fail("NEXTN_Q4_0_LAYOUT=", layout, ": unknown Q4_0 layout (known: chunked, rows)");
+}
+
 const KernelTable* avx512_table() {
     static const KernelTable table = [] {
         KernelTable t;
@@ -104,6 +116,7 @@ const KernelTable* avx512_table() {
         t.gemm_i8_rows = avx512::gemm_i8_rows;
         t.quantize_columns = avx512::quantize_columns;
         t.int8_dot_fast = true;
+        t.q4_0_row_groups = q4_0_row_groups_from_env();
         // AVX512_BF16 (Zen 4, Sapphire Rapids and later) adds the bf16 dot product; without it
         // the table stays the same for everything else.
         t.bf16_dot_fast = x86::cpu_supports_avx512bf16();

@@ -49,7 +49,7 @@ void Qwen35Model::set_draft_head(int64_t vocab, WType type) {
     }
     if (is_int8_dot_type(type)) {  // built in its block type, then repacked
         set_draft_head(vocab, int8_dot_block_source(type, "draft head"));
-        if (draft_lm_head_.type != type) draft_lm_head_ = repack_for_int8_dot(draft_lm_head_);
+        if (draft_lm_head_.type != type) draft_lm_head_ = repack_for_int8_dot(draft_lm_head_, type);
         return;
     }
     // Converted in blocks of rows so the f32 staging buffer stays small for a 248k x H head.

@@ -103,7 +103,7 @@ public:
 
     WeightMatrix filled(int64_t rows, int64_t cols, bool routed_expert, const RowFill& fill) {
         const WType type = stored_weight_type(o_.matrix_type, cols);
-        count(rows * cols, size_t(rows) * wtype_row_bytes(type, cols), routed_expert);
+        count(rows * cols, wtype_matrix_bytes(type, rows, cols), routed_expert);
         if (dry_run_) return {};
         WeightMatrix w = build_weight(rows, cols, type, pool_, fill);
         report();

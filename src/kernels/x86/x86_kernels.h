@@ -78,6 +78,10 @@ struct Int8TileChoice {
     bool gfni = true;
     bool one_pass = true;
 };
+// Q4_0R (kernels/q4_0r.h) for rows [r0, r1); gemm_i8_rows sends that type here. gfni: unpack
+// the high nibbles with GFNI (the caller checks that the CPU has it).
+void gemm_q4_0r_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                     int64_t r0, int64_t r1, bool gfni);
 void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
                        int64_t ldy, int64_t r0, int64_t r1);
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);

@@ -420,8 +420,9 @@ void gemm_i8_impl(const Int8TileChoice& choice, const WeightMatrix& w, const Qua
 void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
                        int64_t ldy, int64_t r0, int64_t r1) {
     Int8TileChoice resolved = choice;  // what this CPU and row length allow
-    if (resolved.tile_rows == 0) resolved.tile_rows = single_column_tile_rows(w.row_bytes, x.n);
     resolved.gfni = choice.gfni && x86::gfni_on_this_cpu();
+    if (w.type == WType::Q4_0R) return gemm_q4_0r_rows(w, x, y, ldy, r0, r1, resolved.gfni);  // its own layout
+    if (resolved.tile_rows == 0) resolved.tile_rows = single_column_tile_rows(w.row_bytes, x.n);
     visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(resolved, w, x, y, ldy, r0, r1); });
 }
 
