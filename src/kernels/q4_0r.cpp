@@ -13,12 +13,6 @@
 
 namespace nextn {
 
-size_t q4_0r_group_bytes(int64_t cols) {
-    if (cols <= 0 || cols % kQuantBlock) return 0;
-    const size_t blocks = size_t(cols / kQuantBlock);
-    return blocks * 256 + (blocks * 32 + 63) / 64 * 64;
-}
-
 WeightMatrix allocate_q4_0r(int64_t rows, int64_t cols, const std::string& what) {
     WeightMatrix w;
     w.type = WType::Q4_0R;

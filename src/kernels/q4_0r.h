@@ -36,8 +36,14 @@ class ThreadPool;
 
 inline constexpr int64_t kQ4_0RGroupRows = 16;
 
-// Bytes of one 16-row group of `cols` values (0 when cols % 32 != 0).
-size_t q4_0r_group_bytes(int64_t cols);
+// Bytes of one 16-row group of `cols` values (0 when cols % 32 != 0). Inline, as the other layout
+// helpers here: the AVX-512 unit uses them without calling into the library (kernel_ab compiles
+// that unit alone, its namespace renamed).
+inline size_t q4_0r_group_bytes(int64_t cols) {
+    if (cols <= 0 || cols % 32) return 0;
+    const size_t blocks = size_t(cols / 32);
+    return blocks * 256 + (blocks * 32 + 63) / 64 * 64;  // codes, then scales padded to 64 bytes
+}
 // Groups holding `rows` rows.
 inline int64_t q4_0r_groups(int64_t rows) { return (rows + kQ4_0RGroupRows - 1) / kQ4_0RGroupRows; }
 // Byte offset inside a group where the scales start.

@@ -10,7 +10,6 @@
 // Usage: kernel_ab MODEL QUANT WIDTH TOKENS   (MODEL qwen3.5-0.8b..., QUANT q8|q4, WIDTH 1..8 a
 // left-open verify of that width committed whole, above 8 a plain prefill of that width)
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -18,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "model/synthetic.h"
+#include "../timed_forward.h"
 
 #ifndef KERNEL_AB_ISA
 #define KERNEL_AB_ISA avx512
@@ -75,25 +75,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 2 * tokens; ++i) {
         model.set_kernels(tables[i % 2]);
         for (auto& t : batch) t = int32_t((t * 31 + 11 + i) % 30000);
-        if (state.n_past + width > 4000) state = model.new_state(4096, 8);
-        const auto t0 = std::chrono::steady_clock::now();
-        if (width > 8) {
-            model.forward(state, batch.data(), width, {nullptr, logits.data(), 1});
-        } else {
-            model.forward(state, batch.data(), width, {nullptr, logits.data(), width}, true);
-            model.commit(state, width);
-        }
-        seconds[i % 2].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        seconds[i % 2].push_back(tools::timed_forward(model, state, batch, logits));
     }
     model.set_kernels(kernels());
-    double median[2];
-    for (int k = 0; k < 2; ++k) {
-        auto& s = seconds[k];
-        std::sort(s.begin(), s.end());
-        median[k] = s[s.size() / 2];
-        std::printf("%s: median %.2f ms, p10 %.2f ms over %zu forwards\n", k == 0 ? "a" : "b",
-                    1e3 * median[k], 1e3 * s[s.size() / 10], s.size());
-    }
+    const double median[2] = {tools::report_median(seconds[0], "a"), tools::report_median(seconds[1], "b")};
     std::printf("b/a %.3f  (%s %s width %d, %s)\n", median[1] / median[0], name.c_str(),
                 quant.c_str(), width, kernels().isa);
     return 0;

@@ -32,8 +32,18 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/old"
 git archive "$REV" src | tar -x -C "$work/old"
 CXX=${CXX:-g++}
-$CXX -O2 -std=c++20 $FLAGS -Dnextn=nextn_a -I"$work/old/src" -c "$work/old/$TU" -o "$work/a.o"
-$CXX -O2 -std=c++20 $FLAGS -Dnextn=nextn_b -Isrc -c "$TU" -o "$work/b.o"
+# The AVX-512 unit sends Q4_0R to its own unit (where the revision has one): both are built.
+EXTRA=src/kernels/x86/avx512/gemm_q4_0r_avx512.cpp
+objects=()
+for side in a b; do
+    root=.; [ $side = a ] && root=$work/old
+    $CXX -O2 -std=c++20 $FLAGS -Dnextn=nextn_$side -I"$root/src" -c "$root/$TU" -o "$work/$side.o"
+    objects+=("$work/$side.o")
+    if [ "$ISA" = avx512 ] && [ -f "$root/$EXTRA" ]; then
+        $CXX -O2 -std=c++20 $FLAGS -Dnextn=nextn_$side -I"$root/src" -c "$root/$EXTRA" -o "$work/${side}_q4_0r.o"
+        objects+=("$work/${side}_q4_0r.o")
+    fi
+done
 $CXX -O2 -std=c++20 -Isrc -DKERNEL_AB_ISA=$ISA -o "$work/kernel_ab" tools/kernel_ab/kernel_ab.cpp \
-    "$work/a.o" "$work/b.o" "$BUILD/libnextn_core.a" -lpthread $(pkg-config --libs libpcre2-8) -licuuc
+    "${objects[@]}" "$BUILD/libnextn_core.a" -lpthread $(pkg-config --libs libpcre2-8) -licuuc
 "$work/kernel_ab" "$MODEL" "$QUANT" "$WIDTH" "$TOKENS"

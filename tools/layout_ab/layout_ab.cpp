@@ -6,7 +6,6 @@
 // Usage: layout_ab MODEL WIDTH TOKENS   (WIDTH 1..8: a left-open verify of that width committed
 // whole; above 8: a plain prefill of that width)
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -16,6 +15,7 @@
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
 #include "model/synthetic.h"
+#include "../timed_forward.h"
 
 using namespace nextn;
 
@@ -56,28 +56,13 @@ int main(int argc, char** argv) {
     std::vector<double> seconds[2];
     for (int i = 0; i < 2 * tokens; ++i) {
         const int k = i % 2;
-        Qwen35Model& model = *models[k];
-        SequenceState& state = states[k];
         if (k == 0)
             for (auto& t : batch) t = int32_t((t * 31 + 11 + i) % 30000);
-        if (state.n_past + width > 4000) state = model.new_state(4096, 8);
-        const auto t0 = std::chrono::steady_clock::now();
-        if (width > 8) {
-            model.forward(state, batch.data(), width, {nullptr, logits.data(), 1});
-        } else {
-            model.forward(state, batch.data(), width, {nullptr, logits.data(), width}, true);
-            model.commit(state, width);
-        }
-        seconds[k].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        seconds[k].push_back(tools::timed_forward(*models[k], states[k], batch, logits));
     }
     double median[2];
-    for (int k = 0; k < 2; ++k) {
-        auto& s = seconds[k];
-        std::sort(s.begin(), s.end());
-        median[k] = s[s.size() / 2];
-        std::printf("%s %s: median %.2f ms, p10 %.2f ms over %zu forwards\n", k == 0 ? "a" : "b",
-                    wtype_name(types[k]), 1e3 * median[k], 1e3 * s[s.size() / 10], s.size());
-    }
+    for (int k = 0; k < 2; ++k)
+        median[k] = tools::report_median(seconds[k], (std::string(k == 0 ? "a " : "b ") + wtype_name(types[k])).c_str());
     std::printf("b/a %.3f  (%s width %d, %s)\n", median[1] / median[0], name.c_str(), width, kernels().isa);
     return 0;
 }

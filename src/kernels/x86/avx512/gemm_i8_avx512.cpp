@@ -54,24 +54,9 @@ struct TileOptions {
     bool gfni = false;    // 4-bit types: the high nibbles by GFNI (high_nibbles)
 };
 
-// The high nibbles of v's bytes, in the low halves (the high halves zero). With GFNI one
-// vgf2p8affineqb instead of a shift and a mask: the bit matrix's byte 7 - i picks the input bits
-// whose parity is output bit i, here input bit i + 4 for i < 4 and none above. A 4-bit tile
-// spends 3 vector operations a code line on unpacking against 2 dot products per column, so at
-// 4 columns (a width-4 verify) this is one operation in 11. Written as asm so that the unit needs
-// no -mgfni, which would let the compiler use GFNI anywhere in it: it must also run on AVX-512
-// CPUs without GFNI (Skylake-SP, Cascade Lake), where the tiles take the shift and mask.
-template <bool Gfni>
-[[gnu::always_inline]] inline __m512i high_nibbles(__m512i v, __m512i low_nibbles, __m512i shift_matrix) {
-    if constexpr (Gfni) {
-        __m512i hi;
-        asm("vgf2p8affineqb $0, %2, %1, %0" : "=v"(hi) : "v"(v), "v"(shift_matrix));
-        return hi;
-    } else {
-        return _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
-    }
-}
-constexpr long long kHighNibblesToLow = 0x1020408000000000LL;  // high_nibbles' GFNI bit matrix
+// high_nibbles (isa_avx512.h): a 4-bit tile spends 3 vector operations a code line on unpacking
+// against 2 dot products per column, so at 4 columns (a width-4 verify) GFNI's one instruction
+// instead of a shift and a mask is one operation in 11.
 
 template <WType T, int R, int C, TileOptions O>
 void tile(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int64_t chunks, size_t d_off,

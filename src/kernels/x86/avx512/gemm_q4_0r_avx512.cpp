@@ -30,19 +30,6 @@ constexpr int kMaxTileCols = 4;
 constexpr int64_t kPrefetchAheadBytes = 24576;
 constexpr int64_t kBlockBytes = 256 + 32;  // a block's codes and scales in one group
 
-// The high nibbles of v's bytes in the low halves (GFNI: one instruction; see gemm_i8_avx512.cpp's
-// high_nibbles for why asm and not -mgfni).
-template <bool Gfni>
-[[gnu::always_inline]] inline __m512i high_nibbles(__m512i v, __m512i low_mask, __m512i shift_matrix) {
-    if constexpr (Gfni) {
-        __m512i hi;
-        asm("vgf2p8affineqb $0, %2, %1, %0" : "=v"(hi) : "v"(v), "v"(shift_matrix));
-        return hi;
-    } else {
-        return _mm512_and_si512(_mm512_srli_epi16(v, 4), low_mask);
-    }
-}
-
 struct GroupLayout {
     int64_t blocks;      // 32-value blocks per row
     size_t group_bytes;  // one group: codes, then scales
@@ -56,7 +43,7 @@ template <int RG, int C, bool Gfni>
 void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
           const __mmask16 (&store)[RG], float* y, int64_t ldy, const uint8_t* fetch_end) {
     const __m512i low_mask = _mm512_set1_epi8(15);
-    const __m512i shift_matrix = _mm512_set1_epi64(0x1020408000000000LL);  // high nibbles to low
+    const __m512i shift_matrix = _mm512_set1_epi64(kHighNibblesToLow);
     __m512 acc[RG][C];
 #pragma GCC unroll 8
     for (int g = 0; g < RG; ++g)

@@ -13,6 +13,24 @@
 
 namespace nextn::avx512 {
 
+// The high nibbles of v's bytes, in the low halves (the high halves zero), for the 4-bit int8-dot
+// kernels. With GFNI one vgf2p8affineqb instead of a shift and a mask: the bit matrix's byte
+// 7 - i picks the input bits whose parity is output bit i, here input bit i + 4 for i < 4 and
+// none above. Written as asm so that the units need no -mgfni, which would let the compiler use
+// GFNI anywhere in them: they must also run on AVX-512 CPUs without GFNI (Skylake-SP, Cascade
+// Lake), where the kernels take the shift and mask.
+template <bool Gfni>
+[[gnu::always_inline]] inline __m512i high_nibbles(__m512i v, __m512i low_nibbles, __m512i shift_matrix) {
+    if constexpr (Gfni) {
+        __m512i hi;
+        asm("vgf2p8affineqb $0, %2, %1, %0" : "=v"(hi) : "v"(v), "v"(shift_matrix));
+        return hi;
+    } else {
+        return _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
+    }
+}
+constexpr long long kHighNibblesToLow = 0x1020408000000000LL;  // high_nibbles' GFNI bit matrix
+
 struct Isa {
     using V = __m512;
     static constexpr int L = 16;
