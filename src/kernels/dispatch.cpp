@@ -96,15 +96,14 @@ const KernelTable* avxvnni_table() {
     return &table;
 }
 
-// NEXTN_Q4_0_LAYOUT=rows holds Q4_0 weights as Q4_0R (16-row groups) on the AVX-512 table;
-// unset or "chunked" keeps Q4_0X. Q4_0X stays the default because decode, the figure the
-// layout was meant to help, measured 1.00-1.05x the time with Q4_0R in the 0.8B model on the
-// 2-core Zen 5 (tools/layout_ab), while prefill took 0.90-0.92x and width-4 verify 0.98-0.99x
-// (README, "Q4_0 in 16-row groups").
+// The AVX-512 table holds Q4_0 weights as Q4_0R (16-row groups) unless NEXTN_Q4_0_LAYOUT=chunked
+// asks for Q4_0X ("rows", the default, may be given too). In the 0.8B model on the 2-core Zen 5
+// (tools/layout_ab) Q4_0R took 0.90-0.99x Q4_0X's time at width 1, 0.97-0.98x at width 4 and
+// 0.83-0.92x for a 128-token prefill (gemm_q4_0r_avx512.cpp; README, "Q4_0 in 16-row groups").
 bool q4_0_row_groups_from_env() {
     const char* layout = std::getenv("NEXTN_Q4_0_LAYOUT");
-    if (!layout || !*layout || std::string(layout) == "chunked") return false;
-    if (std::string(layout) == "rows") return true;
+    if (!layout || !*layout || std::string(layout) == "rows") return true;
+    if (std::string(layout) == "chunked") return false;
     fail("NEXTN_Q4_0_LAYOUT=", layout, ": unknown Q4_0 layout (known: chunked, rows)");
 }
 

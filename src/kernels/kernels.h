@@ -49,8 +49,7 @@ struct KernelTable {
     // Whether gemm_i8_rows has a fast kernel for Q4_0R (Q4_0 in 16-row groups, kernels/q4_0r.h):
     // then Q4_0 weights are held so at load instead of Q4_0X. Every table multiplies Q4_0R (the
     // others with the scalar reference), so a matrix built for one table runs on any. Only the
-    // avx512 table has that kernel, and uses it when NEXTN_Q4_0_LAYOUT=rows (kernels/dispatch.cpp
-    // says why it is not the default).
+    // avx512 table has that kernel; NEXTN_Q4_0_LAYOUT=chunked turns it off (kernels/dispatch.cpp).
     bool q4_0_row_groups = false;
 
     // BF16D weights times activations rounded to bf16 (kernels/bf16_dot.h) for rows [r0, r1):

@@ -4,15 +4,21 @@
 // vpdpbusd each, and a block ends with one convert + fused multiply-add per (group, column).
 // No lane reduction: lane r of a group's accumulator is row r's sum, stored as it is.
 //
-// Prefetch, measured with tools/layout_ab (the 0.8B model in both Q4_0 layouts, forwards
-// alternating) on the 2-core Zen 5: the first column group of a tile fetches the lines
-// kPrefetchAheadBytes ahead of where it reads, as a cursor that moves as fast as the tile
-// consumes its groups (288 bytes a block a group), so every line is fetched once and a call's
-// groups form one stream. Against the old Q4_0X kernel, width 1: bursts of the group two ahead
-// 1.095x the time, the cursor 4 KB ahead 1.048x, 8 KB 1.004x, 16 KB 0.983x, 24 KB 0.964x, 32 KB
-// 1.033x; a second cursor into L2 48-64 KB ahead 1.18x; an L2 burst of the first 24 KB of each
-// call 1.007-1.024x. Tiles of several columns take two groups: prefill 128 0.904x the old
-// kernel's time (one group a tile: 1.081x); width 4 0.98x either way, width 2 1.00x.
+// Prefetch: a call first fetches its first kPrefetchAheadBytes into L1 at once; then the first
+// column group of each tile fetches the lines kPrefetchAheadBytes ahead of where it reads, a
+// cursor that moves as fast as the tile consumes its groups (288 bytes a block a group) and
+// stops at the end of the call's rows. A call covers a share of the rows that the pool hands out
+// (shrinking shares, so the next rows in memory usually go to the other thread).
+//
+// Measured with tools/layout_ab (the 0.8B model in both Q4_0 layouts, forwards alternating in
+// one process) on the 2-core Zen 5, Q4_0R time over Q4_0X time: width 1 0.895, 0.911, 0.989
+// (1500 forwards each); width 2 0.99-1.00; width 4 0.97-0.98; prefill of 128 0.83-0.92 (two
+// groups a tile; one group a tile: 1.08). Width-1 variants, 400 forwards each: the cursor alone
+// (fetching past the call) 4 KB ahead 1.05, 8 KB 1.00, 16 KB 0.98, 24 KB 0.96-1.05, 32 KB 1.03;
+// bursts of the group two ahead 1.10; a second cursor into L2 48-64 KB ahead 1.18; with the
+// first 24 KB fetched into L2 instead of L1 0.975-0.99 (L1: 0.935-0.993); with the cursor 16 KB
+// ahead 0.95-0.98, 32 KB 0.99-1.04; stopping at the call's end without the first fetch
+// 1.01-1.03.
 #pragma GCC optimize("fp-contract=off")
 #include <algorithm>
 #include <cstring>
@@ -37,7 +43,7 @@ struct GroupLayout {
 };
 
 // Groups g .. g+RG-1 (at `group`) times columns j0 .. j0+C-1. store[i]: the lanes of group i
-// that are rows of this call. fetch_end: the end of the matrix's bytes when this tile prefetches
+// that are rows of this call. fetch_end: the end of this call's groups when this tile prefetches
 // (the first column group), else null.
 template <int RG, int C, bool Gfni>
 void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
@@ -133,13 +139,16 @@ __mmask16 rows_mask(int64_t g, int64_t r0, int64_t r1) {
 template <bool Gfni>
 void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     const GroupLayout L{w.cols / 32, q4_0r_group_bytes(w.cols), q4_0r_scales_offset(w.cols)};
-    const int64_t groups = q4_0r_groups(w.rows);
     const int64_t g0 = r0 / 16, g1 = q4_0r_groups(r1);
     auto at = [&](int64_t g) { return w.data + size_t(g) * L.group_bytes; };
+    // The call's first kPrefetchAheadBytes at once (the tiles' cursor starts that far ahead).
+    const char* first = reinterpret_cast<const char*>(at(g0));
+    const char* first_end = first + std::min<size_t>(kPrefetchAheadBytes, size_t(g1 - g0) * L.group_bytes);
+    for (const char* p = first; p < first_end; p += 64) _mm_prefetch(p, _MM_HINT_T0);
     if (x.n == 1) {
         for (int64_t g = g0; g < g1; ++g) {
             const __mmask16 store[1] = {rows_mask(g, r0, r1)};
-            tile<1, 1, Gfni>(L, at(g), x, 0, store, y + g * 16, ldy, at(groups));
+            tile<1, 1, Gfni>(L, at(g), x, 0, store, y + g * 16, ldy, at(g1));
         }
         return;
     }
@@ -147,7 +156,7 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
         for (int64_t j0 = 0; j0 < x.n; j0 += kMaxTileCols) {
             const int c = int(std::min<int64_t>(kMaxTileCols, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
-            const uint8_t* fetch_end = j0 == 0 ? at(groups) : nullptr;
+            const uint8_t* fetch_end = j0 == 0 ? at(g1) : nullptr;
             if (g + 1 < g1) {
                 const __mmask16 store[2] = {rows_mask(g, r0, r1), rows_mask(g + 1, r0, r1)};
                 tile_cols<2, Gfni>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
