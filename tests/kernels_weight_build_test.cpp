@@ -127,12 +127,18 @@ TEST(WeightBuild, StreamedPooledInt8EqualsWholeTensorThenRepack) {
             // The simple path: one thread, the chunked layout made afterwards.
             const WeightMatrix plain = make_weight(x.t, rows, cols, target);
             const WeightMatrix want = repack_for_int8_dot(plain);
+            // Q4_0 and Q8_0 results in 16-row groups (kernels/row_groups.h) instead.
+            const RowGroupLayouts groups{true, true};
+            const WType grouped = int8_dot_type_for(plain.type, groups);
+            const WeightMatrix want_grouped = grouped == plain.type ? plain : repack_for_int8_dot(plain, grouped);
             for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-                const WeightMatrix got = make_weight(x.t, rows, cols, target, {p, true});
+                const WeightMatrix got = make_weight(x.t, rows, cols, target, {p, true, {}});
                 EXPECT_TRUE(same_bytes(got, want)) << what << (p ? " on the pool" : "");
+                const WeightMatrix got_grouped = make_weight(x.t, rows, cols, target, {p, true, groups});
+                EXPECT_TRUE(same_bytes(got_grouped, want_grouped)) << what << " in row groups" << (p ? " on the pool" : "");
             }
             // Without the int8 layout, the pool changes nothing either.
-            const WeightMatrix pooled_plain = make_weight(x.t, rows, cols, target, {&pool, false});
+            const WeightMatrix pooled_plain = make_weight(x.t, rows, cols, target, {&pool, false, {}});
             EXPECT_TRUE(same_bytes(pooled_plain, plain)) << what << " (no int8 layout)";
         }
     }
@@ -151,7 +157,7 @@ TEST(WeightBuild, StreamedConversionEqualsWholeTensorConversion) {
         for (WType target : {WType::F32, WType::BF16, WType::Q8_0, WType::Q4_0}) {
             if (source == DType::F32 && target == WType::F32) continue;  // a plain copy
             const WeightMatrix want = make_weight_f32(values.data(), rows, cols, target);
-            const WeightMatrix got = make_weight(x.t, rows, cols, target, {&pool, false});
+            const WeightMatrix got = make_weight(x.t, rows, cols, target, {&pool, false, {}});
             EXPECT_TRUE(same_bytes(got, want)) << dtype_name(source) << " -> " << wtype_name(target);
         }
     }

@@ -153,7 +153,7 @@ TEST(SyntheticConfig, MemoryCheckNamesTheShortfall) {
 
 TEST(SyntheticBuild, SizeEstimateIsTheAllocation) {
     for (bool moe : {false, true}) {
-        for (WType t : {WType::F32, WType::Q8_0, WType::Q4_0, WType::Q4_0R}) {
+        for (WType t : {WType::F32, WType::Q8_0, WType::Q4_0, WType::Q4_0R, WType::Q8_0R}) {
             ModelConfig c = tiny_config(moe);
             ThreadPool pool(2);
             SyntheticOptions o;
@@ -260,22 +260,24 @@ TEST(SyntheticForward, RealWidthModelRunsAndRandomHeadIsRarelyAccepted) {
     EXPECT_LT(double(spec.accepted[0]) / double(spec.drafted[0]), 0.2);
 }
 
-// A model held in Q4_0R (Q4_0 in 16-row groups, on whatever table runs: the AVX-512 kernel or
+// A model held in Q4_0R or Q8_0R (16-row groups, on whatever table runs: the AVX-512 kernel or
 // the reference) speculates exactly: greedy MTP output equals plain decoding at depths 1..3, with
 // its draft head's LM head rows a view of the trunk's (a row count that ends inside a group).
-TEST(SyntheticForward, Q4_0RModelSpeculatesExactly) {
-    SyntheticOptions o;
-    o.matrix_type = WType::Q4_0R;
-    o.draft = SyntheticDraft::Perfect;
-    LoadedModel lm = load_synthetic_model(narrow_0_8b(true), "narrow-0.8b", o, 2);
-    EXPECT_EQ(WType::Q4_0R, lm.model->weights().lm_head.type);
-    lm.model->set_draft_head(32768 + 5, WType::Native);
-    std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
-    std::vector<int32_t> plain = decode(*lm.model, prompt, 0, 33, nullptr);
-    for (int depth = 1; depth <= 3; ++depth) {
-        DecodeStats spec;
-        EXPECT_EQ(plain, decode(*lm.model, prompt, depth, 33, &spec)) << "depth " << depth;
-        ASSERT_GT(spec.drafted[0], 0);
+TEST(SyntheticForward, RowGroupModelsSpeculateExactly) {
+    for (WType type : {WType::Q4_0R, WType::Q8_0R}) {
+        SyntheticOptions o;
+        o.matrix_type = type;
+        o.draft = SyntheticDraft::Perfect;
+        LoadedModel lm = load_synthetic_model(narrow_0_8b(true), "narrow-0.8b", o, 2);
+        EXPECT_EQ(type, lm.model->weights().lm_head.type);
+        lm.model->set_draft_head(32768 + 5, WType::Native);
+        std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
+        std::vector<int32_t> plain = decode(*lm.model, prompt, 0, 33, nullptr);
+        for (int depth = 1; depth <= 3; ++depth) {
+            DecodeStats spec;
+            EXPECT_EQ(plain, decode(*lm.model, prompt, depth, 33, &spec)) << wtype_name(type) << " depth " << depth;
+            ASSERT_GT(spec.drafted[0], 0);
+        }
     }
 }
 

@@ -96,15 +96,25 @@ const KernelTable* avxvnni_table() {
     return &table;
 }
 
-// The AVX-512 table holds Q4_0 weights as Q4_0R (16-row groups) unless NEXTN_Q4_0_LAYOUT=chunked
-// asks for Q4_0X ("rows", the default, may be given too). In the 0.8B model on the 2-core Zen 5
-// (tools/layout_ab) Q4_0R took 0.90-0.99x Q4_0X's time at width 1, 0.97-0.98x at width 4 and
-// 0.83-0.92x for a 128-token prefill (gemm_q4_0r_avx512.cpp; README, "Q4_0 in 16-row groups").
-bool q4_0_row_groups_from_env() {
-    const char* layout = std::getenv("NEXTN_Q4_0_LAYOUT");
-    if (!layout || !*layout || std::string(layout) == "rows") return true;
+// Whether the avx512 table holds `block` weights in 16-row groups: the environment variable `name`
+// says "rows" or "chunked"; unset or empty gives `fallback`. Anything else is an Error naming it.
+bool row_groups_from_env(const char* name, bool fallback) {
+    const char* layout = std::getenv(name);
+    if (!layout || !*layout) return fallback;
+    if (std::string(layout) == "rows") return true;
     if (std::string(layout) == "chunked") return false;
-    fail("NEXTN_Q4_0_LAYOUT=", layout, ": unknown Q4_0 layout (known: chunked, rows)");
+    fail(name, "=", layout, ": unknown weight layout (known: chunked, rows)");
+}
+
+// The AVX-512 table's layouts: Q4_0 and Q8_0 in 16-row groups by default. In the 0.8B model on the
+// 2-core Zen 5 (tools/layout_ab) they took 0.89-1.00x the chunked layouts' time at widths 1, 2
+// and 4, and 0.83-0.92x for a 128-token prefill (gemm_row_groups_avx512.cpp; README, "Q4_0 in
+// 16-row groups").
+RowGroupLayouts avx512_row_groups() {
+    RowGroupLayouts groups;
+    groups.q4_0 = row_groups_from_env("NEXTN_Q4_0_LAYOUT", true);
+    groups.q8_0 = row_groups_from_env("NEXTN_Q8_0_LAYOUT", true);
+    return groups;
 }
 
 const KernelTable* avx512_table() {
@@ -115,7 +125,7 @@ const KernelTable* avx512_table() {
         t.gemm_i8_rows = avx512::gemm_i8_rows;
         t.quantize_columns = avx512::quantize_columns;
         t.int8_dot_fast = true;
-        t.q4_0_row_groups = q4_0_row_groups_from_env();
+        t.row_groups = avx512_row_groups();
         // AVX512_BF16 (Zen 4, Sapphire Rapids and later) adds the bf16 dot product; without it
         // the table stays the same for everything else.
         t.bf16_dot_fast = x86::cpu_supports_avx512bf16();

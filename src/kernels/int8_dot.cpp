@@ -11,7 +11,7 @@
 #include "core/thread_pool.h"
 #include "formats/dequant.h"
 #include "kernels/kernels.h"
-#include "kernels/q4_0r.h"
+#include "kernels/row_groups.h"
 #include "kernels/quant.h"
 #include "kernels/ref/ref.h"
 
@@ -96,13 +96,13 @@ size_t source_block_bytes(WType t) {
 
 bool is_int8_dot_type(WType t) {
     return t == WType::Q8_0X || t == WType::Q4_0X || t == WType::Q4_1X || t == WType::Q4_1FX ||
-           t == WType::Q8_1FX || t == WType::Q6_KX || t == WType::Q4_0R;
+           t == WType::Q8_1FX || t == WType::Q6_KX || is_row_group_type(t);
 }
 
-WType int8_dot_type_for(WType t, bool q4_0_row_groups) {
+WType int8_dot_type_for(WType t, RowGroupLayouts groups) {
     switch (t) {
-        case WType::Q8_0: return WType::Q8_0X;
-        case WType::Q4_0: return q4_0_row_groups ? WType::Q4_0R : WType::Q4_0X;
+        case WType::Q8_0: return groups.q8_0 ? WType::Q8_0R : WType::Q8_0X;
+        case WType::Q4_0: return groups.q4_0 ? WType::Q4_0R : WType::Q4_0X;
         case WType::Q4_1: return WType::Q4_1X;
         default: return t;
     }
@@ -110,7 +110,8 @@ WType int8_dot_type_for(WType t, bool q4_0_row_groups) {
 
 WType int8_dot_source_type(WType t) {
     switch (t) {
-        case WType::Q8_0X: return WType::Q8_0;
+        case WType::Q8_0X:
+        case WType::Q8_0R: return WType::Q8_0;
         case WType::Q4_0X:
         case WType::Q4_0R: return WType::Q4_0;
         case WType::Q4_1X: return WType::Q4_1;
@@ -126,7 +127,7 @@ WType int8_dot_block_source(WType t, const char* who) {
 
 size_t int8_dot_row_bytes(WType t, int64_t cols) {
     if (cols <= 0 || cols % kQuantBlock || !is_int8_dot_type(t)) return 0;
-    if (t == WType::Q4_0R) return q4_0r_group_bytes(cols) / kQ4_0RGroupRows;
+    if (is_row_group_type(t)) return row_group_bytes(t, cols) / kRowGroupRows;
     const int64_t chunks = int8_dot_chunks(cols);
     const size_t bytes = int8_dot_plane_offset(t, chunks, int8_dot_scale_planes(t));
     return (bytes + 63) / 64 * 64;
@@ -192,7 +193,7 @@ WeightMatrix repack_for_int8_dot(const WeightMatrix& w, ThreadPool* pool) {
 WeightMatrix repack_for_int8_dot(const WeightMatrix& w, WType type, ThreadPool* pool) {
     if (!is_int8_dot_type(type) || int8_dot_source_type(type) != w.type || type == w.type)
         fail("repack_for_int8_dot: a ", wtype_name(w.type), " matrix cannot become ", wtype_name(type));
-    if (type == WType::Q4_0R) return repack_q4_0_as_q4_0r(w, pool);
+    if (is_row_group_type(type)) return repack_as_row_groups(w, type, pool);
     WeightMatrix out;
     uint8_t* base = allocate_chunked(type, w.rows, w.cols,
                                      std::to_string(w.rows) + "x" + std::to_string(w.cols) + " weight",
@@ -290,7 +291,7 @@ bool repack_q6_k_for_int8_dot(const RawTensor& t, int64_t rows, int64_t cols, We
 }
 
 void int8_dot_row_f32(const WeightMatrix& w, int64_t row, float* out) {
-    if (w.type == WType::Q4_0R) return q4_0r_row_f32(w, row, out);
+    if (is_row_group_type(w.type)) return row_groups_row_f32(w, row, out);
     const uint8_t* src = w.data + size_t(row) * w.row_bytes;
     const int64_t chunk_bytes = int8_dot_chunk_code_bytes(w.type);
     for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
@@ -380,7 +381,7 @@ void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64
 
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
-    if (w.type == WType::Q4_0R) return gemm_q4_0r_rows(w, x, y, ldy, r0, r1);
+    if (is_row_group_type(w.type)) return gemm_row_groups(w, x, y, ldy, r0, r1);
     const int64_t chunk_bytes = int8_dot_chunk_code_bytes(w.type);
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* row = w.data + size_t(r) * w.row_bytes;

@@ -54,19 +54,19 @@ inline constexpr int64_t kI8ChunkValues = 512;
 inline constexpr int kI8Steps = 8;          // 64-byte activation steps per chunk
 
 // True for the types gemm_i8_rows multiplies: Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX, Q6_KX, and
-// Q4_0R (Q4_0 in 16-row groups, kernels/q4_0r.h: not chunked, but the same activations).
+// Q4_0R, Q8_0R (16-row groups, kernels/row_groups.h: not chunked, but the same activations).
 bool is_int8_dot_type(WType t);
-// The int8-dot type holding a block type's values: Q8_0 -> Q8_0X, Q4_0 -> Q4_0X (Q4_0R with
-// q4_0_row_groups: a table whose kernel reads that layout, KernelTable::q4_0_row_groups),
-// Q4_1 -> Q4_1X; any other type is returned unchanged.
-WType int8_dot_type_for(WType t, bool q4_0_row_groups = false);
+// The int8-dot type holding a block type's values: Q8_0 -> Q8_0X (Q8_0R where groups.q8_0),
+// Q4_0 -> Q4_0X (Q4_0R where groups.q4_0), Q4_1 -> Q4_1X; any other type is returned unchanged.
+// groups: the layouts of a table whose kernel reads them (KernelTable::row_groups).
+WType int8_dot_type_for(WType t, RowGroupLayouts groups = {});
 // The block type whose values an int8-dot type holds (Q8_0X -> Q8_0, Q4_0R -> Q4_0, ...; the FX
 // types and Q6_KX have none and are returned unchanged).
 WType int8_dot_source_type(WType t);
 // For building a chunked type from values (f32, a draft head's rows): its block type, or an
 // Error naming `who` for the types only made from a checkpoint's codes (FX types, Q6_KX).
 WType int8_dot_block_source(WType t, const char* who);
-// Bytes of one row of an int8-dot type (0 when cols % 32 != 0; Q4_0R: a 16-row group's / 16).
+// Bytes of one row of an int8-dot type (0 when cols % 32 != 0; Q4_0R, Q8_0R: a 16-row group's / 16).
 size_t int8_dot_row_bytes(WType t, int64_t cols);
 // Chunks per row.
 inline int64_t int8_dot_chunks(int64_t cols) { return (cols + kI8ChunkValues - 1) / kI8ChunkValues; }
@@ -102,7 +102,7 @@ inline size_t int8_dot_plane_offset(WType t, int64_t chunks, int plane) {
 // repacked on `pool` when given. Other types are returned unchanged.
 WeightMatrix repack_for_int8_dot(const WeightMatrix& w, ThreadPool* pool = nullptr);
 // The same into `target`, an int8-dot type holding w's block type (int8_dot_source_type(target)
-// == w.type; Q4_0 may go to Q4_0X or Q4_0R). Error for any other pair.
+// == w.type; Q4_0 may go to Q4_0X or Q4_0R, Q8_0 to Q8_0X or Q8_0R). Error for any other pair.
 WeightMatrix repack_for_int8_dot(const WeightMatrix& w, WType target, ThreadPool* pool = nullptr);
 // One row of `cols` values in `source` blocks (Q8_0, Q4_0, Q4_1) written to dst in the chunked
 // layout of int8_dot_type_for(source): int8_dot_row_bytes bytes, padding zeroed.

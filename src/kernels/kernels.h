@@ -35,7 +35,7 @@ struct KernelTable {
     void (*gemm_rows)(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                       int64_t r0, int64_t r1) = nullptr;
 
-    // Int8-dot weights (Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX, Q6_KX, Q4_0R) times
+    // Int8-dot weights (Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX, Q6_KX, Q4_0R, Q8_0R) times
     // int8-quantized activations (kernels/int8_dot.h) for rows [r0, r1): y[j, r], y: [n, ldy].
     // Bit-identical to ref::gemm_i8_rows. `int8_dot_fast` says whether this table has a vector
     // int8 dot product (only then are block weights repacked to the chunked types at load).
@@ -46,11 +46,12 @@ struct KernelTable {
     void (*quantize_columns)(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0,
                              int64_t j1) = nullptr;
     bool int8_dot_fast = false;
-    // Whether gemm_i8_rows has a fast kernel for Q4_0R (Q4_0 in 16-row groups, kernels/q4_0r.h):
-    // then Q4_0 weights are held so at load instead of Q4_0X. Every table multiplies Q4_0R (the
-    // others with the scalar reference), so a matrix built for one table runs on any. Only the
-    // avx512 table has that kernel; NEXTN_Q4_0_LAYOUT=chunked turns it off (kernels/dispatch.cpp).
-    bool q4_0_row_groups = false;
+    // The block types held in 16-row groups at load (Q4_0R, Q8_0R: kernels/row_groups.h) rather
+    // than chunked, where gemm_i8_rows has a fast kernel for them. Every table multiplies the
+    // row-group types (the others with the scalar reference), so a matrix built for one table
+    // runs on any. Only the avx512 table has that kernel; NEXTN_Q4_0_LAYOUT and
+    // NEXTN_Q8_0_LAYOUT (rows or chunked) choose (kernels/dispatch.cpp).
+    RowGroupLayouts row_groups;
 
     // BF16D weights times activations rounded to bf16 (kernels/bf16_dot.h) for rows [r0, r1):
     // x: its n columns (round_columns_bf16), y: [n, ldy]. Bit-identical to ref::gemm_bf16_rows.

@@ -13,7 +13,7 @@
 #include "core/thread_pool.h"
 #include "formats/dequant.h"
 #include "kernels/int8_dot.h"
-#include "kernels/q4_0r.h"
+#include "kernels/row_groups.h"
 #include "kernels/quant.h"
 
 namespace nextn {
@@ -33,6 +33,7 @@ const char* wtype_name(WType t) {
         case WType::Q8_1FX: return "q8 affine, f32 scales (int8-dot layout)";
         case WType::Q6_KX: return "q6_k (int8-dot layout)";
         case WType::Q4_0R: return "q4_0 (16-row groups)";
+        case WType::Q8_0R: return "q8_0 (16-row groups)";
         case WType::BF16D: return "bf16 (bf16-dot)";
         case WType::Native: return "native";
     }
@@ -69,7 +70,8 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
         case WType::Q4_1FX:
         case WType::Q8_1FX:
         case WType::Q6_KX:
-        case WType::Q4_0R: return int8_dot_row_bytes(t, cols);
+        case WType::Q4_0R:
+        case WType::Q8_0R: return int8_dot_row_bytes(t, cols);
         case WType::Native: return 0;
     }
     return 0;
@@ -213,7 +215,8 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
         case WType::Q4_1FX:
         case WType::Q8_1FX:
         case WType::Q6_KX:
-        case WType::Q4_0R: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
+        case WType::Q4_0R:
+        case WType::Q8_0R: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
         case WType::Native: fail("encode_row_f32: Native is not a storage type");
     }
 }
@@ -224,7 +227,7 @@ WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType t
         fail(t.file, ": tensor '", t.name, "' has shape ", t.shape_str(), ", expected [", rows,
              ", ", cols, "]");
     auto kernel_layout = [&](const WeightMatrix& w) {
-        const WType to = int8_dot_type_for(w.type, how.q4_0_row_groups);
+        const WType to = int8_dot_type_for(w.type, how.row_groups);
         return how.int8_layout && to != w.type ? repack_for_int8_dot(w, to, how.pool) : w;
     };
     if (target == WType::Native || target == WType::Q4_1) {
@@ -252,11 +255,11 @@ WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType t
             fail(t.file, ": tensor '", t.name, "' holds ", t.nbytes, " bytes, its ",
                  dtype_name(t.dtype), " shape ", t.shape_str(), " needs ", file_view.nbytes());
         // The chunked layout is built straight from the mapped file, with no copy in between.
-        if (how.int8_layout && int8_dot_type_for(type, how.q4_0_row_groups) != type)
+        if (how.int8_layout && int8_dot_type_for(type, how.row_groups) != type)
             return kernel_layout(file_view);
         return clone_weight(file_view, how.pool);
     }
-    const WType built = how.int8_layout ? int8_dot_type_for(type, how.q4_0_row_groups) : type;
+    const WType built = how.int8_layout ? int8_dot_type_for(type, how.row_groups) : type;
     const TensorRows source(t);  // checks the type and sizes before any worker reads a row
     if (source.cols() != cols) {  // a shape whose last dimension is not the row (never a matrix)
         const std::vector<float> values = tensor_to_f32(t);
@@ -287,8 +290,8 @@ WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* po
     const WType block = repack ? int8_dot_block_source(stored, "build_weight") : stored;
     // Every row is written whole, so the memory is not zeroed first: its pages are first
     // touched by the workers that fill them (in a VM a first touch is the dear part).
-    WeightMatrix w = stored == WType::Q4_0R
-                         ? allocate_q4_0r(rows, cols, std::to_string(rows) + "x" + std::to_string(cols) + " weight")
+    WeightMatrix w = is_row_group_type(stored)
+                         ? allocate_row_groups(stored, rows, cols, std::to_string(rows) + "x" + std::to_string(cols) + " weight")
                          : allocate(stored, rows, cols, /*zeroed=*/false);
     uint8_t* base = mutable_data(w);
     // Per-thread scratch, allocated here: nothing inside the pool allocates or throws.
@@ -302,11 +305,11 @@ WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* po
         float* row = values[size_t(thread)].data();      // [cols]
         uint8_t* coded = blocks[size_t(thread)].data();  // [block_row_bytes]
         for (int64_t r = begin; r < end; ++r) {
-            uint8_t* dst = base + size_t(r) * w.row_bytes;  // (Q4_0R: its group's lane instead)
+            uint8_t* dst = base + size_t(r) * w.row_bytes;  // (row groups: its group's lane instead)
             fill(r, row);
-            if (stored == WType::Q4_0R) {
+            if (is_row_group_type(stored)) {
                 encode_row_f32(row, cols, block, coded);
-                q4_0r_store_row(coded, cols, r, base);
+                row_groups_store_row(stored, coded, cols, r, base);
             } else if (repack) {
                 encode_row_f32(row, cols, block, coded);
                 repack_row_for_int8_dot(coded, block, cols, dst);
@@ -323,7 +326,7 @@ WeightMatrix clone_weight(const WeightMatrix& w, ThreadPool* pool) {
     WeightMatrix copy = allocate(w.type, w.rows, w.cols, /*zeroed=*/false);  // every byte copied
     if (copy.row_bytes != w.row_bytes) fail("clone_weight: unexpected row stride");
     uint8_t* dst = mutable_data(copy);
-    // By stored rows (Q4_0R: whole groups, padding included), each part a whole number of rows.
+    // By stored rows (row groups: whole groups, padding included), each part a whole number of rows.
     auto rows = [&](int64_t begin, int64_t end) {
         std::memcpy(dst + size_t(begin) * w.row_bytes, w.data + size_t(begin) * w.row_bytes,
                     size_t(end - begin) * w.row_bytes);
@@ -361,7 +364,8 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         case WType::Q4_1FX:
         case WType::Q8_1FX:
         case WType::Q6_KX:
-        case WType::Q4_0R: int8_dot_row_f32(w, row, out); return;
+        case WType::Q4_0R:
+        case WType::Q8_0R: int8_dot_row_f32(w, row, out); return;
         case WType::Native: break;
     }
     fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));

@@ -37,9 +37,10 @@ enum class WType {
     // GGUF Q6_K (6-bit codes, an int8 scale per 16 values, an f16 scale per 256) chunked for the
     // int8 kernels, from repack_q6_k_for_int8_dot; also only where the int8 kernels run.
     Q6_KX,
-    // Q4_0 values in 16-row groups whose vector lanes are the rows (kernels/q4_0r.h), for tables
-    // whose int8 kernel reads them (KernelTable::q4_0_row_groups); from repack_for_int8_dot.
+    // Q4_0 / Q8_0 values in 16-row groups whose vector lanes are the rows (kernels/row_groups.h),
+    // for tables whose int8 kernel reads them (KernelTable::row_groups); from repack_for_int8_dot.
     Q4_0R,
+    Q8_0R,
     // BF16's bytes, multiplied with activations rounded to bf16 by the CPU's bf16 dot product
     // (AVX512_BF16; kernels/bf16_dot.h): built only where that kernel runs and the user asked for
     // bf16 activations, from a BF16 matrix whose bytes it keeps.
@@ -56,22 +57,24 @@ WType parse_wtype(const std::string& name);
 // need cols % 32 == 0).
 size_t wtype_row_bytes(WType t, int64_t cols);
 // Bytes of a [rows, cols] matrix of type t: rows x wtype_row_bytes, the rows of Q4_0R rounded up
-// to whole 16-row groups (WeightMatrix::nbytes of such a matrix).
+// to whole 16-row groups, and Q8_0R's (WeightMatrix::nbytes of such a matrix).
 size_t wtype_matrix_bytes(WType t, int64_t rows, int64_t cols);
 
 struct WeightMatrix {
     WType type = WType::F32;
     int64_t rows = 0;
     int64_t cols = 0;
-    // Row r starts at data + r * row_bytes, except in Q4_0R, whose rows share 16-row groups
+    // Row r starts at data + r * row_bytes, except in Q4_0R / Q8_0R, whose rows share 16-row groups
     // (there row_bytes is a group's bytes / 16, and the bytes hold whole groups).
     const uint8_t* data = nullptr;
     size_t row_bytes = 0;
     std::shared_ptr<void> owner;    // keeps converted data alive (null when data is mapped)
 
     bool empty() const { return data == nullptr; }
-    // Rows the bytes hold: `rows`, or for Q4_0R rows rounded up to whole 16-row groups.
-    int64_t stored_rows() const { return type == WType::Q4_0R ? (rows + 15) / 16 * 16 : rows; }
+    // Rows the bytes hold: `rows`, or for Q4_0R / Q8_0R rows rounded up to whole 16-row groups.
+    int64_t stored_rows() const {
+        return type == WType::Q4_0R || type == WType::Q8_0R ? (rows + 15) / 16 * 16 : rows;
+    }
     size_t nbytes() const { return size_t(stored_rows()) * row_bytes; }
 };
 
@@ -101,12 +104,17 @@ void require_weight_memory(size_t bytes, const std::string& what);
 //     (int8_dot_type_for), repacked row by row as it is made.
 //   how.pool: rows are converted on the pool. A tensor that needs converting is streamed row by
 //     row (formats/dequant.h TensorRows): no f32 copy of the whole tensor is made.
-//   how.q4_0_row_groups: with int8_layout, a Q4_0 result comes as Q4_0R rather than Q4_0X (for
-//     a table whose int8 kernel reads it: KernelTable::q4_0_row_groups).
+//   how.row_groups: with int8_layout, the block types that come in 16-row groups (Q4_0 as Q4_0R,
+//     Q8_0 as Q8_0R) rather than chunked (for a table whose int8 kernel reads them:
+//     KernelTable::row_groups).
+struct RowGroupLayouts {
+    bool q4_0 = false;
+    bool q8_0 = false;
+};
 struct WeightBuild {
     ThreadPool* pool = nullptr;
     bool int8_layout = false;
-    bool q4_0_row_groups = false;
+    RowGroupLayouts row_groups;
 };
 WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType target,
                          const WeightBuild& how = {});

@@ -22,7 +22,7 @@ bool bf16_dot_in_use(bool bf16_activations) {
 
 WType kernel_storage_type(WType t, bool int8_activations, bool bf16_activations) {
     if (t == WType::BF16) return bf16_dot_in_use(bf16_activations) ? WType::BF16D : t;
-    return int8_kernels_in_use(int8_activations) ? int8_dot_type_for(t, kernels().q4_0_row_groups) : t;
+    return int8_kernels_in_use(int8_activations) ? int8_dot_type_for(t, kernels().row_groups) : t;
 }
 
 std::vector<float> conv_taps_first(const std::vector<float>& w, int64_t channels, int K) {
@@ -109,7 +109,7 @@ private:
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;
         if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool)) return w;
         // make_weight lays block types out for the int8 kernels itself (int8_layout).
-        w = make_weight(t, rows, cols, options_.matrix_type, {options_.pool, int8, kernels().q4_0_row_groups});
+        w = make_weight(t, rows, cols, options_.matrix_type, {options_.pool, int8, kernels().row_groups});
         if (affine && w.type == WType::F32) repack_affine_for_int8_dot(t, rows, cols, w, options_.pool);
         // BF16D keeps BF16's bytes: only the kernel that multiplies them changes.
         if (w.type == WType::BF16 && bf16_dot_in_use(options_.bf16_activations)) w.type = WType::BF16D;

@@ -112,8 +112,8 @@ struct BindOptions {
 // the type is kept).
 size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& options);
 
-// The type a matrix of type t is kept in for this machine's kernels: its int8-dot type (Q4_0:
-// Q4_0R where the table reads that, else Q4_0X) when int8_activations is set and the kernel
+// The type a matrix of type t is kept in for this machine's kernels: its int8-dot type (Q4_0, Q8_0:
+// in 16-row groups where the table reads those, else chunked) when int8_activations is set and the kernel
 // table has int8-dot kernels; BF16D for BF16 when
 // bf16_activations is set and the table has the bf16 dot product; else t.
 WType kernel_storage_type(WType t, bool int8_activations, bool bf16_activations = false);

@@ -1,9 +1,10 @@
-// Times one synthetic model held in two Q4_0 layouts in one process, forward by forward: the
-// chunked Q4_0X (a) and the 16-row groups of Q4_0R (b), the same seeded values. The forwards
+// Times one synthetic model held in two layouts of its block type in one process, forward by
+// forward: chunked (a: Q4_0X or Q8_0X) and in 16-row groups (b: Q4_0R or Q8_0R), the same
+// seeded values. The forwards
 // alternate between the two, so a slow spell of a shared machine lands on both alike (separate
 // bench runs swing 2x on the VMs this was written on). Both run on the table in use.
 //
-// Usage: layout_ab MODEL WIDTH TOKENS   (WIDTH 1..8: a left-open verify of that width committed
+// Usage: layout_ab MODEL q4|q8 WIDTH TOKENS   (WIDTH 1..8: a left-open verify of that width committed
 // whole; above 8: a plain prefill of that width)
 #include <algorithm>
 #include <cstdio>
@@ -20,14 +21,14 @@
 using namespace nextn;
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: layout_ab MODEL WIDTH TOKENS\n");
+    if (argc != 5) {
+        std::fprintf(stderr, "usage: layout_ab MODEL q4|q8 WIDTH TOKENS\n");
         return 2;
     }
-    const std::string name = argv[1];
-    const int width = std::atoi(argv[2]), tokens = std::atoi(argv[3]);
-    if (width < 1 || tokens < 1) {
-        std::fprintf(stderr, "layout_ab: bad arguments (WIDTH >= 1, TOKENS >= 1)\n");
+    const std::string name = argv[1], quant = argv[2];
+    const int width = std::atoi(argv[3]), tokens = std::atoi(argv[4]);
+    if ((quant != "q4" && quant != "q8") || width < 1 || tokens < 1) {
+        std::fprintf(stderr, "layout_ab: bad arguments (q4 or q8, WIDTH >= 1, TOKENS >= 1)\n");
         return 2;
     }
     if (!kernels().int8_dot_fast) {
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
     }
     // One pool for both models: a second pool's workers would spin on the cores while the
     // first one's forward runs.
-    const WType types[2] = {WType::Q4_0X, WType::Q4_0R};
+    const bool q4 = quant == "q4";
+    const WType types[2] = {q4 ? WType::Q4_0X : WType::Q8_0X, q4 ? WType::Q4_0R : WType::Q8_0R};
     const ModelConfig config = synthetic_config(name);
     ThreadPool pool(0);
     std::unique_ptr<Qwen35Model> models[2];

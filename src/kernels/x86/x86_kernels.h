@@ -78,9 +78,9 @@ struct Int8TileChoice {
     bool gfni = true;
     bool one_pass = true;
 };
-// Q4_0R (kernels/q4_0r.h) for rows [r0, r1); gemm_i8_rows sends that type here. gfni: unpack
-// the high nibbles with GFNI (the caller checks that the CPU has it).
-void gemm_q4_0r_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+// Q4_0R and Q8_0R (kernels/row_groups.h) for rows [r0, r1); gemm_i8_rows sends those types here.
+// gfni: unpack Q4_0R's high nibbles with GFNI (the caller checks that the CPU has it).
+void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                      int64_t r0, int64_t r1, bool gfni);
 void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
                        int64_t ldy, int64_t r0, int64_t r1);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kernels/int8_dot.h"
+#include "kernels/row_groups.h"
 #include "kernels/x86/avx512/isa_avx512.h"
 #include "kernels/x86/int8_dot_tiles.h"
 #include "kernels/x86/x86_kernels.h"
@@ -406,7 +407,7 @@ void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, cons
                        int64_t ldy, int64_t r0, int64_t r1) {
     Int8TileChoice resolved = choice;  // what this CPU and row length allow
     resolved.gfni = choice.gfni && x86::gfni_on_this_cpu();
-    if (w.type == WType::Q4_0R) return gemm_q4_0r_rows(w, x, y, ldy, r0, r1, resolved.gfni);  // its own layout
+    if (is_row_group_type(w.type)) return gemm_row_groups(w, x, y, ldy, r0, r1, resolved.gfni);  // own layout
     if (resolved.tile_rows == 0) resolved.tile_rows = single_column_tile_rows(w.row_bytes, x.n);
     visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(resolved, w, x, y, ldy, r0, r1); });
 }

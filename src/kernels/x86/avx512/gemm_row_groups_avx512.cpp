@@ -1,7 +1,8 @@
-// AVX-512 VNNI: Q4_0R weights (16-row groups, one row per int32 lane: kernels/q4_0r.h) times int8
-// activations. A tile is RG groups x C columns: each 64-byte code vector of a group is loaded
-// once, its low and high nibbles meet every column's broadcast activation codes with one
-// vpdpbusd each, and a block ends with one convert + fused multiply-add per (group, column).
+// AVX-512 VNNI: Q4_0R and Q8_0R weights (16-row groups, one row per int32 lane:
+// kernels/row_groups.h) times int8 activations. A tile is RG groups x C columns: each 64-byte code
+// vector of a group is loaded once and meets every column's broadcast activation codes with one
+// vpdpbusd (Q4_0R: its low and high nibbles, two), and a block ends with one convert + fused
+// multiply-add per (group, column).
 // No lane reduction: lane r of a group's accumulator is row r's sum, stored as it is.
 //
 // Prefetch: a call first fetches its first kPrefetchAheadBytes into L1 at once; then the first
@@ -10,21 +11,22 @@
 // stops at the end of the call's rows. A call covers a share of the rows that the pool hands out
 // (shrinking shares, so the next rows in memory usually go to the other thread).
 //
-// Measured with tools/layout_ab (the 0.8B model in both Q4_0 layouts, forwards alternating in
-// one process) on the 2-core Zen 5, Q4_0R time over Q4_0X time: width 1 0.895, 0.911, 0.989
-// (1500 forwards each); width 2 0.99-1.00; width 4 0.97-0.98; prefill of 128 0.83-0.92 (two
-// groups a tile; one group a tile: 1.08). Width-1 variants, 400 forwards each: the cursor alone
-// (fetching past the call) 4 KB ahead 1.05, 8 KB 1.00, 16 KB 0.98, 24 KB 0.96-1.05, 32 KB 1.03;
-// bursts of the group two ahead 1.10; a second cursor into L2 48-64 KB ahead 1.18; with the
-// first 24 KB fetched into L2 instead of L1 0.975-0.99 (L1: 0.935-0.993); with the cursor 16 KB
-// ahead 0.95-0.98, 32 KB 0.99-1.04; stopping at the call's end without the first fetch
-// 1.01-1.03.
+// Measured with tools/layout_ab (the 0.8B model chunked and in row groups, forwards alternating
+// in one process) on the 2-core Zen 5, row-group time over chunked time:
+//   Q4_0R: width 1 0.895, 0.911, 0.989 (1500 forwards each); width 2 0.976; width 4 0.933;
+//          prefill of 128 0.83-0.92.
+//   Q8_0R: width 1 0.990, 0.992, 1.001; width 2 0.978; width 4 0.941, 0.954; prefill 0.866.
+// Width-1 Q4_0R variants, 400 forwards each: the cursor alone (fetching past the call) 4 KB ahead
+// 1.05, 8 KB 1.00, 16 KB 0.98, 24 KB 0.96-1.05, 32 KB 1.03; bursts of the group two ahead 1.10; a
+// second cursor into L2 48-64 KB ahead 1.18; with the first 24 KB fetched into L2 instead of L1
+// 0.975-0.99 (L1: 0.935-0.993); with the cursor 16 KB ahead 0.95-0.98, 32 KB 0.99-1.04; stopping
+// at the call's end without the first fetch 1.01-1.03.
 #pragma GCC optimize("fp-contract=off")
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/int8_dot.h"
-#include "kernels/q4_0r.h"
+#include "kernels/row_groups.h"
 #include "kernels/x86/avx512/isa_avx512.h"
 #include "kernels/x86/x86_kernels.h"
 
@@ -33,8 +35,16 @@ namespace nextn::avx512 {
 namespace {
 
 constexpr int kMaxTileCols = 4;
+// Above this many columns (a prefill) a tile takes two groups, each activation broadcast then
+// serving both: prefill 128 Q4_0R 0.83-0.92x the old kernel's time against 1.08x with one group.
+// Up to it (decode and verify) one group: the tile then reads one stream that the prefetch
+// cursor covers exactly (with two groups it falls behind the second group of long rows: Q8_0R
+// width 2 and 4 1.065x, against 0.95-0.98x with one).
+constexpr int64_t kPairedGroupsAbove = 8;
 constexpr int64_t kPrefetchAheadBytes = 24576;
-constexpr int64_t kBlockBytes = 256 + 32;  // a block's codes and scales in one group
+// A block's codes and scales in one group.
+template <WType T>
+constexpr int64_t kBlockBytes = row_group_block_code_bytes(T) + 32;
 
 struct GroupLayout {
     int64_t blocks;      // 32-value blocks per row
@@ -45,7 +55,7 @@ struct GroupLayout {
 // Groups g .. g+RG-1 (at `group`) times columns j0 .. j0+C-1. store[i]: the lanes of group i
 // that are rows of this call. fetch_end: the end of this call's groups when this tile prefetches
 // (the first column group), else null.
-template <int RG, int C, bool Gfni>
+template <WType T, int RG, int C, bool Gfni>
 void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
           const __mmask16 (&store)[RG], float* y, int64_t ldy, const uint8_t* fetch_end) {
     const __m512i low_mask = _mm512_set1_epi8(15);
@@ -68,38 +78,56 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
     const char* stop = reinterpret_cast<const char*>(fetch_end);
     for (int64_t b = 0; b < L.blocks; ++b) {
         if (fetch_end) {
-            const char* until = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes + (b + 1) * kBlockBytes * RG;
+            const char* until = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes + (b + 1) * kBlockBytes<T> * RG;
             for (; fetch < until && fetch < stop; fetch += 64) _mm_prefetch(fetch, _MM_HINT_T0);
         }
-        // The sums start at Q4_0's offset correction, -8 * (the block's activation code sum).
+        // The sums start at the codes' offset correction, -offset * (the block's activation code sum).
         __m512i isum[RG][C];
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
-            const __m512i start = _mm512_set1_epi32(-8 * xsum[c][b]);
+            const __m512i start = _mm512_set1_epi32(-row_group_code_offset(T) * xsum[c][b]);
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) isum[g][c] = start;
         }
         const int64_t xoff = (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) {
-            __m512i lo[C], hi[C];  // elements 4i..4i+3 (step i) and 16+4i.. (step 4+i), broadcast
+        constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
+        auto step = [&](int c, int s) {  // activation step s (elements 4s..4s+3) of column c, broadcast
+            int32_t v;
+            std::memcpy(&v, xc[c] + xoff + s * 64, 4);
+            return _mm512_set1_epi32(v);
+        };
+        if constexpr (T == WType::Q8_0R) {
 #pragma GCC unroll 8
-            for (int c = 0; c < C; ++c) {
-                int32_t a, h;
-                std::memcpy(&a, xc[c] + xoff + i * 64, 4);
-                std::memcpy(&h, xc[c] + xoff + (4 + i) * 64, 4);
-                lo[c] = _mm512_set1_epi32(a);
-                hi[c] = _mm512_set1_epi32(h);
-            }
+            for (int i = 0; i < 8; ++i) {
+                __m512i xs[C];
+#pragma GCC unroll 8
+                for (int c = 0; c < C; ++c) xs[c] = step(c, i);
 #pragma GCC unroll 4
-            for (int g = 0; g < RG; ++g) {
-                const __m512i v = _mm512_load_si512(group + g * L.group_bytes + b * 256 + i * 64);
-                const __m512i vlo = _mm512_and_si512(v, low_mask);
-                const __m512i vhi = high_nibbles<Gfni>(v, low_mask, shift_matrix);
+                for (int g = 0; g < RG; ++g) {
+                    const __m512i v = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
+#pragma GCC unroll 8
+                    for (int c = 0; c < C; ++c) isum[g][c] = _mm512_dpbusd_epi32(isum[g][c], v, xs[c]);
+                }
+            }
+        } else {
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; ++i) {
+                __m512i lo[C], hi[C];  // elements 4i..4i+3 (step i) and 16+4i.. (step 4+i)
 #pragma GCC unroll 8
                 for (int c = 0; c < C; ++c) {
-                    isum[g][c] = _mm512_dpbusd_epi32(isum[g][c], vlo, lo[c]);
-                    isum[g][c] = _mm512_dpbusd_epi32(isum[g][c], vhi, hi[c]);
+                    lo[c] = step(c, i);
+                    hi[c] = step(c, 4 + i);
+                }
+#pragma GCC unroll 4
+                for (int g = 0; g < RG; ++g) {
+                    const __m512i v = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
+                    const __m512i vlo = _mm512_and_si512(v, low_mask);
+                    const __m512i vhi = high_nibbles<Gfni>(v, low_mask, shift_matrix);
+#pragma GCC unroll 8
+                    for (int c = 0; c < C; ++c) {
+                        isum[g][c] = _mm512_dpbusd_epi32(isum[g][c], vlo, lo[c]);
+                        isum[g][c] = _mm512_dpbusd_epi32(isum[g][c], vhi, hi[c]);
+                    }
                 }
             }
         }
@@ -119,14 +147,14 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
         for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(y + c * ldy + g * 16, store[g], acc[g][c]);
 }
 
-template <int RG, bool Gfni>
+template <WType T, int RG, bool Gfni>
 void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
                const __mmask16 (&store)[RG], float* y, int64_t ldy, const uint8_t* fetch_end) {
     switch (c) {
-        case 4: return tile<RG, 4, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
-        case 3: return tile<RG, 3, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
-        case 2: return tile<RG, 2, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
-        default: return tile<RG, 1, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
+        case 4: return tile<T, RG, 4, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
+        case 3: return tile<T, RG, 3, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
+        case 2: return tile<T, RG, 2, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
+        default: return tile<T, RG, 1, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
     }
 }
 
@@ -136,10 +164,10 @@ __mmask16 rows_mask(int64_t g, int64_t r0, int64_t r1) {
     return __mmask16(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
 
-template <bool Gfni>
+template <WType T, bool Gfni>
 void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-    const GroupLayout L{w.cols / 32, q4_0r_group_bytes(w.cols), q4_0r_scales_offset(w.cols)};
-    const int64_t g0 = r0 / 16, g1 = q4_0r_groups(r1);
+    const GroupLayout L{w.cols / 32, row_group_bytes(T, w.cols), row_group_scales_offset(T, w.cols)};
+    const int64_t g0 = r0 / 16, g1 = row_groups(r1);
     auto at = [&](int64_t g) { return w.data + size_t(g) * L.group_bytes; };
     // The call's first kPrefetchAheadBytes at once (the tiles' cursor starts that far ahead).
     const char* first = reinterpret_cast<const char*>(at(g0));
@@ -148,21 +176,22 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
     if (x.n == 1) {
         for (int64_t g = g0; g < g1; ++g) {
             const __mmask16 store[1] = {rows_mask(g, r0, r1)};
-            tile<1, 1, Gfni>(L, at(g), x, 0, store, y + g * 16, ldy, at(g1));
+            tile<T, 1, 1, Gfni>(L, at(g), x, 0, store, y + g * 16, ldy, at(g1));
         }
         return;
     }
-    for (int64_t g = g0; g < g1; g += 2) {
+    const int64_t tile_groups = x.n > kPairedGroupsAbove ? 2 : 1;
+    for (int64_t g = g0; g < g1; g += tile_groups) {
         for (int64_t j0 = 0; j0 < x.n; j0 += kMaxTileCols) {
             const int c = int(std::min<int64_t>(kMaxTileCols, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
             const uint8_t* fetch_end = j0 == 0 ? at(g1) : nullptr;
-            if (g + 1 < g1) {
+            if (tile_groups == 2 && g + 1 < g1) {
                 const __mmask16 store[2] = {rows_mask(g, r0, r1), rows_mask(g + 1, r0, r1)};
-                tile_cols<2, Gfni>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
+                tile_cols<T, 2, Gfni>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
             } else {
                 const __mmask16 store[1] = {rows_mask(g, r0, r1)};
-                tile_cols<1, Gfni>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
+                tile_cols<T, 1, Gfni>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
             }
         }
     }
@@ -170,13 +199,15 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
 
 }  // namespace
 
-void gemm_q4_0r_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
+void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                      int64_t r1, bool gfni) {
     if (r0 >= r1 || x.n <= 0) return;
-    if (gfni)
-        gemm<true>(w, x, y, ldy, r0, r1);
+    if (w.type == WType::Q8_0R)
+        gemm<WType::Q8_0R, false>(w, x, y, ldy, r0, r1);  // no nibbles to unpack
+    else if (gfni)
+        gemm<WType::Q4_0R, true>(w, x, y, ldy, r0, r1);
     else
-        gemm<false>(w, x, y, ldy, r0, r1);
+        gemm<WType::Q4_0R, false>(w, x, y, ldy, r0, r1);
 }
 
 }  // namespace nextn::avx512

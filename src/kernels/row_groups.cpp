@@ -1,0 +1,132 @@
+#pragma GCC optimize("fp-contract=off")  // the reference rounds dw * dx on its own, as the kernel does
+#include "kernels/row_groups.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "kernels/int8_dot.h"
+#include "kernels/quant.h"
+
+namespace nextn {
+
+WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std::string& what) {
+    WeightMatrix w;
+    w.type = t;
+    w.rows = rows;
+    w.cols = cols;
+    const size_t group_bytes = row_group_bytes(t, cols);
+    if (rows <= 0 || group_bytes == 0)
+        fail(wtype_name(t), " matrix ", what, ": bad shape [", rows, ", ", cols, "]");
+    w.row_bytes = group_bytes / kRowGroupRows;
+    const std::string named = what + " (" + wtype_name(w.type) + ")";
+    require_weight_memory(w.nbytes(), named);
+    w.owner = allocate_weight_memory(w.nbytes(), named, /*zeroed=*/false);
+    w.data = static_cast<const uint8_t*>(w.owner.get());
+    auto* base = static_cast<uint8_t*>(w.owner.get());
+    const int64_t groups = row_groups(rows);
+    if (rows % kRowGroupRows) std::memset(base + size_t(groups - 1) * group_bytes, 0, group_bytes);
+    const size_t scales_end = row_group_scales_offset(t, cols) + size_t(cols / kQuantBlock) * 32;
+    if (scales_end < group_bytes)  // an odd number of blocks: 32 bytes after each group's scales
+        for (int64_t g = 0; g < groups; ++g)
+            std::memset(base + size_t(g) * group_bytes + scales_end, 0, group_bytes - scales_end);
+    return w;
+}
+
+WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, ThreadPool* pool) {
+    if (!is_row_group_type(target) || int8_dot_source_type(target) != blocks.type)
+        fail("repack_as_row_groups: a ", wtype_name(blocks.type), " matrix cannot become ", wtype_name(target));
+    WeightMatrix w = allocate_row_groups(target, blocks.rows, blocks.cols,
+                                         std::to_string(blocks.rows) + "x" + std::to_string(blocks.cols) + " weight");
+    auto* base = const_cast<uint8_t*>(w.data);
+    // Whole groups per task, so each group's lines are written by one thread.
+    run_on(pool, row_groups(blocks.rows), [&](int64_t g0, int64_t g1) {
+        for (int64_t r = g0 * kRowGroupRows; r < std::min(blocks.rows, g1 * kRowGroupRows); ++r)
+            row_groups_store_row(target, blocks.data + size_t(r) * blocks.row_bytes, blocks.cols, r, base);
+    });
+    return w;
+}
+
+void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64_t row, uint8_t* base) {
+    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
+    const int lane = int(row % kRowGroupRows);
+    const int64_t code_bytes = row_group_block_code_bytes(t);
+    uint8_t* scales = group + row_group_scales_offset(t, cols);
+    for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+        uint8_t* codes = group + b * code_bytes + 4 * lane;
+        if (t == WType::Q8_0R) {
+            const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(block_row)[b];
+            for (int e = 0; e < 32; ++e) codes[(e / 4) * 64 + e % 4] = uint8_t(blk.qs[e] + 128);
+            std::memcpy(scales + size_t(b * 16 + lane) * 2, &blk.d, 2);
+        } else {
+            const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(block_row)[b];
+            for (int i = 0; i < 4; ++i) std::memcpy(codes + i * 64, blk.qs + 4 * i, 4);
+            std::memcpy(scales + size_t(b * 16 + lane) * 2, &blk.d, 2);
+        }
+    }
+}
+
+namespace {
+
+// Row r's value code of element e (0..31) of block b (the stored code less the offset), and its
+// scale.
+struct GroupRow {
+    const uint8_t* group;
+    int lane;
+    WType type;
+    size_t scales;
+    int code(int64_t b, int e) const {
+        if (type == WType::Q8_0R) return int(group[b * 512 + (e / 4) * 64 + 4 * lane + e % 4]) - 128;
+        const uint8_t byte = group[b * 256 + (e % 16 / 4) * 64 + 4 * lane + e % 4];
+        return (e < 16 ? byte & 15 : byte >> 4) - 8;
+    }
+    float d(int64_t b) const {
+        uint16_t h;
+        std::memcpy(&h, group + scales + size_t(b * 16 + lane) * 2, 2);
+        return f16_to_f32(h);
+    }
+};
+
+GroupRow group_row(const WeightMatrix& w, int64_t row) {
+    return {w.data + size_t(row / kRowGroupRows) * row_group_bytes(w.type, w.cols), int(row % kRowGroupRows),
+            w.type, row_group_scales_offset(w.type, w.cols)};
+}
+
+}  // namespace
+
+void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out) {
+    const GroupRow g = group_row(w, row);
+    for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
+        const float d = g.d(b);
+        for (int e = 0; e < 32; ++e) out[b * 32 + e] = float(g.code(b, e)) * d;  // the block types' decode
+    }
+}
+
+namespace ref {
+
+void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                     int64_t r0, int64_t r1) {
+    const int32_t offset = row_group_code_offset(w.type);
+    for (int64_t r = r0; r < r1; ++r) {
+        const GroupRow g = group_row(w, r);
+        for (int64_t j = 0; j < x.n; ++j) {
+            const int8_t* xc = x.codes_of(j);  // [chunks, 8 steps, 16 lanes, 4]
+            float acc = 0.0f;
+            for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
+                const int8_t* xb = xc + (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
+                int32_t isum = -offset * x.sums_of(j)[b];  // the stored codes are code + offset
+                for (int e = 0; e < 32; ++e)
+                    isum += (g.code(b, e) + offset) * int32_t(xb[(e / 4) * 64 + e % 4]);
+                acc = std::fma(float(isum), g.d(b) * x.scales_of(j)[b], acc);
+            }
+            y[j * ldy + r] = acc;
+        }
+    }
+}
+
+}  // namespace ref
+
+}  // namespace nextn

@@ -1,0 +1,279 @@
+// Q4_0 and Q8_0 in 16-row groups (kernels/row_groups.h): the layouts hold exactly the block
+// values (repacked or built row by row, to the same bytes, padding zeroed); the scalar reference
+// agrees with the chunked reference on the same values to within f32 summation-order error, and with the
+// exact sum to within the activation rounding; every table's kernel equals the reference bit for
+// bit on random data (row counts that are not whole groups, odd block counts, ragged chunks, row
+// ranges that start inside a group, widths 1..16, 1 and 2 threads, with and without GFNI), so a
+// column's value never depends on the batch width; and the load path picks the layout where the
+// table reads it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "kernel_test_helpers.h"
+#include "kernels/int8_dot.h"
+#include "kernels/kernels.h"
+#include "kernels/row_groups.h"
+#include "kernels/quant.h"
+#include "model/weights.h"
+#if defined(__x86_64__)
+#include "kernels/x86/x86_kernels.h"
+#endif
+
+namespace nextn {
+namespace {
+
+using test::matmul_on;
+using test::random_normal;
+
+struct Shape {
+    int64_t rows, cols;
+};
+// 37 and 5 rows leave part of a last group; 96 and 160 columns odd block counts (3, 5: scale
+// padding) and ragged activation chunks; 544 a second chunk of one block.
+const Shape kShapes[] = {{37, 96}, {16, 1024}, {5, 32}, {40, 160}, {19, 544}, {64, 512}};
+
+const WType kRowGroupTypes[] = {WType::Q4_0R, WType::Q8_0R};
+
+// A random matrix in `type`'s block type (Q4_0 for Q4_0R, Q8_0 for Q8_0R).
+WeightMatrix blocks_for(WType type, Shape s, uint32_t seed) {
+    const std::vector<float> w = random_normal(size_t(s.rows * s.cols), seed);
+    return make_weight_f32(w.data(), s.rows, s.cols, int8_dot_source_type(type));
+}
+
+TEST(KernelsRowGroups, HoldEveryBlockValueAndZeroPadding) {
+    for (WType type : kRowGroupTypes) {
+        for (Shape s : kShapes) {
+            SCOPED_TRACE(std::string(wtype_name(type)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
+            const std::vector<float> values = random_normal(size_t(s.rows * s.cols), 1);
+            const WeightMatrix q = make_weight_f32(values.data(), s.rows, s.cols, int8_dot_source_type(type));
+            const WeightMatrix r = repack_for_int8_dot(q, type);
+            const WeightMatrix built = make_weight_f32(values.data(), s.rows, s.cols, type);
+            ASSERT_EQ(type, r.type);
+            ASSERT_EQ(type, built.type);
+            const size_t group = row_group_bytes(type, s.cols);
+            EXPECT_EQ(0u, group % 64) << "groups stay 64-byte aligned";
+            EXPECT_EQ(size_t(row_groups(s.rows)) * group, r.nbytes());
+            EXPECT_EQ(wtype_matrix_bytes(type, s.rows, s.cols), r.nbytes());
+            // Repacked and built row by row: the same bytes, padding included.
+            ASSERT_EQ(r.nbytes(), built.nbytes());
+            EXPECT_EQ(0, std::memcmp(r.data, built.data, r.nbytes()));
+            std::vector<float> a(size_t(s.cols)), b(size_t(s.cols));
+            for (int64_t row = 0; row < s.rows; ++row) {
+                weight_row_f32(q, row, a.data());
+                weight_row_f32(r, row, b.data());
+                ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "row " << row;
+            }
+            // The last group's lanes past the rows, and the scale padding of odd block counts, are 0.
+            const uint8_t* last = r.data + size_t(row_groups(s.rows) - 1) * group;
+            const int64_t code_bytes = row_group_block_code_bytes(type);
+            for (int64_t lane = s.rows % 16 == 0 ? 16 : s.rows % 16; lane < 16; ++lane)
+                for (int64_t blk = 0; blk < s.cols / 32; ++blk) {
+                    for (int64_t i = 0; i < code_bytes / 64; ++i)
+                        for (int t = 0; t < 4; ++t) ASSERT_EQ(0, last[blk * code_bytes + i * 64 + 4 * lane + t]);
+                    ASSERT_EQ(0, last[row_group_scales_offset(type, s.cols) + size_t(blk * 16 + lane) * 2]);
+                }
+            for (size_t at = row_group_scales_offset(type, s.cols) + size_t(s.cols / 32) * 32; at < group; ++at)
+                ASSERT_EQ(0, last[at]) << "scale padding byte " << at;
+            // A deep copy keeps every byte.
+            const WeightMatrix copy = clone_weight(r);
+            EXPECT_EQ(0, std::memcmp(r.data, copy.data, r.nbytes()));
+        }
+    }
+}
+
+TEST(KernelsRowGroups, OnlyTheirBlockTypesBecomeThem) {
+    const std::vector<float> v = random_normal(64, 2);
+    const WeightMatrix q8 = make_weight_f32(v.data(), 2, 32, WType::Q8_0);
+    const WeightMatrix q4 = make_weight_f32(v.data(), 2, 32, WType::Q4_0);
+    EXPECT_THROW(repack_for_int8_dot(q8, WType::Q4_0R), Error);
+    EXPECT_THROW(repack_for_int8_dot(q4, WType::Q8_0R), Error);
+    EXPECT_EQ(WType::Q4_0R, int8_dot_type_for(WType::Q4_0, RowGroupLayouts{true, false}));
+    EXPECT_EQ(WType::Q8_0X, int8_dot_type_for(WType::Q8_0, RowGroupLayouts{true, false}));
+    EXPECT_EQ(WType::Q8_0R, int8_dot_type_for(WType::Q8_0, RowGroupLayouts{false, true}));
+    EXPECT_EQ(WType::Q4_0X, int8_dot_type_for(WType::Q4_0, RowGroupLayouts{false, true}));
+    EXPECT_EQ(WType::Q4_1X, int8_dot_type_for(WType::Q4_1, RowGroupLayouts{true, true}));
+    EXPECT_EQ(WType::Q4_0, int8_dot_source_type(WType::Q4_0R));
+    EXPECT_EQ(WType::Q8_0, int8_dot_source_type(WType::Q8_0R));
+    EXPECT_TRUE(is_int8_dot_type(WType::Q4_0R));
+    EXPECT_TRUE(is_int8_dot_type(WType::Q8_0R));
+}
+
+// The reference, against two independent computations of the same product: the chunked
+// reference (Q4_0X / Q8_0X: other layout, other summation order) and the exact sum of weight value x activation
+// value in double (the activation codes times their scales).
+TEST(KernelsRowGroups, ReferenceAgreesWithTheChunkedLayoutAndTheExactSum) {
+    for (WType type : kRowGroupTypes)
+    for (Shape s : kShapes) {
+        SCOPED_TRACE(std::string(wtype_name(type)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
+        const WeightMatrix q = blocks_for(type, s, 3);
+        const WeightMatrix rows = repack_for_int8_dot(q, type);
+        const WeightMatrix chunked = repack_for_int8_dot(q);
+        const int64_t n = 3;
+        const std::vector<float> x = random_normal(size_t(n * s.cols), 4);
+        QuantizedColumns qx;
+        resize_columns(n, s.cols, qx);
+        ref::quantize_columns(x.data(), s.cols, qx, 0, n);
+        std::vector<float> got(size_t(n * s.rows)), other(got.size());
+        ref::gemm_i8_rows(rows, qx, got.data(), s.rows, 0, s.rows);
+        ref::gemm_i8_rows(chunked, qx, other.data(), s.rows, 0, s.rows);
+        std::vector<float> wrow(size_t(s.cols));
+        for (int64_t r = 0; r < s.rows; ++r) {
+            weight_row_f32(q, r, wrow.data());
+            for (int64_t j = 0; j < n; ++j) {
+                double exact = 0, magnitude = 0;
+                for (int64_t k = 0; k < s.cols; ++k) {
+                    const int64_t b = k / 32, e = k % 32;
+                    const int8_t code = qx.codes_of(j)[(b / 16) * 512 + (e / 4) * 64 + 4 * (b % 16) + e % 4];
+                    const double xv = double(code) * qx.scales_of(j)[b];
+                    exact += double(wrow[size_t(k)]) * xv;
+                    magnitude += std::fabs(double(wrow[size_t(k)]) * xv);
+                }
+                // Each block adds one rounded product d_w * d_x and one rounded fma: a few ulps of
+                // the running magnitude per block.
+                const double tol = 4e-7 * magnitude * double(s.cols / 32 + 2);
+                const float g = got[size_t(j * s.rows + r)];
+                EXPECT_NEAR(exact, g, tol) << "row " << r << " col " << j;
+                EXPECT_NEAR(other[size_t(j * s.rows + r)], g, 2 * tol) << "row " << r << " col " << j;
+            }
+        }
+    }
+}
+
+// Every table (AVX-512's kernel; the others take the reference) gives the reference's bits for
+// every width and thread count: column j of a width-n product is column j of the width-16 one.
+TEST(KernelsRowGroups, EveryTableEqualsReferenceBitwiseForEveryWidth) {
+    for (WType type : kRowGroupTypes)
+        for (Shape s : kShapes) {
+            const WeightMatrix w = repack_for_int8_dot(blocks_for(type, s, 5), type);
+            const std::vector<float> x = random_normal(size_t(16 * s.cols), 6);
+            const std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
+            for (const std::string& isa : available_isas())
+                for (int64_t n = 1; n <= 16; ++n)
+                    for (int threads : {1, 2}) {
+                        const std::vector<float> got = matmul_on(kernels_for(isa), w, x, n, threads);
+                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                            << isa << " " << wtype_name(type) << " " << s.rows << "x" << s.cols << " n=" << n
+                            << " threads=" << threads;
+                    }
+        }
+}
+
+// Codes at their extremes (Q8_0's -127 and 127 next to -128's absence; Q4_0's 0 and 15) against
+// activations at +-127: the integer sums stay exact, every table equals the reference.
+TEST(KernelsRowGroups, ExtremeCodesEveryTableEqualsReference) {
+    const Shape s{21, 512};
+    std::vector<float> wv(size_t(s.rows * s.cols)), xv(size_t(3 * s.cols));
+    for (size_t i = 0; i < wv.size(); ++i) wv[i] = (i / 7) % 2 ? 1.0f : -1.0f;  // whole blocks at +-max
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = (i / 5) % 2 ? 3.0f : -3.0f;
+    for (WType type : kRowGroupTypes) {
+        const WeightMatrix w = make_weight_f32(wv.data(), s.rows, s.cols, type);
+        const std::vector<float> want = matmul_on(reference_kernels(), w, xv, 3, 1);
+        for (const std::string& isa : available_isas()) {
+            const std::vector<float> got = matmul_on(kernels_for(isa), w, xv, 3, 2);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << isa << " " << wtype_name(type);
+        }
+    }
+}
+
+// A non-finite activation block gives NaN in that column on every table, and only there.
+TEST(KernelsRowGroups, NonFiniteActivationsGiveNaNInTheirColumnOnly) {
+    const Shape s{21, 96};
+    for (WType type : kRowGroupTypes) {
+        const WeightMatrix w = repack_for_int8_dot(blocks_for(type, s, 7), type);
+        std::vector<float> x = random_normal(size_t(3 * s.cols), 8);
+        x[size_t(s.cols + 40)] = std::nanf("");
+        for (const std::string& isa : available_isas()) {
+            const std::vector<float> y = matmul_on(kernels_for(isa), w, x, 3, 1);
+            for (int64_t r = 0; r < s.rows; ++r) {
+                EXPECT_FALSE(std::isnan(y[size_t(r)])) << isa << " row " << r;
+                EXPECT_TRUE(std::isnan(y[size_t(s.rows + r)])) << isa << " row " << r;
+                EXPECT_FALSE(std::isnan(y[size_t(2 * s.rows + r)])) << isa << " row " << r;
+            }
+        }
+    }
+}
+
+#if defined(__x86_64__)
+bool have_avx512() {
+    const std::vector<std::string> isas = available_isas();
+    return std::find(isas.begin(), isas.end(), "avx512") != isas.end();
+}
+
+// The AVX-512 kernel called directly on row ranges that start and end inside groups, Q4_0R with
+// and without GFNI: the rows in range get the reference's bits, the others stay untouched.
+TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {
+    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    const Shape s{70, 160};
+    for (WType type : kRowGroupTypes) {
+        const WeightMatrix w = repack_for_int8_dot(blocks_for(type, s, 9), type);
+        for (int64_t n : {1, 2, 5, 9}) {
+            const std::vector<float> x = random_normal(size_t(n * s.cols), 10);
+            QuantizedColumns qx;
+            resize_columns(n, s.cols, qx);
+            ref::quantize_columns(x.data(), s.cols, qx, 0, n);
+            for (bool gfni : {false, true}) {
+                if (gfni && !__builtin_cpu_supports("gfni")) continue;
+                for (auto [r0, r1] : {std::pair<int64_t, int64_t>{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}}) {
+                    std::vector<float> want(size_t(n * s.rows), -1.0f), got(want.size(), -1.0f);
+                    ref::gemm_i8_rows(w, qx, want.data(), s.rows, r0, r1);
+                    avx512::gemm_row_groups(w, qx, got.data(), s.rows, r0, r1, gfni);
+                    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                        << wtype_name(type) << " rows " << r0 << ".." << r1 << " n=" << n
+                        << (gfni ? " GFNI" : " shift and mask");
+                }
+            }
+        }
+    }
+}
+
+// NEXTN_Q4_0_LAYOUT and NEXTN_Q8_0_LAYOUT choose the AVX-512 table's layouts once, in a fresh
+// process: "rows" and "chunked" set them, an unknown value is an error naming it.
+int avx512_layouts_in_fresh_table(const char* variable, const char* layout) {
+    setenv(variable, layout, 1);
+    try {
+        const RowGroupLayouts groups = kernels_for("avx512").row_groups;
+        std::exit((groups.q4_0 ? 4 : 0) + (groups.q8_0 ? 8 : 0) + 16);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        std::exit(3);
+    }
+}
+
+TEST(KernelsRowGroupsDeathTest, LayoutsChosenByEnvironment) {
+    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    GTEST_FLAG_SET(death_test_style, "threadsafe");  // fresh process: the table not yet built
+    unsetenv("NEXTN_Q4_0_LAYOUT");
+    unsetenv("NEXTN_Q8_0_LAYOUT");
+    // Defaults: both in groups.
+    EXPECT_EXIT(avx512_layouts_in_fresh_table("NEXTN_Q8_0_LAYOUT", ""), testing::ExitedWithCode(16 + 4 + 8), "");
+    EXPECT_EXIT(avx512_layouts_in_fresh_table("NEXTN_Q4_0_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 8), "");
+    EXPECT_EXIT(avx512_layouts_in_fresh_table("NEXTN_Q8_0_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 4), "");
+    EXPECT_EXIT(avx512_layouts_in_fresh_table("NEXTN_Q8_0_LAYOUT", "rows"), testing::ExitedWithCode(16 + 4 + 8), "");
+    EXPECT_EXIT(avx512_layouts_in_fresh_table("NEXTN_Q4_0_LAYOUT", "diagonal"), testing::ExitedWithCode(3),
+                "NEXTN_Q4_0_LAYOUT=diagonal: unknown weight layout");
+}
+#endif
+
+// Where the table in use reads a row-group layout, the block type is held so at load; elsewhere
+// chunked (or as it is, where the table has no int8 kernels).
+TEST(KernelsRowGroups, LoadPicksTheLayoutTheTableReads) {
+    for (WType block : {WType::Q4_0, WType::Q8_0}) {
+        const WType held = kernel_storage_type(block, /*int8_activations=*/true);
+        if (!kernels().int8_dot_fast)
+            EXPECT_EQ(block, held);
+        else
+            EXPECT_EQ(int8_dot_type_for(block, kernels().row_groups), held);
+        EXPECT_EQ(block, kernel_storage_type(block, /*int8_activations=*/false));
+    }
+}
+
+}  // namespace
+}  // namespace nextn
