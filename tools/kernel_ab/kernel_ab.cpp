@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "model/synthetic.h"
+#include "model/weights.h"
 #include "../timed_forward.h"
 
 #ifndef KERNEL_AB_ISA
@@ -53,7 +54,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     SyntheticOptions so;
-    so.matrix_type = quant == "q4" ? WType::Q4_0X : WType::Q8_0X;
+    // The layout the engine holds the block type in on this table (Q4_0R / Q8_0R on AVX-512).
+    so.matrix_type = kernel_storage_type(quant == "q4" ? WType::Q4_0 : WType::Q8_0, /*int8_activations=*/true);
     so.draft = SyntheticDraft::None;
     LoadedModel lm = load_synthetic_model(name, so, 0);
     Qwen35Model& model = *lm.model;

@@ -32,17 +32,21 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/old"
 git archive "$REV" src | tar -x -C "$work/old"
 CXX=${CXX:-g++}
-# The AVX-512 unit sends Q4_0R to its own unit (where the revision has one): both are built.
-EXTRA=src/kernels/x86/avx512/gemm_q4_0r_avx512.cpp
+# The AVX-512 unit sends the row-group types to their own unit (where the revision has one, under
+# either name it has had): both are built.
+EXTRAS="src/kernels/x86/avx512/gemm_row_groups_avx512.cpp src/kernels/x86/avx512/gemm_q4_0r_avx512.cpp"
 objects=()
 for side in a b; do
     root=.; [ $side = a ] && root=$work/old
     $CXX -O2 -std=c++20 $FLAGS -Dnextn=nextn_$side -I"$root/src" -c "$root/$TU" -o "$work/$side.o"
     objects+=("$work/$side.o")
-    if [ "$ISA" = avx512 ] && [ -f "$root/$EXTRA" ]; then
-        $CXX -O2 -std=c++20 $FLAGS -Dnextn=nextn_$side -I"$root/src" -c "$root/$EXTRA" -o "$work/${side}_q4_0r.o"
-        objects+=("$work/${side}_q4_0r.o")
-    fi
+    for extra in $EXTRAS; do
+        if [ "$ISA" = avx512 ] && [ -f "$root/$extra" ]; then
+            $CXX -O2 -std=c++20 $FLAGS -Dnextn=nextn_$side -I"$root/src" -c "$root/$extra" -o "$work/${side}_groups.o"
+            objects+=("$work/${side}_groups.o")
+            break
+        fi
+    done
 done
 $CXX -O2 -std=c++20 -Isrc -DKERNEL_AB_ISA=$ISA -o "$work/kernel_ab" tools/kernel_ab/kernel_ab.cpp \
     "${objects[@]}" "$BUILD/libnextn_core.a" -lpthread $(pkg-config --libs libpcre2-8) -licuuc

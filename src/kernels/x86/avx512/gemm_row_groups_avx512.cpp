@@ -35,12 +35,14 @@ namespace nextn::avx512 {
 namespace {
 
 constexpr int kMaxTileCols = 4;
-// Above this many columns (a prefill) a tile takes two groups, each activation broadcast then
-// serving both: prefill 128 Q4_0R 0.83-0.92x the old kernel's time against 1.08x with one group.
-// Up to it (decode and verify) one group: the tile then reads one stream that the prefetch
-// cursor covers exactly (with two groups it falls behind the second group of long rows: Q8_0R
-// width 2 and 4 1.065x, against 0.95-0.98x with one).
-constexpr int64_t kPairedGroupsAbove = 8;
+// Above this many columns a tile takes two groups, each activation broadcast then serving both;
+// up to it, one group, whose single stream the prefetch cursor covers exactly (with two groups
+// the cursor falls behind the second group of long rows). tools/layout_ab, row-group time over
+// chunked time with one group / two groups a tile: Q4_0R width 5 0.988 / 1.000, width 6 0.992 /
+// 0.921, width 8 0.955 / 0.907, prefill 128 1.08 / 0.83-0.92; Q8_0R width 2 0.978 / 1.065, width
+// 4 0.94-0.95 / 1.06, width 8 0.890 / 0.978, prefill 0.866 with two.
+template <WType T>
+constexpr int64_t kPairedGroupsAbove = T == WType::Q8_0R ? 8 : 5;
 constexpr int64_t kPrefetchAheadBytes = 24576;
 // A block's codes and scales in one group.
 template <WType T>
@@ -51,6 +53,20 @@ struct GroupLayout {
     size_t group_bytes;  // one group: codes, then scales
     size_t scales;       // offset of the scales in a group
 };
+
+// Independent dot-product chains per (group, column) and block: two in one-group tiles, one in
+// two-group tiles (which have 8 chains already, and no registers for 16). A 256 x 1024 matrix in
+// L2, one thread, two chains against one: Q4_0R width 1 2.65 against 3.39 us, 256 x 3584 width 4
+// 14.7 against 21.4 us, Q8_0R width 4 4.22 against 7.23 us, width 1 5.07 against 6.40 us
+// (Q4_0R 1024 width 4 unchanged); four chains gained nothing (3584 width 4: 20.5 us).
+template <int RG>
+constexpr int kChains = RG == 1 ? 2 : 1;
+
+template <int K, int RG, int C>
+[[gnu::always_inline]] inline __m512i block_sum(const __m512i (&isum)[K][RG][C], int g, int c) {
+    if constexpr (K == 2) return _mm512_add_epi32(isum[0][g][c], isum[1][g][c]);
+    return isum[0][g][c];
+}
 
 // Groups g .. g+RG-1 (at `group`) times columns j0 .. j0+C-1. store[i]: the lanes of group i
 // that are rows of this call. fetch_end: the end of this call's groups when this tile prefetches
@@ -81,13 +97,19 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
             const char* until = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes + (b + 1) * kBlockBytes<T> * RG;
             for (; fetch < until && fetch < stop; fetch += 64) _mm_prefetch(fetch, _MM_HINT_T0);
         }
-        // The sums start at the codes' offset correction, -offset * (the block's activation code sum).
-        __m512i isum[RG][C];
+        // The sums start at the codes' offset correction, -offset * (the block's activation code
+        // sum). A block's 8 dot products per (group, column) form kChains independent chains
+        // (added at the end: exact in int32, so the same bits), which a one-group tile needs to
+        // keep the dot-product unit busy: one chain of 8 is 8 latencies long per block.
+        __m512i isum[kChains<RG>][RG][C];
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
             const __m512i start = _mm512_set1_epi32(-row_group_code_offset(T) * xsum[c][b]);
 #pragma GCC unroll 4
-            for (int g = 0; g < RG; ++g) isum[g][c] = start;
+            for (int g = 0; g < RG; ++g) {
+                isum[0][g][c] = start;
+                if constexpr (kChains<RG> == 2) isum[1][g][c] = _mm512_setzero_si512();
+            }
         }
         const int64_t xoff = (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
         constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
@@ -106,7 +128,10 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
                 for (int g = 0; g < RG; ++g) {
                     const __m512i v = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
 #pragma GCC unroll 8
-                    for (int c = 0; c < C; ++c) isum[g][c] = _mm512_dpbusd_epi32(isum[g][c], v, xs[c]);
+                    for (int c = 0; c < C; ++c) {
+                        __m512i& sum = isum[i % kChains<RG>][g][c];
+                        sum = _mm512_dpbusd_epi32(sum, v, xs[c]);
+                    }
                 }
             }
         } else {
@@ -125,8 +150,9 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
                     const __m512i vhi = high_nibbles<Gfni>(v, low_mask, shift_matrix);
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c) {
-                        isum[g][c] = _mm512_dpbusd_epi32(isum[g][c], vlo, lo[c]);
-                        isum[g][c] = _mm512_dpbusd_epi32(isum[g][c], vhi, hi[c]);
+                        isum[0][g][c] = _mm512_dpbusd_epi32(isum[0][g][c], vlo, lo[c]);
+                        __m512i& high_sum = isum[kChains<RG> - 1][g][c];
+                        high_sum = _mm512_dpbusd_epi32(high_sum, vhi, hi[c]);
                     }
                 }
             }
@@ -137,7 +163,7 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
                 _mm256_load_si256(reinterpret_cast<const __m256i*>(group + g * L.group_bytes + L.scales + b * 32)));
 #pragma GCC unroll 8
             for (int c = 0; c < C; ++c)
-                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][c]), _mm512_mul_ps(dw, _mm512_set1_ps(xd[c][b])),
+                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)), _mm512_mul_ps(dw, _mm512_set1_ps(xd[c][b])),
                                             acc[g][c]);
         }
     }
@@ -180,7 +206,7 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
         }
         return;
     }
-    const int64_t tile_groups = x.n > kPairedGroupsAbove ? 2 : 1;
+    const int64_t tile_groups = x.n > kPairedGroupsAbove<T> ? 2 : 1;
     for (int64_t g = g0; g < g1; g += tile_groups) {
         for (int64_t j0 = 0; j0 < x.n; j0 += kMaxTileCols) {
             const int c = int(std::min<int64_t>(kMaxTileCols, x.n - j0));
