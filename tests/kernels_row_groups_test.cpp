@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "kernel_test_helpers.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
@@ -77,10 +79,12 @@ TEST(KernelsRowGroups, HoldEveryBlockValueAndZeroPadding) {
                 for (int64_t blk = 0; blk < s.cols / 32; ++blk) {
                     for (int64_t i = 0; i < code_bytes / 64; ++i)
                         for (int t = 0; t < 4; ++t) ASSERT_EQ(0, last[blk * code_bytes + i * 64 + 4 * lane + t]);
-                    ASSERT_EQ(0, last[row_group_scales_offset(type, s.cols) + size_t(blk * 16 + lane) * 2]);
+                    for (int byte = 0; byte < 2; ++byte)
+                        ASSERT_EQ(0, last[row_group_scales_offset(type, s.cols) + size_t(blk * 16 + lane) * 2 + size_t(byte)]);
                 }
-            for (size_t at = row_group_scales_offset(type, s.cols) + size_t(s.cols / 32) * 32; at < group; ++at)
-                ASSERT_EQ(0, last[at]) << "scale padding byte " << at;
+            for (int64_t g = 0; g < row_groups(s.rows); ++g)
+                for (size_t at = row_group_scales_offset(type, s.cols) + size_t(s.cols / 32) * 32; at < group; ++at)
+                    ASSERT_EQ(0, r.data[size_t(g) * group + at]) << "group " << g << " scale padding byte " << at;
             // A deep copy keeps every byte.
             const WeightMatrix copy = clone_weight(r);
             EXPECT_EQ(0, std::memcmp(r.data, copy.data, r.nbytes()));
@@ -191,7 +195,10 @@ TEST(KernelsRowGroups, NonFiniteActivationsGiveNaNInTheirColumnOnly) {
         std::vector<float> x = random_normal(size_t(3 * s.cols), 8);
         x[size_t(s.cols + 40)] = std::nanf("");
         for (const std::string& isa : available_isas()) {
-            const std::vector<float> y = matmul_on(kernels_for(isa), w, x, 3, 1);
+            // Prefilled with zeros (not matmul_on's NaN), so a skipped column cannot pass as NaN.
+            ThreadPool pool(1);
+            std::vector<float> y(size_t(3 * s.rows), 0.0f);
+            matmul(kernels_for(isa), w, x.data(), 3, y.data(), pool);
             for (int64_t r = 0; r < s.rows; ++r) {
                 EXPECT_FALSE(std::isnan(y[size_t(r)])) << isa << " row " << r;
                 EXPECT_TRUE(std::isnan(y[size_t(s.rows + r)])) << isa << " row " << r;
@@ -262,16 +269,36 @@ TEST(KernelsRowGroupsDeathTest, LayoutsChosenByEnvironment) {
 }
 #endif
 
-// Where the table in use reads a row-group layout, the block type is held so at load; elsewhere
-// chunked (or as it is, where the table has no int8 kernels).
+// The load policy: on the avx512 table Q4_0 and Q8_0 are held in row groups (unless the
+// environment asks for chunked), on the other int8 tables chunked, on the scalar table as they
+// are; with f32 activations always as they are. And a checkpoint tensor bound for this table
+// (make_weight with the table's layouts, as the binder calls it) gets that type.
 TEST(KernelsRowGroups, LoadPicksTheLayoutTheTableReads) {
+    const std::string isa = kernels().isa;
+    auto chunked_by_env = [](const char* name) {
+        const char* v = std::getenv(name);
+        return v && std::string(v) == "chunked";
+    };
     for (WType block : {WType::Q4_0, WType::Q8_0}) {
-        const WType held = kernel_storage_type(block, /*int8_activations=*/true);
-        if (!kernels().int8_dot_fast)
-            EXPECT_EQ(block, held);
-        else
-            EXPECT_EQ(int8_dot_type_for(block, kernels().row_groups), held);
-        EXPECT_EQ(block, kernel_storage_type(block, /*int8_activations=*/false));
+        const bool q4 = block == WType::Q4_0;
+        const WType grouped = q4 ? WType::Q4_0R : WType::Q8_0R, chunked = q4 ? WType::Q4_0X : WType::Q8_0X;
+        WType want = block;
+        if (isa == "avx512")
+            want = chunked_by_env(q4 ? "NEXTN_Q4_0_LAYOUT" : "NEXTN_Q8_0_LAYOUT") ? chunked : grouped;
+        else if (isa != "scalar")
+            want = chunked;
+        EXPECT_EQ(want, kernel_storage_type(block, /*int8_activations=*/true)) << isa;
+        EXPECT_EQ(block, kernel_storage_type(block, /*int8_activations=*/false)) << isa;
+        if (isa == "scalar") continue;  // no int8 layout to build
+        const std::vector<float> values = random_normal(size_t(20 * 64), 12);
+        RawTensor t;
+        t.name = "w";
+        t.file = "test";
+        t.dtype = DType::F32;
+        t.shape = {20, 64};
+        t.data = reinterpret_cast<const uint8_t*>(values.data());
+        t.nbytes = values.size() * sizeof(float);
+        EXPECT_EQ(want, make_weight(t, 20, 64, block, {nullptr, true, kernels().row_groups}).type) << isa;
     }
 }
 

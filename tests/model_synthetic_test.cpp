@@ -12,6 +12,9 @@
 
 #include "core/error.h"
 #include "core/memory_info.h"
+#include "core/thread_pool.h"
+#include "kernel_test_helpers.h"
+#include "kernels/kernels.h"
 #include "model/synthetic.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
@@ -262,15 +265,30 @@ TEST(SyntheticForward, RealWidthModelRunsAndRandomHeadIsRarelyAccepted) {
 
 // A model held in Q4_0R or Q8_0R (16-row groups, on whatever table runs: the AVX-512 kernel or
 // the reference) speculates exactly: greedy MTP output equals plain decoding at depths 1..3, with
-// its draft head's LM head rows a view of the trunk's (a row count that ends inside a group).
+// its draft head's LM head rows a view of the trunk's whose row count ends inside a group; that
+// view's products are the full head's first rows, bit for bit.
 TEST(SyntheticForward, RowGroupModelsSpeculateExactly) {
     for (WType type : {WType::Q4_0R, WType::Q8_0R}) {
         SyntheticOptions o;
         o.matrix_type = type;
         o.draft = SyntheticDraft::Perfect;
         LoadedModel lm = load_synthetic_model(narrow_0_8b(true), "narrow-0.8b", o, 2);
-        EXPECT_EQ(type, lm.model->weights().lm_head.type);
-        lm.model->set_draft_head(32768 + 5, WType::Native);
+        const WeightMatrix& head = lm.model->weights().lm_head;
+        EXPECT_EQ(type, head.type);
+        const int64_t draft_rows = head.rows - 5;  // 16379: the view ends inside its last group
+        lm.model->set_draft_head(draft_rows, WType::Native);
+        ASSERT_EQ(draft_rows, lm.model->draft_vocab());
+        {
+            const std::vector<float> x = test::random_normal(size_t(3 * head.cols), 21);
+            ThreadPool pool(2);
+            std::vector<float> full(size_t(3 * head.rows)), view(size_t(3 * draft_rows));
+            matmul(head, x.data(), 3, full.data(), pool);
+            matmul(lm.model->draft_lm_head(), x.data(), 3, view.data(), pool);
+            for (int64_t j = 0; j < 3; ++j)
+                ASSERT_EQ(0, std::memcmp(&view[size_t(j * draft_rows)], &full[size_t(j * head.rows)],
+                                         size_t(draft_rows) * sizeof(float)))
+                    << wtype_name(type) << " column " << j;
+        }
         std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
         std::vector<int32_t> plain = decode(*lm.model, prompt, 0, 33, nullptr);
         for (int depth = 1; depth <= 3; ++depth) {

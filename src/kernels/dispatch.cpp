@@ -8,6 +8,7 @@
 #include "core/thread_pool.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
+#include "kernels/row_groups.h"
 #include "kernels/ref/ref.h"
 #include "kernels/x86/x86_kernels.h"
 
@@ -51,12 +52,23 @@ const KernelTable* scalar_table() {
     return &table;
 }
 
+// A table's int8 product for the types its ISA unit reads, and the scalar reference for the
+// row-group types (Q4_0R, Q8_0R), which only the AVX-512 unit has a kernel for: at load they are
+// chosen only where that kernel runs, but a matrix built for one table runs on any. Here rather
+// than in the ISA units, which kernel_ab compiles alone with their namespace renamed.
+template <void (*Fast)(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t)>
+void gemm_i8_rows_or_row_group_reference(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                                         int64_t r0, int64_t r1) {
+    if (is_row_group_type(w.type)) return ref::gemm_row_groups(w, x, y, ldy, r0, r1);
+    Fast(w, x, y, ldy, r0, r1);
+}
+
 // Built here, in a translation unit without ISA flags (see x86/x86_kernels.h).
 KernelTable make_avx2_table() {
     KernelTable t;
     t.isa = "avx2";
     t.gemm_rows = avx2::gemm_rows;
-    t.gemm_i8_rows = avx2::gemm_i8_rows;
+    t.gemm_i8_rows = gemm_i8_rows_or_row_group_reference<avx2::gemm_i8_rows>;
     t.quantize_columns = avx2::quantize_columns;
     t.int8_dot_fast = true;
     t.gemm_bf16_rows = ref::gemm_bf16_rows;  // no bf16 dot product in AVX2
@@ -88,7 +100,7 @@ const KernelTable* avxvnni_table() {
     static const KernelTable table = [] {
         KernelTable t = make_avx2_table();
         t.isa = "avxvnni";
-        t.gemm_i8_rows = avxvnni::gemm_i8_rows;
+        t.gemm_i8_rows = gemm_i8_rows_or_row_group_reference<avxvnni::gemm_i8_rows>;
         t.quantize_columns = avxvnni::quantize_columns;
         t.int8_peak_probe = avxvnni::int8_peak_probe;
         return t;

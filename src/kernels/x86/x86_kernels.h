@@ -24,7 +24,8 @@ namespace nextn::avx2 {
 
 void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                int64_t r0, int64_t r1);
-// The int8-dot kernels with pmaddubsw (no AVX-VNNI needed).
+// The int8-dot kernels with pmaddubsw (no AVX-VNNI needed), for the chunked types (the table
+// sends the row-group types to the reference: dispatch.cpp).
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1);
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);
@@ -55,6 +56,7 @@ void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc);
 // have the VEX dot products.
 namespace nextn::avxvnni {
 
+// The chunked types, as the avx2 unit's.
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1);
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);

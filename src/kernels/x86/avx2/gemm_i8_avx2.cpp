@@ -4,7 +4,6 @@
 #pragma GCC optimize("fp-contract=off")
 #include <immintrin.h>
 
-#include "kernels/row_groups.h"
 #include "kernels/x86/int8_dot_256.h"
 #include "kernels/x86/x86_kernels.h"
 
@@ -50,9 +49,6 @@ struct MaddubsDot {
 
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
-    // The row-group types are chosen at load only where the AVX-512 kernel reads them; here they
-    // take the reference.
-    if (is_row_group_type(w.type)) return ref::gemm_row_groups(w, x, y, ldy, r0, r1);
     visit_int8_dot_type(w.type, [&]<WType T>() { x86::gemm_i8_rows_256<MaddubsDot, T>(w, x, y, ldy, r0, r1); });
 }
 
