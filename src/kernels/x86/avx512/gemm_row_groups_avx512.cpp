@@ -40,9 +40,14 @@ constexpr int kMaxTileCols = 4;
 // the cursor falls behind the second group of long rows). tools/layout_ab, row-group time over
 // chunked time with one group / two groups a tile: Q4_0R width 5 0.988 / 1.000, width 6 0.992 /
 // 0.921, width 8 0.955 / 0.907, prefill 128 1.08 / 0.83-0.92; Q8_0R width 2 0.978 / 1.065, width
-// 4 0.94-0.95 / 1.06, width 8 0.890 / 0.978, prefill 0.866 with two.
+// 4 0.94-0.95 / 1.06, width 8 0.890 / 0.978, prefill 0.866 with two. Cached (a 256-row matrix in
+// L2, one thread, width 4), two groups take 0.74x the time of one for Q4_0R and 0.80x for Q8_0R:
+// where memory is fast, verify is bound by the dot products. kernel_ab, Q4_0R two groups against
+// one in slow spells: width 4 0.974, 0.986; width 2 1.009. So Q4_0R pairs from width 4 on.
+// (A prefetch of each group's own stream a fixed number of blocks ahead, instead of the linear
+// cursor, took 1.10-1.22x the chunked time at widths 2 and 4: not kept.)
 template <WType T>
-constexpr int64_t kPairedGroupsAbove = T == WType::Q8_0R ? 8 : 5;
+constexpr int64_t kPairedGroupsAbove = T == WType::Q8_0R ? 8 : 3;
 constexpr int64_t kPrefetchAheadBytes = 24576;
 // A block's codes and scales in one group.
 template <WType T>
