@@ -269,6 +269,25 @@ TEST(KernelsRowGroupsDeathTest, LayoutsChosenByEnvironment) {
 }
 #endif
 
+// kernels() checks the layout variables on any CPU and for any forced ISA, and the error names the
+// variable itself (not NEXTN_ISA).
+TEST(KernelsRowGroupsDeathTest, BadLayoutIsAnErrorOnEveryTable) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");  // fresh process: kernels() not yet chosen
+    EXPECT_EXIT(
+        {
+            setenv("NEXTN_ISA", "scalar", 1);
+            setenv("NEXTN_Q8_0_LAYOUT", "sideways", 1);
+            try {
+                kernels();
+            } catch (const Error& e) {
+                std::fprintf(stderr, "%s\n", e.what());
+                std::exit(std::string(e.what()).rfind("NEXTN_Q8_0_LAYOUT=sideways: unknown weight layout", 0) == 0 ? 3 : 4);
+            }
+            std::exit(0);
+        },
+        testing::ExitedWithCode(3), "NEXTN_Q8_0_LAYOUT=sideways: unknown weight layout");
+}
+
 // The load policy: on the avx512 table Q4_0 and Q8_0 are held in row groups (unless the
 // environment asks for chunked), on the other int8 tables chunked, on the scalar table as they
 // are; with f32 activations always as they are. And a checkpoint tensor bound for this table

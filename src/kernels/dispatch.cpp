@@ -205,6 +205,9 @@ const KernelTable& kernels_for(const std::string& isa) {
 
 const KernelTable& kernels() {
     static const KernelTable& chosen = []() -> const KernelTable& {
+        // The layout variables are checked on every CPU, before NEXTN_ISA: a bad value is an error
+        // naming it even where no table reads it.
+        avx512_row_groups();
         const char* forced = std::getenv("NEXTN_ISA");
         if (forced && *forced) {
             try {
