@@ -109,7 +109,11 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
         __m512i isum[kChains<RG>][RG][C];
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
-            const __m512i start = _mm512_set1_epi32(-row_group_code_offset(T) * xsum[c][b]);
+            // -offset * xsum as a broadcast load, a shift and a subtraction (the same int32): in
+            // scalar registers with a broadcast from them, cached width 3-4 took 1.02-1.05x the time.
+            constexpr int kShift = T == WType::Q8_0R ? 7 : 3;  // the offset, 128 or 8, as a shift
+            const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                   _mm512_slli_epi32(_mm512_set1_epi32(xsum[c][b]), kShift));
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 isum[0][g][c] = start;
