@@ -38,9 +38,7 @@ namespace nextn {
 struct QuantizedColumns;
 class ThreadPool;
 
-inline constexpr int64_t kRowGroupRows = 16;
-
-constexpr bool is_row_group_type(WType t) { return t == WType::Q4_0R || t == WType::Q8_0R; }
+// kRowGroupRows and is_row_group_type: kernels/weight.h (WeightMatrix::stored_rows needs them).
 // The code bytes of one block of a group: 16 rows x 16 (Q4_0R) or 32 (Q8_0R) bytes.
 constexpr int64_t row_group_block_code_bytes(WType t) { return t == WType::Q8_0R ? 512 : 256; }
 // The additive offset of the stored codes: value = (code - offset) * d.

@@ -305,14 +305,14 @@ WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* po
         float* row = values[size_t(thread)].data();      // [cols]
         uint8_t* coded = blocks[size_t(thread)].data();  // [block_row_bytes]
         for (int64_t r = begin; r < end; ++r) {
-            uint8_t* dst = base + size_t(r) * w.row_bytes;  // (row groups: its group's lane instead)
+            uint8_t* dst = base + size_t(r) * w.row_bytes;  // (row groups: row_groups_store_row places it)
             fill(r, row);
-            if (is_row_group_type(stored)) {
+            if (repack) {
                 encode_row_f32(row, cols, block, coded);
-                row_groups_store_row(stored, coded, cols, r, base);
-            } else if (repack) {
-                encode_row_f32(row, cols, block, coded);
-                repack_row_for_int8_dot(coded, block, cols, dst);
+                if (is_row_group_type(stored))
+                    row_groups_store_row(stored, coded, cols, r, base);
+                else
+                    repack_row_for_int8_dot(coded, block, cols, dst);
             } else {
                 encode_row_f32(row, cols, stored, dst);
             }

@@ -50,6 +50,10 @@ enum class WType {
     Native,
 };
 
+// Q4_0R / Q8_0R: rows stored in groups of kRowGroupRows (kernels/row_groups.h has the layout).
+inline constexpr int64_t kRowGroupRows = 16;
+constexpr bool is_row_group_type(WType t) { return t == WType::Q4_0R || t == WType::Q8_0R; }
+
 const char* wtype_name(WType t);
 // Parses a --quant value: f32, bf16, f16, q8_0 (or q8), q4_0 (or q4), q4_1, native. Throws Error.
 WType parse_wtype(const std::string& name);
@@ -73,7 +77,7 @@ struct WeightMatrix {
     bool empty() const { return data == nullptr; }
     // Rows the bytes hold: `rows`, or for Q4_0R / Q8_0R rows rounded up to whole 16-row groups.
     int64_t stored_rows() const {
-        return type == WType::Q4_0R || type == WType::Q8_0R ? (rows + 15) / 16 * 16 : rows;
+        return is_row_group_type(type) ? (rows + kRowGroupRows - 1) / kRowGroupRows * kRowGroupRows : rows;
     }
     size_t nbytes() const { return size_t(stored_rows()) * row_bytes; }
 };

@@ -112,10 +112,10 @@ struct BindOptions {
 // the type is kept).
 size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& options);
 
-// The type a matrix of type t is kept in for this machine's kernels: its int8-dot type (Q4_0, Q8_0:
-// in 16-row groups where the table reads those, else chunked) when int8_activations is set and the kernel
-// table has int8-dot kernels; BF16D for BF16 when
-// bf16_activations is set and the table has the bf16 dot product; else t.
+// The type a matrix of type t is kept in for this machine's kernels: its int8-dot type when
+// int8_activations is set and the kernel table has int8-dot kernels (Q4_0, Q8_0 in 16-row groups
+// where the table reads those, else chunked); BF16D for BF16 when bf16_activations is set and the
+// table has the bf16 dot product; else t.
 WType kernel_storage_type(WType t, bool int8_activations, bool bf16_activations = false);
 // Whether int8_activations takes effect here (the kernel table has int8-dot kernels).
 bool int8_kernels_in_use(bool int8_activations);

@@ -23,6 +23,7 @@
 // at the call's end without the first fetch 1.01-1.03.
 #pragma GCC optimize("fp-contract=off")
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "kernels/int8_dot.h"
@@ -111,7 +112,8 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
         for (int c = 0; c < C; ++c) {
             // -offset * xsum as a broadcast load, a shift and a subtraction (the same int32): in
             // scalar registers with a broadcast from them, cached width 3-4 took 1.02-1.05x the time.
-            constexpr int kShift = T == WType::Q8_0R ? 7 : 3;  // the offset, 128 or 8, as a shift
+            constexpr int kShift = std::countr_zero(unsigned(row_group_code_offset(T)));  // 128 or 8
+            static_assert((1 << kShift) == row_group_code_offset(T), "the offset is a power of two");
             const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(),
                                                    _mm512_slli_epi32(_mm512_set1_epi32(xsum[c][b]), kShift));
 #pragma GCC unroll 4
