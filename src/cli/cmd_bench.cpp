@@ -225,8 +225,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
     }();
 
     const double bw = measure_read_bandwidth_gbs(*lm.pool);
-    say("read bandwidth: %.1f GB/s (%s, %d threads, %s)\n", bw, kernels().isa, lm.pool->size(),
-        cpu.c_str());
+    say("read bandwidth: %.1f GB/s (%s%s, %d threads, %s)\n", bw, kernels().isa,
+        kernels().amx_from_width > 0 ? " with AMX tiles" : "", lm.pool->size(), cpu.c_str());
 
     std::mt19937 rng(1234);
     std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));

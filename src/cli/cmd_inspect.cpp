@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "cli/commands.h"
@@ -152,6 +153,9 @@ int cmd_inspect(const std::vector<std::string>& argv) {
               << "kernels:         " << kernels().isa
               << (kernels().bf16_dot_fast ? " (with the AVX512_BF16 bf16 dot product: --bf16-activations)"
                                           : "")
+              << (kernels().amx_from_width > 0
+                      ? " (AMX int8 tiles for row-group matmuls from width " + std::to_string(kernels().amx_from_width) + ")"
+                      : std::string())
               << "\n"
               << "cpu:             " << cpu_model_name() << "\n";
     for (const auto& note : ck.notes) std::cout << "note:            " << note << "\n";

@@ -129,6 +129,30 @@ RowGroupLayouts avx512_row_groups() {
     return groups;
 }
 
+// Whether the avx512 table uses AMX tiles where the CPU has them: NEXTN_AMX says "on" or "off";
+// unset or empty is off, because the AMX kernel is not yet faster than the AVX-512 one (2-core
+// Sapphire-Rapids-class VM, AMX time over AVX-512 time: a 256 x 1024 matrix in L2, one thread,
+// Q8_0R widths 8, 16, 64 0.73-0.74, 0.78-0.79, 0.91-1.12, Q4_0R 1.45-1.56, 1.01-1.02, 1.14-1.16;
+// a 512-token prefill of the 0.8B 1.03-1.41 (Q8_0) and 1.19-1.28 (Q4_0): the vector unit's
+// scaling of each block's 16 x 16 sums does not overlap the tile unit's work; x86/amx/).
+// Anything else is an Error naming it.
+bool amx_from_env() {
+    const char* amx = std::getenv("NEXTN_AMX");
+    if (!amx || !*amx || std::string(amx) == "off") return false;
+    if (std::string(amx) == "on") return true;
+    fail("NEXTN_AMX=", amx, ": unknown setting (known: on, off)");
+}
+
+// Row-group matmuls at least this wide go through AMX tiles when they are on: a tile dot product
+// covers 16 tokens, so narrower batches leave most of it idle.
+constexpr int64_t kAmxFromWidth = 8;
+
+void gemm_i8_rows_avx512_amx(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
+                             int64_t r1) {
+    if (x.n >= kAmxFromWidth && is_row_group_type(w.type)) return amx::gemm_row_groups(w, x, y, ldy, r0, r1);
+    avx512::gemm_i8_rows(w, x, y, ldy, r0, r1);
+}
+
 const KernelTable* avx512_table() {
     static const KernelTable table = [] {
         KernelTable t;
@@ -138,6 +162,10 @@ const KernelTable* avx512_table() {
         t.quantize_columns = avx512::quantize_columns;
         t.int8_dot_fast = true;
         t.row_groups = avx512_row_groups();
+        if (amx_from_env() && x86::cpu_supports_amx_int8()) {
+            t.gemm_i8_rows = gemm_i8_rows_avx512_amx;
+            t.amx_from_width = kAmxFromWidth;
+        }
         // AVX512_BF16 (Zen 4, Sapphire Rapids and later) adds the bf16 dot product; without it
         // the table stays the same for everything else.
         t.bf16_dot_fast = x86::cpu_supports_avx512bf16();
@@ -208,6 +236,7 @@ const KernelTable& kernels() {
         // The layout variables are checked on every CPU, before NEXTN_ISA: a bad value is an error
         // naming it even where no table reads it.
         avx512_row_groups();
+        amx_from_env();
         const char* forced = std::getenv("NEXTN_ISA");
         if (forced && *forced) {
             try {

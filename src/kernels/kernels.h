@@ -52,6 +52,9 @@ struct KernelTable {
     // runs on any. Only the avx512 table has that kernel; NEXTN_Q4_0_LAYOUT and
     // NEXTN_Q8_0_LAYOUT (rows or chunked) choose (kernels/dispatch.cpp).
     RowGroupLayouts row_groups;
+    // From this many columns on, the row-group types go through AMX int8 tiles (same bits); 0: no
+    // AMX (the CPU or OS lacks it, another table, or NEXTN_AMX is not "on": off by default).
+    int64_t amx_from_width = 0;
 
     // BF16D weights times activations rounded to bf16 (kernels/bf16_dot.h) for rows [r0, r1):
     // x: its n columns (round_columns_bf16), y: [n, ldy]. Bit-identical to ref::gemm_bf16_rows.

@@ -1,6 +1,12 @@
 // CPU feature checks for the x86 tables (compiled without ISA flags, so safe on any x86-64).
 #include "kernels/x86/x86_kernels.h"
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace nextn::x86 {
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -23,11 +29,31 @@ bool cpu_supports_avx512() {
 }
 
 bool cpu_supports_avx512bf16() { return cpu_supports_avx512() && __builtin_cpu_supports("avx512bf16"); }
+
+#if defined(__x86_64__) && defined(__linux__)
+// CPUID.(7,0):EDX bit 24 AMX-TILE, bit 25 AMX-INT8. Linux (5.16 on) enables the 8 KB tile data
+// state per process only on request (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA);
+// until then a tile instruction faults, so a refused request means no AMX.
+bool cpu_supports_amx_int8() {
+    static const bool usable = [] {
+        if (!cpu_supports_avx512()) return false;
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+        if (!(edx & (1u << 24)) || !(edx & (1u << 25))) return false;
+        constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+        return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+    }();
+    return usable;
+}
+#else
+bool cpu_supports_amx_int8() { return false; }
+#endif
 #else
 bool cpu_supports_avx2() { return false; }
 bool cpu_supports_avxvnni() { return false; }
 bool cpu_supports_avx512() { return false; }
 bool cpu_supports_avx512bf16() { return false; }
+bool cpu_supports_amx_int8() { return false; }
 #endif
 
 }  // namespace nextn::x86

@@ -16,6 +16,9 @@ bool cpu_supports_avxvnni();
 bool cpu_supports_avx512();
 // AVX512_BF16 on top of cpu_supports_avx512 (x86/avx512bf16/ is built with both).
 bool cpu_supports_avx512bf16();
+// AMX tiles with int8 dot products on top of cpu_supports_avx512 (x86/amx/ is built with both),
+// once Linux has granted this process the tile data state (asked for on the first call).
+bool cpu_supports_amx_int8();
 
 }  // namespace nextn::x86
 
@@ -123,3 +126,14 @@ void gemm_bf16_rows(const WeightMatrix& w, const Bf16Columns& x, float* y, int64
 void bf16_peak_probe(const uint16_t* a, const uint16_t* b, int64_t reps, float* acc);
 
 }  // namespace nextn::avx512bf16
+
+// x86/amx/ (the avx512 flags plus AMX-TILE and AMX-INT8): the row-group types' matmul for wide
+// batches in the avx512 table on CPUs that have it.
+namespace nextn::amx {
+
+// Q4_0R and Q8_0R for rows [r0, r1), every column of x, 16 tokens per tile dot product; the same
+// bits as avx512::gemm_row_groups and ref::gemm_row_groups.
+void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                     int64_t r0, int64_t r1);
+
+}  // namespace nextn::amx
