@@ -75,6 +75,26 @@ void configure_tiles(int tokens) {
     __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
+// The tile instructions. GCC 12's intrinsics for them are asm statements that do not tell the
+// compiler which memory they read or write (so it could drop the stores of an unpacked B tile,
+// or read the C sums before they are stored) and take the register only as a literal.
+template <int Tile>
+[[gnu::always_inline]] inline void tile_load(const void* base, int64_t stride) {
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm%c2" : : "r"(base), "r"(stride), "i"(Tile) : "memory");
+}
+template <int Tile>
+[[gnu::always_inline]] inline void tile_store(void* base, int64_t stride) {
+    __asm__ volatile("tilestored %%tmm%c2, (%0,%1,1)" : : "r"(base), "r"(stride), "i"(Tile) : "memory");
+}
+// C = A (signed bytes) . B (unsigned bytes), C starting from zero.
+template <int C, int A, int B>
+[[gnu::always_inline]] inline void tile_dot_from_zero(const void* a, int64_t a_stride, const void* b) {
+    tile_load<A>(a, a_stride);
+    tile_load<B>(b, 64);
+    __asm__ volatile("tilezero %%tmm%c0" : : "i"(C));
+    __asm__ volatile("tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(C), "i"(A), "i"(B));
+}
+
 // Token tile [j0, j0 + tokens), blocks [b0, b0 + nb) of x in block order, one token per row:
 // a[t][32 * (b - b0) + e] = code e of block b. x holds a chunk's 16 blocks interleaved by 4-byte
 // step ([chunks, 8 steps, 16 blocks, 4]); gathering step s of block b for every s is one dword
@@ -147,22 +167,10 @@ template <WType T>
 [[gnu::always_inline]] inline void dot_four(const int8_t (*a)[kPassBlocks * 32], int64_t i, const uint8_t* group,
                                             int64_t b0, uint8_t (*unpacked)[8][64]) {
     constexpr int64_t kAStride = kPassBlocks * 32;
-    _tile_loadd(4, &a[0][32 * i], kAStride);
-    _tile_loadd(6, weight_tile<T>(group, b0 + i, unpacked[0][0]), 64);
-    _tile_zero(0);
-    _tile_dpbsud(0, 4, 6);
-    _tile_loadd(5, &a[0][32 * (i + 1)], kAStride);
-    _tile_loadd(7, weight_tile<T>(group, b0 + i + 1, unpacked[1][0]), 64);
-    _tile_zero(1);
-    _tile_dpbsud(1, 5, 7);
-    _tile_loadd(4, &a[0][32 * (i + 2)], kAStride);
-    _tile_loadd(6, weight_tile<T>(group, b0 + i + 2, unpacked[2][0]), 64);
-    _tile_zero(2);
-    _tile_dpbsud(2, 4, 6);
-    _tile_loadd(5, &a[0][32 * (i + 3)], kAStride);
-    _tile_loadd(7, weight_tile<T>(group, b0 + i + 3, unpacked[3][0]), 64);
-    _tile_zero(3);
-    _tile_dpbsud(3, 5, 7);
+    tile_dot_from_zero<0, 4, 6>(&a[0][32 * i], kAStride, weight_tile<T>(group, b0 + i, unpacked[0][0]));
+    tile_dot_from_zero<1, 5, 7>(&a[0][32 * (i + 1)], kAStride, weight_tile<T>(group, b0 + i + 1, unpacked[1][0]));
+    tile_dot_from_zero<2, 4, 6>(&a[0][32 * (i + 2)], kAStride, weight_tile<T>(group, b0 + i + 2, unpacked[2][0]));
+    tile_dot_from_zero<3, 5, 7>(&a[0][32 * (i + 3)], kAStride, weight_tile<T>(group, b0 + i + 3, unpacked[3][0]));
 }
 
 // Groups of rows [r0, r1) of w for the token tile [j0, j0 + Tokens), blocks [b0, b0 + nb) (codes
@@ -201,10 +209,10 @@ void pass_groups(const WeightMatrix& w, const QuantizedColumns& x, int64_t j0, i
         const int64_t fours = nb / 4 * 4;
         if (fours > 0) dot_four<T>(a, 0, group, b0, unpacked);
         for (int64_t i = 0; i < fours; i += 4) {
-            _tile_stored(0, &sums[0][0][0], 64);
-            _tile_stored(1, &sums[1][0][0], 64);
-            _tile_stored(2, &sums[2][0][0], 64);
-            _tile_stored(3, &sums[3][0][0], 64);
+            tile_store<0>(&sums[0][0][0], 64);
+            tile_store<1>(&sums[1][0][0], 64);
+            tile_store<2>(&sums[2][0][0], 64);
+            tile_store<3>(&sums[3][0][0], 64);
             if (i + 4 < fours) dot_four<T>(a, i + 4, group, b0, unpacked);
             finish_block<Tokens>(sums[0], block_scales(group_scales, b0 + i), tok.correction[i], tok.scale[i], acc);
             finish_block<Tokens>(sums[1], block_scales(group_scales, b0 + i + 1), tok.correction[i + 1], tok.scale[i + 1], acc);
@@ -213,11 +221,8 @@ void pass_groups(const WeightMatrix& w, const QuantizedColumns& x, int64_t j0, i
         }
         int64_t i = fours;
         for (; i < nb; ++i) {
-            _tile_loadd(4, &a[0][32 * i], kAStride);
-            _tile_loadd(6, weight_tile<T>(group, b0 + i, unpacked[0][0]), 64);
-            _tile_zero(0);
-            _tile_dpbsud(0, 4, 6);
-            _tile_stored(0, &sums[0][0][0], 64);
+            tile_dot_from_zero<0, 4, 6>(&a[0][32 * i], kAStride, weight_tile<T>(group, b0 + i, unpacked[0][0]));
+            tile_store<0>(&sums[0][0][0], 64);
             finish_block<Tokens>(sums[0], block_scales(group_scales, b0 + i), tok.correction[i], tok.scale[i], acc);
         }
 #pragma GCC unroll 16
