@@ -55,7 +55,6 @@ struct alignas(64) TileConfig {
 // Tile registers: C sums 0-3 (four blocks in flight, so that a block's zero, dot product and
 // store do not wait on the previous block's store: with one C tile that chain took 48% of a
 // 2048-token prefill's time, with two 30%), A codes 4-5 and B codes 6-7 alternating.
-// (GCC's tile intrinsics take the register number as a literal.)
 void configure_tiles(int tokens) {
     TileConfig cfg;
     for (int c = 0; c < 4; ++c) {
