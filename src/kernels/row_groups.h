@@ -27,6 +27,7 @@
 //     acc  = fma(float(isum), dw * dx, acc)
 // with no reduction across lanes, so the scalar reference and the vector kernel agree bit for
 // bit, and a row's value never depends on the batch width or on which rows run with it.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -54,6 +55,12 @@ inline size_t row_group_bytes(WType t, int64_t cols) {
 }
 // Groups holding `rows` rows.
 inline int64_t row_groups(int64_t rows) { return (rows + kRowGroupRows - 1) / kRowGroupRows; }
+// The lanes of group g that are rows in [r0, r1), as a bit mask (lane i: bit i): the rows a
+// kernel working on rows [r0, r1) stores from that group.
+inline uint16_t row_group_lanes(int64_t g, int64_t r0, int64_t r1) {
+    const int64_t lo = std::max<int64_t>(r0 - g * kRowGroupRows, 0), hi = std::min<int64_t>(r1 - g * kRowGroupRows, kRowGroupRows);
+    return uint16_t(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
 // Byte offset inside a group where the scales start.
 inline size_t row_group_scales_offset(WType t, int64_t cols) {
     return size_t(cols / 32) * size_t(row_group_block_code_bytes(t));

@@ -94,16 +94,15 @@ template <int C, int A, int B>
     __asm__ volatile("tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(C), "i"(A), "i"(B));
 }
 
-// Token tile [j0, j0 + tokens), blocks [b0, b0 + nb) of x in block order, one token per row:
+// Blocks [b0, b0 + nb) of every token of x in block order, one token per row:
 // a[t][32 * (b - b0) + e] = code e of block b. x holds a chunk's 16 blocks interleaved by 4-byte
 // step ([chunks, 8 steps, 16 blocks, 4]); gathering step s of block b for every s is one dword
 // gather a block pair.
-void gather_tokens(const QuantizedColumns& x, int64_t j0, int tokens, int64_t b0, int64_t nb,
-                   int8_t (*a)[kPassBlocks * 32]) {
+void gather_tokens(const QuantizedColumns& x, int64_t b0, int64_t nb, int8_t (*a)[kPassBlocks * 32]) {
     // Output dword d of a block pair: block d / 8, step d % 8, at dword 16 * step + block.
     const __m512i index = _mm512_set_epi32(113, 97, 81, 65, 49, 33, 17, 1, 112, 96, 80, 64, 48, 32, 16, 0);
-    for (int t = 0; t < tokens; ++t) {
-        const int8_t* codes = x.codes_of(j0 + t);
+    for (int64_t t = 0; t < x.n; ++t) {
+        const int8_t* codes = x.codes_of(t);
         for (int64_t b = b0; b < b0 + nb; b += 2) {
             const int8_t* chunk = codes + (b / kI8ChunkBlocks) * kI8ChunkValues;
             const __m512i pair = _mm512_i32gather_epi32(
@@ -189,7 +188,7 @@ void pass_groups(const WeightMatrix& w, const QuantizedColumns& x, int64_t j0, i
         }
     alignas(64) int32_t sums[4][kTileTokens][16];  // [C tile, tokens, 16 rows] a block's sums
     alignas(64) uint8_t unpacked[4][8][64];        // Q4_0R: [block in flight] a block as a B tile
-    for (int64_t g = r0 / 16; g < row_groups(r1); ++g) {
+    for (int64_t g = r0 / kRowGroupRows; g < row_groups(r1); ++g) {
         const uint8_t* group = w.data + size_t(g) * group_bytes;
         // The tile unit waits on its loads in order, so the next group's pass is fetched now.
         if (g + 1 < row_groups(r1)) {
@@ -197,8 +196,7 @@ void pass_groups(const WeightMatrix& w, const QuantizedColumns& x, int64_t j0, i
             for (int64_t off = 0; off < nb * kCodeBytes; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
         }
         const uint16_t* group_scales = reinterpret_cast<const uint16_t*>(group + scales);  // [blocks, 16] f16
-        const int64_t lo = std::max<int64_t>(r0 - g * 16, 0), hi = std::min<int64_t>(r1 - g * 16, 16);
-        const __mmask16 store = __mmask16(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+        const __mmask16 store = row_group_lanes(g, r0, r1);
         __m512 acc[Tokens];
 #pragma GCC unroll 16
         for (int t = 0; t < Tokens; ++t)
@@ -251,10 +249,10 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
     int configured = 0;
     for (int64_t b0 = 0; b0 < blocks; b0 += kPassBlocks) {
         const int64_t nb = std::min(kPassBlocks, blocks - b0);
-        gather_tokens(x, 0, int(x.n), b0, nb, a);
+        gather_tokens(x, b0, nb, a);
         // Groups in chunks whose pass codes stay in L2 while every token tile reads them (token
         // tiles outermost streamed a 512-token prefill's weights 32 times).
-        const int64_t chunk_rows = 16 * std::max<int64_t>(1, kChunkBytes / (nb * row_group_block_code_bytes(T)));
+        const int64_t chunk_rows = kRowGroupRows * std::max<int64_t>(1, kChunkBytes / (nb * row_group_block_code_bytes(T)));
         for (int64_t c0 = r0; c0 < r1; c0 = (c0 / chunk_rows + 1) * chunk_rows) {
             const int64_t c1 = std::min(r1, (c0 / chunk_rows + 1) * chunk_rows);
             for (int64_t j0 = 0; j0 < x.n; j0 += kTileTokens) {

@@ -199,12 +199,6 @@ void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const Quantize
     }
 }
 
-// Lanes of group g that are rows in [r0, r1).
-__mmask16 rows_mask(int64_t g, int64_t r0, int64_t r1) {
-    const int64_t lo = std::max<int64_t>(r0 - g * 16, 0), hi = std::min<int64_t>(r1 - g * 16, 16);
-    return __mmask16(((1u << hi) - 1u) & ~((1u << lo) - 1u));
-}
-
 template <WType T, bool Gfni>
 void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     const GroupLayout L{w.cols / 32, row_group_bytes(T, w.cols), row_group_scales_offset(T, w.cols)};
@@ -220,7 +214,7 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
     }
     if (x.n == 1) {
         for (int64_t g = g0; g < g1; ++g) {
-            const __mmask16 store[1] = {rows_mask(g, r0, r1)};
+            const __mmask16 store[1] = {row_group_lanes(g, r0, r1)};
             tile<T, 1, 1, Gfni>(L, at(g), x, 0, store, y + g * 16, ldy, at(g1));
         }
         return;
@@ -232,10 +226,10 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
             float* yt = y + j0 * ldy + g * 16;
             const uint8_t* fetch_end = j0 == 0 ? at(g1) : nullptr;
             if (tile_groups == 2 && g + 1 < g1) {
-                const __mmask16 store[2] = {rows_mask(g, r0, r1), rows_mask(g + 1, r0, r1)};
+                const __mmask16 store[2] = {row_group_lanes(g, r0, r1), row_group_lanes(g + 1, r0, r1)};
                 tile_cols<T, 2, Gfni>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
             } else {
-                const __mmask16 store[1] = {rows_mask(g, r0, r1)};
+                const __mmask16 store[1] = {row_group_lanes(g, r0, r1)};
                 tile_cols<T, 1, Gfni>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
             }
         }
