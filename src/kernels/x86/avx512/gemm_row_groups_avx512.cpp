@@ -24,6 +24,18 @@
 // On a 2-core Sapphire-Rapids-class Xeon VM that first fetch cost time instead (its 384 prefetches
 // wait for line fill buffers, and a Xeon has fewer outstanding L1 misses): kernel_ab, without it
 // over with it, Q4_0R width 1 0.987, 0.936, 0.992, width 4 0.989, Q8_0R width 1 0.993.
+//
+// Off AMD, narrow matmuls read two streams (GroupStreams): each tile takes two groups, and each
+// group's codes and scales are prefetched kGroupStreamAheadBytes ahead of where that group reads,
+// in place of the one cursor. The same Xeon reads one stream at 21.5 GB/s (2 threads, prefetch
+// 4 KB ahead) but two interleaved ones at 25, four at 26-27 (its L2 streamer follows several
+// pages at once), and the read probe (stream_sum) reads four. kernel_ab, 0.8B forwards, streams
+// over the cursor: Q8_0R width 1 0.896, 0.885, 0.932 (2, 3, 4 KB ahead; 1 KB 0.939), width 2
+// 0.921, width 4 0.932, width 6 0.921, width 8 0.916; Q4_0R width 1 0.931-0.938 (1-3 KB), 0.967
+// (4 KB). Not kept: four groups a tile (Q8_0R width 1 0.996, Q4_0R 1.049); the group streams
+// with one group a tile (Q8_0R width 2 1.025, Q4_0R width 2 1.094); Q4_0R from width 2 on,
+// where the nibble unpacking makes the tiles compute longer per byte (width 2 0.982, 1.003,
+// width 3 1.016, width 4 1.022-1.062, width 8 1.034).
 #pragma GCC optimize("fp-contract=off")
 #include <algorithm>
 #include <bit>
@@ -54,6 +66,21 @@ constexpr int kMaxTileCols = 4;
 template <WType T>
 constexpr int64_t kPairedGroupsAbove = T == WType::Q8_0R ? 8 : 3;
 constexpr int64_t kPrefetchAheadBytes = 24576;
+
+// How the tiles of a call prefetch (header).
+enum class Fetch {
+    Cursor,        // one cursor over the call's bytes, kPrefetchAheadBytes ahead
+    GroupStreams,  // each group's own codes and scales, kGroupStreamAheadBytes of codes ahead
+};
+constexpr int64_t kGroupStreamAheadBytes = 2048;
+// The widest matmul that reads group streams, off AMD.
+template <WType T>
+constexpr int64_t kGroupStreamsUpTo = T == WType::Q8_0R ? 8 : 1;
+
+template <WType T>
+Fetch fetch_for(int64_t n) {
+    return !x86::tiles_tuned_as_amd() && n <= kGroupStreamsUpTo<T> ? Fetch::GroupStreams : Fetch::Cursor;
+}
 // A block's codes and scales in one group.
 template <WType T>
 constexpr int64_t kBlockBytes = row_group_block_code_bytes(T) + 32;
@@ -81,9 +108,10 @@ template <int K, int RG, int C>
 // Groups g .. g+RG-1 (at `group`) times columns j0 .. j0+C-1. store[i]: the lanes of group i
 // that are rows of this call. fetch_end: the end of this call's groups when this tile prefetches
 // (the first column group), else null.
-template <WType T, int RG, int C, bool Gfni>
+template <WType T, int RG, int C, bool Gfni, Fetch F>
 void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
           const __mmask16 (&store)[RG], float* y, int64_t ldy, const uint8_t* fetch_end) {
+    constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
     const __m512i low_mask = _mm512_set1_epi8(15);
     const __m512i shift_matrix = _mm512_set1_epi64(kHighNibblesToLow);
     __m512 acc[RG][C];
@@ -103,7 +131,22 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
     const char* fetch = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes;  // next line to fetch
     const char* stop = reinterpret_cast<const char*>(fetch_end);
     for (int64_t b = 0; b < L.blocks; ++b) {
-        if (fetch_end) {
+        if (F == Fetch::GroupStreams && fetch_end) {
+            // Each group: the code lines kGroupStreamAheadBytes on, and every other block the
+            // scale line as many blocks on (32 bytes a block). Past a group's codes the lines are
+            // its scales, past its scales the next group's codes: read soon either way.
+            constexpr int64_t kAheadBlocks = kGroupStreamAheadBytes / kCodeBytes;
+#pragma GCC unroll 4
+            for (int g = 0; g < RG; ++g) {
+                const char* codes = reinterpret_cast<const char*>(group) + g * L.group_bytes;
+                const char* ahead = codes + (b + kAheadBlocks) * kCodeBytes;
+#pragma GCC unroll 8
+                for (int64_t line = 0; line < kCodeBytes; line += 64)
+                    if (ahead + line < stop) _mm_prefetch(ahead + line, _MM_HINT_T0);
+                const char* scale = codes + L.scales + (b + kAheadBlocks) * 32;
+                if (b % 2 == 0 && scale < stop) _mm_prefetch(scale, _MM_HINT_T0);
+            }
+        } else if (fetch_end) {
             const char* until = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes + (b + 1) * kBlockBytes<T> * RG;
             for (; fetch < until && fetch < stop; fetch += 64) _mm_prefetch(fetch, _MM_HINT_T0);
         }
@@ -127,7 +170,6 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
             }
         }
         const int64_t xoff = (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
-        constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
         auto step = [&](int c, int s) {  // activation step s (elements 4s..4s+3) of column c, broadcast
             int32_t v;
             std::memcpy(&v, xc[c] + xoff + s * 64, 4);
@@ -188,14 +230,35 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
         for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(y + c * ldy + g * 16, store[g], acc[g][c]);
 }
 
-template <WType T, int RG, bool Gfni>
+template <WType T, int RG, bool Gfni, Fetch F>
 void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
                const __mmask16 (&store)[RG], float* y, int64_t ldy, const uint8_t* fetch_end) {
     switch (c) {
-        case 4: return tile<T, RG, 4, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
-        case 3: return tile<T, RG, 3, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
-        case 2: return tile<T, RG, 2, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
-        default: return tile<T, RG, 1, Gfni>(L, group, x, j0, store, y, ldy, fetch_end);
+        case 4: return tile<T, RG, 4, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
+        case 3: return tile<T, RG, 3, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
+        case 2: return tile<T, RG, 2, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
+        default: return tile<T, RG, 1, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
+    }
+}
+
+// The call's tiles, groups g0 .. g1-1: tile_groups groups a tile, columns kMaxTileCols at a time.
+template <WType T, bool Gfni, Fetch F>
+void tiles(const GroupLayout& L, const uint8_t* first, int64_t g0, int64_t g1, int64_t tile_groups,
+           const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+    auto at = [&](int64_t g) { return first + size_t(g - g0) * L.group_bytes; };
+    for (int64_t g = g0; g < g1; g += tile_groups) {
+        for (int64_t j0 = 0; j0 < x.n; j0 += kMaxTileCols) {
+            const int c = int(std::min<int64_t>(kMaxTileCols, x.n - j0));
+            float* yt = y + j0 * ldy + g * 16;
+            const uint8_t* fetch_end = j0 == 0 ? at(g1) : nullptr;
+            if (tile_groups == 2 && g + 1 < g1) {
+                const __mmask16 store[2] = {row_group_lanes(g, r0, r1), row_group_lanes(g + 1, r0, r1)};
+                tile_cols<T, 2, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
+            } else {
+                const __mmask16 store[1] = {row_group_lanes(g, r0, r1)};
+                tile_cols<T, 1, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
+            }
+        }
     }
 }
 
@@ -212,28 +275,17 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
         const char* first_end = first + std::min<size_t>(kPrefetchAheadBytes, size_t(g1 - g0) * L.group_bytes);
         for (const char* p = first; p < first_end; p += 64) _mm_prefetch(p, _MM_HINT_T0);
     }
+    if (fetch_for<T>(x.n) == Fetch::GroupStreams)
+        return tiles<T, Gfni, Fetch::GroupStreams>(L, at(g0), g0, g1, 2, x, y, ldy, r0, r1);
     if (x.n == 1) {
         for (int64_t g = g0; g < g1; ++g) {
             const __mmask16 store[1] = {row_group_lanes(g, r0, r1)};
-            tile<T, 1, 1, Gfni>(L, at(g), x, 0, store, y + g * 16, ldy, at(g1));
+            tile<T, 1, 1, Gfni, Fetch::Cursor>(L, at(g), x, 0, store, y + g * 16, ldy, at(g1));
         }
         return;
     }
     const int64_t tile_groups = x.n > kPairedGroupsAbove<T> ? 2 : 1;
-    for (int64_t g = g0; g < g1; g += tile_groups) {
-        for (int64_t j0 = 0; j0 < x.n; j0 += kMaxTileCols) {
-            const int c = int(std::min<int64_t>(kMaxTileCols, x.n - j0));
-            float* yt = y + j0 * ldy + g * 16;
-            const uint8_t* fetch_end = j0 == 0 ? at(g1) : nullptr;
-            if (tile_groups == 2 && g + 1 < g1) {
-                const __mmask16 store[2] = {row_group_lanes(g, r0, r1), row_group_lanes(g + 1, r0, r1)};
-                tile_cols<T, 2, Gfni>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
-            } else {
-                const __mmask16 store[1] = {row_group_lanes(g, r0, r1)};
-                tile_cols<T, 1, Gfni>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
-            }
-        }
-    }
+    tiles<T, Gfni, Fetch::Cursor>(L, at(g0), g0, g1, tile_groups, x, y, ldy, r0, r1);
 }
 
 }  // namespace
