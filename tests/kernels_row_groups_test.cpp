@@ -215,7 +215,8 @@ bool have_avx512() {
 }
 
 // The AVX-512 kernel called directly on row ranges that start and end inside groups, Q4_0R with
-// and without GFNI: the rows in range get the reference's bits, the others stay untouched.
+// and without GFNI, each way of prefetching forced (the CPU picks one per width; the other is
+// some other CPU's): the rows in range get the reference's bits, the others stay untouched.
 TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {
     if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
     const Shape s{70, 160};
@@ -229,12 +230,15 @@ TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {
             for (bool gfni : {false, true}) {
                 if (gfni && !__builtin_cpu_supports("gfni")) continue;
                 for (auto [r0, r1] : {std::pair<int64_t, int64_t>{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}}) {
-                    std::vector<float> want(size_t(n * s.rows), -1.0f), got(want.size(), -1.0f);
-                    ref::gemm_i8_rows(w, qx, want.data(), s.rows, r0, r1);
-                    avx512::gemm_row_groups(w, qx, got.data(), s.rows, r0, r1, gfni);
-                    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                        << wtype_name(type) << " rows " << r0 << ".." << r1 << " n=" << n
-                        << (gfni ? " GFNI" : " shift and mask");
+                    for (avx512::RowGroupFetch fetch : {avx512::RowGroupFetch::ForThisCpu, avx512::RowGroupFetch::Cursor,
+                                                     avx512::RowGroupFetch::GroupStreams}) {
+                        std::vector<float> want(size_t(n * s.rows), -1.0f), got(want.size(), -1.0f);
+                        ref::gemm_i8_rows(w, qx, want.data(), s.rows, r0, r1);
+                        avx512::gemm_row_groups(w, qx, got.data(), s.rows, r0, r1, gfni, fetch);
+                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                            << wtype_name(type) << " rows " << r0 << ".." << r1 << " n=" << n
+                            << (gfni ? " GFNI" : " shift and mask") << " fetch " << int(fetch);
+                    }
                 }
             }
         }

@@ -83,10 +83,17 @@ struct Int8TileChoice {
     bool gfni = true;
     bool one_pass = true;
 };
+// How the row-group kernel prefetches (gemm_row_groups_avx512.cpp's header): what was measured
+// best for this CPU and width, or one way forced (tests reach both ways on any CPU with it).
+enum class RowGroupFetch {
+    ForThisCpu,
+    Cursor,        // one cursor over the call's bytes
+    GroupStreams,  // two groups a tile, each prefetched ahead of its own reads
+};
 // Q4_0R and Q8_0R (kernels/row_groups.h) for rows [r0, r1); gemm_i8_rows sends those types here.
 // gfni: unpack Q4_0R's high nibbles with GFNI (the caller checks that the CPU has it).
 void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
-                     int64_t r0, int64_t r1, bool gfni);
+                     int64_t r0, int64_t r1, bool gfni, RowGroupFetch fetch = RowGroupFetch::ForThisCpu);
 void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
                        int64_t ldy, int64_t r0, int64_t r1);
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);

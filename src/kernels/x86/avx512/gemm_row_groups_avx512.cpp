@@ -67,18 +67,17 @@ template <WType T>
 constexpr int64_t kPairedGroupsAbove = T == WType::Q8_0R ? 8 : 3;
 constexpr int64_t kPrefetchAheadBytes = 24576;
 
-// How the tiles of a call prefetch (header).
-enum class Fetch {
-    Cursor,        // one cursor over the call's bytes, kPrefetchAheadBytes ahead
-    GroupStreams,  // each group's own codes and scales, kGroupStreamAheadBytes of codes ahead
-};
+// How the tiles of a call prefetch (header): Cursor kPrefetchAheadBytes ahead, GroupStreams
+// each group's own codes and scales kGroupStreamAheadBytes of codes ahead.
+using Fetch = RowGroupFetch;
 constexpr int64_t kGroupStreamAheadBytes = 2048;
 // The widest matmul that reads group streams, off AMD.
 template <WType T>
 constexpr int64_t kGroupStreamsUpTo = T == WType::Q8_0R ? 8 : 1;
 
 template <WType T>
-Fetch fetch_for(int64_t n) {
+Fetch fetch_for(int64_t n, Fetch asked) {
+    if (asked != Fetch::ForThisCpu) return asked;
     return !x86::tiles_tuned_as_amd() && n <= kGroupStreamsUpTo<T> ? Fetch::GroupStreams : Fetch::Cursor;
 }
 // A block's codes and scales in one group.
@@ -263,7 +262,8 @@ void tiles(const GroupLayout& L, const uint8_t* first, int64_t g0, int64_t g1, i
 }
 
 template <WType T, bool Gfni>
-void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1,
+          Fetch asked) {
     const GroupLayout L{w.cols / 32, row_group_bytes(T, w.cols), row_group_scales_offset(T, w.cols)};
     const int64_t g0 = r0 / 16, g1 = row_groups(r1);
     auto at = [&](int64_t g) { return w.data + size_t(g) * L.group_bytes; };
@@ -275,7 +275,7 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
         const char* first_end = first + std::min<size_t>(kPrefetchAheadBytes, size_t(g1 - g0) * L.group_bytes);
         for (const char* p = first; p < first_end; p += 64) _mm_prefetch(p, _MM_HINT_T0);
     }
-    if (fetch_for<T>(x.n) == Fetch::GroupStreams)
+    if (fetch_for<T>(x.n, asked) == Fetch::GroupStreams)
         return tiles<T, Gfni, Fetch::GroupStreams>(L, at(g0), g0, g1, 2, x, y, ldy, r0, r1);
     if (x.n == 1) {
         for (int64_t g = g0; g < g1; ++g) {
@@ -291,14 +291,14 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
 }  // namespace
 
 void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
-                     int64_t r1, bool gfni) {
+                     int64_t r1, bool gfni, RowGroupFetch fetch) {
     if (r0 >= r1 || x.n <= 0) return;
     if (w.type == WType::Q8_0R)
-        gemm<WType::Q8_0R, false>(w, x, y, ldy, r0, r1);  // no nibbles to unpack
+        gemm<WType::Q8_0R, false>(w, x, y, ldy, r0, r1, fetch);  // no nibbles to unpack
     else if (gfni)
-        gemm<WType::Q4_0R, true>(w, x, y, ldy, r0, r1);
+        gemm<WType::Q4_0R, true>(w, x, y, ldy, r0, r1, fetch);
     else
-        gemm<WType::Q4_0R, false>(w, x, y, ldy, r0, r1);
+        gemm<WType::Q4_0R, false>(w, x, y, ldy, r0, r1, fetch);
 }
 
 }  // namespace nextn::avx512
