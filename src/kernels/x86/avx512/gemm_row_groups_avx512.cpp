@@ -242,9 +242,9 @@ void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const Quantize
 
 // The call's tiles, groups g0 .. g1-1: tile_groups groups a tile, columns kMaxTileCols at a time.
 template <WType T, bool Gfni, Fetch F>
-void tiles(const GroupLayout& L, const uint8_t* first, int64_t g0, int64_t g1, int64_t tile_groups,
+void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-    auto at = [&](int64_t g) { return first + size_t(g - g0) * L.group_bytes; };
+    auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
     for (int64_t g = g0; g < g1; g += tile_groups) {
         for (int64_t j0 = 0; j0 < x.n; j0 += kMaxTileCols) {
             const int c = int(std::min<int64_t>(kMaxTileCols, x.n - j0));
@@ -276,16 +276,9 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
         for (const char* p = first; p < first_end; p += 64) _mm_prefetch(p, _MM_HINT_T0);
     }
     if (fetch_for<T>(x.n, asked) == Fetch::GroupStreams)
-        return tiles<T, Gfni, Fetch::GroupStreams>(L, at(g0), g0, g1, 2, x, y, ldy, r0, r1);
-    if (x.n == 1) {
-        for (int64_t g = g0; g < g1; ++g) {
-            const __mmask16 store[1] = {row_group_lanes(g, r0, r1)};
-            tile<T, 1, 1, Gfni, Fetch::Cursor>(L, at(g), x, 0, store, y + g * 16, ldy, at(g1));
-        }
-        return;
-    }
+        return tiles<T, Gfni, Fetch::GroupStreams>(L, w.data, g0, g1, 2, x, y, ldy, r0, r1);
     const int64_t tile_groups = x.n > kPairedGroupsAbove<T> ? 2 : 1;
-    tiles<T, Gfni, Fetch::Cursor>(L, at(g0), g0, g1, tile_groups, x, y, ldy, r0, r1);
+    tiles<T, Gfni, Fetch::Cursor>(L, w.data, g0, g1, tile_groups, x, y, ldy, r0, r1);
 }
 
 }  // namespace
