@@ -25,17 +25,28 @@
 // wait for line fill buffers, and a Xeon has fewer outstanding L1 misses): kernel_ab, without it
 // over with it, Q4_0R width 1 0.987, 0.936, 0.992, width 4 0.989, Q8_0R width 1 0.993.
 //
-// Off AMD, narrow matmuls read two streams (GroupStreams): each tile takes two groups, and each
-// group's codes and scales are prefetched kGroupStreamAheadBytes ahead of where that group reads,
-// in place of the one cursor. The same Xeon reads one stream at 21.5 GB/s (2 threads, prefetch
-// 4 KB ahead) but two interleaved ones at 25, four at 26-27 (its L2 streamer follows several
-// pages at once), and the read probe (stream_sum) reads four. kernel_ab, 0.8B forwards, streams
-// over the cursor: Q8_0R width 1 0.896, 0.885, 0.932 (2, 3, 4 KB ahead; 1 KB 0.939), width 2
-// 0.921, width 4 0.932, width 6 0.921, width 8 0.916; Q4_0R width 1 0.931-0.938 (1-3 KB), 0.967
-// (4 KB). Not kept: four groups a tile (Q8_0R width 1 0.996, Q4_0R 1.049); the group streams
-// with one group a tile (Q8_0R width 2 1.025, Q4_0R width 2 1.094); Q4_0R from width 2 on,
-// where the nibble unpacking makes the tiles compute longer per byte (width 2 0.982, 1.003,
+// Off AMD, narrow matmuls (up to 16 columns) read two streams (GroupStreams): each tile takes two
+// groups, and each group's codes and scales are prefetched kGroupStreamAheadBytes ahead of where
+// that group reads, in place of the one cursor. The same Xeon reads one stream at 21.5 GB/s (2
+// threads, prefetch 4 KB ahead) but two interleaved ones at 25, four at 26-27 (its L2 streamer
+// follows several pages at once), and the read probe (stream_sum) reads four. kernel_ab, 0.8B
+// forwards, streams over the cursor: Q8_0R width 1 0.896, 0.885, 0.932 (2, 3, 4 KB ahead; 1 KB
+// 0.939), width 2 0.921, width 4 0.932, width 6 0.921, width 8 0.916; Q4_0R width 1 0.931-0.938
+// (1-3 KB), 0.967 (4 KB). Not kept: four groups a tile (Q8_0R width 1 0.996, Q4_0R 1.049); the
+// group streams with one group a tile (Q8_0R width 2 1.025, Q4_0R width 2 1.094); Q4_0R from width
+// 2 on, where the nibble unpacking makes the tiles compute longer per byte (width 2 0.982, 1.003,
 // width 3 1.016, width 4 1.022-1.062, width 8 1.034).
+// Session 26, same Xeon: each group's code lines are also prefetched into L2 kGroupStreamFarBytes
+// ahead, as the read probe does: the L1 prefetches (and the tiles' own misses) hold line fill
+// buffers, of which a core has few; the L2 ones hold them only briefly, and keep more of each
+// stream in flight. With them the group streams serve every width up to 16 for both types.
+// kernel_ab over the previous session's kernel: Q4_0R width 1 0.906-0.943 (16 KB ahead 0.959, 24 KB
+// 0.948, 48 KB 0.942, 64 KB 0.955; 32 KB without the L1 prefetches 0.961), width 2 0.873, width 4
+// 0.912-0.943, width 8 0.968, width 16 0.904; Q8_0R width 1 0.994-1.006 (every other line 1.117; only
+// each page's first two lines 1.000), width 4 0.950, width 8 0.970, width 16 0.987. The 2B's longer
+// groups (16 KB of 4-bit codes) gain nothing: Q4_0R width 1 0.997-1.014 (64 KB ahead 0.997, 16 KB
+// 1.027), Q8_0R 1.019. Not kept: four groups a tile at width 1 (Q8_0R 0.971-0.976, 16 KB ahead
+// 1.006; Q4_0R 0.935), the L1 prefetches 1 or 4 KB ahead (Q8_0R 1.061, 1.032).
 #pragma GCC optimize("fp-contract=off")
 #include <algorithm>
 #include <bit>
@@ -71,14 +82,14 @@ constexpr int64_t kPrefetchAheadBytes = 24576;
 // each group's own codes and scales kGroupStreamAheadBytes of codes ahead.
 using Fetch = RowGroupFetch;
 constexpr int64_t kGroupStreamAheadBytes = 2048;
+constexpr int64_t kGroupStreamFarBytes = 32768;  // into L2
 // The widest matmul that reads group streams, off AMD.
-template <WType T>
-constexpr int64_t kGroupStreamsUpTo = T == WType::Q8_0R ? 8 : 1;
+constexpr int64_t kGroupStreamsUpTo = 16;
 
 template <WType T>
 Fetch fetch_for(int64_t n, Fetch asked) {
     if (asked != Fetch::ForThisCpu) return asked;
-    return !x86::tiles_tuned_as_amd() && n <= kGroupStreamsUpTo<T> ? Fetch::GroupStreams : Fetch::Cursor;
+    return !x86::tiles_tuned_as_amd() && n <= kGroupStreamsUpTo ? Fetch::GroupStreams : Fetch::Cursor;
 }
 // A block's codes and scales in one group.
 template <WType T>
@@ -131,17 +142,21 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
     const char* stop = reinterpret_cast<const char*>(fetch_end);
     for (int64_t b = 0; b < L.blocks; ++b) {
         if (F == Fetch::GroupStreams && fetch_end) {
-            // Each group: the code lines kGroupStreamAheadBytes on, and every other block the
-            // scale line as many blocks on (32 bytes a block). Past a group's codes the lines are
-            // its scales, past its scales the next group's codes: read soon either way.
+            // Each group: the code lines kGroupStreamAheadBytes on into L1 and kGroupStreamFarBytes
+            // on into L2, and every other block the scale line kGroupStreamAheadBytes of codes
+            // on (32 bytes a block). Past a group's codes the lines are its scales, past its
+            // scales the next group's codes: read soon either way.
             constexpr int64_t kAheadBlocks = kGroupStreamAheadBytes / kCodeBytes;
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 const char* codes = reinterpret_cast<const char*>(group) + g * L.group_bytes;
                 const char* ahead = codes + (b + kAheadBlocks) * kCodeBytes;
+                const char* far = codes + b * kCodeBytes + kGroupStreamFarBytes;
 #pragma GCC unroll 8
-                for (int64_t line = 0; line < kCodeBytes; line += 64)
+                for (int64_t line = 0; line < kCodeBytes; line += 64) {
                     if (ahead + line < stop) _mm_prefetch(ahead + line, _MM_HINT_T0);
+                    if (far + line < stop) _mm_prefetch(far + line, _MM_HINT_T1);
+                }
                 const char* scale = codes + L.scales + (b + kAheadBlocks) * 32;
                 if (b % 2 == 0 && scale < stop) _mm_prefetch(scale, _MM_HINT_T0);
             }
