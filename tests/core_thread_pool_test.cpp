@@ -1,10 +1,14 @@
 // ThreadPool: every item of a job runs exactly once, on a thread index in range, whatever the job
 // size (the static split below 8 items per thread, the guided claims above it), across many
-// back-to-back jobs (workers that start a job while spinning) and after the workers fell asleep.
+// back-to-back jobs (workers that start a job while spinning) and after the workers fell asleep
+// (when the caller often claims every item before a worker wakes, and the worker must then stay
+// out of that job); run_on_each_thread runs once on every thread, each on its own OS thread.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -52,6 +56,51 @@ TEST(ThreadPool, JobsAfterTheWorkersSleep) {
         // Longer than the workers' spin: they wait on the condition variable.
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         expect_each_item_once(pool, 257);
+    }
+}
+
+// Runs fn on each thread and checks: every index once, each on a distinct OS thread.
+void expect_each_thread_once(ThreadPool& pool) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(pool.size()));
+    std::mutex mutex;
+    std::set<std::thread::id> ids;
+    std::atomic<bool> bad_index{false};
+    pool.run_on_each_thread([&](int thread) {
+        if (thread < 0 || thread >= pool.size()) {
+            bad_index = true;
+            return;
+        }
+        hits[size_t(thread)].fetch_add(1);
+        std::lock_guard<std::mutex> lock(mutex);
+        ids.insert(std::this_thread::get_id());
+    });
+    ASSERT_FALSE(bad_index.load());
+    for (int t = 0; t < pool.size(); ++t) ASSERT_EQ(1, hits[size_t(t)].load()) << "thread " << t;
+    EXPECT_EQ(size_t(pool.size()), ids.size());
+}
+
+TEST(ThreadPool, RunOnEachThreadRunsEveryThreadOnce) {
+    for (int threads : {1, 2, 3, 4}) {
+        ThreadPool pool(threads);
+        expect_each_thread_once(pool);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the workers asleep
+        expect_each_thread_once(pool);
+        // Between jobs that workers may have stayed out of.
+        for (int job = 0; job < 200; ++job) {
+            expect_each_item_once(pool, 1 + job % 40);
+            if (job % 10 == 0) expect_each_thread_once(pool);
+        }
+    }
+}
+
+TEST(ThreadPool, JobsRightAfterTheWorkersWake) {
+    // Each job starts while the workers are still waking from the previous sleep: the caller
+    // may have claimed every item by the time a worker arrives, which must then skip the job
+    // (and never run a later job's items as the old one's).
+    ThreadPool pool(4);
+    for (int round = 0; round < 20; ++round) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        for (int64_t n : {1, 2, 5, 16, 40}) expect_each_item_once(pool, n);
     }
 }
 

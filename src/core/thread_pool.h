@@ -1,11 +1,16 @@
 #pragma once
 // A persistent pool of worker threads. run(n, fn) covers [0, n) with calls fn(begin, end), the
-// calling thread taking part. Small jobs (n < 8 per thread) get one contiguous range per
-// thread; larger ones are claimed from a shared counter in shrinking chunks (each a share of
+// calling thread taking part. Small jobs (n < 8 per thread) are split into one contiguous range
+// per thread; larger ones are claimed from a shared counter in shrinking chunks (each a share of
 // what is left, run_share), so a thread that started late or runs slower takes fewer and the
-// threads finish together. Each item is handled by exactly one
-// call, and what an item computes never depends on which thread ran it, so kernels that write
-// disjoint outputs stay bitwise reproducible for any thread count and any schedule.
+// threads finish together. Either way the ranges are claimed, never assigned: a worker that has
+// not yet woken when the others have claimed everything never joins that job, and the caller
+// waits only for workers inside it (on a VM a sleeping worker's wake-up took 1-4 ms, and the
+// caller sat out those milliseconds after doing the whole job alone). Each item is handled by
+// exactly one call, and what an item computes never depends on which thread ran it, so kernels
+// that write disjoint outputs stay bitwise reproducible for any thread count and any schedule.
+// run_on_each_thread is the exception for measurements: every thread runs, and the caller waits
+// for all of them.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -41,25 +46,41 @@ public:
         dispatch(n_items, thunk, &fn);
     }
 
+    // fn(thread) once on each of the size() threads (the caller's index is 0), returning when
+    // all have run: the read-bandwidth and compute probes, which must load every core.
+    template <class Fn>
+    void run_on_each_thread(Fn&& fn) {
+        auto thunk = [](void* ctx, int thread, int64_t, int64_t) {
+            (*static_cast<std::remove_reference_t<Fn>*>(ctx))(thread);
+        };
+        dispatch(n_threads_, thunk, &fn, /*on_each_thread=*/true);
+    }
+
 private:
     using Thunk = void (*)(void*, int, int64_t, int64_t);
-    void dispatch(int64_t n_items, Thunk thunk, void* ctx);
+    void dispatch(int64_t n_items, Thunk thunk, void* ctx, bool on_each_thread = false);
     void worker_loop(int index);
     void run_share(int index);
+    // job_'s fields: the job's generation (bits 17 and up), whether it is closed to workers that
+    // have not joined it (bit 16), and how many workers are inside it (bits 0-15).
+    static constexpr uint64_t kJoinedMask = 0xffff, kClosed = uint64_t(1) << 16;
+    static constexpr int kGenerationShift = 17;
+    static uint64_t generation_of(uint64_t job) { return job >> kGenerationShift; }
 
     int n_threads_ = 1;
     std::vector<std::thread> workers_;
     std::mutex mutex_;
     std::condition_variable wake_;
-    std::atomic<uint64_t> generation_{0};
-    std::atomic<int> pending_{0};
-    std::atomic<int64_t> next_item_{0};  // dynamic schedule: first item not yet handed out
+    std::atomic<uint64_t> job_{0};
+    std::atomic<int> finished_{0};       // workers done with a run_on_each_thread job
+    std::atomic<int64_t> next_item_{0};  // first item (guided) or range (static) not yet claimed
     std::atomic<bool> stopping_{false};
     // The job being run; written by dispatch() before the generation bump (whose release a
     // worker's acquire of the new generation pairs with), unchanged until the job is done.
     Thunk thunk_ = nullptr;
     void* ctx_ = nullptr;
     int64_t n_items_ = 0;
+    bool on_each_thread_ = false;
 };
 
 // pool->run(n, fn) when a pool is given, else fn(0, n) on the calling thread (load-time work

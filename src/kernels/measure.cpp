@@ -32,10 +32,8 @@ double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool, size_t
         std::vector<float> sums(size_t(threads), 0.0f);
         for (int rep = 0; rep < 10; ++rep) {
             const auto t0 = std::chrono::steady_clock::now();
-            pool.run(threads, [&](int64_t i0, int64_t i1) {
-                for (int64_t i = i0; i < i1; ++i)
-                    sums[size_t(i)] += k.stream_sum(buffer.data() + i * per, per);
-            });
+            pool.run_on_each_thread(
+                [&](int i) { sums[size_t(i)] += k.stream_sum(buffer.data() + i * per, per); });
             best = std::max(best, double(buffer.size()) * sizeof(float) / seconds_since(t0) / 1e9);
         }
         volatile float sink = sums[0];  // the sums are the point of the reads
@@ -107,9 +105,7 @@ double measure_compute_peak_ops(const KernelTable& k, ThreadPool& pool, PeakKind
     for (int trial = 0; trial < 10; ++trial) {
         std::fill(acc.begin(), acc.end(), 0);
         const auto t0 = std::chrono::steady_clock::now();
-        pool.run(threads, [&](int64_t i0, int64_t i1) {
-            for (int64_t i = i0; i < i1; ++i) call(int(i), reps);
-        });
+        pool.run_on_each_thread([&](int i) { call(i, reps); });
         best = std::min(best, seconds_since(t0));
     }
     const double macs_per_rep = double(C) * (kind == PeakKind::Int8 ? 64.0 : kind == PeakKind::Bf16 ? 32.0 : 16.0);
