@@ -42,11 +42,11 @@
 // stream in flight. With them the group streams serve every width up to 16 for both types.
 // kernel_ab over the previous session's kernel: Q4_0R width 1 0.906-0.943 (16 KB ahead 0.959, 24 KB
 // 0.948, 48 KB 0.942, 64 KB 0.955; 32 KB without the L1 prefetches 0.961), width 2 0.873, width 4
-// 0.912-0.943, width 8 0.968, width 16 0.904; Q8_0R width 1 0.994-1.006 (every other line 1.117; only
-// each page's first two lines 1.000), width 4 0.950, width 8 0.970, width 16 0.987. The 2B's longer
-// groups (16 KB of 4-bit codes) gain nothing: Q4_0R width 1 0.997-1.014 (64 KB ahead 0.997, 16 KB
-// 1.027), Q8_0R 1.019. Not kept: four groups a tile at width 1 (Q8_0R 0.971-0.976, 16 KB ahead
-// 1.006; Q4_0R 0.935), the L1 prefetches 1 or 4 KB ahead (Q8_0R 1.061, 1.032).
+// 0.912-0.943, width 8 0.968, width 16 0.904; Q8_0R width 1 0.994-1.006 (every other line 1.117;
+// only each page's first two lines 1.000), width 4 0.950, width 8 0.970, width 16 0.987. The 2B's
+// longer groups (16 KB of 4-bit codes) gain nothing: Q4_0R width 1 0.997-1.014 (64 KB ahead 0.997,
+// 16 KB 1.027), Q8_0R 1.019. Not kept: four groups a tile at width 1 (Q8_0R 0.971-0.976, 16 KB
+// ahead 1.006; Q4_0R 0.935), the L1 prefetches 1 or 4 KB ahead (Q8_0R 1.061, 1.032).
 #pragma GCC optimize("fp-contract=off")
 #include <algorithm>
 #include <bit>
