@@ -79,14 +79,14 @@ constexpr int64_t kPairedGroupsAbove = T == WType::Q8_0R ? 8 : 3;
 constexpr int64_t kPrefetchAheadBytes = 24576;
 
 // How the tiles of a call prefetch (header): Cursor kPrefetchAheadBytes ahead, GroupStreams
-// each group's own codes and scales kGroupStreamAheadBytes of codes ahead.
+// each group's own codes and scales kGroupStreamAheadBytes of codes ahead (and its codes
+// kGroupStreamFarBytes ahead into L2).
 using Fetch = RowGroupFetch;
 constexpr int64_t kGroupStreamAheadBytes = 2048;
 constexpr int64_t kGroupStreamFarBytes = 32768;  // into L2
 // The widest matmul that reads group streams, off AMD.
 constexpr int64_t kGroupStreamsUpTo = 16;
 
-template <WType T>
 Fetch fetch_for(int64_t n, Fetch asked) {
     if (asked != Fetch::ForThisCpu) return asked;
     return !x86::tiles_tuned_as_amd() && n <= kGroupStreamsUpTo ? Fetch::GroupStreams : Fetch::Cursor;
@@ -290,7 +290,7 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
         const char* first_end = first + std::min<size_t>(kPrefetchAheadBytes, size_t(g1 - g0) * L.group_bytes);
         for (const char* p = first; p < first_end; p += 64) _mm_prefetch(p, _MM_HINT_T0);
     }
-    if (fetch_for<T>(x.n, asked) == Fetch::GroupStreams)
+    if (fetch_for(x.n, asked) == Fetch::GroupStreams)
         return tiles<T, Gfni, Fetch::GroupStreams>(L, w.data, g0, g1, 2, x, y, ldy, r0, r1);
     const int64_t tile_groups = x.n > kPairedGroupsAbove<T> ? 2 : 1;
     tiles<T, Gfni, Fetch::Cursor>(L, w.data, g0, g1, tile_groups, x, y, ldy, r0, r1);
