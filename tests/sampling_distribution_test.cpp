@@ -155,7 +155,8 @@ TEST(SamplingLogprobs, ProcessWorkspaceHoldsBiasedPenalizedLogits) {
     Distribution d;
     const std::vector<int32_t> history = {1};
     process(std::vector<float>{0.0f, 2.0f}, history, params, workspace, d);
-    EXPECT_EQ(workspace.logits, (std::vector<float>{1.0f, 1.5f}));
+    EXPECT_EQ(std::vector<float>(workspace.processed.begin(), workspace.processed.end()),
+              (std::vector<float>{1.0f, 1.5f}));
     EXPECT_EQ(d.ids, (std::vector<int32_t>{1}));
     // Reusing the output and workspace gives the same result as fresh buffers.
     params.temperature = 1.0f;

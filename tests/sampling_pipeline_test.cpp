@@ -271,6 +271,70 @@ TEST(SamplingPipeline, BadLogitsAreErrors) {
     EXPECT_THROW(process(std::vector<float>{}, {}, plain()), Error);
 }
 
+// Greedy over vocabulary-sized vectors (the argmax scans blocks of 1024 in 16-value steps, and
+// its index search looks only in the first block holding the max): the lowest id holding the
+// largest value, against a plain loop, for ties placed across blocks, lanes and the tail.
+TEST(SamplingPipeline, GreedyArgmaxMatchesAPlainScanOnLongVectors) {
+    Rng rng(99);
+    SamplerParams params = plain();
+    params.temperature = 0.0f;
+    for (size_t n : {size_t(17), size_t(1023), size_t(1024), size_t(1025), size_t(5000), size_t(248320 + 7)}) {
+        std::vector<float> logits(n);
+        for (float& l : logits) l = static_cast<float>(rng.uniform() * 10.0 - 5.0);
+        for (int trial = 0; trial < 12; ++trial) {
+            std::vector<float> x = logits;
+            // Ties of a new max at two random places (trial 0: the last one only; trial 1: the
+            // first one only); a few -inf entries.
+            const size_t a = size_t(rng.uniform() * double(n)) % n;
+            const size_t b = size_t(rng.uniform() * double(n)) % n;
+            if (trial == 0) x[n - 1] = 7.0f;
+            else if (trial == 1) x[0] = 7.0f;
+            else x[a] = x[b] = 7.0f + float(trial);
+            for (int k = 0; k < 5; ++k) x[size_t(rng.uniform() * double(n)) % n] = -INFINITY;
+            size_t want = 0;
+            for (size_t i = 1; i < n; ++i)
+                if (x[i] > x[want]) want = i;
+            const Distribution d = process(x, {}, params);
+            ASSERT_EQ(d.ids, std::vector<int32_t>{int32_t(want)}) << "n=" << n << " trial " << trial;
+        }
+        // One NaN or +inf anywhere (in a 16-value step or in the tail) is an error naming it.
+        for (size_t at : {size_t(0), n / 2, n - 1}) {
+            for (float bad : {NAN, INFINITY}) {
+                std::vector<float> x = logits;
+                x[at] = bad;
+                try {
+                    process(x, {}, params);
+                    ADD_FAILURE() << "no error for " << bad << " at " << at << " of " << n;
+                } catch (const Error& e) {
+                    EXPECT_NE(std::string(e.what()).find("token " + std::to_string(at)), std::string::npos)
+                        << e.what();
+                }
+            }
+        }
+        std::vector<float> banned(n, -INFINITY);
+        EXPECT_THROW(process(banned, {}, params), Error);
+    }
+}
+
+// Without bias or penalties the workspace views the input logits (no copy); with either, its
+// own biased, penalized copy. Logprobs read the view.
+TEST(SamplingPipeline, WorkspaceViewsTheInputWhenNothingChangesIt) {
+    SamplerParams params = plain();
+    params.temperature = 0.0f;
+    SamplingWorkspace workspace;
+    Distribution d;
+    const std::vector<float> logits = {0.5f, 2.0f, -1.0f};
+    process(logits, {}, params, workspace, d);
+    EXPECT_EQ(workspace.processed.data(), logits.data());
+    EXPECT_EQ(workspace.processed.size(), logits.size());
+    params.logit_bias = {{2, 4.0f}};
+    process(logits, {}, params, workspace, d);
+    EXPECT_EQ(workspace.processed.data(), workspace.logits.data());
+    EXPECT_EQ(std::vector<float>(workspace.processed.begin(), workspace.processed.end()),
+              (std::vector<float>{0.5f, 2.0f, 3.0f}));
+    EXPECT_EQ(d.ids, std::vector<int32_t>{2});
+}
+
 // Naive reference of the documented rules: full sort, then prefix scans.
 Distribution reference_pipeline(const std::vector<float>& logits, const SamplerParams& params) {
     const size_t n = logits.size();

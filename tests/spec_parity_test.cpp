@@ -12,6 +12,8 @@
 #include "spec/depth_controller.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
+#include "sampling/logit_pipeline.h"
+#include "sampling/logprobs.h"
 
 namespace nextn {
 namespace {
@@ -253,6 +255,66 @@ TEST_P(SpecParity, RollbackLeavesStateAsFreshRun) {
     model.forward(a, &next, 1, {nullptr, la.data(), 1});
     model.forward(b, &next, 1, {nullptr, lb.data(), 1});
     EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), size_t(V) * sizeof(float)));
+}
+
+// Each streamed token's logprobs are those of its own position's logits after bias and
+// penalties (the decoder reports them from the round's logits, without a copy when nothing
+// changes them), at depth 0 and in rounds that stream several tokens; against token-by-token
+// forwards.
+TEST_P(SpecParity, StreamedLogprobsAreThoseOfEachPositionsLogits) {
+    const Qwen35Model& model = *lm_.model;
+    const int64_t V = model.config().vocab_size;
+    constexpr int kTop = 3;
+    constexpr int64_t kTokens = 24;
+    for (bool biased : {false, true}) {
+        SamplerParams params = DecodeOptions::greedy_params();
+        if (biased) {
+            params.logit_bias = {{5, 1.5f}};
+            params.presence_penalty = 0.5f;
+        }
+        std::vector<int32_t> plain;  // the depth-0 output, which the scripted drafts propose
+        for (int depth : {0, 3}) {
+            SequenceState state = model.new_state(int64_t(prompt_.size()) + kTokens + 8, depth + 1);
+            // Mostly right drafts (every third one corrupted), so rounds stream several tokens.
+            std::unique_ptr<Drafter> drafter;
+            if (depth > 0) drafter = std::make_unique<ScriptedDrafter>(prompt_, plain, 3);
+            DecodeOptions opts;
+            opts.max_new_tokens = kTokens;
+            opts.draft_depth = depth;
+            opts.sampler = params;
+            opts.logprobs = kTop;
+            std::vector<int32_t> out;
+            std::vector<LogprobReport> reports;
+            generate(model, state, drafter.get(), prompt_, opts, [&](const EmittedToken& t) {
+                out.push_back(t.id);
+                if (t.logprobs) reports.push_back(*t.logprobs);
+                return true;
+            });
+            ASSERT_EQ(out.size(), reports.size());
+            if (depth == 0) plain = out;
+            EXPECT_EQ(plain, out) << "depth " << depth;
+            SequenceState ref = model.new_state(int64_t(prompt_.size()) + kTokens + 8, 1);
+            std::vector<float> logits(static_cast<size_t>(V));
+            model.forward(ref, prompt_.data(), int64_t(prompt_.size()), {nullptr, logits.data(), 1});
+            std::vector<int32_t> history = prompt_;
+            for (size_t i = 0; i < out.size(); ++i) {
+                std::vector<float> processed;
+                apply_bias_and_penalties(logits, history, params, processed);
+                const LogprobReport want = logprobs_from_logits(processed, out[i], kTop);
+                const std::string where = (biased ? "biased, " : "") + std::string("depth ") +
+                                          std::to_string(depth) + ", token " + std::to_string(i);
+                EXPECT_EQ(want.chosen.token, reports[i].chosen.token) << where;
+                EXPECT_EQ(want.chosen.logprob, reports[i].chosen.logprob) << where;
+                ASSERT_EQ(want.top.size(), reports[i].top.size()) << where;
+                for (size_t k = 0; k < want.top.size(); ++k) {
+                    EXPECT_EQ(want.top[k].token, reports[i].top[k].token) << where;
+                    EXPECT_EQ(want.top[k].logprob, reports[i].top[k].logprob) << where;
+                }
+                history.push_back(out[i]);
+                model.forward(ref, &out[i], 1, {nullptr, logits.data(), 1});
+            }
+        }
+    }
 }
 
 // The 7-token prompt is one of attention's blocks of 8 tokens; the first 37 tokens of the

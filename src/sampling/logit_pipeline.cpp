@@ -88,18 +88,6 @@ float block_max(const float* values, size_t n) {
     return best;
 }
 
-// Whether any value is NaN or +inf (the softmax accepts finite values and -inf only).
-bool any_unusable(const float* values, size_t n) {
-    int32_t lane[8] = {};  // int, not bool, so the lanes vectorize
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j) lane[j] |= !(values[i + j] <= FLT_MAX);
-    for (; i < n; ++i) lane[0] |= !(values[i] <= FLT_MAX);
-    int32_t any = 0;
-    for (int32_t b : lane) any |= b;
-    return any != 0;
-}
-
 // Below this k the heap scan wins: almost every logit fails one comparison against the heap's
 // worst entry. Above it a selection over all finite logits is cheaper.
 constexpr int64_t kHeapSelectMaxK = 4096;
@@ -144,18 +132,66 @@ void select_top_k(std::span<const float> logits, int64_t k, std::vector<Candidat
     std::sort(best.begin(), best.end(), ranks_before);
 }
 
+// Max (ignoring NaN) of the n values at `values` and whether any is NaN or +inf, in one pass:
+// four accumulators of four lanes each, so four chains of max instructions overlap (one
+// register's chain ran the scan at a quarter of the rate the loads allow).
+struct ScanResult {
+    float max;
+    bool unusable;
+};
+ScanResult scan_values(const float* values, size_t n) {
+    constexpr size_t kLanes = 16;
+    Float4 best[4];
+    Int4 bad[4] = {};
+    for (Float4& b : best) b = Float4{} - INFINITY;
+    size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+#pragma GCC unroll 4  // (-O2 leaves it rolled, the accumulators then live in memory)
+        for (int a = 0; a < 4; ++a) {
+            Float4 v;
+            std::memcpy(&v, values + i + 4 * a, sizeof v);
+            best[a] = v > best[a] ? v : best[a];
+            bad[a] |= ~(v <= FLT_MAX);  // false for NaN and +inf
+        }
+    }
+    float max = -INFINITY;
+    int32_t any = 0;
+    for (int a = 0; a < 4; ++a)
+        for (int j = 0; j < 4; ++j) {
+            max = best[a][j] > max ? best[a][j] : max;
+            any |= bad[a][j];
+        }
+    for (; i < n; ++i) {
+        max = values[i] > max ? values[i] : max;
+        any |= !(values[i] <= FLT_MAX);
+    }
+    return {max, any != 0};
+}
+
 // Rejects logits the softmax cannot handle; returns the index of the largest finite logit
-// (lowest id among ties), or -1 when all are -inf.
+// (lowest id among ties), or -1 when all are -inf. One pass over the logits, block by block:
+// the first block holding the largest value is the only one searched for its index.
 int64_t checked_argmax(std::span<const float> logits) {
-    if (any_unusable(logits.data(), logits.size())) {
+    constexpr size_t kBlock = 1024;
+    float max_logit = -INFINITY;
+    size_t best_block = 0;
+    bool unusable = false;
+    for (size_t start = 0; start < logits.size(); start += kBlock) {
+        const ScanResult r = scan_values(&logits[start], std::min(kBlock, logits.size() - start));
+        unusable |= r.unusable;
+        if (r.max > max_logit) {  // strictly: an equal max in a later block has higher ids
+            max_logit = r.max;
+            best_block = start;
+        }
+    }
+    if (unusable) {
         for (size_t i = 0; i < logits.size(); ++i)
             if (!(logits[i] <= FLT_MAX))
                 fail("sampling: logit of token ", i, " is ", logits[i],
                      " (expected finite or -inf)");
     }
-    const float max_logit = block_max(logits.data(), logits.size());
     if (max_logit == -INFINITY) return -1;
-    for (size_t i = 0; i < logits.size(); ++i)
+    for (size_t i = best_block; i < logits.size(); ++i)
         if (logits[i] == max_logit) return static_cast<int64_t>(i);
     return -1;  // unreachable: max_logit is one of the logits
 }
@@ -382,8 +418,15 @@ Distribution distribution_from_logits(std::span<const float> logits, const Sampl
 
 void process(std::span<const float> logits, std::span<const int32_t> history,
              const SamplerParams& params, SamplingWorkspace& workspace, Distribution& out) {
-    apply_bias_and_penalties(logits, history, params, workspace.logits, workspace.recent);
-    distribution_from_logits(workspace.logits, params, workspace, out);
+    if (params.logit_bias.empty() && !params.penalties_active()) {
+        // Steps 1-2 change nothing: no copy of the V logits (a pass over a megabyte every token).
+        params.validate();
+        workspace.processed = logits;
+    } else {
+        apply_bias_and_penalties(logits, history, params, workspace.logits, workspace.recent);
+        workspace.processed = workspace.logits;
+    }
+    distribution_from_logits(workspace.processed, params, workspace, out);
 }
 
 Distribution process(std::span<const float> logits, std::span<const int32_t> history,

@@ -46,7 +46,11 @@ struct SamplingCandidate {
 // Distributions too): allocating and first-touching fresh megabytes on every call costs more
 // than the arithmetic, and once they have grown a decode loop allocates nothing.
 struct SamplingWorkspace {
-    std::vector<float> logits;   // [V] after steps 1-2 (bias, penalties): logprobs_from_logits
+    // [V] the logits after steps 1-2 (bias, penalties), what logprobs_from_logits reads: a view
+    // of `logits` below, or of process()'s input itself when no bias or penalty applies (no
+    // copy; then valid only while that input is).
+    std::span<const float> processed;
+    std::vector<float> logits;   // [V] steps 1-2's output when they change anything
     std::vector<float> weights;  // [V] scratch for the unnormalized probabilities
     std::vector<SamplingCandidate> candidates;  // [<= V] top-k / nucleus survivors
     std::vector<double> nucleus_mass;           // the top-p histogram without top-k
@@ -71,8 +75,8 @@ void apply_bias_and_penalties(std::span<const float> logits, std::span<const int
                               const SamplerParams& params, std::vector<float>& out);
 
 // Steps 1-7 into out (its buffers are reused). Validates params. Throws nextn::Error on NaN or
-// +inf logits, or when every token has a -inf logit. Afterwards workspace.logits holds the
-// output of steps 1-2.
+// +inf logits, or when every token has a -inf logit. Afterwards workspace.processed views the
+// output of steps 1-2 (the input logits themselves when those steps change nothing).
 void process(std::span<const float> logits, std::span<const int32_t> history,
              const SamplerParams& params, SamplingWorkspace& workspace, Distribution& out);
 

@@ -61,15 +61,14 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     // Room for the whole generation and a round's in-flight drafts: no regrowth in the loop.
     history.reserve(prompt.size() + stats.tokens.capacity() + size_t(depth) + 1);
     history = prompt;
-    SamplingWorkspace workspace;            // its .logits: [V] after bias and penalties
+    SamplingWorkspace workspace;            // its .processed: [V] after bias and penalties
     LogprobReport report;
     auto emit = [&](int32_t token) {
         EmittedToken e;
         e.id = token;
         if (options.logprobs > 0) {
             // Logprobs of the target's logits after bias and penalties (workspace holds them).
-            report = logprobs_from_logits({workspace.logits.data(), size_t(V)}, token,
-                                          options.logprobs);
+            report = logprobs_from_logits(workspace.processed, token, options.logprobs);
             e.logprobs = &report;
         }
         return on_token(e);
