@@ -439,10 +439,10 @@ TEST(KernelsGdn, ReferenceMatchesDoubleRecurrence) {
     }
 }
 
-// Speculative rollback needs: T tokens at once == T calls of one token (bitwise), snapshots
-// equal to in-place states, a run that writes only its last state (in place, or into another
-// buffer: the verify forward and commit's re-run) equal to the last snapshot, and the threaded
-// head split equal to one thread.
+// Speculative rollback needs: T tokens at once == T calls of one token (bitwise; in place and
+// into another buffer), snapshots equal to in-place states, a run that writes only its last
+// state (in place, or into another buffer: the verify forward and commit's re-run) equal to the
+// last snapshot, and the threaded head split equal to one thread.
 TEST(KernelsGdn, ChunkedEqualsStepwiseBitwise) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& kt = kernels_for(isa);
@@ -454,12 +454,21 @@ TEST(KernelsGdn, ChunkedEqualsStepwiseBitwise) {
             std::vector<float> state = in.state;  // in place, one token per call
             std::vector<float> o(size_t(c.Hv * c.Dv));
             for (int64_t t = 0; t < c.T; ++t) {
+                // The same token into another buffer first (a width-1 verify left open: streamed
+                // stores, where in place the kernel stores plainly).
+                std::vector<float> spare(size_t(S), std::nanf("")), o_spare(o.size());
+                kt.gdn_recurrence_heads(state.data(), spare.data(), 0, &in.q[t * c.Hk * c.Dk],
+                                        &in.k[t * c.Hk * c.Dk], &in.v[t * c.Hv * c.Dv],
+                                        &in.g[t * c.Hv], &in.beta[t * c.Hv], 1, c.Hk, c.Hv, c.Dk,
+                                        c.Dv, c.tiled, o_spare.data(), 0, c.Hv);
                 kt.gdn_recurrence_heads(state.data(), state.data(), 0, &in.q[t * c.Hk * c.Dk],
                                         &in.k[t * c.Hk * c.Dk], &in.v[t * c.Hv * c.Dv],
                                         &in.g[t * c.Hv], &in.beta[t * c.Hv], 1, c.Hk, c.Hv, c.Dk,
                                         c.Dv, c.tiled, o.data(), 0, c.Hv);
                 ASSERT_EQ(0, std::memcmp(state.data(), &states[t * S], size_t(S) * 4)) << isa << " t=" << t;
                 ASSERT_EQ(0, std::memcmp(o.data(), &out[t * c.Hv * c.Dv], o.size() * 4)) << isa << " t=" << t;
+                ASSERT_EQ(0, std::memcmp(spare.data(), &states[t * S], size_t(S) * 4)) << isa << " t=" << t;
+                ASSERT_EQ(0, std::memcmp(o_spare.data(), o.data(), o.size() * 4)) << isa << " t=" << t;
             }
             // Whole chunk in place (out_stride 0) ends at the last snapshot.
             std::vector<float> inplace = in.state, o_all(out.size());

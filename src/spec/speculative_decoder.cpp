@@ -158,9 +158,12 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         const int64_t W = int64_t(batch.size());  // <= max_w: the buffers above hold it
         if (W > max_w) fail("internal: a round of ", W, " positions with depth ", depth);
         const int64_t pos0 = state.n_past;
+        // A round without drafts always keeps its one position: committed at once, its
+        // recurrent state updated in place (cheaper than an open forward's copy into the spare
+        // slot: Qwen35Model::forward).
+        const bool open = W > 1;
         model.forward(state, batch.data(), W,
-                      {drafter ? round_hidden.data() : nullptr, round_logits.data(), W},
-                      /*keep_open=*/true);
+                      {drafter ? round_hidden.data() : nullptr, round_logits.data(), W}, open);
         // Target distributions p_j after the same processors as the drafts, with the drafts
         // before position j counted in the history.
         for (int64_t j = 0; j < W; ++j) {
@@ -191,7 +194,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
                 break;
             }
         }
-        model.commit(state, m);
+        if (open) model.commit(state, m);  // (a round of one position has m = 1: kept)
         if (drafter) drafter->on_commit(round_hidden.data(), emitted.data(), m, pos0);
         if (options.controller && depth > 0)
             options.controller->observe(k, verdict.n_accepted, seconds_since(round_start));
