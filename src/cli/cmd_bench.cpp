@@ -171,7 +171,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
                   << "       nextn bench --synthetic NAME [--quant TYPE] [--draft random|perfect|none] [options]\n\n"
                   << "Measures read bandwidth and the cores' compute peak, prefill (its matmuls'\n"
                   << "work as a share of that peak) and decode speed, the verify cost curve\n"
-                  << "cost(N)/cost(1) for N = 1..8, the cost of rolling a verify back, and\n"
+                  << "cost(N)/cost(1) for N = 1..8 (cost(1): a plain decoding step; N >= 2: a\n"
+                  << "verify forward of N positions), the cost of rolling a verify back, and\n"
                   << "MTP decode at depths 1..4 (greedy), each next to its modelled speed-up\n"
                   << "(tokens per round from the run's per-position acceptance over the round's\n"
                   << "cost: cost(k+1)/cost(1) + k draft steps).\n"
@@ -218,7 +219,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // cannot hold fail before the probes rather than after them.
     SequenceState state = [&] {
         try {
-            return model.new_state(n_prompt + n_decode + 48, 9);  // + rollback's 25
+            return model.new_state(n_prompt + n_decode + 48, 9);  // + rollback's 25, cost(1)'s 7
         } catch (const Error& e) {
             fail("--prompt-tokens ", n_prompt, " with --decode-tokens ", n_decode, ": ", e.what());
         }
@@ -256,11 +257,13 @@ int cmd_bench(const std::vector<std::string>& argv) {
         out["prefill_peak_pct"] = 100.0 * prefill_ops / peak_ops;
     }
 
-    // Verify cost curve: one left-open forward of width N, rolled back; the fastest of 7. The
-    // widths take turns (round after round over N = 1..8) rather than each running its repeats
-    // back to back: on a shared machine a slow spell then lands on every width alike instead
-    // of on one end of the curve (back to back, cost(8) read 1.29 in one run and 2.09 in the
-    // next).
+    // Verify cost curve: one left-open forward of width N, rolled back; the fastest of 7.
+    // cost(1) is a step of plain decoding as it runs, committed at once (the recurrent state
+    // updated in place: a few percent cheaper than a width-1 forward left open), so cost(N) /
+    // cost(1) is what a round of N positions costs against decoding one token. The widths take
+    // turns (round after round over N = 1..8) rather than each running its repeats back to
+    // back: on a shared machine a slow spell then lands on every width alike instead of on one
+    // end of the curve (back to back, cost(8) read 1.29 in one run and 2.09 in the next).
     constexpr int kMaxWidth = 8, kRounds = 7;
     std::vector<double> cost(kMaxWidth, 1e30);
     std::vector<float> logits(size_t(kMaxWidth * V));
@@ -272,9 +275,10 @@ int cmd_bench(const std::vector<std::string>& argv) {
     for (int round = 0; round < kRounds; ++round) {
         for (int n = 1; n <= kMaxWidth; ++n) {
             t0 = Clock::now();
-            model.forward(state, batches[size_t(n - 1)].data(), n, {nullptr, logits.data(), n}, true);
+            const bool open = n > 1;
+            model.forward(state, batches[size_t(n - 1)].data(), n, {nullptr, logits.data(), n}, open);
             cost[size_t(n - 1)] = std::min(cost[size_t(n - 1)], since(t0));
-            model.commit(state, 0);  // drop it: every forward starts from the same state
+            if (open) model.commit(state, 0);  // drop it: the verify forwards start from one state
         }
     }
     std::vector<double> ratios;

@@ -5,8 +5,9 @@
 // a few hundred rounds are the steadier measure of a change to the curve.
 //
 // Usage: cost_curve MODEL q8|q4 ROUNDS   (MODEL qwen3.5-0.8b, qwen3.5-2b, ...)
-// Each forward is a left-open verify of N positions with N logits rows, dropped afterwards
-// (commit 0), after a 128-token prefill: what bench's curve times.
+// Each forward of N >= 2 is a left-open verify of N positions with N logits rows, dropped
+// afterwards (commit 0); N = 1 is a plain decoding step, committed at once (so each round's
+// context is one position longer); after a 128-token prefill: what bench's curve times.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
     LoadedModel lm = load_synthetic_model(name, so, 0);
     Qwen35Model& model = *lm.model;
     const int64_t V = model.config().vocab_size;
-    SequenceState state = model.new_state(kPrompt + kMaxWidth, kMaxWidth);
+    SequenceState state = model.new_state(kPrompt + rounds + kMaxWidth, kMaxWidth);
     std::vector<float> logits(size_t(kMaxWidth * V));  // [kMaxWidth, V]
     std::vector<int32_t> tokens(kPrompt);
     for (int i = 0; i < kPrompt; ++i) tokens[size_t(i)] = int32_t((i * 7919) % 30000);
@@ -48,8 +49,8 @@ int main(int argc, char** argv) {
         for (int w = 1; w <= kMaxWidth; ++w) {
             for (int i = 0; i < w; ++i) tokens[size_t(i)] = int32_t((tokens[size_t(i)] * 31 + 11 + r) % 30000);
             const auto t0 = std::chrono::steady_clock::now();
-            model.forward(state, tokens.data(), w, {nullptr, logits.data(), w}, true);
-            model.commit(state, 0);
+            model.forward(state, tokens.data(), w, {nullptr, logits.data(), w}, /*keep_open=*/w > 1);
+            if (w > 1) model.commit(state, 0);
             seconds[w].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
     }
