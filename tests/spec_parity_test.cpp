@@ -341,6 +341,37 @@ TEST_P(SpecParity, PrefillThenDecodeEqualsTokenByToken) {
     }
 }
 
+// Runs of up to max_width tokens read the conv window in the layer's own buffer and move the
+// newest rows to its front afterwards (fewer tokens than the conv state's K-1 rows included);
+// longer ones go through scratch. Either way every position's logits are those of one token at
+// a time; an open run kept in part joins in between.
+TEST_P(SpecParity, RunsInsideTheConvWindowEqualTokenByToken) {
+    const Qwen35Model& model = *lm_.model;
+    const int64_t V = model.config().vocab_size;
+    std::vector<int32_t> tokens = test::json_ids(g_.index["prompts"]["p40"]["tokens"]);
+    tokens.resize(24);
+    SequenceState a = model.new_state(64, 8), b = model.new_state(64, 8);
+    std::vector<float> la(size_t(10 * V)), lb(static_cast<size_t>(V));
+    int64_t at = 0;
+    auto check = [&](int64_t n, const char* what) {
+        for (int64_t t = 0; t < n; ++t) {
+            model.forward(b, &tokens[size_t(at + t)], 1, {nullptr, lb.data(), 1});
+            EXPECT_EQ(0, std::memcmp(la.data() + t * V, lb.data(), size_t(V) * sizeof(float)))
+                << what << " of " << n << ", position " << at + t;
+        }
+        at += n;
+    };
+    for (int64_t n : {2, 1, 4, 10, 3}) {  // 10 > max_width: scratch
+        model.forward(a, &tokens[size_t(at)], n, {nullptr, la.data(), n});
+        check(n, "committed run");
+    }
+    model.forward(a, &tokens[size_t(at)], 4, {nullptr, la.data(), 4}, /*keep_open=*/true);
+    model.commit(a, 2);
+    check(2, "open run kept in part");
+    model.forward(a, &tokens[size_t(at)], 2, {nullptr, la.data(), 2});
+    check(2, "committed run after it");
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, SpecParity,
                          ::testing::Values(ParityCase{"qwen35-dense-tiny", KvCacheType::F32},
                                            ParityCase{"qwen35-moe-tiny", KvCacheType::F32},

@@ -28,7 +28,8 @@ int64_t SequenceState::rollback_bytes() const {
     for (const auto& r : recurrent)
         if (r.state_size)
             total += int64_t(sizeof(float)) *
-                     (r.state_size + int64_t(r.pending_qkv.size() + r.pending_q.size() +
+                     (r.state_size + int64_t(r.conv_window.size()) - r.conv_state_size +
+                      int64_t(r.pending_q.size() +
                                              r.pending_k.size() + r.pending_v.size() +
                                              r.pending_g.size() + r.pending_beta.size()));
     return total;
@@ -47,7 +48,7 @@ void SequenceState::reset() {
         if (!r.state_size) continue;
         r.current = 0;
         std::fill(r.slots.data(), r.slots.data() + r.state_size, 0.0f);
-        std::fill(r.conv.begin(), r.conv.end(), 0.0f);
+        std::fill(r.conv_window.begin(), r.conv_window.begin() + r.conv_state_size, 0.0f);
     }
 }
 

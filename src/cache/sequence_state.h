@@ -12,7 +12,7 @@
 // took 278-299 us, writing only the last state 100 us, and a re-run of 1..4 kept positions
 // costs 41-100 us more; so the re-run wins whatever is rejected (`nextn bench` reports the
 // rollback as a share of a decode token). The conv state (the last K-1 raw qkv rows) is
-// rebuilt from the forward's own qkv rows on commit.
+// the front of a window the forward's own qkv rows follow; commit moves the kept ones up.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -65,9 +65,14 @@ struct RecurrentState {
     // kernel wants cache-line alignment) and backed as the recurrence first writes it
     ZeroPagesBuffer slots;
     int current = 0;            // slot holding the committed state
-    std::vector<float> conv;    // [K-1, conv_dim] raw qkv of the last K-1 committed tokens
-    // The last verify forward's inputs, for commit():
-    std::vector<float> pending_qkv;              // [max_width, conv_dim] raw qkv (conv state)
+    // [K-1 + max_width, conv_dim]: rows [0, K-1) hold the raw qkv of the last K-1 committed
+    // tokens (the conv state, conv_state_size floats). A forward of up to max_width tokens has
+    // its in_qkv product write its raw rows right after them, so the causal conv reads this
+    // window where it is; a committed forward, or commit() of an open one, then moves the
+    // newest K-1 rows to the front (an open forward's rows wait there for commit()).
+    std::vector<float> conv_window;
+    int64_t conv_state_size = 0;
+    // The last verify forward's recurrence inputs, for commit():
     std::vector<float> pending_q, pending_k;     // [max_width, Hk, Dk] recurrence inputs
     std::vector<float> pending_v;                // [max_width, Hv, Dv]
     std::vector<float> pending_g, pending_beta;  // [max_width, Hv]

@@ -16,9 +16,12 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
     const int64_t C = c.gdn_conv_dim(), K = c.conv_kernel, key_dim = c.gdn_key_dim();
     const int64_t vdim = c.gdn_value_dim();
 
-    // [K-1 + T, C]: the conv's input window, committed history first (copied in per head
-    // below, on the pool, rather than here in one serial copy).
-    float* window = ForwardScratch::take(s.window, size_t((K - 1 + T) * C));
+    // [K-1 + T, C]: the conv's input window, committed history first. Up to max_width tokens
+    // (decode, verify) it is the layer's own conv_window, the history already in place; a longer
+    // run (prefill) uses scratch, the history copied in per head below, on the pool.
+    const bool own_window = (K - 1 + T) * C <= int64_t(rec.conv_window.size());
+    float* window = own_window ? rec.conv_window.data()
+                               : ForwardScratch::take(s.window, size_t((K - 1 + T) * C));
     float* qkv = window + (K - 1) * C;                           // [T, C] raw projections
     float* z = ForwardScratch::take(s.z, size_t(T * vdim));      // [T, Hv, Dv]
     float* b = ForwardScratch::take(s.b, size_t(T * Hv));        // [T, Hv]
@@ -46,8 +49,10 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
             const int64_t c0 = is_q || is_k ? h * Dk : 2 * key_dim + (h - 2 * Hk) * Dv;
             const int64_t ld = is_q || is_k ? key_dim : vdim;
             float* dst = is_q ? q + h * Dk : is_k ? k + (h - Hk) * Dk : v + (h - 2 * Hk) * Dv;
-            for (int64_t r = 0; r < K - 1; ++r)  // this head's channels of the committed history
-                std::memcpy(window + r * C + c0, rec.conv.data() + r * C + c0, size_t(width) * sizeof(float));
+            if (!own_window)  // this head's channels of the committed history
+                for (int64_t r = 0; r < K - 1; ++r)
+                    std::memcpy(window + r * C + c0, rec.conv_window.data() + r * C + c0,
+                                size_t(width) * sizeof(float));
             kt.causal_conv(window + c0, lw.conv.data() + c0, C, T, width, int(K), dst, ld);
             for (int64_t t = 0; t < T; ++t) {
                 float* row = dst + t * ld;
@@ -56,17 +61,13 @@ void Qwen35Model::gated_deltanet(const LayerWeights& lw, RecurrentState& rec, Fo
                 if (is_q)
                     for (int64_t i = 0; i < Dk; ++i) row[i] *= q_scale;
             }
-            // Open: the raw qkv rows, for commit()'s conv state; committed: the conv state is
-            // the window's last K-1 rows (window is a copy, read no more after the conv).
-            if (keep_open) {
-                for (int64_t t = 0; t < T; ++t)
-                    std::memcpy(rec.pending_qkv.data() + t * C + c0, qkv + t * C + c0,
-                                size_t(width) * sizeof(float));
-            } else {
+            // Committed: the conv state becomes the window's last K-1 rows, moved to the front
+            // of conv_window (row r from row T + r: a row is read before it is overwritten).
+            // Open: the raw qkv rows stay after the history for commit().
+            if (!keep_open)
                 for (int64_t r = 0; r < K - 1; ++r)
-                    std::memcpy(rec.conv.data() + r * C + c0, window + (T + r) * C + c0,
-                                size_t(width) * sizeof(float));
-            }
+                    std::memmove(rec.conv_window.data() + r * C + c0, window + (T + r) * C + c0,
+                                 size_t(width) * sizeof(float));
         }
     };
     if (T * C * K < kMinParallelWork)  // a small model's layer: not worth waking the threads

@@ -90,9 +90,9 @@ SequenceState Qwen35Model::new_state(int64_t max_positions, int max_width) const
             RecurrentState& r = s.recurrent[size_t(i)];
             r.state_size = int64_t(c.gdn_v_heads) * c.gdn_k_dim * c.gdn_v_dim;
             r.slots = ZeroPagesBuffer(size_t(2 * r.state_size));
-            r.conv.assign(size_t((c.conv_kernel - 1) * c.gdn_conv_dim()), 0.0f);
             const auto width = size_t(s.max_width);
-            r.pending_qkv.assign(width * size_t(c.gdn_conv_dim()), 0.0f);
+            r.conv_state_size = int64_t(c.conv_kernel - 1) * c.gdn_conv_dim();
+            r.conv_window.assign(size_t(r.conv_state_size) + width * size_t(c.gdn_conv_dim()), 0.0f);
             r.pending_q.assign(width * size_t(c.gdn_key_dim()), 0.0f);
             r.pending_k.assign(r.pending_q.size(), 0.0f);
             r.pending_v.assign(width * size_t(c.gdn_value_dim()), 0.0f);
@@ -183,18 +183,15 @@ void Qwen35Model::commit(SequenceState& state, int64_t n_keep) const {
         }
         r.current = 1 - r.current;
     }
-    // conv state = last K-1 rows of [old conv state; kept qkv rows]: shift the old rows that
-    // survive to the front, then copy the newest kept rows after them; the layers side by side
-    // on the pool (in one thread these copies were a serial stretch of every verify round).
-    const int64_t from_old = std::max<int64_t>(0, Km1 - n_keep);
+    // conv state = last K-1 rows of [old conv state; kept qkv rows], which are rows
+    // [n_keep, n_keep + K-1) of the window: moved to the front, the layers side by side on the
+    // pool (in one thread these copies were a serial stretch of every verify round).
     pool_.run(int64_t(state.recurrent.size()), [&](int64_t l0, int64_t l1) {
         for (int64_t l = l0; l < l1; ++l) {
             RecurrentState& r = state.recurrent[size_t(l)];
             if (!r.state_size) continue;
-            std::memmove(r.conv.data(), r.conv.data() + (Km1 - from_old) * C,
-                         size_t(from_old * C) * sizeof(float));
-            std::memcpy(r.conv.data() + from_old * C, r.pending_qkv.data() + (n_keep - (Km1 - from_old)) * C,
-                        size_t((Km1 - from_old) * C) * sizeof(float));
+            std::memmove(r.conv_window.data(), r.conv_window.data() + n_keep * C,
+                         size_t(Km1 * C) * sizeof(float));
         }
     });
 }
