@@ -29,9 +29,8 @@ int64_t SequenceState::rollback_bytes() const {
         if (r.state_size)
             total += int64_t(sizeof(float)) *
                      (r.state_size + int64_t(r.conv_window.size()) - r.conv_state_size +
-                      int64_t(r.pending_q.size() +
-                                             r.pending_k.size() + r.pending_v.size() +
-                                             r.pending_g.size() + r.pending_beta.size()));
+                      int64_t(r.pending_q.size() + r.pending_k.size() + r.pending_v.size() +
+                              r.pending_g.size() + r.pending_beta.size()));
     return total;
 }
 
