@@ -74,67 +74,10 @@ double dense_weights(std::span<const float> logits, float max_logit, float tempe
     return (lane[0] + lane[1]) + (lane[2] + lane[3]);
 }
 
-// Max of n floats (-inf when n == 0), ignoring NaN. Eight independent lanes so the compiler can
-// keep them in one vector register; the scans below run over V = 248k logits per call.
-float block_max(const float* values, size_t n) {
-    float lane[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                     -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j) lane[j] = values[i + j] > lane[j] ? values[i + j] : lane[j];
-    for (; i < n; ++i) lane[0] = values[i] > lane[0] ? values[i] : lane[0];
-    float best = lane[0];
-    for (int j = 1; j < 8; ++j) best = lane[j] > best ? lane[j] : best;
-    return best;
-}
-
-// Below this k the heap scan wins: almost every logit fails one comparison against the heap's
-// worst entry. Above it a selection over all finite logits is cheaper.
-constexpr int64_t kHeapSelectMaxK = 4096;
-
-// The k best candidates by ranks_before, sorted, into best (its capacity reused). Assumes no
-// NaN / +inf logits.
-void select_top_k(std::span<const float> logits, int64_t k, std::vector<Candidate>& best) {
-    best.clear();
-    if (k <= 0) return;
-    const auto count = static_cast<size_t>(k);
-    if (k <= kHeapSelectMaxK) {
-        // Max-heap under ranks_before keeps the worst kept candidate at front(). Once it is
-        // full, a block whose max cannot beat that worst entry is skipped whole (an equal logit
-        // loses the tie, having a higher id), so most of V costs one vectorized max.
-        constexpr size_t kBlock = 64;
-        for (size_t start = 0; start < logits.size(); start += kBlock) {
-            const size_t end = std::min(logits.size(), start + kBlock);
-            if (best.size() == count && block_max(&logits[start], end - start) <= best.front().logit)
-                continue;
-            for (size_t i = start; i < end; ++i) {
-                const float v = logits[i];
-                if (v == -INFINITY) continue;
-                if (best.size() < count) {
-                    best.push_back({static_cast<int32_t>(i), v, 0.0f});
-                    std::push_heap(best.begin(), best.end(), ranks_before);
-                } else if (v > best.front().logit) {  // equal logit: the kept one has the lower id
-                    std::pop_heap(best.begin(), best.end(), ranks_before);
-                    best.back() = {static_cast<int32_t>(i), v, 0.0f};
-                    std::push_heap(best.begin(), best.end(), ranks_before);
-                }
-            }
-        }
-    } else {
-        best.reserve(logits.size());
-        for (size_t i = 0; i < logits.size(); ++i)
-            if (logits[i] != -INFINITY) best.push_back({static_cast<int32_t>(i), logits[i], 0.0f});
-        if (best.size() > count) {
-            std::nth_element(best.begin(), best.begin() + k, best.end(), ranks_before);
-            best.resize(count);
-        }
-    }
-    std::sort(best.begin(), best.end(), ranks_before);
-}
-
-// Max (ignoring NaN) of the n values at `values` and whether any is NaN or +inf, in one pass:
-// four accumulators of four lanes each, so four chains of max instructions overlap (one
-// register's chain ran the scan at a quarter of the rate the loads allow).
+// Max (ignoring NaN; -inf when n == 0) of the n values at `values` and whether any is NaN or
+// +inf, in one pass: four accumulators of four lanes each, so four chains of max instructions
+// overlap (one register's chain ran the scan at a quarter of the rate the loads allow). The
+// top-k heap skips 64-logit blocks by their max; the argmax scans the logits in 1024-blocks.
 struct ScanResult {
     float max;
     bool unusable;
@@ -166,6 +109,50 @@ ScanResult scan_values(const float* values, size_t n) {
         any |= !(values[i] <= FLT_MAX);
     }
     return {max, any != 0};
+}
+
+// Below this k the heap scan wins: almost every logit fails one comparison against the heap's
+// worst entry. Above it a selection over all finite logits is cheaper.
+constexpr int64_t kHeapSelectMaxK = 4096;
+
+// The k best candidates by ranks_before, sorted, into best (its capacity reused). Assumes no
+// NaN / +inf logits.
+void select_top_k(std::span<const float> logits, int64_t k, std::vector<Candidate>& best) {
+    best.clear();
+    if (k <= 0) return;
+    const auto count = static_cast<size_t>(k);
+    if (k <= kHeapSelectMaxK) {
+        // Max-heap under ranks_before keeps the worst kept candidate at front(). Once it is
+        // full, a block whose max cannot beat that worst entry is skipped whole (an equal logit
+        // loses the tie, having a higher id), so most of V costs one vectorized max.
+        constexpr size_t kBlock = 64;
+        for (size_t start = 0; start < logits.size(); start += kBlock) {
+            const size_t end = std::min(logits.size(), start + kBlock);
+            if (best.size() == count && scan_values(&logits[start], end - start).max <= best.front().logit)
+                continue;
+            for (size_t i = start; i < end; ++i) {
+                const float v = logits[i];
+                if (v == -INFINITY) continue;
+                if (best.size() < count) {
+                    best.push_back({static_cast<int32_t>(i), v, 0.0f});
+                    std::push_heap(best.begin(), best.end(), ranks_before);
+                } else if (v > best.front().logit) {  // equal logit: the kept one has the lower id
+                    std::pop_heap(best.begin(), best.end(), ranks_before);
+                    best.back() = {static_cast<int32_t>(i), v, 0.0f};
+                    std::push_heap(best.begin(), best.end(), ranks_before);
+                }
+            }
+        }
+    } else {
+        best.reserve(logits.size());
+        for (size_t i = 0; i < logits.size(); ++i)
+            if (logits[i] != -INFINITY) best.push_back({static_cast<int32_t>(i), logits[i], 0.0f});
+        if (best.size() > count) {
+            std::nth_element(best.begin(), best.begin() + k, best.end(), ranks_before);
+            best.resize(count);
+        }
+    }
+    std::sort(best.begin(), best.end(), ranks_before);
 }
 
 // Rejects logits the softmax cannot handle; returns the index of the largest finite logit
