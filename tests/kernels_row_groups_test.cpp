@@ -216,13 +216,15 @@ bool have_avx512() {
 
 // The AVX-512 kernel called directly on row ranges that start and end inside groups, Q4_0R with
 // and without GFNI, each way of prefetching forced (the CPU picks one per width; the other is
-// some other CPU's): the rows in range get the reference's bits, the others stay untouched.
+// some other CPU's), at widths that take one column pass or several (group streams go up to 8
+// columns a pass, the cursor 4): the rows in range get the reference's bits, the others stay
+// untouched.
 TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {
     if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
     const Shape s{70, 160};
     for (WType type : kRowGroupTypes) {
         const WeightMatrix w = repack_for_int8_dot(blocks_for(type, s, 9), type);
-        for (int64_t n : {1, 2, 5, 9}) {
+        for (int64_t n : {1, 2, 5, 8, 9, 16}) {
             const std::vector<float> x = random_normal(size_t(n * s.cols), 10);
             QuantizedColumns qx;
             resize_columns(n, s.cols, qx);

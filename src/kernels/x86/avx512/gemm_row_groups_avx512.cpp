@@ -63,6 +63,17 @@ namespace nextn::avx512 {
 namespace {
 
 constexpr int kMaxTileCols = 4;
+// Columns a pass where the tiles read group streams (off AMD, up to kGroupStreamsUpTo columns):
+// a verify of 5 to 8 positions goes in one pass instead of 4 + the rest, and 9 to 16 in passes
+// of 8. A second pass over the same groups loads them again from cache, unpacks the nibbles
+// again and runs short dot-product chains; at width 5 its single column cost as much as the other
+// four. On the 2-core Sapphire-Rapids-class VM (0.8B forwards alternating in one process), one
+// pass against passes of 4: Q4_0R width 5, 6, 7, 8 0.89, 0.875, 0.875, 0.90x the forward's time
+// (its matrix products 0.84-0.87x), Q8_0R 0.96, 0.95, 0.92, 0.975x; passes of 8 at width 10, 12,
+// 16: Q4_0R 0.90, 0.94, 0.93x, Q8_0R (12, 16) 0.97, 0.94x. A prefill (128 tokens, cursor) in
+// passes of 8 took 1.13x the time, so the cursor's calls keep passes of 4, as AMD does, where
+// the wide tiles were not measured.
+constexpr int64_t kWideTileCols = 8;
 // Above this many columns a tile takes two groups, each activation broadcast then serving both;
 // up to it, one group, whose single stream the prefetch cursor covers exactly (with two groups
 // the cursor falls behind the second group of long rows). tools/layout_ab, row-group time over
@@ -189,7 +200,51 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
             std::memcpy(&v, xc[c] + xoff + s * 64, 4);
             return _mm512_set1_epi32(v);
         };
-        if constexpr (T == WType::Q8_0R) {
+        if constexpr (C > kMaxTileCols) {
+            // Wide tiles: every group's code vector is loaded (and unpacked) first, then each
+            // column's activation step is broadcast once and meets all of them, so no broadcast
+            // stays live across the groups: at more than kMaxTileCols columns those registers and
+            // the sums do not fit together.
+            if constexpr (T == WType::Q8_0R) {
+#pragma GCC unroll 8
+                for (int i = 0; i < 8; ++i) {
+                    __m512i v[RG];
+#pragma GCC unroll 4
+                    for (int g = 0; g < RG; ++g)
+                        v[g] = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
+#pragma GCC unroll 8
+                    for (int c = 0; c < C; ++c) {
+                        const __m512i xs = step(c, i);
+#pragma GCC unroll 4
+                        for (int g = 0; g < RG; ++g) {
+                            __m512i& sum = isum[i % kChains<RG>][g][c];
+                            sum = _mm512_dpbusd_epi32(sum, v[g], xs);
+                        }
+                    }
+                }
+            } else {
+#pragma GCC unroll 4
+                for (int i = 0; i < 4; ++i) {
+                    __m512i vlo[RG], vhi[RG];
+#pragma GCC unroll 4
+                    for (int g = 0; g < RG; ++g) {
+                        const __m512i v = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
+                        vlo[g] = _mm512_and_si512(v, low_mask);
+                        vhi[g] = high_nibbles<Gfni>(v, low_mask, shift_matrix);
+                    }
+#pragma GCC unroll 8
+                    for (int c = 0; c < C; ++c) {
+                        const __m512i lo = step(c, i), hi = step(c, 4 + i);
+#pragma GCC unroll 4
+                        for (int g = 0; g < RG; ++g) {
+                            isum[0][g][c] = _mm512_dpbusd_epi32(isum[0][g][c], vlo[g], lo);
+                            __m512i& high_sum = isum[kChains<RG> - 1][g][c];
+                            high_sum = _mm512_dpbusd_epi32(high_sum, vhi[g], hi);
+                        }
+                    }
+                }
+            }
+        } else if constexpr (T == WType::Q8_0R) {
 #pragma GCC unroll 8
             for (int i = 0; i < 8; ++i) {
                 __m512i xs[C];
@@ -247,6 +302,15 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
 template <WType T, int RG, bool Gfni, Fetch F>
 void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
                const __mmask16 (&store)[RG], float* y, int64_t ldy, const uint8_t* fetch_end) {
+    if constexpr (F == Fetch::GroupStreams) {  // wide tiles (kWideTileCols) only there
+        switch (c) {
+            case 8: return tile<T, RG, 8, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
+            case 7: return tile<T, RG, 7, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
+            case 6: return tile<T, RG, 6, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
+            case 5: return tile<T, RG, 5, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
+            default: break;
+        }
+    }
     switch (c) {
         case 4: return tile<T, RG, 4, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
         case 3: return tile<T, RG, 3, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
@@ -255,14 +319,16 @@ void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const Quantize
     }
 }
 
-// The call's tiles, groups g0 .. g1-1: tile_groups groups a tile, columns kMaxTileCols at a time.
+// The call's tiles, groups g0 .. g1-1: tile_groups groups a tile, columns kWideTileCols (group
+// streams) or kMaxTileCols (the cursor) at a time.
 template <WType T, bool Gfni, Fetch F>
 void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
+    constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
     for (int64_t g = g0; g < g1; g += tile_groups) {
-        for (int64_t j0 = 0; j0 < x.n; j0 += kMaxTileCols) {
-            const int c = int(std::min<int64_t>(kMaxTileCols, x.n - j0));
+        for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
+            const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
             const uint8_t* fetch_end = j0 == 0 ? at(g1) : nullptr;
             if (tile_groups == 2 && g + 1 < g1) {
