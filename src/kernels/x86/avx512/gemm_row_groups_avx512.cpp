@@ -72,8 +72,9 @@ constexpr int kMaxTileCols = 4;
 // (its matrix products 0.84-0.87x), Q8_0R 0.96, 0.95, 0.92, 0.975x; passes of 8 at width 10, 12,
 // 16: Q4_0R 0.90, 0.94, 0.93x, Q8_0R (12, 16) 0.97, 0.94x. tools/kernel_ab against passes of 4:
 // 0.8B Q4_0R width 5 0.901; 2B Q4_0R width 5 0.869, width 8 0.853, Q8_0R width 5 0.923. A
-// prefill (128 tokens, cursor) in passes of 8 took 1.13x the time, so the cursor's calls keep
-// passes of 4, as AMD does, where the wide tiles were not measured.
+// prefill (128 tokens, cursor) in passes of 8 took 1.13-1.17x the time (1.13-1.14x with one
+// group a tile, whose sums then fit the registers), so the cursor's calls keep passes of 4, as
+// AMD does, where the wide tiles were not measured.
 constexpr int64_t kWideTileCols = 8;
 // Above this many columns a tile takes two groups, each activation broadcast then serving both;
 // up to it, one group, whose single stream the prefetch cursor covers exactly (with two groups
