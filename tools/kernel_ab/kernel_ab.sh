@@ -3,6 +3,8 @@
 # synthetic model, alternating token by token in one process (kernel_ab.cpp says why).
 #   tools/kernel_ab/kernel_ab.sh REV [MODEL] [QUANT] [WIDTH] [TOKENS]
 #   defaults: qwen3.5-0.8b q8 1 150; ISA=avx2 for the 256-bit kernel (NEXTN_ISA=avx2 is set)
+# B_FLAGS (optional): extra compiler flags for the working tree's side only, e.g. -DSOME_VARIANT=1
+# to time a variant the working tree guards with a macro against REV.
 # Needs a built tree (make build). Both kernels must use the current WeightMatrix /
 # QuantizedColumns layout: it refuses when REV's kernels/weight.h or kernels/int8_dot.h differ.
 set -euo pipefail
@@ -38,11 +40,12 @@ EXTRAS="src/kernels/x86/avx512/gemm_row_groups_avx512.cpp src/kernels/x86/avx512
 objects=()
 for side in a b; do
     root=.; [ $side = a ] && root=$work/old
-    $CXX -O2 -std=c++20 $FLAGS -Dnextn=nextn_$side -I"$root/src" -c "$root/$TU" -o "$work/$side.o"
+    side_flags=""; [ $side = b ] && side_flags=${B_FLAGS:-}
+    $CXX -O2 -std=c++20 $FLAGS $side_flags -Dnextn=nextn_$side -I"$root/src" -c "$root/$TU" -o "$work/$side.o"
     objects+=("$work/$side.o")
     for extra in $EXTRAS; do
         if [ "$ISA" = avx512 ] && [ -f "$root/$extra" ]; then
-            $CXX -O2 -std=c++20 $FLAGS -Dnextn=nextn_$side -I"$root/src" -c "$root/$extra" -o "$work/${side}_groups.o"
+            $CXX -O2 -std=c++20 $FLAGS $side_flags -Dnextn=nextn_$side -I"$root/src" -c "$root/$extra" -o "$work/${side}_groups.o"
             objects+=("$work/${side}_groups.o")
             break
         fi
