@@ -202,85 +202,45 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
             std::memcpy(&v, xc[c] + xoff + s * 64, 4);
             return _mm512_set1_epi32(v);
         };
-        if constexpr (C > kMaxTileCols) {
-            // Wide tiles: every group's code vector is loaded (and unpacked) first, then each
-            // column's activation step is broadcast once and meets all of them, so no broadcast
-            // stays live across the groups: at more than kMaxTileCols columns those registers and
-            // the sums do not fit together.
-            if constexpr (T == WType::Q8_0R) {
-#pragma GCC unroll 8
-                for (int i = 0; i < 8; ++i) {
-                    __m512i v[RG];
-#pragma GCC unroll 4
-                    for (int g = 0; g < RG; ++g)
-                        v[g] = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
-#pragma GCC unroll 8
-                    for (int c = 0; c < C; ++c) {
-                        const __m512i xs = step(c, i);
-#pragma GCC unroll 4
-                        for (int g = 0; g < RG; ++g) {
-                            __m512i& sum = isum[i % kChains<RG>][g][c];
-                            sum = _mm512_dpbusd_epi32(sum, v[g], xs);
-                        }
-                    }
-                }
-            } else {
-#pragma GCC unroll 4
-                for (int i = 0; i < 4; ++i) {
-                    __m512i vlo[RG], vhi[RG];
-#pragma GCC unroll 4
-                    for (int g = 0; g < RG; ++g) {
-                        const __m512i v = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
-                        vlo[g] = _mm512_and_si512(v, low_mask);
-                        vhi[g] = high_nibbles<Gfni>(v, low_mask, shift_matrix);
-                    }
-#pragma GCC unroll 8
-                    for (int c = 0; c < C; ++c) {
-                        const __m512i lo = step(c, i), hi = step(c, 4 + i);
-#pragma GCC unroll 4
-                        for (int g = 0; g < RG; ++g) {
-                            isum[0][g][c] = _mm512_dpbusd_epi32(isum[0][g][c], vlo[g], lo);
-                            __m512i& high_sum = isum[kChains<RG> - 1][g][c];
-                            high_sum = _mm512_dpbusd_epi32(high_sum, vhi[g], hi);
-                        }
-                    }
-                }
-            }
-        } else if constexpr (T == WType::Q8_0R) {
+        // Every group's code vector of a step is loaded (and unpacked) first, then each column's
+        // activation step is broadcast once and meets all of them: no broadcast stays live across
+        // the groups, which at more than kMaxTileCols columns would not fit in the registers
+        // with the sums (hoisting them instead measured the same up to 4 columns).
+        if constexpr (T == WType::Q8_0R) {
 #pragma GCC unroll 8
             for (int i = 0; i < 8; ++i) {
-                __m512i xs[C];
-#pragma GCC unroll 8
-                for (int c = 0; c < C; ++c) xs[c] = step(c, i);
+                __m512i v[RG];
 #pragma GCC unroll 4
-                for (int g = 0; g < RG; ++g) {
-                    const __m512i v = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
+                for (int g = 0; g < RG; ++g)
+                    v[g] = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
 #pragma GCC unroll 8
-                    for (int c = 0; c < C; ++c) {
+                for (int c = 0; c < C; ++c) {
+                    const __m512i xs = step(c, i);
+#pragma GCC unroll 4
+                    for (int g = 0; g < RG; ++g) {
                         __m512i& sum = isum[i % kChains<RG>][g][c];
-                        sum = _mm512_dpbusd_epi32(sum, v, xs[c]);
+                        sum = _mm512_dpbusd_epi32(sum, v[g], xs);
                     }
                 }
             }
         } else {
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; ++i) {
-                __m512i lo[C], hi[C];  // elements 4i..4i+3 (step i) and 16+4i.. (step 4+i)
-#pragma GCC unroll 8
-                for (int c = 0; c < C; ++c) {
-                    lo[c] = step(c, i);
-                    hi[c] = step(c, 4 + i);
-                }
+            for (int i = 0; i < 4; ++i) {  // low nibbles: step i; high nibbles: step 4 + i
+                __m512i vlo[RG], vhi[RG];
 #pragma GCC unroll 4
                 for (int g = 0; g < RG; ++g) {
                     const __m512i v = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
-                    const __m512i vlo = _mm512_and_si512(v, low_mask);
-                    const __m512i vhi = high_nibbles<Gfni>(v, low_mask, shift_matrix);
+                    vlo[g] = _mm512_and_si512(v, low_mask);
+                    vhi[g] = high_nibbles<Gfni>(v, low_mask, shift_matrix);
+                }
 #pragma GCC unroll 8
-                    for (int c = 0; c < C; ++c) {
-                        isum[0][g][c] = _mm512_dpbusd_epi32(isum[0][g][c], vlo, lo[c]);
+                for (int c = 0; c < C; ++c) {
+                    const __m512i lo = step(c, i), hi = step(c, 4 + i);
+#pragma GCC unroll 4
+                    for (int g = 0; g < RG; ++g) {
+                        isum[0][g][c] = _mm512_dpbusd_epi32(isum[0][g][c], vlo[g], lo);
                         __m512i& high_sum = isum[kChains<RG> - 1][g][c];
-                        high_sum = _mm512_dpbusd_epi32(high_sum, vhi, hi[c]);
+                        high_sum = _mm512_dpbusd_epi32(high_sum, vhi[g], hi);
                     }
                 }
             }
