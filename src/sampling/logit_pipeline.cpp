@@ -407,7 +407,7 @@ void process(std::span<const float> logits, std::span<const int32_t> history,
              const SamplerParams& params, SamplingWorkspace& workspace, Distribution& out) {
     if (params.logit_bias.empty() && !params.penalties_active()) {
         // Steps 1-2 change nothing: no copy of the V logits (a pass over a megabyte every token).
-        params.validate();
+        // (distribution_from_logits validates params.)
         workspace.processed = logits;
     } else {
         apply_bias_and_penalties(logits, history, params, workspace.logits, workspace.recent);
