@@ -38,8 +38,9 @@ struct Shape {
     int64_t rows, cols;
 };
 // 37 and 5 rows leave part of a last group; 96 and 160 columns odd block counts (3, 5: scale
-// padding) and ragged activation chunks; 544 a second chunk of one block.
-const Shape kShapes[] = {{37, 96}, {16, 1024}, {5, 32}, {40, 160}, {19, 544}, {64, 512}};
+// padding) and ragged activation chunks; 544 a second chunk of one block; 61 and 150 rows tiles
+// of four groups (the narrowest widths' tiles), the last partial, or followed by a pair.
+const Shape kShapes[] = {{37, 96}, {16, 1024}, {5, 32}, {40, 160}, {19, 544}, {64, 512}, {61, 96}, {150, 64}};
 
 const WType kRowGroupTypes[] = {WType::Q4_0R, WType::Q8_0R};
 
@@ -214,7 +215,8 @@ bool have_avx512() {
     return std::find(isas.begin(), isas.end(), "avx512") != isas.end();
 }
 
-// The AVX-512 kernel called directly on row ranges that start and end inside groups, Q4_0R with
+// The AVX-512 kernel called directly on row ranges that start and end inside groups (0..70 and
+// 5..70: a tile of four groups, then one), Q4_0R with
 // and without GFNI, each way of prefetching forced (the CPU picks one per width; the other is
 // some other CPU's), at widths that take one column pass or several (group streams go up to 8
 // columns a pass, the cursor 4): the rows in range get the reference's bits, the others stay
@@ -231,7 +233,7 @@ TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {
             ref::quantize_columns(x.data(), s.cols, qx, 0, n);
             for (bool gfni : {false, true}) {
                 if (gfni && !__builtin_cpu_supports("gfni")) continue;
-                for (auto [r0, r1] : {std::pair<int64_t, int64_t>{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}}) {
+                for (auto [r0, r1] : {std::pair<int64_t, int64_t>{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}) {
                     for (avx512::RowGroupFetch fetch : {avx512::RowGroupFetch::ForThisCpu, avx512::RowGroupFetch::Cursor,
                                                      avx512::RowGroupFetch::GroupStreams}) {
                         std::vector<float> want(size_t(n * s.rows), -1.0f), got(want.size(), -1.0f);

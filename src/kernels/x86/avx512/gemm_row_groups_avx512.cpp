@@ -25,9 +25,9 @@
 // wait for line fill buffers, and a Xeon has fewer outstanding L1 misses): kernel_ab, without it
 // over with it, Q4_0R width 1 0.987, 0.936, 0.992, width 4 0.989, Q8_0R width 1 0.993.
 //
-// Off AMD, narrow matmuls (up to 16 columns) read two streams (GroupStreams): each tile takes two
-// groups, and each group's codes and scales are prefetched kGroupStreamAheadBytes ahead of where
-// that group reads, in place of the one cursor. The same Xeon reads one stream at 21.5 GB/s (2
+// Off AMD, narrow matmuls (up to 16 columns) read group streams (GroupStreams): each tile takes two
+// groups (four at the narrowest widths: kFourGroupsUpTo), and each group's codes and scales are
+// prefetched kGroupStreamAheadBytes ahead of where that group reads, in place of the one cursor. The same Xeon reads one stream at 21.5 GB/s (2
 // threads, prefetch 4 KB ahead) but two interleaved ones at 25, four at 26-27 (its L2 streamer
 // follows several pages at once), and the read probe (stream_sum) reads four. kernel_ab, 0.8B
 // forwards, streams over the cursor: Q8_0R width 1 0.896, 0.885, 0.932 (2, 3, 4 KB ahead; 1 KB
@@ -113,6 +113,19 @@ struct GroupLayout {
     size_t group_bytes;  // one group: codes, then scales
     size_t scales;       // offset of the scales in a group
 };
+
+// The widest group-stream matmul whose tiles take four groups instead of two. Four streams of
+// codes in flight instead of two keep more of the memory busy (the read probe reads four). On the
+// 2-core Sapphire-Rapids-class VM, tools/kernel_ab against two groups (0.8B unless said):
+// Q4_0R width 1 0.913-0.943 (2B 0.930), width 2 0.944, width 3 0.979, width 4 0.960 and 1.040
+// (sixteen sums then spill: also in pairs of groups, 1.104); Q8_0R width 1 0.954, width 2 0.989,
+// width 4 1.018. Eight groups a tile: Q4_0R width 1 1.122. Matrix products alone, alternating
+// with a read of as many bytes as the probe reads them: 0.87-0.92 of its rate, was 0.79-0.86.
+// Not kept either: one group's codes unpacked at a time with each column's 8 dot products in
+// one chain (width 4 Q4_0R 1.143, Q8_0R 1.064); the L2 prefetch as one cursor over the tile's
+// bytes, scales included, instead of each group's code stream (width 1 1.155).
+template <WType T>
+constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R ? 1 : 3;
 
 // Independent dot-product chains per (group, column) and block: two in one-group tiles, one in
 // two-group tiles (which have 8 chains already, and no registers for 16). A 256 x 1024 matrix in
@@ -281,19 +294,25 @@ void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const Quantize
     }
 }
 
-// The call's tiles, groups g0 .. g1-1: tile_groups groups a tile, columns kWideTileCols (group
-// streams) or kMaxTileCols (the cursor) at a time.
+// The call's tiles, groups g0 .. g1-1: tile_groups (4, 2 or 1) groups a tile while that many
+// are left, then fewer; columns kWideTileCols (group streams) or kMaxTileCols (the cursor) at a
+// time.
 template <WType T, bool Gfni, Fetch F>
 void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
-    for (int64_t g = g0; g < g1; g += tile_groups) {
+    for (int64_t g = g0; g < g1;) {
+        const int64_t n_groups = std::min(tile_groups, g1 - g) == 3 ? 2 : std::min(tile_groups, g1 - g);
         for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
             const uint8_t* fetch_end = j0 == 0 ? at(g1) : nullptr;
-            if (tile_groups == 2 && g + 1 < g1) {
+            if (n_groups == 4) {
+                const __mmask16 store[4] = {row_group_lanes(g, r0, r1), row_group_lanes(g + 1, r0, r1),
+                                            row_group_lanes(g + 2, r0, r1), row_group_lanes(g + 3, r0, r1)};
+                tile_cols<T, 4, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
+            } else if (n_groups == 2) {
                 const __mmask16 store[2] = {row_group_lanes(g, r0, r1), row_group_lanes(g + 1, r0, r1)};
                 tile_cols<T, 2, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
             } else {
@@ -301,6 +320,7 @@ void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, in
                 tile_cols<T, 1, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
             }
         }
+        g += n_groups;
     }
 }
 
@@ -319,7 +339,8 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
         for (const char* p = first; p < first_end; p += 64) _mm_prefetch(p, _MM_HINT_T0);
     }
     if (fetch_for(x.n, asked) == Fetch::GroupStreams)
-        return tiles<T, Gfni, Fetch::GroupStreams>(L, w.data, g0, g1, 2, x, y, ldy, r0, r1);
+        return tiles<T, Gfni, Fetch::GroupStreams>(L, w.data, g0, g1, x.n <= kFourGroupsUpTo<T> ? 4 : 2, x, y,
+                                                   ldy, r0, r1);
     const int64_t tile_groups = x.n > kPairedGroupsAbove<T> ? 2 : 1;
     tiles<T, Gfni, Fetch::Cursor>(L, w.data, g0, g1, tile_groups, x, y, ldy, r0, r1);
 }
