@@ -26,7 +26,7 @@
 // over with it, Q4_0R width 1 0.987, 0.936, 0.992, width 4 0.989, Q8_0R width 1 0.993.
 //
 // Off AMD, narrow matmuls (up to 16 columns) read group streams (GroupStreams): each tile takes two
-// groups (four at the narrowest widths: kFourGroupsUpTo), and each group's codes and scales are
+// groups (three or four up to 8 columns: group_stream_tile_groups), and each group's codes and scales are
 // prefetched kGroupStreamAheadBytes ahead of where that group reads, in place of the one cursor. The same Xeon reads one stream at 21.5 GB/s (2
 // threads, prefetch 4 KB ahead) but two interleaved ones at 25, four at 26-27 (its L2 streamer
 // follows several pages at once), and the read probe (stream_sum) reads four. kernel_ab, 0.8B
@@ -96,11 +96,12 @@ constexpr int64_t kPrefetchAheadBytes = 24576;
 // kGroupStreamFarBytes ahead into L2).
 using Fetch = RowGroupFetch;
 constexpr int64_t kGroupStreamAheadBytes = 2048;
-// Into L2; tiles of four groups twice as far. kernel_ab, 64 KB against 32 KB for four-group
-// tiles: Q4_0R width 1 0.986, 0.989, Q8_0R width 1 0.958, 0.960 (48 KB: Q4_0R 0.988, 96 KB
-// 1.001); for two-group tiles 64 KB took longer (Q4_0R width 4 1.026, Q8_0R 1.000).
+// Into L2, 16 KB per group of the tile (at least 32 KB). kernel_ab, 64 KB against 32 KB for
+// four-group tiles: Q4_0R width 1 0.986, 0.989, Q8_0R width 1 0.958, 0.960 (48 KB: Q4_0R 0.988,
+// 96 KB 1.001); for two-group tiles 64 KB took longer (Q4_0R width 4 1.026, Q8_0R 1.000); for
+// three-group tiles 48 KB and 32 KB measured the same (Q4_0R width 4 0.958-0.970, 0.960).
 template <int RG>
-constexpr int64_t kGroupStreamFarBytes = RG == 4 ? 65536 : 32768;
+constexpr int64_t kGroupStreamFarBytes = std::max(32768, 16384 * RG);
 // The widest matmul that reads group streams, off AMD.
 constexpr int64_t kGroupStreamsUpTo = 16;
 
@@ -118,8 +119,9 @@ struct GroupLayout {
     size_t scales;       // offset of the scales in a group
 };
 
-// The widest group-stream matmul whose tiles take four groups instead of two. Four streams of
-// codes in flight instead of two keep more of the memory busy (the read probe reads four). On the
+// Group-stream tiles take four groups instead of two at the narrowest widths, three up to 8
+// columns. Four streams of codes in flight instead of two keep more of the memory busy (the read
+// probe reads four). On the
 // 2-core Sapphire-Rapids-class VM, tools/kernel_ab against two groups (0.8B unless said):
 // Q4_0R width 1 0.913-0.943 (2B 0.930), width 2 0.944, width 3 0.979, width 4 0.960 and 1.040
 // (sixteen sums then spill: also in pairs of groups, 1.104); Q8_0R width 1 0.954, width 2 0.989,
@@ -128,8 +130,16 @@ struct GroupLayout {
 // Not kept either: one group's codes unpacked at a time with each column's 8 dot products in
 // one chain (width 4 Q4_0R 1.143, Q8_0R 1.064); the L2 prefetch as one cursor over the tile's
 // bytes, scales included, instead of each group's code stream (width 1 1.155).
+// Three groups a tile from there up to 8 columns (the sums of 3 x 8 columns spill to the stack,
+// and it still gains): kernel_ab against two groups, Q4_0R width 4 0.958-0.970, 5 0.990, 8 0.975; Q8_0R width 2 0.955, 4 0.954,
+// 5 0.960, 8 0.968; at width 16 (passes of 8) Q4_0R 1.009, and at width 3 Q4_0R 1.019 against four.
 template <WType T>
 constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R ? 1 : 3;
+constexpr int64_t kThreeGroupsUpTo = 8;
+template <WType T>
+constexpr int64_t group_stream_tile_groups(int64_t n) {
+    return n <= kFourGroupsUpTo<T> ? 4 : n <= kThreeGroupsUpTo ? 3 : 2;
+}
 
 // Independent dot-product chains per (group, column) and block: two in one-group tiles, one in
 // two-group tiles (which have 8 chains already, and no registers for 16). A 256 x 1024 matrix in
@@ -307,7 +317,10 @@ void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, in
     auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
     for (int64_t g = g0; g < g1;) {
-        const int64_t n_groups = std::min(tile_groups, g1 - g) == 3 ? 2 : std::min(tile_groups, g1 - g);
+        // Whole tiles of tile_groups while they fit, then a pair and a single (never three
+        // after a tile of four).
+        const int64_t left = g1 - g;
+        const int64_t n_groups = left >= tile_groups ? tile_groups : left >= 2 ? 2 : 1;
         for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
@@ -316,6 +329,10 @@ void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, in
                 const __mmask16 store[4] = {row_group_lanes(g, r0, r1), row_group_lanes(g + 1, r0, r1),
                                             row_group_lanes(g + 2, r0, r1), row_group_lanes(g + 3, r0, r1)};
                 tile_cols<T, 4, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
+            } else if (n_groups == 3) {
+                const __mmask16 store[3] = {row_group_lanes(g, r0, r1), row_group_lanes(g + 1, r0, r1),
+                                            row_group_lanes(g + 2, r0, r1)};
+                tile_cols<T, 3, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
             } else if (n_groups == 2) {
                 const __mmask16 store[2] = {row_group_lanes(g, r0, r1), row_group_lanes(g + 1, r0, r1)};
                 tile_cols<T, 2, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
@@ -343,8 +360,8 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
         for (const char* p = first; p < first_end; p += 64) _mm_prefetch(p, _MM_HINT_T0);
     }
     if (fetch_for(x.n, asked) == Fetch::GroupStreams)
-        return tiles<T, Gfni, Fetch::GroupStreams>(L, w.data, g0, g1, x.n <= kFourGroupsUpTo<T> ? 4 : 2, x, y,
-                                                   ldy, r0, r1);
+        return tiles<T, Gfni, Fetch::GroupStreams>(L, w.data, g0, g1, group_stream_tile_groups<T>(x.n), x, y, ldy,
+                                                   r0, r1);
     const int64_t tile_groups = x.n > kPairedGroupsAbove<T> ? 2 : 1;
     tiles<T, Gfni, Fetch::Cursor>(L, w.data, g0, g1, tile_groups, x, y, ldy, r0, r1);
 }
