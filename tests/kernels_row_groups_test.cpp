@@ -216,9 +216,9 @@ bool have_avx512() {
 }
 
 // The AVX-512 kernel called directly on row ranges that start and end inside groups (0..70 and
-// 5..70: a tile of four groups, then one), Q4_0R with
-// and without GFNI, each way of prefetching forced (the CPU picks one per width; the other is
-// some other CPU's), at widths that take one column pass or several (group streams go up to 8
+// 5..70 under group streams: a tile of four or three groups, then the rest), Q4_0R with and
+// without GFNI, each way of prefetching forced (the CPU picks one per width; the other is some
+// other CPU's), at widths that take one column pass or several (group streams go up to 8
 // columns a pass, the cursor 4): the rows in range get the reference's bits, the others stay
 // untouched.
 TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {

@@ -26,8 +26,9 @@
 // over with it, Q4_0R width 1 0.987, 0.936, 0.992, width 4 0.989, Q8_0R width 1 0.993.
 //
 // Off AMD, narrow matmuls (up to 16 columns) read group streams (GroupStreams): each tile takes two
-// groups (three or four up to 8 columns: group_stream_tile_groups), and each group's codes and scales are
-// prefetched kGroupStreamAheadBytes ahead of where that group reads, in place of the one cursor. The same Xeon reads one stream at 21.5 GB/s (2
+// groups (three or four up to 8 columns: group_stream_tile_groups), and each group's codes and
+// scales are prefetched kGroupStreamAheadBytes ahead of where that group reads, in place of the
+// one cursor. The same Xeon reads one stream at 21.5 GB/s (2
 // threads, prefetch 4 KB ahead) but two interleaved ones at 25, four at 26-27 (its L2 streamer
 // follows several pages at once), and the read probe (stream_sum) reads four. kernel_ab, 0.8B
 // forwards, streams over the cursor: Q8_0R width 1 0.896, 0.885, 0.932 (2, 3, 4 KB ahead; 1 KB
@@ -121,18 +122,19 @@ struct GroupLayout {
 
 // Group-stream tiles take four groups instead of two at the narrowest widths, three up to 8
 // columns. Four streams of codes in flight instead of two keep more of the memory busy (the read
-// probe reads four). On the
-// 2-core Sapphire-Rapids-class VM, tools/kernel_ab against two groups (0.8B unless said):
+// probe reads four). On the 2-core Sapphire-Rapids-class VM, tools/kernel_ab against two groups
+// (0.8B unless said):
 // Q4_0R width 1 0.913-0.943 (2B 0.930), width 2 0.944, width 3 0.979, width 4 0.960 and 1.040
 // (sixteen sums then spill: also in pairs of groups, 1.104); Q8_0R width 1 0.954, width 2 0.989,
 // width 4 1.018. Eight groups a tile: Q4_0R width 1 1.122. Matrix products alone, alternating
-// with a read of as many bytes as the probe reads them: 0.87-0.92 of its rate, was 0.79-0.86.
+// with a read of as many bytes as the probe reads them: 0.87-0.92 of its rate with four groups
+// at width 1, 0.94-0.97 with the 64 KB prefetch below and three groups; was 0.79-0.86.
 // Not kept either: one group's codes unpacked at a time with each column's 8 dot products in
 // one chain (width 4 Q4_0R 1.143, Q8_0R 1.064); the L2 prefetch as one cursor over the tile's
 // bytes, scales included, instead of each group's code stream (width 1 1.155).
 // Three groups a tile from there up to 8 columns (the sums of 3 x 8 columns spill to the stack,
-// and it still gains): kernel_ab against two groups, Q4_0R width 4 0.958-0.970, 5 0.990, 8 0.975; Q8_0R width 2 0.955, 4 0.954,
-// 5 0.960, 8 0.968; at width 16 (passes of 8) Q4_0R 1.009, and at width 3 Q4_0R 1.019 against four.
+// and it still gains): kernel_ab against two groups, Q4_0R width 4 0.958-0.970, 5 0.990, 8
+// 0.975; Q8_0R width 2 0.955, 4 0.954, 5 0.960, 8 0.968; at width 16 (passes of 8) Q4_0R 1.009, and at width 3 Q4_0R 1.019 against four.
 template <WType T>
 constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R ? 1 : 3;
 constexpr int64_t kThreeGroupsUpTo = 8;
@@ -142,8 +144,8 @@ constexpr int64_t group_stream_tile_groups(int64_t n) {
 }
 
 // Independent dot-product chains per (group, column) and block: two in one-group tiles, one in
-// two-group tiles (which have 8 chains already, and no registers for 16). A 256 x 1024 matrix in
-// L2, one thread, two chains against one: Q4_0R width 1 2.65 against 3.39 us, 256 x 3584 width 4
+// tiles of two or more groups (two-group tiles have 8 chains already, and no registers for 16).
+// A 256 x 1024 matrix in L2, one thread, two chains against one: Q4_0R width 1 2.65 against 3.39 us, 256 x 3584 width 4
 // 14.7 against 21.4 us, Q8_0R width 4 4.22 against 7.23 us, width 1 5.07 against 6.40 us
 // (Q4_0R 1024 width 4 unchanged); four chains gained nothing (3584 width 4: 20.5 us).
 template <int RG>
@@ -308,8 +310,8 @@ void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const Quantize
     }
 }
 
-// The call's tiles, groups g0 .. g1-1: tile_groups (4, 2 or 1) groups a tile while that many
-// are left, then fewer; columns kWideTileCols (group streams) or kMaxTileCols (the cursor) at a
+// The call's tiles, groups g0 .. g1-1: tile_groups (1 to 4) groups a tile while that many
+// are left, then a pair and a single; columns kWideTileCols (group streams) or kMaxTileCols (the cursor) at a
 // time.
 template <WType T, bool Gfni, Fetch F>
 void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
@@ -317,28 +319,23 @@ void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, in
     auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
     for (int64_t g = g0; g < g1;) {
-        // Whole tiles of tile_groups while they fit, then a pair and a single (never three
-        // after a tile of four).
         const int64_t left = g1 - g;
         const int64_t n_groups = left >= tile_groups ? tile_groups : left >= 2 ? 2 : 1;
         for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
             const uint8_t* fetch_end = j0 == 0 ? at(g1) : nullptr;
-            if (n_groups == 4) {
-                const __mmask16 store[4] = {row_group_lanes(g, r0, r1), row_group_lanes(g + 1, r0, r1),
-                                            row_group_lanes(g + 2, r0, r1), row_group_lanes(g + 3, r0, r1)};
-                tile_cols<T, 4, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
-            } else if (n_groups == 3) {
-                const __mmask16 store[3] = {row_group_lanes(g, r0, r1), row_group_lanes(g + 1, r0, r1),
-                                            row_group_lanes(g + 2, r0, r1)};
-                tile_cols<T, 3, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
-            } else if (n_groups == 2) {
-                const __mmask16 store[2] = {row_group_lanes(g, r0, r1), row_group_lanes(g + 1, r0, r1)};
-                tile_cols<T, 2, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
-            } else {
-                const __mmask16 store[1] = {row_group_lanes(g, r0, r1)};
-                tile_cols<T, 1, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
+            auto run = [&]<int RG>() {
+                __mmask16 store[RG];  // the lanes of each group that are rows of this call
+#pragma GCC unroll 4
+                for (int i = 0; i < RG; ++i) store[i] = row_group_lanes(g + i, r0, r1);
+                tile_cols<T, RG, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
+            };
+            switch (n_groups) {
+                case 4: run.template operator()<4>(); break;
+                case 3: run.template operator()<3>(); break;
+                case 2: run.template operator()<2>(); break;
+                default: run.template operator()<1>(); break;
             }
         }
         g += n_groups;
