@@ -97,6 +97,12 @@ constexpr int64_t kPrefetchAheadBytes = 24576;
 // kGroupStreamFarBytes ahead into L2).
 using Fetch = RowGroupFetch;
 constexpr int64_t kGroupStreamAheadBytes = 2048;
+// Q4_0R tiles of 4 or more columns compute longer per byte (the nibbles' two dot products per
+// column), so 1 KB ahead reaches L1 in time there. Session 30, kernel_ab against 2 KB: Q4_0R width 4
+// 0.985, 0.994, 0.979 (512 bytes 0.987; 4 KB 1.038), width 5 0.987, width 8 0.992; Q8_0R width 4
+// 1.005 (two blocks ahead), so Q8_0R keeps 2 KB.
+template <WType T, int C>
+constexpr int64_t kGroupStreamAheadBytesFor = T == WType::Q4_0R && C >= 4 ? 1024 : kGroupStreamAheadBytes;
 // Into L2, 16 KB per group of the tile (at least 32 KB). kernel_ab, 64 KB against 32 KB for
 // four-group tiles: Q4_0R width 1 0.986, 0.989, Q8_0R width 1 0.958, 0.960 (48 KB: Q4_0R 0.988,
 // 96 KB 1.001); for two-group tiles 64 KB took longer (Q4_0R width 4 1.026, Q8_0R 1.000); for
@@ -184,11 +190,11 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
     const char* stop = reinterpret_cast<const char*>(fetch_end);
     for (int64_t b = 0; b < L.blocks; ++b) {
         if (F == Fetch::GroupStreams && fetch_end) {
-            // Each group: the code lines kGroupStreamAheadBytes on into L1 and kGroupStreamFarBytes
-            // on into L2, and every other block the scale line kGroupStreamAheadBytes of codes
-            // on (32 bytes a block). Past a group's codes the lines are its scales, past its
+            // Each group: the code lines kGroupStreamAheadBytesFor on into L1 and kGroupStreamFarBytes
+            // on into L2, and every other block the scale line as many bytes of codes on (32 bytes
+            // a block). Past a group's codes the lines are its scales, past its
             // scales the next group's codes: read soon either way.
-            constexpr int64_t kAheadBlocks = kGroupStreamAheadBytes / kCodeBytes;
+            constexpr int64_t kAheadBlocks = kGroupStreamAheadBytesFor<T, C> / kCodeBytes;
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 const char* codes = reinterpret_cast<const char*>(group) + g * L.group_bytes;
