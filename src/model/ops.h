@@ -7,6 +7,9 @@
 
 namespace nextn::ops {
 
+// x[i] += y[i] for i < n (the residual adds); x and y do not overlap.
+void add_in_place(float* x, const float* y, int64_t n);
+
 // torch's softplus with threshold 20: x itself above it.
 inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 

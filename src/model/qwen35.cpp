@@ -18,16 +18,6 @@ ModelWeights with_small_matrices_packed(ModelWeights w) {
     return w;
 }
 
-// x[i] += y[i]: the residual adds. Written as whole blocks of 16 so that -O2 vectorises them; a
-// plain loop of unknown length over two pointers that might alias stayed scalar (one addss a
-// value), 0.8% of a 4-token verify's time on the 0.8B (perf, session 30). The same additions.
-void add_in_place(float* __restrict x, const float* __restrict y, int64_t n) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; ++j) x[i + j] += y[i + j];
-    for (; i < n; ++i) x[i] += y[i];
-}
-
 }  // namespace
 
 Qwen35Model::Qwen35Model(ModelConfig config, ModelWeights weights, ThreadPool& pool)
@@ -132,10 +122,10 @@ void Qwen35Model::decoder_layer(const LayerWeights& lw, AttentionCache* attn,
     } else {
         attention(lw, *attn, s, xn, T, pos0, out);
     }
-    add_in_place(x, out, T * H);
+    ops::add_in_place(x, out, T * H);
     kernels_->rmsnorm(x, lw.post_norm.data(), T, H, config_.rms_eps, xn);
     ffn(lw.ffn, s, xn, T, out);
-    add_in_place(x, out, T * H);
+    ops::add_in_place(x, out, T * H);
 }
 
 void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T,
