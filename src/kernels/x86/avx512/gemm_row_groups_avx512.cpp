@@ -99,8 +99,8 @@ using Fetch = RowGroupFetch;
 constexpr int64_t kGroupStreamAheadBytes = 2048;
 // Q4_0R tiles of 4 or more columns compute longer per byte (the nibbles' two dot products per
 // column), so 1 KB ahead reaches L1 in time there. Session 30, kernel_ab against 2 KB: Q4_0R width 4
-// 0.985, 0.994, 0.979 (512 bytes 0.987; 4 KB 1.038), width 5 0.987, width 8 0.992; Q8_0R width 4
-// 1.005 (two blocks ahead), so Q8_0R keeps 2 KB.
+// 0.985, 0.994, 0.979 (512 bytes 0.987; 4 KB 1.038), width 5 0.987, width 8 0.992; widths 2 and 3
+// 0.999, 0.995 and Q8_0R width 4 1.005 (two blocks ahead), so those keep 2 KB.
 template <WType T, int C>
 constexpr int64_t kGroupStreamAheadBytesFor = T == WType::Q4_0R && C >= 4 ? 1024 : kGroupStreamAheadBytes;
 // Into L2, 16 KB per group of the tile (at least 32 KB). kernel_ab, 64 KB against 32 KB for
