@@ -316,9 +316,9 @@ void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const Quantize
     }
 }
 
-// The call's tiles, groups g0 .. g1-1: tile_groups (1 to 4) groups a tile while that many
-// are left, then a pair and a single; columns kWideTileCols (group streams) or kMaxTileCols (the cursor) at a
-// time.
+// The call's tiles, groups g0 .. g1-1: tile_groups (1 to 4) groups a tile while that many are
+// left (one fewer where one more is left), then a pair or a single; columns kWideTileCols (group
+// streams) or kMaxTileCols (the cursor) at a time.
 template <WType T, bool Gfni, Fetch F>
 void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
@@ -326,7 +326,12 @@ void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, in
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
     for (int64_t g = g0; g < g1;) {
         const int64_t left = g1 - g;
-        const int64_t n_groups = left >= tile_groups ? tile_groups : left >= 2 ? 2 : 1;
+        // One group more than a tile takes goes as a smaller tile and a pair, not a tile and a
+        // single group (one stream; broadcasts serving one group): 3 + 1 -> 2 + 2, 4 + 1 -> 3 + 2.
+        // Session 30, kernel_ab: Q4_0R width 4 0.993, 0.991, width 3 0.997, width 1 1.000; Q8_0R
+        // width 4 0.997.
+        const int64_t n_groups = tile_groups >= 3 && left == tile_groups + 1 ? tile_groups - 1
+                                 : left >= tile_groups ? tile_groups : left >= 2 ? 2 : 1;
         for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
