@@ -140,7 +140,8 @@ struct GroupLayout {
 // bytes, scales included, instead of each group's code stream (width 1 1.155).
 // Three groups a tile from there up to 8 columns (the sums of 3 x 8 columns spill to the stack,
 // and it still gains): kernel_ab against two groups, Q4_0R width 4 0.958-0.970, 5 0.990, 8
-// 0.975; Q8_0R width 2 0.955, 4 0.954, 5 0.960, 8 0.968; at width 16 (passes of 8) Q4_0R 1.009, and at width 3 Q4_0R 1.019 against four.
+// 0.975; Q8_0R width 2 0.955, 4 0.954, 5 0.960, 8 0.968; at width 16 (passes of 8) Q4_0R 1.009,
+// and at width 3 Q4_0R 1.019 against four.
 template <WType T>
 constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R ? 1 : 3;
 constexpr int64_t kThreeGroupsUpTo = 8;
@@ -317,8 +318,8 @@ void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const Quantize
 }
 
 // The call's tiles, groups g0 .. g1-1: tile_groups (1 to 4) groups a tile while that many are
-// left (one fewer where one more is left), then a pair or a single; columns kWideTileCols (group
-// streams) or kMaxTileCols (the cursor) at a time.
+// left (one fewer where one more is left), then what is left as one tile; columns kWideTileCols
+// (group streams) or kMaxTileCols (the cursor) at a time.
 template <WType T, bool Gfni, Fetch F>
 void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
@@ -327,11 +328,12 @@ void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, in
     for (int64_t g = g0; g < g1;) {
         const int64_t left = g1 - g;
         // One group more than a tile takes goes as a smaller tile and a pair, not a tile and a
-        // single group (one stream; broadcasts serving one group): 3 + 1 -> 2 + 2, 4 + 1 -> 3 + 2.
-        // Session 30, kernel_ab: Q4_0R width 4 0.993, 0.991, width 3 0.997, width 1 1.000; Q8_0R
-        // width 4 0.997.
+        // single group (one stream; broadcasts serving one group): 3 + 1 -> 2 + 2, 4 + 1 -> 3 + 2;
+        // and three left of four-group tiles go as one three-group tile, not 2 + 1. Session 30,
+        // kernel_ab: Q4_0R width 4 0.993, 0.991, width 3 0.997, width 1 1.000; Q8_0R width 4 0.997
+        // (three left as one tile: Q4_0R width 1 1.004, Q8_0R 1.002: the same, and simpler).
         const int64_t n_groups = tile_groups >= 3 && left == tile_groups + 1 ? tile_groups - 1
-                                 : left >= tile_groups ? tile_groups : left >= 2 ? 2 : 1;
+                                                                             : std::min(left, tile_groups);
         for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
