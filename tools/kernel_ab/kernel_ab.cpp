@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -80,8 +81,27 @@ int main(int argc, char** argv) {
         seconds[i % 2].push_back(tools::timed_forward(model, state, batch, logits));
     }
     model.set_kernels(kernels());
+    // The same comparison within memory spells: each token's pair (a, b) ranked by a + b, and the
+    // median of b/a over the fastest third and over the slowest third. On a VM whose read
+    // bandwidth swings (37-88 GB/s on the Zen 5 slice), a change can gain in slow spells and lose
+    // in fast ones, which the overall medians blur.
+    std::vector<std::pair<double, double>> pairs;  // [tokens] (a + b, b / a)
+    for (size_t i = 0; i < seconds[1].size(); ++i)
+        pairs.emplace_back(seconds[0][i] + seconds[1][i], seconds[1][i] / seconds[0][i]);
+    std::sort(pairs.begin(), pairs.end());
+    auto median_ratio = [&](size_t from, size_t to) {
+        std::vector<double> r;
+        for (size_t i = from; i < to; ++i) r.push_back(pairs[i].second);
+        std::nth_element(r.begin(), r.begin() + long(r.size() / 2), r.end());
+        return r.empty() ? 0.0 : r[r.size() / 2];
+    };
+    const size_t third = pairs.size() / 3;
     const double median[2] = {tools::report_median(seconds[0], "a"), tools::report_median(seconds[1], "b")};
     std::printf("b/a %.3f  (%s %s width %d, %s)\n", median[1] / median[0], name.c_str(),
                 quant.c_str(), width, kernels().isa);
+    if (third > 0)
+        std::printf("b/a in the fastest third of pairs %.3f (a+b median %.2f ms), in the slowest third %.3f (%.2f ms)\n",
+                    median_ratio(0, third), 1e3 * pairs[third / 2].first, median_ratio(pairs.size() - third, pairs.size()),
+                    1e3 * pairs[pairs.size() - third / 2 - 1].first);
     return 0;
 }
