@@ -1,5 +1,6 @@
 // ThreadPool: every item of a job runs exactly once, on a thread index in range, whatever the job
-// size (the static split below 8 items per thread, the guided claims above it), across many
+// size (the static split below 8 items per thread, the guided claims above it, the contiguous
+// split when asked), across many
 // back-to-back jobs (workers that start a job while spinning) and after the workers fell asleep
 // (when the caller often claims every item before a worker wakes, and the worker must then stay
 // out of that job); run_on_each_thread runs once on every thread, each on its own OS thread.
@@ -35,6 +36,33 @@ TEST(ThreadPool, EveryItemRunsOnceForAnyJobSize) {
         ThreadPool pool(threads);
         for (int64_t n : {1, 2, 3, 7, 15, 16, 17, 31, 32, 33, 64, 100, 1000, 4099})
             expect_each_item_once(pool, n);
+    }
+}
+
+// Split::Contiguous: every item once, in at most one range per thread, each at most
+// ceil(n / threads) long and starting at a multiple of it (the narrow matmuls' one stretch of
+// rows per thread), whatever the job size.
+TEST(ThreadPool, ContiguousSplitGivesEachThreadOneRange) {
+    for (int threads : {1, 2, 3, 4}) {
+        ThreadPool pool(threads);
+        for (int64_t n : {1, 2, 3, 7, 16, 17, 33, 100, 1000, 4099}) {
+            const int64_t per = (n + threads - 1) / threads;
+            std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+            std::atomic<int> calls{0};
+            std::atomic<bool> bad_range{false};
+            pool.run(
+                n,
+                [&](int64_t begin, int64_t end) {
+                    calls.fetch_add(1);
+                    if (begin < 0 || end > n || begin >= end || begin % per != 0 || end - begin > per)
+                        bad_range = true;
+                    for (int64_t i = begin; i < end; ++i) hits[size_t(i)].fetch_add(1);
+                },
+                ThreadPool::Split::Contiguous);
+            ASSERT_FALSE(bad_range.load()) << "threads=" << threads << " n=" << n;
+            EXPECT_LE(calls.load(), threads) << "n=" << n;
+            for (int64_t i = 0; i < n; ++i) ASSERT_EQ(1, hits[size_t(i)].load()) << "n=" << n << " item " << i;
+        }
     }
 }
 

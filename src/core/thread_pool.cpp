@@ -44,7 +44,7 @@ void ThreadPool::run_share(int index) {
         return;
     }
     constexpr int64_t kChunksPerThread = 8;
-    if (n_items_ < kChunksPerThread * n_threads_) {
+    if (split_ == Split::Contiguous || n_items_ < kChunksPerThread * n_threads_) {
         // Static: one range per thread, claimed in turn (a late thread's range goes to whoever
         // is free).
         const int64_t per = (n_items_ + n_threads_ - 1) / n_threads_;
@@ -69,7 +69,7 @@ void ThreadPool::run_share(int index) {
     }
 }
 
-void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx, bool on_each_thread) {
+void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx, bool on_each_thread, Split split) {
     if (n_items <= 0) return;
     if (n_threads_ == 1 || n_items == 1) {
         thunk(ctx, 0, 0, n_items);
@@ -81,6 +81,7 @@ void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx, bool on_each_
         ctx_ = ctx;
         n_items_ = n_items;
         on_each_thread_ = on_each_thread;
+        split_ = split;
         next_item_.store(0, std::memory_order_relaxed);
         finished_.store(0, std::memory_order_relaxed);
         // A new generation, open, no worker inside: the last job ended with none inside.

@@ -1,9 +1,9 @@
 #pragma once
 // A persistent pool of worker threads. run(n, fn) covers [0, n) with calls fn(begin, end), the
 // calling thread taking part. Small jobs (n < 8 per thread) are split into one contiguous range
-// per thread; larger ones are claimed from a shared counter in shrinking chunks (each a share of
-// what is left, run_share), so a thread that started late or runs slower takes fewer and the
-// threads finish together. Either way the ranges are claimed, never assigned: a worker that has
+// per thread, and so are larger ones run with Split::Contiguous; other large ones are claimed
+// from a shared counter in shrinking chunks (each a share of what is left, run_share), so a
+// thread that started late or runs slower takes fewer and the threads finish together. Either way the ranges are claimed, never assigned: a worker that has
 // not yet woken when the others have claimed everything never joins that job, and the caller
 // waits only for workers inside it (on a VM a sleeping worker's wake-up took 1-4 ms, and the
 // caller sat out those milliseconds after doing the whole job alone). Each item is handled by
@@ -29,12 +29,20 @@ public:
 
     int size() const { return n_threads_; }
 
+    // How run() hands out a job of many items. Guided: shrinking claims (above). Contiguous: one
+    // range per thread, claimed in turn as small jobs' are (a late thread's range still goes to
+    // whoever is free; a thread slowed part-way is not helped). The narrow matmuls of decode and
+    // verify want it: each thread then streams its rows in one call per matrix, and a call's
+    // prefetch stops at its end, so the guided schedule's many short calls each started cold and
+    // drained their prefetch early (matmul.cpp has the measurements).
+    enum class Split { Guided, Contiguous };
+
     template <class Fn>
-    void run(int64_t n_items, Fn&& fn) {
+    void run(int64_t n_items, Fn&& fn, Split split = Split::Guided) {
         auto thunk = [](void* ctx, int, int64_t begin, int64_t end) {
             (*static_cast<std::remove_reference_t<Fn>*>(ctx))(begin, end);
         };
-        dispatch(n_items, thunk, &fn);
+        dispatch(n_items, thunk, &fn, /*on_each_thread=*/false, split);
     }
 
     // The same, also passing the thread's index in [0, size()), for per-thread scratch.
@@ -58,7 +66,8 @@ public:
 
 private:
     using Thunk = void (*)(void*, int, int64_t, int64_t);
-    void dispatch(int64_t n_items, Thunk thunk, void* ctx, bool on_each_thread = false);
+    void dispatch(int64_t n_items, Thunk thunk, void* ctx, bool on_each_thread = false,
+                  Split split = Split::Guided);
     void worker_loop(int index);
     void run_share(int index);
     // job_'s fields: the job's generation (bits 17 and up), whether it is closed to workers that
@@ -81,6 +90,7 @@ private:
     void* ctx_ = nullptr;
     int64_t n_items_ = 0;
     bool on_each_thread_ = false;
+    Split split_ = Split::Guided;
 };
 
 // pool->run(n, fn) when a pool is given, else fn(0, n) on the calling thread (load-time work
