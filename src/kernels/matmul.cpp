@@ -23,7 +23,13 @@ constexpr int64_t kRowBlock = 16;  // rows a thread takes at a time (a block sta
 // 0.960; Q8_0 width 1 0.988-1.019 (median of runs 0.993), width 4 0.985-0.988. Claims from each
 // thread's own range first (halving, the rest stolen from the back) gained about half as much
 // (Q4_0 width 1 0.987-0.993, width 4 0.974). Wider than 8 (prefill) the guided schedule stays:
-// its dot products dominate and it balances them (128 columns contiguous: 1.028).
+// its dot products dominate and it balances them (128 columns contiguous: 1.028). Not yet measured
+// on AMD, whose tiles prefetch with one cursor per call instead (gemm_row_groups_avx512.cpp); the
+// split gives them fewer, longer calls as well. The caller then waits for the worker at the end
+// of a batch for 0.4-1.5 ms a 0.8B Q4_0 token (0.15 ms guided), about 0.2 ms of it the worker's
+// later start (1.3 us a batch); which half the caller takes does not change it. Splitting the last eighth of each range into shrinking claims, or stealing,
+// to even that out measured slower than the one range (0.983-0.991 over guided), and so did an
+// L2 prefetch of a call's first 32 or 64 KB at its start (kernel_ab 0.998, 0.999).
 constexpr int64_t kContiguousSplitUpTo = 8;
 
 void check_weight(const WeightMatrix& w) {
