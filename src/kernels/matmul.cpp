@@ -29,7 +29,10 @@ constexpr int64_t kRowBlock = 16;  // rows a thread takes at a time (a block sta
 // of a batch for 0.4-1.5 ms a 0.8B Q4_0 token (0.15 ms guided), about 0.2 ms of it the worker's
 // later start (1.3 us a batch); which half the caller takes does not change it. Splitting the last eighth of each range into shrinking claims, or stealing,
 // to even that out measured slower than the one range (0.983-0.991 over guided), and so did an
-// L2 prefetch of a call's first 32 or 64 KB at its start (kernel_ab 0.998, 0.999).
+// L2 prefetch of a call's first 32 or 64 KB at its start (kernel_ab 0.998, 0.999). With a third
+// process taking CPU time (a niced busy loop; or 2 ms busy every 20 ms), where a preempted
+// thread holds its whole range, contiguous still measured 0.980-0.988 of guided (Q4_0 width 1,
+// medians and means).
 constexpr int64_t kContiguousSplitUpTo = 8;
 
 void check_weight(const WeightMatrix& w) {
