@@ -23,4 +23,4 @@ echo "note: this 5.6M-parameter model's weights stay in the CPU cache, so a veri
 echo "      costs nearly k+1 plain steps (nextn bench $MODEL prints the curve) and MTP cannot beat"
 echo "      plain decoding on it. On real models a decode step streams the weights from memory and"
 echo "      a width-4 verify costs 1.05-1.5 steps (machine-dependent); to see what MTP gives there:"
-echo "      nextn bench --synthetic qwen3.5-0.8b --quant q4 --draft perfect   (2.3-3.7x at depth 4 on the 2-core VMs measured)"
+echo "      nextn bench --synthetic qwen3.5-0.8b --quant q4 --draft perfect   (2.3-3.9x at depth 4 on the 2-core VMs measured)"
