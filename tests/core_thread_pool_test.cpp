@@ -1,9 +1,9 @@
 // ThreadPool: every item of a job runs exactly once, on a thread index in range, whatever the job
 // size (the static split below 8 items per thread, the guided claims above it, the contiguous
-// split when asked), across many
-// back-to-back jobs (workers that start a job while spinning) and after the workers fell asleep
-// (when the caller often claims every item before a worker wakes, and the worker must then stay
-// out of that job); run_on_each_thread runs once on every thread, each on its own OS thread.
+// split when asked), across many back-to-back jobs (workers that start a job while spinning)
+// and after the workers fell asleep (when the caller often claims every item before a worker
+// wakes, and the worker must then stay out of that job); run_on_each_thread runs once on every
+// thread, each on its own OS thread.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -18,17 +18,35 @@
 namespace nextn {
 namespace {
 
-// Runs one job of n items and checks each ran once, in order-free claims of [begin, end).
-void expect_each_item_once(ThreadPool& pool, int64_t n) {
-    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-    std::atomic<bool> bad_range{false};
-    pool.run_indexed(n, [&](int thread, int64_t begin, int64_t end) {
-        if (thread < 0 || thread >= pool.size() || begin < 0 || end > n || begin >= end)
-            bad_range = true;
+// The claims [begin, end) of one job of n items, in any order: each must be a non-empty range
+// inside [0, n), and together they must cover every item exactly once.
+struct Claims {
+    explicit Claims(int64_t n) : n(n), hits(static_cast<size_t>(n)) {}
+    void add(int64_t begin, int64_t end) {
+        calls.fetch_add(1);
+        if (begin < 0 || end > n || begin >= end) bad_range = true;
         for (int64_t i = begin; i < end; ++i) hits[size_t(i)].fetch_add(1);
+    }
+    void expect_each_item_once() const {
+        ASSERT_FALSE(bad_range.load()) << "n=" << n;
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(1, hits[size_t(i)].load()) << "n=" << n << " item " << i;
+    }
+    const int64_t n;
+    std::vector<std::atomic<int>> hits;
+    std::atomic<int> calls{0};
+    std::atomic<bool> bad_range{false};
+};
+
+// Runs one job of n items and checks each ran once, on a thread index in range.
+void expect_each_item_once(ThreadPool& pool, int64_t n) {
+    Claims claims(n);
+    std::atomic<bool> bad_thread{false};
+    pool.run_indexed(n, [&](int thread, int64_t begin, int64_t end) {
+        if (thread < 0 || thread >= pool.size()) bad_thread = true;
+        claims.add(begin, end);
     });
-    ASSERT_FALSE(bad_range.load()) << "n=" << n;
-    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(1, hits[size_t(i)].load()) << "n=" << n << " item " << i;
+    ASSERT_FALSE(bad_thread.load()) << "n=" << n;
+    claims.expect_each_item_once();
 }
 
 TEST(ThreadPool, EveryItemRunsOnceForAnyJobSize) {
@@ -47,21 +65,18 @@ TEST(ThreadPool, ContiguousSplitGivesEachThreadOneRange) {
         ThreadPool pool(threads);
         for (int64_t n : {1, 2, 3, 7, 16, 17, 33, 100, 1000, 4099}) {
             const int64_t per = (n + threads - 1) / threads;
-            std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-            std::atomic<int> calls{0};
-            std::atomic<bool> bad_range{false};
+            Claims claims(n);
+            std::atomic<bool> not_one_range{false};  // a claim not at a multiple of per, or longer
             pool.run(
                 n,
                 [&](int64_t begin, int64_t end) {
-                    calls.fetch_add(1);
-                    if (begin < 0 || end > n || begin >= end || begin % per != 0 || end - begin > per)
-                        bad_range = true;
-                    for (int64_t i = begin; i < end; ++i) hits[size_t(i)].fetch_add(1);
+                    if (begin % per != 0 || end - begin > per) not_one_range = true;
+                    claims.add(begin, end);
                 },
                 ThreadPool::Split::Contiguous);
-            ASSERT_FALSE(bad_range.load()) << "threads=" << threads << " n=" << n;
-            EXPECT_LE(calls.load(), threads) << "n=" << n;
-            for (int64_t i = 0; i < n; ++i) ASSERT_EQ(1, hits[size_t(i)].load()) << "n=" << n << " item " << i;
+            ASSERT_FALSE(not_one_range.load()) << "threads=" << threads << " n=" << n;
+            EXPECT_LE(claims.calls.load(), threads) << "n=" << n;
+            claims.expect_each_item_once();
         }
     }
 }

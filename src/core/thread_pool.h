@@ -3,8 +3,9 @@
 // calling thread taking part. Small jobs (n < 8 per thread) are split into one contiguous range
 // per thread, and so are larger ones run with Split::Contiguous; other large ones are claimed
 // from a shared counter in shrinking chunks (each a share of what is left, run_share), so a
-// thread that started late or runs slower takes fewer and the threads finish together. Either way the ranges are claimed, never assigned: a worker that has
-// not yet woken when the others have claimed everything never joins that job, and the caller
+// thread that started late or runs slower takes fewer and the threads finish together. Either
+// way the ranges are claimed, never assigned: a worker that has not yet woken when the others
+// have claimed everything never joins that job, and the caller
 // waits only for workers inside it (on a VM a sleeping worker's wake-up took 1-4 ms, and the
 // caller sat out those milliseconds after doing the whole job alone). Each item is handled by
 // exactly one call, and what an item computes never depends on which thread ran it, so kernels

@@ -18,7 +18,7 @@ constexpr int64_t kRowBlock = 16;  // rows a thread takes at a time (a block sta
 // Batches no wider than this many columns split their rows into one contiguous range per thread
 // (ThreadPool::Split::Contiguous) instead of the guided schedule's shrinking claims: each thread
 // then reads each matrix in one call, whose prefetch runs to the end of its range. On the 2-core
-// Sapphire-Rapids-class VM, 0.8B forwards alternating between the two schedules in one process,
+// Emerald-Rapids-class Xeon VM, 0.8B forwards alternating between the two schedules in one process,
 // contiguous over guided: Q4_0 width 1 0.975-0.983, width 2 0.963, width 4 0.959-0.970, width 8
 // 0.960; Q8_0 width 1 0.988-1.019 (median of runs 0.993), width 4 0.985-0.988. Claims from each
 // thread's own range first (halving, the rest stolen from the back) gained about half as much
@@ -27,9 +27,10 @@ constexpr int64_t kRowBlock = 16;  // rows a thread takes at a time (a block sta
 // on AMD, whose tiles prefetch with one cursor per call instead (gemm_row_groups_avx512.cpp); the
 // split gives them fewer, longer calls as well. The caller then waits for the worker at the end
 // of a batch for 0.4-1.5 ms a 0.8B Q4_0 token (0.15 ms guided), about 0.2 ms of it the worker's
-// later start (1.3 us a batch); which half the caller takes does not change it. Splitting the last eighth of each range into shrinking claims, or stealing,
-// to even that out measured slower than the one range (0.983-0.991 over guided), and so did an
-// L2 prefetch of a call's first 32 or 64 KB at its start (kernel_ab 0.998, 0.999). With a third
+// later start (1.3 us a batch); which half the caller takes does not change it. Splitting the
+// last eighth of each range into shrinking claims, or stealing, to even that out measured slower
+// than the one range (0.983-0.991 over guided); an L2 prefetch of a call's first 32 or 64 KB at
+// its start changed nothing (kernel_ab 0.998, 0.999). With a third
 // process taking CPU time (a niced busy loop; or 2 ms busy every 20 ms), where a preempted
 // thread holds its whole range, contiguous still measured 0.980-0.988 of guided (Q4_0 width 1,
 // medians and means).
@@ -118,10 +119,12 @@ void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadP
     s.input_job.clear();
     s.bf16_input_of.assign(count, -1);
     s.bf16_input_job.clear();
-    int64_t work = 0;  // weight values over all jobs
+    int64_t work = 0;    // weight values over all jobs
+    int64_t widest = 0;  // the most columns of any job
     for (size_t i = 0; i < count; ++i) {
         const MatmulJob& job = jobs[i];
         const int64_t n = std::max<int64_t>(job.n, 0);
+        widest = std::max(widest, n);
         s.first_block[i + 1] = s.first_block[i];
         if (n == 0) continue;
         check_weight(*job.w);
@@ -178,8 +181,6 @@ void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadP
         }
     };
     const int64_t blocks = s.first_block[count];
-    int64_t widest = 0;
-    for (const MatmulJob& job : jobs) widest = std::max(widest, job.n);
     if (work < kMinParallelWork)
         run_blocks(0, blocks);
     else
