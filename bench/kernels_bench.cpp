@@ -40,7 +40,7 @@ const WType kTypes[] = {WType::F32,   WType::BF16,  WType::F16,  WType::Q8_0, WT
 
 void BM_ReadBandwidth(benchmark::State& state) {
     double gbs = 0.0;
-    for (auto _ : state) gbs = measure_read_bandwidth_gbs(pool(), size_t(256) << 20);
+    for (auto _ : state) gbs = measure_read_bandwidth_gbs(pool(), read_probe_bytes());
     state.counters["GB/s"] = gbs;
     state.SetLabel(kernels().isa);
 }
@@ -88,11 +88,13 @@ private:
     double seconds_ = 1e30;
 };
 
-// Times matmuls of width n with w, rotating copies of it (192 MiB in all) so that none stays
-// in cache; GB/s counts w's bytes, pct_bw that as a share of the measured read bandwidth.
+// Times matmuls of width n with w, rotating copies of it (as many bytes as the read probe reads:
+// at least 1 GB, far beyond the last-level cache) so that none stays in cache; GB/s counts w's
+// bytes, pct_bw that as a share of the measured read bandwidth.
 void time_matmuls(benchmark::State& state, WeightMatrix w, int n) {
     std::vector<WeightMatrix> weights{std::move(w)};
-    while (weights.size() * weights[0].nbytes() < (size_t(192) << 20))
+    const size_t rotated_bytes = read_probe_bytes();  // once: it shrinks as the copies take memory
+    while (weights.size() * weights[0].nbytes() < rotated_bytes)
         weights.push_back(clone_weight(weights[0]));
     const WeightMatrix& first = weights[0];
     const std::vector<float> x = uniform_values(size_t(n * first.cols), 2, -1.0f, 1.0f);

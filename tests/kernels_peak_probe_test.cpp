@@ -130,5 +130,21 @@ TEST(PeakProbe, MeasuredPeakIsAPositiveRate) {
     }
 }
 
+// The read probe's buffer is four times the last-level cache, within [kReadProbeTargetBytes,
+// kReadProbeMaxBytes], and a quarter of the available memory at most unless that is below
+// kReadProbeBytes.
+TEST(ReadProbe, BufferIsFourTimesTheCacheWithinItsBounds) {
+    constexpr size_t MB = size_t(1) << 20, plenty = size_t(64) << 30;
+    EXPECT_EQ(read_probe_bytes_for(260 * MB, plenty), 1040 * MB);  // the Xeon VM's 260 MB L3
+    EXPECT_EQ(read_probe_bytes_for(32 * MB, plenty), kReadProbeTargetBytes);  // a small L3
+    EXPECT_EQ(read_probe_bytes_for(0, plenty), kReadProbeTargetBytes);        // unknown cache
+    EXPECT_EQ(read_probe_bytes_for(1152 * MB, plenty), kReadProbeMaxBytes);   // capped at 4 GB
+    EXPECT_EQ(read_probe_bytes_for(260 * MB, 2400 * MB), 600 * MB);  // a quarter of 2.4 GB free
+    EXPECT_EQ(read_probe_bytes_for(260 * MB, 400 * MB), kReadProbeBytes);  // never below the floor
+    const size_t here = read_probe_bytes();
+    EXPECT_GE(here, kReadProbeBytes);
+    EXPECT_LE(here, kReadProbeMaxBytes);
+}
+
 }  // namespace
 }  // namespace nextn

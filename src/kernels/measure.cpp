@@ -1,11 +1,14 @@
 #include "kernels/measure.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <random>
 
+#include <unistd.h>
+
 #include "core/error.h"
+#include "core/memory_info.h"
 #include "core/thread_pool.h"
 
 namespace nextn {
@@ -17,6 +20,21 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 }  // namespace
+
+size_t read_probe_bytes_for(size_t last_level_cache_bytes, size_t available_bytes) {
+    const size_t wanted = std::clamp(4 * last_level_cache_bytes, kReadProbeTargetBytes, kReadProbeMaxBytes);
+    return std::max(kReadProbeBytes, std::min(wanted, available_bytes / 4));
+}
+
+size_t read_probe_bytes() {
+    // The largest cache level sysconf knows (0 or -1 where it does not: non-x86, some VMs).
+    long cache = 0;
+    for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE})
+        if (cache <= 0) cache = sysconf(name);
+    // MemAvailable (0 where unknown: no limit then).
+    const size_t available = read_memory_info().available;
+    return read_probe_bytes_for(cache > 0 ? size_t(cache) : 0, available > 0 ? available : SIZE_MAX);
+}
 
 double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes) {
     return measure_read_bandwidth_gbs(kernels(), pool, buffer_bytes);

@@ -12,14 +12,28 @@ namespace nextn {
 
 class ThreadPool;
 
+// The read probe's buffer: four times the last-level cache the CPU reports and at least
+// kReadProbeTargetBytes, at most kReadProbeMaxBytes, and no more than a quarter of the memory
+// available (never below kReadProbeBytes). A buffer read over and over that is not far larger
+// than the cache is partly served by it. On the 2-core Emerald-Rapids-class Xeon VM (260 MB of
+// L3 reported), probes of 256, 545 (twice the L3) and 1024 MB, taken in turn 25 times: 33.7-42.2,
+// 29.3-42.8 and 29.4-34.2 GB/s; the 1 GB probe read 33.3-34.2 in all but one turn, and 2 GB read
+// what 1 GB did. A VM reports its host's whole cache, so a multiple of that covers whatever share
+// of it the VM gets.
+constexpr size_t kReadProbeBytes = size_t(256) << 20;
+constexpr size_t kReadProbeTargetBytes = size_t(1) << 30;
+constexpr size_t kReadProbeMaxBytes = size_t(4) << 30;
+size_t read_probe_bytes_for(size_t last_level_cache_bytes, size_t available_bytes);
+// read_probe_bytes_for this machine (sysconf's cache figure, /proc/meminfo's MemAvailable).
+size_t read_probe_bytes();
+
 // Sustained read bandwidth in GB/s (10^9 bytes/s) on all pool threads, over buffer_bytes (far
 // larger than the caches): the better of (a) stream_sum over each thread's share, best of 10
 // passes, and (b) an f32 matrix-vector product through matmul (bandwidth-bound: one FMA per
 // 4 bytes), whose prefetched row tiles stream faster than (a) on some machines. Takes ~1 s.
-constexpr size_t kReadProbeBytes = size_t(256) << 20;
-double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes = kReadProbeBytes);
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes = read_probe_bytes());
 double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool,
-                                  size_t buffer_bytes = kReadProbeBytes);
+                                  size_t buffer_bytes = read_probe_bytes());
 
 // Which multiply-adds a compute peak counts: int8 dot products (the int8-activation matmuls)
 // or f32 fused multiply-adds (f32 activations).
