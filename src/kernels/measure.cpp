@@ -26,14 +26,16 @@ size_t read_probe_bytes_for(size_t last_level_cache_bytes, size_t available_byte
     return std::max(kReadProbeBytes, std::min(wanted, available_bytes / 4));
 }
 
-size_t read_probe_bytes() {
-    // The largest cache level sysconf knows (0 or -1 where it does not: non-x86, some VMs).
-    long cache = 0;
+size_t reported_last_level_cache_bytes() {
+    long cache = 0;  // sysconf gives 0 or -1 where it does not know (non-x86, some VMs)
     for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE})
         if (cache <= 0) cache = sysconf(name);
-    // MemAvailable (0 where unknown: no limit then).
-    const size_t available = read_memory_info().available;
-    return read_probe_bytes_for(cache > 0 ? size_t(cache) : 0, available > 0 ? available : SIZE_MAX);
+    return cache > 0 ? size_t(cache) : 0;
+}
+
+size_t read_probe_bytes() {
+    const size_t available = read_memory_info().available;  // 0 where unknown: no limit then
+    return read_probe_bytes_for(reported_last_level_cache_bytes(), available > 0 ? available : SIZE_MAX);
 }
 
 double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes) {

@@ -24,7 +24,10 @@ constexpr size_t kReadProbeBytes = size_t(256) << 20;
 constexpr size_t kReadProbeTargetBytes = size_t(1) << 30;
 constexpr size_t kReadProbeMaxBytes = size_t(4) << 30;
 size_t read_probe_bytes_for(size_t last_level_cache_bytes, size_t available_bytes);
-// read_probe_bytes_for this machine (sysconf's cache figure, /proc/meminfo's MemAvailable).
+// The largest cache the CPU reports (sysconf: L3, else L2), 0 where it reports none. On a VM,
+// the host's whole cache, not the VM's share of it.
+size_t reported_last_level_cache_bytes();
+// read_probe_bytes_for this machine (that cache, /proc/meminfo's MemAvailable).
 size_t read_probe_bytes();
 
 // Sustained read bandwidth in GB/s (10^9 bytes/s) on all pool threads, over buffer_bytes (far

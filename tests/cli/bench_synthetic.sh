@@ -85,8 +85,9 @@ if [ -f models/nextn-tiny/config.json ]; then
 import json, sys
 r = json.loads(sys.argv[1])
 fits, small, large = r["weights_fit_in_cache"], r["weight_sized_read_gbs"], r["machine_read_bandwidth_gbs"]
-assert isinstance(fits, bool) and small > 0 and large > 0, r
-assert fits == (small >= 1.25 * large), (fits, small, large)
+weights, cache = r["weight_bytes_per_token"], r["last_level_cache_bytes"]
+assert isinstance(fits, bool) and small > 0 and large > 0 and weights > 0 and cache >= 0, r
+assert fits == (small >= 1.25 * large and (cache == 0 or weights <= cache)), (fits, small, large, weights, cache)
 PY
     then
         echo "FAIL: tiny-model bench JSON: weights_fit_in_cache disagrees with its read rates: $out"
