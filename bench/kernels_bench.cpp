@@ -40,7 +40,7 @@ const WType kTypes[] = {WType::F32,   WType::BF16,  WType::F16,  WType::Q8_0, WT
 
 void BM_ReadBandwidth(benchmark::State& state) {
     double gbs = 0.0;
-    for (auto _ : state) gbs = measure_read_bandwidth_gbs(pool(), read_probe_bytes());
+    for (auto _ : state) gbs = measure_read_bandwidth_gbs(pool());  // over read_probe_bytes()
     state.counters["GB/s"] = gbs;
     state.SetLabel(kernels().isa);
 }
