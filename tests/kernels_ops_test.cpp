@@ -318,6 +318,29 @@ TEST(KernelsOps, SoftmaxMatchesReference) {
     }
 }
 
+
+// The read probe's sum (kernels/measure.h): every ISA's, which reads four interleaved streams of
+// 16 KB runs and then a scalar tail, against the exact sum. The values are multiples of 1/8 in
+// [0.5, 1.5], so every partial sum, in any order, is a multiple of 1/8 below 2^17 and exact in
+// f32: a skipped or doubled element shows.
+TEST(KernelsOps, StreamSumIsExactOnExactValues) {
+    constexpr int64_t kGroup = 4 * 4096;  // x86::stream_sum's floats per group of streams
+    const int64_t lengths[] = {1, 7, 16, 33, 1000, kGroup - 1, kGroup, 2 * kGroup + 77, 5 * kGroup + 4095};
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        for (int64_t n : lengths) {
+            std::vector<float> x = random_values(size_t(n), 8, 0.5f, 1.5f);
+            double exact = 0.0;
+            for (float& v : x) {
+                v = std::round(v * 8.0f) / 8.0f;
+                exact += v;
+            }
+            EXPECT_EQ(double(reference_kernels().stream_sum(x.data(), n)), exact) << "reference n=" << n;
+            EXPECT_EQ(double(k.stream_sum(x.data(), n)), exact) << isa << " n=" << n;
+        }
+    }
+}
+
 // Elementwise results do not depend on where an element sits in the buffer (vector body vs
 // masked tail), so a row computed alone equals the same row inside a larger batch.
 TEST(KernelsOps, ElementwisePositionInvariantBitwise) {
