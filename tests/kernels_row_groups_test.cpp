@@ -151,7 +151,7 @@ TEST(KernelsRowGroups, ReferenceAgreesWithTheChunkedLayoutAndTheExactSum) {
     }
 }
 
-// Every table (AVX-512's kernel; the others take the reference) gives the reference's bits for
+// Every table (the AVX-512 and 256-bit kernels; the scalar table's reference) gives the reference's bits for
 // every width and thread count: column j of a width-n product is column j of the width-16 one.
 TEST(KernelsRowGroups, EveryTableEqualsReferenceBitwiseForEveryWidth) {
     for (WType type : kRowGroupTypes)
@@ -209,6 +209,34 @@ TEST(KernelsRowGroups, NonFiniteActivationsGiveNaNInTheirColumnOnly) {
     }
 }
 
+// Every table's int8 product called directly on row ranges that start and end inside groups
+// (a matmul's row split falls on whole groups, so EveryTableEqualsReferenceBitwiseForEveryWidth
+// never reaches them), at widths that take one tile and several column passes: the rows in
+// range get the reference's bits, the others stay untouched. The 256-bit kernels take a group's
+// two 8-row halves together up to 2 columns and one at a time above, so ranges end in either half.
+TEST(KernelsRowGroups, EveryTableOnRowRangesInsideGroupsEqualsReference) {
+    const Shape s{70, 160};
+    for (WType type : kRowGroupTypes) {
+        const WeightMatrix w = repack_for_int8_dot(blocks_for(type, s, 9), type);
+        for (int64_t n : {1, 2, 3, 4, 5, 8, 9}) {
+            const std::vector<float> x = random_normal(size_t(n * s.cols), 10);
+            QuantizedColumns qx;
+            resize_columns(n, s.cols, qx);
+            ref::quantize_columns(x.data(), s.cols, qx, 0, n);
+            for (const std::string& isa : available_isas()) {
+                for (auto [r0, r1] : {std::pair<int64_t, int64_t>{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64},
+                                      {5, 70}, {8, 16}, {3, 12}, {66, 70}}) {
+                    std::vector<float> want(size_t(n * s.rows), -1.0f), got(want.size(), -1.0f);
+                    ref::gemm_i8_rows(w, qx, want.data(), s.rows, r0, r1);
+                    kernels_for(isa).gemm_i8_rows(w, qx, got.data(), s.rows, r0, r1);
+                    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                        << isa << " " << wtype_name(type) << " rows " << r0 << ".." << r1 << " n=" << n;
+                }
+            }
+        }
+    }
+}
+
 #if defined(__x86_64__)
 bool have_avx512() {
     const std::vector<std::string> isas = available_isas();
@@ -249,12 +277,12 @@ TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {
     }
 }
 
-// NEXTN_Q4_0_LAYOUT and NEXTN_Q8_0_LAYOUT choose the AVX-512 table's layouts once, in a fresh
+// NEXTN_Q4_0_LAYOUT and NEXTN_Q8_0_LAYOUT choose an int8 table's layouts once, in a fresh
 // process: "rows" and "chunked" set them, an unknown value is an error naming it.
-int avx512_layouts_in_fresh_table(const char* variable, const char* layout) {
+int layouts_in_fresh_table(const std::string& isa, const char* variable, const char* layout) {
     setenv(variable, layout, 1);
     try {
-        const RowGroupLayouts groups = kernels_for("avx512").row_groups;
+        const RowGroupLayouts groups = kernels_for(isa).row_groups;
         std::exit((groups.q4_0 ? 4 : 0) + (groups.q8_0 ? 8 : 0) + 16);
     } catch (const Error& e) {
         std::fprintf(stderr, "%s\n", e.what());
@@ -263,17 +291,27 @@ int avx512_layouts_in_fresh_table(const char* variable, const char* layout) {
 }
 
 TEST(KernelsRowGroupsDeathTest, LayoutsChosenByEnvironment) {
-    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
     GTEST_FLAG_SET(death_test_style, "threadsafe");  // fresh process: the table not yet built
     unsetenv("NEXTN_Q4_0_LAYOUT");
     unsetenv("NEXTN_Q8_0_LAYOUT");
-    // Defaults: both in groups.
-    EXPECT_EXIT(avx512_layouts_in_fresh_table("NEXTN_Q8_0_LAYOUT", ""), testing::ExitedWithCode(16 + 4 + 8), "");
-    EXPECT_EXIT(avx512_layouts_in_fresh_table("NEXTN_Q4_0_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 8), "");
-    EXPECT_EXIT(avx512_layouts_in_fresh_table("NEXTN_Q8_0_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 4), "");
-    EXPECT_EXIT(avx512_layouts_in_fresh_table("NEXTN_Q8_0_LAYOUT", "rows"), testing::ExitedWithCode(16 + 4 + 8), "");
-    EXPECT_EXIT(avx512_layouts_in_fresh_table("NEXTN_Q4_0_LAYOUT", "diagonal"), testing::ExitedWithCode(3),
-                "NEXTN_Q4_0_LAYOUT=diagonal: unknown weight layout");
+    int tables = 0;
+    for (const std::string& isa : available_isas()) {
+        if (isa == "scalar") continue;  // no int8 kernels: it keeps the block types
+        ++tables;
+        // Defaults: both in groups.
+        EXPECT_EXIT(layouts_in_fresh_table(isa, "NEXTN_Q8_0_LAYOUT", ""), testing::ExitedWithCode(16 + 4 + 8), "")
+            << isa;
+        EXPECT_EXIT(layouts_in_fresh_table(isa, "NEXTN_Q4_0_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 8), "")
+            << isa;
+        EXPECT_EXIT(layouts_in_fresh_table(isa, "NEXTN_Q8_0_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 4), "")
+            << isa;
+        EXPECT_EXIT(layouts_in_fresh_table(isa, "NEXTN_Q8_0_LAYOUT", "rows"), testing::ExitedWithCode(16 + 4 + 8), "")
+            << isa;
+        EXPECT_EXIT(layouts_in_fresh_table(isa, "NEXTN_Q4_0_LAYOUT", "diagonal"), testing::ExitedWithCode(3),
+                    "NEXTN_Q4_0_LAYOUT=diagonal: unknown weight layout")
+            << isa;
+    }
+    if (tables == 0) GTEST_SKIP() << "no int8 table on this CPU (no AVX2)";
 }
 #endif
 
@@ -296,9 +334,8 @@ TEST(KernelsRowGroupsDeathTest, BadLayoutIsAnErrorOnEveryTable) {
         testing::ExitedWithCode(3), "NEXTN_Q8_0_LAYOUT=sideways: unknown weight layout");
 }
 
-// The load policy: on the avx512 table Q4_0 and Q8_0 are held in row groups (unless the
-// environment asks for chunked), on the other int8 tables chunked, on the scalar table as they
-// are; with f32 activations always as they are. And a checkpoint tensor bound for this table
+// The load policy: on the int8 tables (avx2, avxvnni, avx512) Q4_0 and Q8_0 are held in row
+// groups (unless the environment asks for chunked), on the scalar table as they are; with f32 activations always as they are. And a checkpoint tensor bound for this table
 // (make_weight with the table's layouts, as the binder calls it) gets that type.
 TEST(KernelsRowGroups, LoadPicksTheLayoutTheTableReads) {
     const std::string isa = kernels().isa;
@@ -310,10 +347,8 @@ TEST(KernelsRowGroups, LoadPicksTheLayoutTheTableReads) {
         const bool q4 = block == WType::Q4_0;
         const WType grouped = q4 ? WType::Q4_0R : WType::Q8_0R, chunked = q4 ? WType::Q4_0X : WType::Q8_0X;
         WType want = block;
-        if (isa == "avx512")
+        if (isa != "scalar")
             want = chunked_by_env(q4 ? "NEXTN_Q4_0_LAYOUT" : "NEXTN_Q8_0_LAYOUT") ? chunked : grouped;
-        else if (isa != "scalar")
-            want = chunked;
         EXPECT_EQ(want, kernel_storage_type(block, /*int8_activations=*/true)) << isa;
         EXPECT_EQ(block, kernel_storage_type(block, /*int8_activations=*/false)) << isa;
         if (isa == "scalar") continue;  // no int8 layout to build

@@ -52,15 +52,27 @@ const KernelTable* scalar_table() {
     return &table;
 }
 
-// A table's int8 product for the types its ISA unit reads, and the scalar reference for the
-// row-group types (Q4_0R, Q8_0R), which only the AVX-512 unit has a kernel for: at load they are
-// chosen only where that kernel runs, but a matrix built for one table runs on any. Here rather
-// than in the ISA units, which kernel_ab compiles alone with their namespace renamed.
-template <void (*Fast)(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t)>
-void gemm_i8_rows_or_row_group_reference(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
-                                         int64_t r0, int64_t r1) {
-    if (is_row_group_type(w.type)) return ref::gemm_row_groups(w, x, y, ldy, r0, r1);
-    Fast(w, x, y, ldy, r0, r1);
+// Whether the int8 tables hold `block` weights in 16-row groups: the environment variable `name`
+// says "rows" or "chunked"; unset or empty gives `fallback`. Anything else is an Error naming it.
+bool row_groups_from_env(const char* name, bool fallback) {
+    const char* layout = std::getenv(name);
+    if (!layout || !*layout) return fallback;
+    if (std::string(layout) == "rows") return true;
+    if (std::string(layout) == "chunked") return false;
+    fail(name, "=", layout, ": unknown weight layout (known: chunked, rows)");
+}
+
+// The int8 tables' layouts (avx2, avxvnni, avx512): Q4_0 and Q8_0 in 16-row groups by default.
+// AVX-512: in the 0.8B model on the 2-core Zen 5 (tools/layout_ab) they took 0.89-1.00x the
+// chunked layouts' time at widths 1, 2 and 4, and 0.83-0.92x for a 128-token prefill
+// (gemm_row_groups_avx512.cpp; README, "Q4_0 in 16-row groups"). The 256-bit kernels
+// (x86/row_groups_256.h) on the 2-core Xeon VM: 0.78-0.97x at every width measured (README,
+// "Row groups for the 256-bit tables").
+RowGroupLayouts row_group_layouts() {
+    RowGroupLayouts groups;
+    groups.q4_0 = row_groups_from_env("NEXTN_Q4_0_LAYOUT", true);
+    groups.q8_0 = row_groups_from_env("NEXTN_Q8_0_LAYOUT", true);
+    return groups;
 }
 
 // Built here, in a translation unit without ISA flags (see x86/x86_kernels.h).
@@ -68,9 +80,10 @@ KernelTable make_avx2_table() {
     KernelTable t;
     t.isa = "avx2";
     t.gemm_rows = avx2::gemm_rows;
-    t.gemm_i8_rows = gemm_i8_rows_or_row_group_reference<avx2::gemm_i8_rows>;
+    t.gemm_i8_rows = avx2::gemm_i8_rows;
     t.quantize_columns = avx2::quantize_columns;
     t.int8_dot_fast = true;
+    t.row_groups = row_group_layouts();
     t.gemm_bf16_rows = ref::gemm_bf16_rows;  // no bf16 dot product in AVX2
     t.rmsnorm = avx2::rmsnorm;
     t.l2norm = avx2::l2norm;
@@ -100,33 +113,12 @@ const KernelTable* avxvnni_table() {
     static const KernelTable table = [] {
         KernelTable t = make_avx2_table();
         t.isa = "avxvnni";
-        t.gemm_i8_rows = gemm_i8_rows_or_row_group_reference<avxvnni::gemm_i8_rows>;
+        t.gemm_i8_rows = avxvnni::gemm_i8_rows;
         t.quantize_columns = avxvnni::quantize_columns;
         t.int8_peak_probe = avxvnni::int8_peak_probe;
         return t;
     }();
     return &table;
-}
-
-// Whether the avx512 table holds `block` weights in 16-row groups: the environment variable `name`
-// says "rows" or "chunked"; unset or empty gives `fallback`. Anything else is an Error naming it.
-bool row_groups_from_env(const char* name, bool fallback) {
-    const char* layout = std::getenv(name);
-    if (!layout || !*layout) return fallback;
-    if (std::string(layout) == "rows") return true;
-    if (std::string(layout) == "chunked") return false;
-    fail(name, "=", layout, ": unknown weight layout (known: chunked, rows)");
-}
-
-// The AVX-512 table's layouts: Q4_0 and Q8_0 in 16-row groups by default. In the 0.8B model on the
-// 2-core Zen 5 (tools/layout_ab) they took 0.89-1.00x the chunked layouts' time at widths 1, 2
-// and 4, and 0.83-0.92x for a 128-token prefill (gemm_row_groups_avx512.cpp; README, "Q4_0 in
-// 16-row groups").
-RowGroupLayouts avx512_row_groups() {
-    RowGroupLayouts groups;
-    groups.q4_0 = row_groups_from_env("NEXTN_Q4_0_LAYOUT", true);
-    groups.q8_0 = row_groups_from_env("NEXTN_Q8_0_LAYOUT", true);
-    return groups;
 }
 
 // Whether the avx512 table uses AMX tiles where the CPU has them: NEXTN_AMX says "on" or "off";
@@ -161,7 +153,7 @@ const KernelTable* avx512_table() {
         t.gemm_i8_rows = avx512::gemm_i8_rows;
         t.quantize_columns = avx512::quantize_columns;
         t.int8_dot_fast = true;
-        t.row_groups = avx512_row_groups();
+        t.row_groups = row_group_layouts();
         if (amx_from_env() && x86::cpu_supports_amx_int8()) {
             t.gemm_i8_rows = gemm_i8_rows_avx512_amx;
             t.amx_from_width = kAmxFromWidth;
@@ -235,7 +227,7 @@ const KernelTable& kernels() {
     static const KernelTable& chosen = []() -> const KernelTable& {
         // The layout variables are checked on every CPU, before NEXTN_ISA: a bad value is an error
         // naming it even where no table reads it.
-        avx512_row_groups();
+        row_group_layouts();
         amx_from_env();
         const char* forced = std::getenv("NEXTN_ISA");
         if (forced && *forced) {

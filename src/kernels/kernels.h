@@ -48,8 +48,8 @@ struct KernelTable {
     bool int8_dot_fast = false;
     // The block types held in 16-row groups at load (Q4_0R, Q8_0R: kernels/row_groups.h) rather
     // than chunked, where gemm_i8_rows has a fast kernel for them. Every table multiplies the
-    // row-group types (the others with the scalar reference), so a matrix built for one table
-    // runs on any. Only the avx512 table has that kernel; NEXTN_Q4_0_LAYOUT and
+    // row-group types (the scalar one with its reference), so a matrix built for one table runs
+    // on any. The avx2, avxvnni and avx512 tables have that kernel; NEXTN_Q4_0_LAYOUT and
     // NEXTN_Q8_0_LAYOUT (rows or chunked) choose (kernels/dispatch.cpp).
     RowGroupLayouts row_groups;
     // From this many columns on, the row-group types go through AMX int8 tiles (same bits); 0: no

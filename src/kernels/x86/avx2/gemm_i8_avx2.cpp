@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "kernels/x86/int8_dot_256.h"
+#include "kernels/x86/row_groups_256.h"
 #include "kernels/x86/x86_kernels.h"
 
 namespace nextn::avx2 {
@@ -21,6 +22,8 @@ struct MaddubsDot {
         __m256i magnitude, sign;
     };
     static constexpr bool kSignedEightBit = true;
+    // A sum's chain is the closing 32-bit add (1 cycle), not the products.
+    static constexpr bool kLatencyBound = false;
     template <bool EightBit>
     static W prepare(__m256i w) {
         if constexpr (EightBit) {
@@ -49,6 +52,7 @@ struct MaddubsDot {
 
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
+    if (is_row_group_type(w.type)) return x86::gemm_row_groups_256<MaddubsDot>(w, x, y, ldy, r0, r1);
     visit_int8_dot_type(w.type, [&]<WType T>() { x86::gemm_i8_rows_256<MaddubsDot, T>(w, x, y, ldy, r0, r1); });
 }
 

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "kernels/x86/int8_dot_256.h"
+#include "kernels/x86/row_groups_256.h"
 #include "kernels/x86/x86_kernels.h"
 
 namespace nextn::avxvnni {
@@ -15,6 +16,8 @@ namespace {
 struct VnniDot {
     using W = __m256i;
     static constexpr bool kSignedEightBit = false;
+    // Each product waits on the last (vpdpbusd accumulates): a sum is a chain of its latencies.
+    static constexpr bool kLatencyBound = true;
     template <bool EightBit>
     static W prepare(__m256i w) { return w; }
     template <bool EightBit>
@@ -28,6 +31,7 @@ struct VnniDot {
 
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
+    if (is_row_group_type(w.type)) return x86::gemm_row_groups_256<VnniDot>(w, x, y, ldy, r0, r1);
     visit_int8_dot_type(w.type, [&]<WType T>() { x86::gemm_i8_rows_256<VnniDot, T>(w, x, y, ldy, r0, r1); });
 }
 

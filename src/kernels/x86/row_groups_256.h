@@ -1,0 +1,223 @@
+#pragma once
+// Q4_0R and Q8_0R (kernels/row_groups.h) in 256-bit form, shared by the AVX2 and AVX-VNNI units
+// through their Dot policy (x86/int8_dot_256.h describes it). A group's 64-byte code vector holds
+// its 16 rows in 4-byte lanes, so its two 32-byte halves are rows 0..7 and 8..15: a tile is one
+// or both halves of a group times up to 4 columns, over all of the group's blocks. Each code
+// vector is loaded once per tile and meets every column's broadcast activation codes, and a
+// block ends with one convert + multiply + fused multiply-add per (half, column), lane r holding
+// row r's sum: no reduction across lanes, so the results are the scalar reference's bits, as
+// the AVX-512 kernel's are.
+//
+// Include only from an ISA translation unit; everything here has internal linkage (the AVX2 and
+// AVX-VNNI units instantiate it with different flags).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/int8_dot.h"
+#include "kernels/row_groups.h"
+
+namespace nextn::x86 {
+namespace {
+
+// Columns a tile takes at most: with 16 vector registers, 4 columns' sums and accumulators of
+// one half-group leave room for the codes and the broadcast activations.
+constexpr int kRowGroupTileCols256 = 4;
+// How far ahead of the block a tile reads its call's bytes are fetched: a cursor over the call's
+// groups (codes, then scales, group after group), moved one block's bytes a block, fetching each
+// line into L1 kRowGroupFetchAhead256 ahead and into L2 kRowGroupFarAhead256 ahead. The far
+// fetch is what keeps the memory busy: on the 2-core Xeon VM (tools/layout_ab, NEXTN_ISA=avxvnni,
+// 0.8B q4_0 decode, row groups over the chunked layout) the L1 cursor alone 8 KB ahead took
+// 1.050x the time, with the L2 one 0.939-0.949x for L1 / L2 distances of 2-16 KB / 16-64 KB.
+constexpr int64_t kRowGroupFetchAhead256 = 4096;
+constexpr int64_t kRowGroupFarAhead256 = 32768;
+
+struct RowGroupShape256 {
+    int64_t blocks;      // 32-value blocks per row
+    size_t group_bytes;  // one group: codes, then scales
+    size_t scales;       // offset of the scales in a group
+};
+
+// H halves (1: half `h` alone; 2: both) of the group at `group` times columns j0 .. j0+C-1.
+// lanes: the rows of this call in the group (bit r: row r). K independent sums per (half,
+// column): 2 splits a block's dot products over two chains (the low and the high nibbles, or
+// even and odd steps), which a policy bound by the dot product's latency needs when a tile has
+// few sums; the sums are exact, so the split never changes the bits. fetch / fetch_end: the
+// prefetch cursor and the end of the call's bytes (fetch_end null: this tile does not fetch).
+template <class Dot, WType T, int H, int K, int C>
+void row_group_tile_256(const RowGroupShape256& L, const uint8_t* group, int h, const QuantizedColumns& x,
+                        int64_t j0, unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch,
+                        const uint8_t* fetch_end) {
+    constexpr bool kEight = T == WType::Q8_0R;
+    constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
+    constexpr int64_t kBlockBytes = kCodeBytes + 32;  // codes and scales of a block
+    // The sums start at -offset * xsum (the codes are stored offset), plus what the policy's
+    // product leaves out: 8-bit codes it multiplies as w - 128 need 128 * xsum more.
+    constexpr int32_t kStartFactor =
+        kEight && Dot::kSignedEightBit ? 0 : -row_group_code_offset(T);
+    const __m256i low_nibbles = _mm256_set1_epi8(15);
+    __m256 acc[H][C];
+#pragma GCC unroll 2
+    for (int i = 0; i < H; ++i)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
+    const int8_t* xc[C];  // [chunks, 8 steps, 16 lanes, 4] per column
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
+    auto step = [&](int c, int64_t xoff, int s) {  // activation step s of column c, broadcast
+        int32_t v;
+        std::memcpy(&v, xc[c] + xoff + s * 64, 4);
+        return _mm256_set1_epi32(v);
+    };
+    for (int64_t b = 0; b < L.blocks; ++b) {
+        if (fetch_end) {
+            const uint8_t* until = std::min(group + kRowGroupFetchAhead256 + (b + 1) * kBlockBytes, fetch_end);
+            for (; fetch < until; fetch += 64) {
+                _mm_prefetch(reinterpret_cast<const char*>(fetch), _MM_HINT_T0);
+                if (fetch + kRowGroupFarAhead256 < fetch_end)
+                    _mm_prefetch(reinterpret_cast<const char*>(fetch + kRowGroupFarAhead256), _MM_HINT_T1);
+            }
+        }
+        const int64_t xoff = (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
+        __m256i isum[H][K][C];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) {
+            const __m256i start = _mm256_set1_epi32(kStartFactor * x.sums_of(j0 + c)[b]);
+#pragma GCC unroll 2
+            for (int i = 0; i < H; ++i) {
+                isum[i][0][c] = start;
+                if constexpr (K == 2) isum[i][1][c] = _mm256_setzero_si256();
+            }
+        }
+        const uint8_t* codes = group + b * kCodeBytes + (H == 1 ? 32 * h : 0);
+        if constexpr (kEight) {
+#pragma GCC unroll 8
+            for (int s = 0; s < 8; ++s) {
+                typename Dot::W w[H];
+#pragma GCC unroll 2
+                for (int i = 0; i < H; ++i)
+                    w[i] = Dot::template prepare<true>(
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + s * 64 + 32 * i)));
+#pragma GCC unroll 4
+                for (int c = 0; c < C; ++c) {
+                    const __m256i xs = step(c, xoff, s);
+#pragma GCC unroll 2
+                    for (int i = 0; i < H; ++i) {
+                        __m256i& sum = isum[i][s % K][c];
+                        sum = Dot::template dot<true>(sum, w[i], xs);
+                    }
+                }
+            }
+        } else {
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; ++s) {  // low nibbles: step s; high nibbles: step 4 + s
+                typename Dot::W lo[H], hi[H];
+#pragma GCC unroll 2
+                for (int i = 0; i < H; ++i) {
+                    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + s * 64 + 32 * i));
+                    lo[i] = Dot::template prepare<false>(_mm256_and_si256(v, low_nibbles));
+                    hi[i] = Dot::template prepare<false>(_mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibbles));
+                }
+#pragma GCC unroll 4
+                for (int c = 0; c < C; ++c) {
+                    const __m256i xlo = step(c, xoff, s), xhi = step(c, xoff, 4 + s);
+#pragma GCC unroll 2
+                    for (int i = 0; i < H; ++i) {
+                        if constexpr (K == 2) {
+                            isum[i][0][c] = Dot::template dot<false>(isum[i][0][c], lo[i], xlo);
+                            isum[i][1][c] = Dot::template dot<false>(isum[i][1][c], hi[i], xhi);
+                        } else {
+                            isum[i][0][c] = Dot::dot_pair(isum[i][0][c], lo[i], xlo, hi[i], xhi);
+                        }
+                    }
+                }
+            }
+        }
+#pragma GCC unroll 2
+        for (int i = 0; i < H; ++i) {
+            const int half = H == 1 ? h : i;
+            const __m256 dw = _mm256_cvtph_ps(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(group + L.scales + b * 32 + 16 * half)));
+#pragma GCC unroll 4
+            for (int c = 0; c < C; ++c) {
+                __m256i sum = isum[i][0][c];
+                if constexpr (K == 2) sum = _mm256_add_epi32(sum, isum[i][1][c]);
+                const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(x.scales_of(j0 + c)[b]));
+                acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[i][c]);
+            }
+        }
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < H; ++i) {
+        const int half = H == 1 ? h : i;
+        const unsigned mask = (lanes >> (8 * half)) & 0xffu;
+        // Lane r's mask element: all ones where bit r is set.
+        const __m256i store = _mm256_cmpeq_epi32(
+            _mm256_and_si256(_mm256_set1_epi32(int(mask)), _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128)),
+            _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128));
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) {
+            float* out = y + c * ldy + 8 * half;
+            if (mask == 0xffu)
+                _mm256_storeu_ps(out, acc[i][c]);
+            else
+                _mm256_maskstore_ps(out, store, acc[i][c]);
+        }
+    }
+}
+
+// Both halves at once where the tile's sums fit the registers (up to 2 columns), else one half
+// at a time (the second half then reads the group again, from L1 or L2). Chains: two a (half,
+// column) for a latency-bound policy with at most two such pairs.
+template <class Dot, WType T, int C>
+void row_group_columns_256(const RowGroupShape256& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
+                           unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch, const uint8_t* fetch_end) {
+    if constexpr (C <= 2) {
+        constexpr int K = Dot::kLatencyBound && C == 1 ? 2 : 1;
+        row_group_tile_256<Dot, T, 2, K, C>(L, group, 0, x, j0, lanes, y, ldy, fetch, fetch_end);
+    } else {
+        for (int h = 0; h < 2; ++h)
+            if ((lanes >> (8 * h)) & 0xffu)
+                row_group_tile_256<Dot, T, 1, 1, C>(L, group, h, x, j0, lanes, y, ldy, fetch,
+                                                    h == 0 ? fetch_end : nullptr);
+    }
+}
+
+// Rows [r0, r1) of a Q4_0R or Q8_0R matrix times x's columns: y[j * ldy + r].
+template <class Dot, WType T>
+void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
+                         int64_t r1) {
+    const RowGroupShape256 L{w.cols / 32, row_group_bytes(T, w.cols), row_group_scales_offset(T, w.cols)};
+    const int64_t g0 = r0 / kRowGroupRows, g1 = row_groups(r1);
+    auto at = [&](int64_t g) { return w.data + size_t(g) * L.group_bytes; };
+    const uint8_t* fetch = at(g0);
+    for (int64_t g = g0; g < g1; ++g) {
+        const unsigned lanes = row_group_lanes(g, r0, r1);
+        for (int64_t j0 = 0; j0 < x.n; j0 += kRowGroupTileCols256) {
+            const int64_t c = std::min<int64_t>(kRowGroupTileCols256, x.n - j0);
+            const uint8_t* fetch_end = j0 == 0 ? at(g1) : nullptr;  // the first column pass fetches
+            float* yt = y + j0 * ldy + g * kRowGroupRows;
+            switch (c) {
+                case 4: row_group_columns_256<Dot, T, 4>(L, at(g), x, j0, lanes, yt, ldy, fetch, fetch_end); break;
+                case 3: row_group_columns_256<Dot, T, 3>(L, at(g), x, j0, lanes, yt, ldy, fetch, fetch_end); break;
+                case 2: row_group_columns_256<Dot, T, 2>(L, at(g), x, j0, lanes, yt, ldy, fetch, fetch_end); break;
+                default: row_group_columns_256<Dot, T, 1>(L, at(g), x, j0, lanes, yt, ldy, fetch, fetch_end); break;
+            }
+        }
+    }
+}
+
+// The row-group product for w's type (Q4_0R or Q8_0R).
+template <class Dot>
+void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
+                         int64_t r1) {
+    if (r0 >= r1 || x.n <= 0) return;
+    if (w.type == WType::Q8_0R)
+        gemm_row_groups_256<Dot, WType::Q8_0R>(w, x, y, ldy, r0, r1);
+    else
+        gemm_row_groups_256<Dot, WType::Q4_0R>(w, x, y, ldy, r0, r1);
+}
+
+}  // namespace
+}  // namespace nextn::x86
