@@ -2,7 +2,8 @@
 # Times the int8 matrix kernel of git revision REV (a) against the working tree's (b) on a
 # synthetic model, alternating token by token in one process (kernel_ab.cpp says why).
 #   tools/kernel_ab/kernel_ab.sh REV [MODEL] [QUANT] [WIDTH] [TOKENS]
-#   defaults: qwen3.5-0.8b q8 1 150; ISA=avx2 for the 256-bit kernel (NEXTN_ISA=avx2 is set)
+#   defaults: qwen3.5-0.8b q8 1 150; ISA=avx2 or ISA=avxvnni for the 256-bit kernels (NEXTN_ISA is
+#   set to match)
 # B_FLAGS (optional): extra compiler flags for the working tree's side only, e.g. -DSOME_VARIANT=1
 # to time a variant the working tree guards with a macro against REV.
 # Needs a built tree (make build). Both kernels must use the current WeightMatrix /
@@ -27,7 +28,9 @@ case "$ISA" in
     avx512) TU=src/kernels/x86/avx512/gemm_i8_avx512.cpp
             FLAGS="-mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni" ;;
     avx2)   TU=src/kernels/x86/avx2/gemm_i8_avx2.cpp; FLAGS="-mavx2 -mfma -mf16c"; export NEXTN_ISA=avx2 ;;
-    *) echo "kernel_ab: ISA must be avx512 or avx2" >&2; exit 2 ;;
+    avxvnni) TU=src/kernels/x86/avxvnni/gemm_i8_avxvnni.cpp; FLAGS="-mavx2 -mfma -mf16c -mavxvnni"
+            export NEXTN_ISA=avxvnni ;;
+    *) echo "kernel_ab: ISA must be avx512, avx2 or avxvnni" >&2; exit 2 ;;
 esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -168,8 +168,11 @@ void row_group_tile_256(const RowGroupShape256& L, const uint8_t* group, int h, 
 }
 
 // Both halves at once where the tile's sums fit the registers (up to 2 columns), else one half
-// at a time (the second half then reads the group again, from L1 or L2). Chains: two a (half,
-// column) for a latency-bound policy with at most two such pairs.
+// at a time (the second half then reads the group again, from L1 or L2). Chains: a policy bound
+// by the dot product's latency (AVX-VNNI) takes two a (half, column) where a tile has a single
+// column, or one half: on the 2-core Xeon VM (tools/kernel_ab ISA=avxvnni, 0.8B forwards) two
+// chains in the one-half tiles took 0.985-0.991x the time at widths 3 and 4 (q4_0 and q8_0), and
+// at width 2 (both halves, two columns) 1.001-1.002x: left at one.
 template <class Dot, WType T, int C>
 void row_group_columns_256(const RowGroupShape256& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
                            unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch, const uint8_t* fetch_end) {
@@ -179,7 +182,7 @@ void row_group_columns_256(const RowGroupShape256& L, const uint8_t* group, cons
     } else {
         for (int h = 0; h < 2; ++h)
             if ((lanes >> (8 * h)) & 0xffu)
-                row_group_tile_256<Dot, T, 1, 1, C>(L, group, h, x, j0, lanes, y, ldy, fetch,
+                row_group_tile_256<Dot, T, 1, Dot::kLatencyBound ? 2 : 1, C>(L, group, h, x, j0, lanes, y, ldy, fetch,
                                                     h == 0 ? fetch_end : nullptr);
     }
 }
