@@ -33,6 +33,19 @@ constexpr int kRowGroupTileCols256 = 4;
 constexpr int64_t kRowGroupFetchAhead256 = 4096;
 constexpr int64_t kRowGroupFarAhead256 = 32768;
 
+// The share of a group's prefetches one pass over it issues: a group is read in P passes (column
+// passes of up to 4 columns, each of one or both halves), and pass p moves the cursor from base
+// to base + step * blocks (base = p * group_bytes / P, step = group_bytes / (blocks * P)), so
+// the memory stays busy through all of them. end: the end of the call's bytes (null: no fetch).
+// When only the first half's pass fetched, the memory idled while the second half computed: on
+// the 2-core Xeon VM (tools/kernel_ab, 0.8B forwards, shares over the first pass alone) avxvnni
+// q4_0 widths 3, 4, 8 took 0.886, 0.875, 0.902x the time, q8_0 width 4 0.943x; avx2 q4_0 width
+// 4 0.913x, q8_0 0.875x; widths 1 and 2 (one pass) 0.996x.
+struct RowGroupFetchShare256 {
+    const uint8_t* end = nullptr;
+    int64_t base = 0, step = 0;
+};
+
 struct RowGroupShape256 {
     int64_t blocks;      // 32-value blocks per row
     size_t group_bytes;  // one group: codes, then scales
@@ -43,15 +56,14 @@ struct RowGroupShape256 {
 // lanes: the rows of this call in the group (bit r: row r). K independent sums per (half,
 // column): 2 splits a block's dot products over two chains (the low and the high nibbles, or
 // even and odd steps), which a policy bound by the dot product's latency needs when a tile has
-// few sums; the sums are exact, so the split never changes the bits. fetch / fetch_end: the
-// prefetch cursor and the end of the call's bytes (fetch_end null: this tile does not fetch).
+// few sums; the sums are exact, so the split never changes the bits. fetch: the call's prefetch
+// cursor, share: how far this pass moves it.
 template <class Dot, WType T, int H, int K, int C>
 void row_group_tile_256(const RowGroupShape256& L, const uint8_t* group, int h, const QuantizedColumns& x,
                         int64_t j0, unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch,
-                        const uint8_t* fetch_end) {
+                        const RowGroupFetchShare256& share) {
     constexpr bool kEight = T == WType::Q8_0R;
     constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
-    constexpr int64_t kBlockBytes = kCodeBytes + 32;  // codes and scales of a block
     // The sums start at -offset * xsum (the codes are stored offset), plus what the policy's
     // product leaves out: 8-bit codes it multiplies as w - 128 need 128 * xsum more.
     constexpr int32_t kStartFactor =
@@ -71,11 +83,11 @@ void row_group_tile_256(const RowGroupShape256& L, const uint8_t* group, int h, 
         return _mm256_set1_epi32(v);
     };
     for (int64_t b = 0; b < L.blocks; ++b) {
-        if (fetch_end) {
-            const uint8_t* until = std::min(group + kRowGroupFetchAhead256 + (b + 1) * kBlockBytes, fetch_end);
+        if (share.end) {
+            const uint8_t* until = std::min(group + kRowGroupFetchAhead256 + share.base + (b + 1) * share.step, share.end);
             for (; fetch < until; fetch += 64) {
                 _mm_prefetch(reinterpret_cast<const char*>(fetch), _MM_HINT_T0);
-                if (fetch + kRowGroupFarAhead256 < fetch_end)
+                if (fetch + kRowGroupFarAhead256 < share.end)
                     _mm_prefetch(reinterpret_cast<const char*>(fetch + kRowGroupFarAhead256), _MM_HINT_T1);
             }
         }
@@ -175,17 +187,26 @@ void row_group_tile_256(const RowGroupShape256& L, const uint8_t* group, int h, 
 // at width 2 (both halves, two columns) 1.001-1.002x: left at one.
 template <class Dot, WType T, int C>
 void row_group_columns_256(const RowGroupShape256& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
-                           unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch, const uint8_t* fetch_end) {
+                           unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch,
+                           const RowGroupFetchShare256 (&shares)[2]) {
     if constexpr (C <= 2) {
         constexpr int K = Dot::kLatencyBound && C == 1 ? 2 : 1;
-        row_group_tile_256<Dot, T, 2, K, C>(L, group, 0, x, j0, lanes, y, ldy, fetch, fetch_end);
+        row_group_tile_256<Dot, T, 2, K, C>(L, group, 0, x, j0, lanes, y, ldy, fetch, shares[0]);
     } else {
         for (int h = 0; h < 2; ++h)
             if ((lanes >> (8 * h)) & 0xffu)
                 row_group_tile_256<Dot, T, 1, Dot::kLatencyBound ? 2 : 1, C>(L, group, h, x, j0, lanes, y, ldy, fetch,
-                                                    h == 0 ? fetch_end : nullptr);
+                                                                            shares[h]);
     }
 }
+
+// The column passes over a group that fetch: those of its first 8 columns. Past those a prefill's
+// further passes find the group in cache, and a cursor spread over all of them fell behind the
+// first passes' reads.
+constexpr int64_t kRowGroupFetchingCols256 = 8;
+
+// Passes over a group a tile of c columns makes: both halves at once up to 2 columns.
+constexpr int row_group_passes_256(int64_t c) { return c <= 2 ? 1 : 2; }
 
 // Rows [r0, r1) of a Q4_0R or Q8_0R matrix times x's columns: y[j * ldy + r].
 template <class Dot, WType T>
@@ -195,17 +216,25 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
     const int64_t g0 = r0 / kRowGroupRows, g1 = row_groups(r1);
     auto at = [&](int64_t g) { return w.data + size_t(g) * L.group_bytes; };
     const uint8_t* fetch = at(g0);
+    int64_t passes = 0;  // per group, that fetch
+    for (int64_t j0 = 0; j0 < std::min(x.n, kRowGroupFetchingCols256); j0 += kRowGroupTileCols256)
+        passes += row_group_passes_256(std::min<int64_t>(kRowGroupTileCols256, x.n - j0));
+    const int64_t step = int64_t(L.group_bytes) / (L.blocks * passes);
     for (int64_t g = g0; g < g1; ++g) {
         const unsigned lanes = row_group_lanes(g, r0, r1);
+        int64_t pass = 0;
         for (int64_t j0 = 0; j0 < x.n; j0 += kRowGroupTileCols256) {
             const int64_t c = std::min<int64_t>(kRowGroupTileCols256, x.n - j0);
-            const uint8_t* fetch_end = j0 == 0 ? at(g1) : nullptr;  // the first column pass fetches
+            RowGroupFetchShare256 shares[2];
+            if (j0 < kRowGroupFetchingCols256)
+                for (int i = 0; i < row_group_passes_256(c); ++i, ++pass)
+                    shares[i] = {at(g1), pass * int64_t(L.group_bytes) / passes, step};
             float* yt = y + j0 * ldy + g * kRowGroupRows;
             switch (c) {
-                case 4: row_group_columns_256<Dot, T, 4>(L, at(g), x, j0, lanes, yt, ldy, fetch, fetch_end); break;
-                case 3: row_group_columns_256<Dot, T, 3>(L, at(g), x, j0, lanes, yt, ldy, fetch, fetch_end); break;
-                case 2: row_group_columns_256<Dot, T, 2>(L, at(g), x, j0, lanes, yt, ldy, fetch, fetch_end); break;
-                default: row_group_columns_256<Dot, T, 1>(L, at(g), x, j0, lanes, yt, ldy, fetch, fetch_end); break;
+                case 4: row_group_columns_256<Dot, T, 4>(L, at(g), x, j0, lanes, yt, ldy, fetch, shares); break;
+                case 3: row_group_columns_256<Dot, T, 3>(L, at(g), x, j0, lanes, yt, ldy, fetch, shares); break;
+                case 2: row_group_columns_256<Dot, T, 2>(L, at(g), x, j0, lanes, yt, ldy, fetch, shares); break;
+                default: row_group_columns_256<Dot, T, 1>(L, at(g), x, j0, lanes, yt, ldy, fetch, shares); break;
             }
         }
     }
