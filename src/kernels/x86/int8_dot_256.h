@@ -17,6 +17,8 @@
 //   __m256i Dot::dot_pair(acc, w0, x0, w1, x1)  the same for two steps of codes up to 63
 //   Dot::kSignedEightBit                      8-bit codes are multiplied as w - 128: the
 //                                             chunk's sum starts 128 * xsum higher
+//   Dot::kLatencyBound                        each dot product waits on the last one into the
+//                                             same sum (x86/row_groups_256.h then splits sums)
 #include <immintrin.h>
 
 #include <limits>

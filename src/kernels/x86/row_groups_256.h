@@ -24,9 +24,10 @@ namespace {
 // Columns a tile takes at most: with 16 vector registers, 4 columns' sums and accumulators of
 // one half-group leave room for the codes and the broadcast activations.
 constexpr int kRowGroupTileCols256 = 4;
-// How far ahead of the block a tile reads its call's bytes are fetched: a cursor over the call's
-// groups (codes, then scales, group after group), moved one block's bytes a block, fetching each
-// line into L1 kRowGroupFetchAhead256 ahead and into L2 kRowGroupFarAhead256 ahead. The far
+// How far ahead of where a tile reads its call's bytes are fetched: a cursor over the call's
+// groups (codes, then scales, group after group), moved through each group's bytes by the passes
+// that read it (RowGroupFetchShare256), fetching each line into L1 kRowGroupFetchAhead256 ahead
+// and into L2 kRowGroupFarAhead256 ahead. The far
 // fetch is what keeps the memory busy: on the 2-core Xeon VM (tools/layout_ab, NEXTN_ISA=avxvnni,
 // 0.8B q4_0 decode, row groups over the chunked layout) the L1 cursor alone 8 KB ahead took
 // 1.050x the time, with the L2 one 0.939-0.949x for L1 / L2 distances of 2-16 KB / 16-64 KB.
