@@ -563,21 +563,25 @@ TEST(KernelsInt8, EightBitExtremesEveryTableEqualsReference) {
         for (int e = 0; e < 32; ++e) blk->qs[e] = extremes[(e + b) % 4];
     }
     const RawTensor t = tensor_over("q8_0", DType::Q8_0, rows, cols, bytes);
-    const WeightMatrix w = repack_for_int8_dot(make_weight(t, rows, cols, WType::Native));
-    ASSERT_EQ(WType::Q8_0X, w.type);
-    std::vector<float> x(size_t(4 * cols));  // every code +-127
-    for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 3) % 2 ? -1.0f : 1.0f;
-    std::vector<float> want = matmul_on(reference_kernels(), w, x, 4, 1);
-    // The reference itself against the exact sum: every product is +-0.01 * 128 or 127.
-    std::vector<float> row(static_cast<size_t>(cols));
-    weight_row_f32(w, 0, row.data());
-    double exact = 0;
-    for (int64_t i = 0; i < cols; ++i) exact += double(row[size_t(i)]) * x[size_t(i)];
-    EXPECT_NEAR(exact, want[0], 1e-3 * std::fabs(exact) + 1e-3);
-    for (const std::string& isa : available_isas())
-        for (int64_t n : {1, 4})
-            ASSERT_EQ(0, std::memcmp(matmul_on(kernels_for(isa), w, x, n, 1).data(), want.data(),
-                                     size_t(n * rows) * sizeof(float))) << isa << " n=" << n;
+    // Chunked and in 16-row groups: AVX2's pmaddubsw multiplies |-128| = 128 in both layouts.
+    for (WType layout : {WType::Q8_0X, WType::Q8_0R}) {
+        const WeightMatrix w = repack_for_int8_dot(make_weight(t, rows, cols, WType::Native), layout);
+        ASSERT_EQ(layout, w.type);
+        std::vector<float> x(size_t(4 * cols));  // every code +-127
+        for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 3) % 2 ? -1.0f : 1.0f;
+        std::vector<float> want = matmul_on(reference_kernels(), w, x, 4, 1);
+        // The reference itself against the exact sum: every product is +-0.01 * 128 or 127.
+        std::vector<float> row(static_cast<size_t>(cols));
+        weight_row_f32(w, 0, row.data());
+        double exact = 0;
+        for (int64_t i = 0; i < cols; ++i) exact += double(row[size_t(i)]) * x[size_t(i)];
+        EXPECT_NEAR(exact, want[0], 1e-3 * std::fabs(exact) + 1e-3);
+        for (const std::string& isa : available_isas())
+            for (int64_t n : {1, 4})
+                ASSERT_EQ(0, std::memcmp(matmul_on(kernels_for(isa), w, x, n, 1).data(), want.data(),
+                                         size_t(n * rows) * sizeof(float)))
+                    << isa << " " << wtype_name(layout) << " n=" << n;
+    }
 }
 
 // One input, several matrices of mixed types (f32, int8-dot, a tiny one): every output equals

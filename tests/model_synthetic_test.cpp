@@ -263,8 +263,8 @@ TEST(SyntheticForward, RealWidthModelRunsAndRandomHeadIsRarelyAccepted) {
     EXPECT_LT(double(spec.accepted[0]) / double(spec.drafted[0]), 0.2);
 }
 
-// A model held in Q4_0R or Q8_0R (16-row groups, on whatever table runs: the AVX-512 kernel or
-// the reference) speculates exactly: greedy MTP output equals plain decoding at depths 1..3, with
+// A model held in Q4_0R or Q8_0R (16-row groups, on whatever table runs: the AVX-512 or 256-bit
+// kernel, or the reference) speculates exactly: greedy MTP output equals plain decoding at depths 1..3, with
 // its draft head's LM head rows a view of the trunk's whose row count ends inside a group; that
 // view's products are the full head's first rows, bit for bit.
 TEST(SyntheticForward, RowGroupModelsSpeculateExactly) {

@@ -52,7 +52,7 @@ const KernelTable* scalar_table() {
     return &table;
 }
 
-// Whether the int8 tables hold `block` weights in 16-row groups: the environment variable `name`
+// Whether the int8 tables hold a block type in 16-row groups: the environment variable `name`
 // says "rows" or "chunked"; unset or empty gives `fallback`. Anything else is an Error naming it.
 bool row_groups_from_env(const char* name, bool fallback) {
     const char* layout = std::getenv(name);

@@ -161,7 +161,7 @@ void visit_int8_dot_type(WType type, F&& f) {
         case WType::Q4_1FX: return f.template operator()<WType::Q4_1FX>();
         case WType::Q8_1FX: return f.template operator()<WType::Q8_1FX>();
         case WType::Q6_KX: return f.template operator()<WType::Q6_KX>();
-        default: return;  // matmul() only sends the chunked types to the int8 kernels
+        default: return;  // the int8 kernels take the row-group types before they get here
     }
 }
 

@@ -38,7 +38,7 @@ struct KernelTable {
     // Int8-dot weights (Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX, Q6_KX, Q4_0R, Q8_0R) times
     // int8-quantized activations (kernels/int8_dot.h) for rows [r0, r1): y[j, r], y: [n, ldy].
     // Bit-identical to ref::gemm_i8_rows. `int8_dot_fast` says whether this table has a vector
-    // int8 dot product (only then are block weights repacked to the chunked types at load).
+    // int8 dot product (only then are block weights repacked to the chunked or row-group types at load).
     void (*gemm_i8_rows)(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                          int64_t r0, int64_t r1) = nullptr;
     // Quantizes columns [j0, j1) of x [n, cols] for gemm_i8_rows; bit-identical to

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     SyntheticOptions so;
-    // The layout the engine holds the block type in on this table (Q4_0R / Q8_0R on AVX-512).
+    // The layout the engine holds the block type in on this table (Q4_0R / Q8_0R on every int8
+    // table unless NEXTN_Q4_0_LAYOUT / NEXTN_Q8_0_LAYOUT say chunked).
     so.matrix_type = kernel_storage_type(quant == "q4" ? WType::Q4_0 : WType::Q8_0, /*int8_activations=*/true);
     so.draft = SyntheticDraft::None;
     LoadedModel lm = load_synthetic_model(name, so, 0);

@@ -22,7 +22,8 @@ namespace nextn::x86 {
 namespace {
 
 // Columns a tile takes at most: with 16 vector registers, 4 columns' sums and accumulators of
-// one half-group leave room for the codes and the broadcast activations.
+// one half-group leave room for the codes and the broadcast activations (AVX-VNNI's two chains a
+// sum fill them all, and the compiler spills a few).
 constexpr int kRowGroupTileCols256 = 4;
 // How far ahead of where a tile reads its call's bytes are fetched: a cursor over the call's
 // groups (codes, then scales, group after group), moved through each group's bytes by the passes

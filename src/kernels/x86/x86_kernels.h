@@ -27,8 +27,8 @@ namespace nextn::avx2 {
 
 void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                int64_t r0, int64_t r1);
-// The int8-dot kernels with pmaddubsw (no AVX-VNNI needed), for the chunked types (the table
-// sends the row-group types to the reference: dispatch.cpp).
+// The int8-dot kernels with pmaddubsw (no AVX-VNNI needed): the chunked types (x86/int8_dot_256.h)
+// and the row-group types Q4_0R / Q8_0R (x86/row_groups_256.h).
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1);
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);
@@ -59,7 +59,7 @@ void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc);
 // have the VEX dot products.
 namespace nextn::avxvnni {
 
-// The chunked types, as the avx2 unit's.
+// The chunked and the row-group types, as the avx2 unit's.
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1);
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);
