@@ -84,12 +84,18 @@ void row_group_tile_256(const RowGroupShape256& L, const uint8_t* group, int h, 
         std::memcpy(&v, xc[c] + xoff + s * 64, 4);
         return _mm256_set1_epi32(v);
     };
+    // The far fetch's last line comes kRowGroupFarAhead256 before the call's end (where the call
+    // is shorter than that, it makes none).
+    const uint8_t* const far_end =
+        share.end ? share.end - std::min<int64_t>(kRowGroupFarAhead256, share.end - fetch) : nullptr;
     for (int64_t b = 0; b < L.blocks; ++b) {
         if (share.end) {
-            const uint8_t* until = std::min(group + kRowGroupFetchAhead256 + share.base + (b + 1) * share.step, share.end);
+            // Offsets, not pointers past the matrix: the cursor stops at the call's end.
+            const uint8_t* until =
+                group + std::min<int64_t>(kRowGroupFetchAhead256 + share.base + (b + 1) * share.step, share.end - group);
             for (; fetch < until; fetch += 64) {
                 _mm_prefetch(reinterpret_cast<const char*>(fetch), _MM_HINT_T0);
-                if (fetch + kRowGroupFarAhead256 < share.end)
+                if (fetch < far_end)
                     _mm_prefetch(reinterpret_cast<const char*>(fetch + kRowGroupFarAhead256), _MM_HINT_T1);
             }
         }
