@@ -65,6 +65,15 @@ inline uint16_t row_group_lanes(int64_t g, int64_t r0, int64_t r1) {
 inline size_t row_group_scales_offset(WType t, int64_t cols) {
     return size_t(cols / 32) * size_t(row_group_block_code_bytes(t));
 }
+// What a kernel walks a row-group matrix of `cols` values by.
+struct RowGroupGeometry {
+    int64_t blocks;      // 32-value blocks per row
+    size_t group_bytes;  // one group: codes, then scales
+    size_t scales;       // offset of the scales in a group
+};
+inline RowGroupGeometry row_group_geometry(WType t, int64_t cols) {
+    return {cols / 32, row_group_bytes(t, cols), row_group_scales_offset(t, cols)};
+}
 
 // An empty Q4_0R / Q8_0R matrix [rows, cols] to fill with row_groups_store_row: its padding (the
 // last group's rows past `rows`, each group's scale padding) zeroed, the rest as it comes (its

@@ -48,12 +48,6 @@ struct RowGroupFetchShare256 {
     int64_t base = 0, step = 0;
 };
 
-struct RowGroupShape256 {
-    int64_t blocks;      // 32-value blocks per row
-    size_t group_bytes;  // one group: codes, then scales
-    size_t scales;       // offset of the scales in a group
-};
-
 // H halves (1: half `h` alone; 2: both) of the group at `group` times columns j0 .. j0+C-1.
 // lanes: the rows of this call in the group (bit r: row r). K independent sums per (half,
 // column): 2 splits a block's dot products over two chains (the low and the high nibbles, or
@@ -61,7 +55,7 @@ struct RowGroupShape256 {
 // few sums; the sums are exact, so the split never changes the bits. fetch: the call's prefetch
 // cursor, share: how far this pass moves it.
 template <class Dot, WType T, int H, int K, int C>
-void row_group_tile_256(const RowGroupShape256& L, const uint8_t* group, int h, const QuantizedColumns& x,
+void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, const QuantizedColumns& x,
                         int64_t j0, unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch,
                         const RowGroupFetchShare256& share) {
     constexpr bool kEight = T == WType::Q8_0R;
@@ -194,7 +188,7 @@ void row_group_tile_256(const RowGroupShape256& L, const uint8_t* group, int h, 
 // chains in the one-half tiles took 0.985-0.991x the time at widths 3 and 4 (q4_0 and q8_0), and
 // at width 2 (both halves, two columns) 1.001-1.002x: left at one.
 template <class Dot, WType T, int C>
-void row_group_columns_256(const RowGroupShape256& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
+void row_group_columns_256(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
                            unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch,
                            const RowGroupFetchShare256 (&shares)[2]) {
     if constexpr (C <= 2) {
@@ -220,7 +214,7 @@ constexpr int row_group_passes_256(int64_t c) { return c <= 2 ? 1 : 2; }
 template <class Dot, WType T>
 void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                          int64_t r1) {
-    const RowGroupShape256 L{w.cols / 32, row_group_bytes(T, w.cols), row_group_scales_offset(T, w.cols)};
+    const RowGroupGeometry L = row_group_geometry(T, w.cols);
     const int64_t g0 = r0 / kRowGroupRows, g1 = row_groups(r1);
     auto at = [&](int64_t g) { return w.data + size_t(g) * L.group_bytes; };
     const uint8_t* fetch = at(g0);

@@ -123,12 +123,6 @@ constexpr int64_t ceil_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 template <WType T>
 constexpr int64_t kBlockBytes = row_group_block_code_bytes(T) + 32;
 
-struct GroupLayout {
-    int64_t blocks;      // 32-value blocks per row
-    size_t group_bytes;  // one group: codes, then scales
-    size_t scales;       // offset of the scales in a group
-};
-
 // Group-stream tiles take four groups instead of two at the narrowest widths, three up to 8
 // columns. Four streams of codes in flight instead of two keep more of the memory busy (the read
 // probe reads four). On the 2-core Sapphire-Rapids-class VM, tools/kernel_ab against two groups
@@ -171,7 +165,7 @@ template <int K, int RG, int C>
 // that are rows of this call. fetch_end: the end of this call's groups when this tile prefetches
 // (the first column group), else null.
 template <WType T, int RG, int C, bool Gfni, Fetch F>
-void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
+void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
           const __mmask16 (&store)[RG], float* y, int64_t ldy, const uint8_t* fetch_end) {
     constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
     const __m512i low_mask = _mm512_set1_epi8(15);
@@ -317,7 +311,7 @@ void tile(const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x,
 }
 
 template <WType T, int RG, bool Gfni, Fetch F>
-void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
+void tile_cols(int c, const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
                const __mmask16 (&store)[RG], float* y, int64_t ldy, const uint8_t* fetch_end) {
     if constexpr (F == Fetch::GroupStreams) {  // wide tiles (kWideTileCols) only there
         switch (c) {
@@ -340,7 +334,7 @@ void tile_cols(int c, const GroupLayout& L, const uint8_t* group, const Quantize
 // left (one fewer where one more is left), then what is left as one tile; columns kWideTileCols
 // (group streams) or kMaxTileCols (the cursor) at a time.
 template <WType T, bool Gfni, Fetch F>
-void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
+void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
@@ -377,7 +371,7 @@ void tiles(const GroupLayout& L, const uint8_t* data, int64_t g0, int64_t g1, in
 template <WType T, bool Gfni>
 void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1,
           Fetch asked) {
-    const GroupLayout L{w.cols / 32, row_group_bytes(T, w.cols), row_group_scales_offset(T, w.cols)};
+    const RowGroupGeometry L = row_group_geometry(T, w.cols);
     const int64_t g0 = r0 / 16, g1 = row_groups(r1);
     auto at = [&](int64_t g) { return w.data + size_t(g) * L.group_bytes; };
     // On AMD the call's first kPrefetchAheadBytes at once (the tiles' cursor starts that far
