@@ -17,6 +17,7 @@
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "kernels/measure.h"
+#include "kernels/row_groups.h"
 
 namespace nextn {
 namespace {
@@ -235,6 +236,36 @@ void BM_GemmQ6K(benchmark::State& state) {
     time_matmuls(state, std::move(w), n);
 }
 BENCHMARK(BM_GemmQ6K)->ArgsProduct({{1, 2, 4, 8}, {0}})->Args({1, 1})->Args({4, 1})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+
+// GGUF Q4_K (most of a Q4_K_M file): random codes and 6-bit scales and mins, held chunked as
+// Q4_1FX (second argument 0: an f32 scale and offset per 32 values, 6 bits a value) or in 16-row
+// groups as Q4_KR (1: the file's scales, 4.625 bits a value), one matmul of width N as BM_Gemm.
+// GB/s counts the bytes the layout streams; compare fastest_us between the layouts.
+void BM_GemmQ4K(benchmark::State& state) {
+    const int n = int(state.range(0));
+    const bool rows_layout = state.range(1) != 0;
+    if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
+    std::mt19937 rng(1);
+    std::vector<uint8_t> blocks(size_t(kRows * kCols / 256 * 144));  // [kRows * kCols / 256] blocks
+    for (uint8_t& b : blocks) b = uint8_t(rng());
+    for (size_t b = 0; b < blocks.size(); b += 144) {
+        const uint16_t d = f32_to_f16(0.001f), dmin = f32_to_f16(0.002f);
+        std::memcpy(&blocks[b], &d, 2);
+        std::memcpy(&blocks[b + 2], &dmin, 2);
+    }
+    RawTensor t;
+    t.name = "q4_k";
+    t.dtype = DType::Q4_K;
+    t.shape = {kRows, kCols};
+    t.data = blocks.data();
+    t.nbytes = blocks.size();
+    WeightMatrix w;
+    const bool made = rows_layout ? repack_q4_k_as_row_groups(t, kRows, kCols, w)
+                                  : repack_affine_for_int8_dot(t, kRows, kCols, w);
+    if (!made) return state.SkipWithError("repack");
+    time_matmuls(state, std::move(w), n);
+}
+BENCHMARK(BM_GemmQ4K)->ArgsProduct({{1, 2, 4, 8}, {0, 1}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // The Gated-DeltaNet recurrence of one Qwen3.5-0.8B layer (16 key and value heads of 128 x
 // 128) over T tokens into another buffer, writing only the last state (decode at T = 1, a

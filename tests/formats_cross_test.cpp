@@ -137,7 +137,8 @@ TEST(FormatsCross, MoeSameGreedyInEveryFormatAndMtpEqualsPlain) {
                  {"mlx-4bit-sidecar-int8-activations", "mlx-4bit", "", true, 4, true}});
 }
 
-// Q4_K tensors stay 4-bit for the int8 kernels (Q4_1FX, the same values) and Q6_K tensors keep
+// Q4_K tensors stay 4-bit for the int8 kernels (Q4_KR in 16-row groups where the table reads
+// them, else Q4_1FX; the same values either way) and Q6_K tensors keep
 // their 6-bit codes (Q6_KX) instead of widening to f32; with f32 activations they are widened,
 // as no f32-activation kernel reads them. Q5_0 tensors are Q8_0 either way.
 TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
@@ -150,6 +151,7 @@ TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
     };
     LoadedModel f32_acts = open(path, "", false);
     EXPECT_EQ(0, count(f32_acts, WType::Q4_1FX));
+    EXPECT_EQ(0, count(f32_acts, WType::Q4_KR));
     EXPECT_EQ(0, count(f32_acts, WType::Q6_KX));
     EXPECT_EQ(8 + 5, count(f32_acts, WType::F32)) << "the 8 Q4_K and 5 Q6_K matrices, widened";
     EXPECT_EQ(53 + 6, count(f32_acts, WType::Q8_0)) << "the file holds 53 Q5_0 and 6 Q8_0 matrices";
@@ -159,7 +161,9 @@ TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
     LoadedModel mlx6_f32 = open(mlx6, "", false), mlx6_int8 = open(mlx6, "", true);
     EXPECT_EQ(0, count(mlx6_f32, WType::Q8_1FX));
     if (kernels().int8_dot_fast) {
-        EXPECT_EQ(8, count(int8_acts, WType::Q4_1FX)) << "the file holds 8 Q4_K matrices";
+        const bool rows = kernels().row_groups.q4_k;
+        EXPECT_EQ(rows ? 8 : 0, count(int8_acts, WType::Q4_KR)) << "the file holds 8 Q4_K matrices";
+        EXPECT_EQ(rows ? 0 : 8, count(int8_acts, WType::Q4_1FX)) << "the file holds 8 Q4_K matrices";
         EXPECT_EQ(5, count(int8_acts, WType::Q6_KX)) << "the file holds 5 Q6_K matrices";
         EXPECT_EQ(0, count(int8_acts, WType::F32));
         EXPECT_GT(count(mlx6_int8, WType::Q8_1FX), 0);
@@ -171,6 +175,7 @@ TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
                   kMinAgreement8Bit);
     } else {
         EXPECT_EQ(0, count(int8_acts, WType::Q4_1FX));
+        EXPECT_EQ(0, count(int8_acts, WType::Q4_KR));
     }
 }
 

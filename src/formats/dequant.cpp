@@ -427,6 +427,21 @@ void q6_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint
             }
 }
 
+void q4_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint8_t* mins,
+                      uint16_t* d, uint16_t* dmin) {
+    *d = load_u16(block);
+    *dmin = load_u16(block + 2);
+    const uint8_t* qs = block + 16;
+    for (int s = 0; s < 8; ++s) {  // as block_q4_k: sub-block s is one nibble half of 32 bytes
+        int sc, mn;
+        k_scale_min(s, block + 4, &sc, &mn);
+        scales[s] = uint8_t(sc);
+        mins[s] = uint8_t(mn);
+        const uint8_t* q = qs + 32 * (s / 2);
+        for (int l = 0; l < 32; ++l) codes[s * 32 + l] = uint8_t(s % 2 ? q[l] >> 4 : q[l] & 0x0F);
+    }
+}
+
 void dequantize_to_f32(const RawTensor& t, float* out) {
     const int64_t n = t.numel();
     switch (t.dtype) {

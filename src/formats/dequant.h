@@ -55,5 +55,9 @@ void q5_0_block_codes(const uint8_t* block, int8_t* codes, uint16_t* d);
 // One GGUF Q6_K block (256 values): value j = d * scales[j / 16] * (codes[j] - 32), codes in
 // 0..63, d its f16 scale bits.
 void q6_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint16_t* d);
+// One GGUF Q4_K block (256 values): value j = (d * scales[j / 32]) * codes[j] - dmin * mins[j / 32]
+// (each product exact in f32), codes in 0..15, scales and mins in 0..63, d and dmin f16 bits.
+void q4_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint8_t* mins,
+                      uint16_t* d, uint16_t* dmin);
 
 }  // namespace nextn

@@ -9,6 +9,7 @@
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "kernels/int8_dot.h"
+#include "formats/dequant.h"
 #include "kernels/quant.h"
 
 namespace nextn {
@@ -29,8 +30,8 @@ WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std:
     auto* base = static_cast<uint8_t*>(w.owner.get());
     const int64_t groups = row_groups(rows);
     if (rows % kRowGroupRows) std::memset(base + size_t(groups - 1) * group_bytes, 0, group_bytes);
-    const size_t scales_end = row_group_scales_offset(t, cols) + size_t(cols / kQuantBlock) * 32;
-    if (scales_end < group_bytes)  // an odd number of blocks: 32 bytes after each group's scales
+    const size_t scales_end = row_group_scales_offset(t, cols) + row_group_scale_bytes(t, cols);
+    if (scales_end < group_bytes)  // Q4_0R / Q8_0R, an odd number of blocks: 32 bytes after each group's scales
         for (int64_t g = 0; g < groups; ++g)
             std::memset(base + size_t(g) * group_bytes + scales_end, 0, group_bytes - scales_end);
     return w;
@@ -71,8 +72,53 @@ void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64
 
 namespace {
 
+// Q4_KR: where a super-block's scales start in a group, and block b's sc (its mn 16 bytes on).
+size_t q4_k_super_scales(size_t scales, int64_t b) { return scales + size_t(b / 8) * kQ4KGroupScaleBytes; }
+size_t q4_k_block_scales(size_t scales, int64_t b) { return q4_k_super_scales(scales, b) + 64 + size_t(b % 8) * 32; }
+
+}  // namespace
+
+bool repack_q4_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
+    constexpr size_t kSuperBytes = 144;  // GGUF block_q4_K: d, dmin, scales[12], qs[128]
+    if (t.dtype != DType::Q4_K || rows <= 0 || !row_group_cols_fit(WType::Q4_KR, cols) || rows * cols != t.numel() ||
+        t.nbytes != size_t(rows * cols / kQ4KSuperValues) * kSuperBytes)
+        return false;
+    WeightMatrix w = allocate_row_groups(WType::Q4_KR, rows, cols, t.name);
+    auto* base = const_cast<uint8_t*>(w.data);
+    const size_t group_bytes = row_group_bytes(WType::Q4_KR, cols), scales = row_group_scales_offset(WType::Q4_KR, cols);
+    // Whole groups per task, so each group's lines are written by one thread.
+    run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
+        uint8_t codes[kQ4KSuperValues], sc[8], mn[8];
+        uint16_t d, dmin;
+        for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r) {
+            uint8_t* group = base + size_t(r / kRowGroupRows) * group_bytes;
+            const int lane = int(r % kRowGroupRows);
+            for (int64_t sb = 0; sb < cols / kQ4KSuperValues; ++sb) {
+                q4_k_block_codes(t.data + size_t(r * cols / kQ4KSuperValues + sb) * kSuperBytes, codes, sc, mn, &d,
+                                 &dmin);
+                uint8_t* super = group + q4_k_super_scales(scales, sb * 8);
+                std::memcpy(super + 2 * lane, &d, 2);
+                std::memcpy(super + 32 + 2 * lane, &dmin, 2);
+                for (int k = 0; k < 8; ++k) {
+                    const int64_t b = sb * 8 + k;
+                    // Q4_0R's nibble order: byte 4i + t of lane r holds element 4i + t (low) and 4i + t + 16.
+                    uint8_t* lane_codes = group + b * row_group_block_code_bytes(WType::Q4_KR) + 4 * lane;
+                    const uint8_t* q = codes + k * 32;
+                    for (int e = 0; e < 16; ++e) lane_codes[(e / 4) * 64 + e % 4] = uint8_t(q[e] | q[e + 16] << 4);
+                    group[q4_k_block_scales(scales, b) + size_t(lane)] = sc[k];
+                    group[q4_k_block_scales(scales, b) + 16 + size_t(lane)] = mn[k];
+                }
+            }
+        }
+    });
+    out = std::move(w);
+    return true;
+}
+
+namespace {
+
 // Row r's value code of element e (0..31) of block b (the stored code less the offset), and its
-// scale.
+// scale (Q4_KR: d * sc) and offset (Q4_KR: -(dmin * mn); else 0).
 struct GroupRow {
     const uint8_t* group;
     int lane;
@@ -81,12 +127,22 @@ struct GroupRow {
     int code(int64_t b, int e) const {
         if (type == WType::Q8_0R) return int(group[b * 512 + (e / 4) * 64 + 4 * lane + e % 4]) - 128;
         const uint8_t byte = group[b * 256 + (e % 16 / 4) * 64 + 4 * lane + e % 4];
-        return (e < 16 ? byte & 15 : byte >> 4) - 8;
+        return (e < 16 ? byte & 15 : byte >> 4) - row_group_code_offset(type);
+    }
+    float half_at(size_t offset) const {
+        uint16_t h;
+        std::memcpy(&h, group + offset + size_t(lane) * 2, 2);
+        return f16_to_f32(h);
     }
     float d(int64_t b) const {
-        uint16_t h;
-        std::memcpy(&h, group + scales + size_t(b * 16 + lane) * 2, 2);
-        return f16_to_f32(h);
+        if (type == WType::Q4_KR)
+            return half_at(q4_k_super_scales(scales, b)) * float(group[q4_k_block_scales(scales, b) + size_t(lane)]);
+        return half_at(scales + size_t(b) * 32);
+    }
+    float m(int64_t b) const {
+        if (type != WType::Q4_KR) return 0.0f;
+        return -(half_at(q4_k_super_scales(scales, b) + 32) *
+                 float(group[q4_k_block_scales(scales, b) + 16 + size_t(lane)]));
     }
 };
 
@@ -100,8 +156,11 @@ GroupRow group_row(const WeightMatrix& w, int64_t row) {
 void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     const GroupRow g = group_row(w, row);
     for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
-        const float d = g.d(b);
-        for (int e = 0; e < 32; ++e) out[b * 32 + e] = float(g.code(b, e)) * d;  // the block types' decode
+        const float d = g.d(b), m = g.m(b);
+        for (int e = 0; e < 32; ++e) {
+            const float prod = float(g.code(b, e)) * d;  // the block types' decode
+            out[b * 32 + e] = w.type == WType::Q4_KR ? prod + m : prod;  // Q4_K's: two roundings
+        }
     }
 }
 
@@ -121,6 +180,8 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
                 for (int e = 0; e < 32; ++e)
                     isum += (g.code(b, e) + offset) * int32_t(xb[(e / 4) * 64 + e % 4]);
                 acc = std::fma(float(isum), g.d(b) * x.scales_of(j)[b], acc);
+                if (w.type == WType::Q4_KR)  // the offsets' term, as the chunked affine types
+                    acc = std::fma(float(x.sums_of(j)[b]), g.m(b) * x.scales_of(j)[b], acc);
             }
             y[j * ldy + r] = acc;
         }

@@ -13,6 +13,13 @@
 //                   0..15 (value (code - 8) * d);
 //            Q8_0R: element 4i+t as q + 128 (unsigned: the dot product multiplies u8 x s8);
 //   scales [blocks, 16] f16: block b's d of row 16g+r at b * 16 + r, padded to 64 bytes.
+// Q4_KR (GGUF Q4_K: cols % 256 == 0, value (d * sc) * code - dmin * mn per 32-value block, d and
+// dmin f16 per 256 values, sc and mn 6-bit): codes as Q4_0R's (the code 0..15 itself); then per
+// super-block s (its 8 blocks) 320 bytes at s * 320:
+//            d [16] f16 at +0, dmin [16] f16 at +32 (lane r: row 16g+r), then for its block k
+//            (0..7) sc [16] u8 at 64 + 32k and mn [16] u8 at 64 + 32k + 16.
+//          4.625 bits a value (the file's 4.5 plus the scales' spread to whole bytes), where the
+//          chunked Q4_1FX holds each block's d * sc and -(dmin * mn) as f32: 6 bits a value.
 // A matrix holds whole groups: rows past `rows` in the last group are zero. So unlike every
 // other type, row r does not start at data + r * row_bytes; row_bytes is a group's bytes / 16
 // (the bytes a row adds), which keeps nbytes() and the bandwidth arithmetic per row.
@@ -25,6 +32,10 @@
 //     isum = -offset * xsum[b] + sum over the block's 32 elements of wcode * xcode  (exact in int32;
 //            offset 8 for Q4_0R, 128 for Q8_0R)
 //     acc  = fma(float(isum), dw * dx, acc)
+// Q4_KR, as the chunked affine types (kernels/int8_dot.h): dw = d * sc and dm = -(dmin * mn), both
+// exact in f32 (11 bits times 6), so the values are Q4_1FX's bit for bit; per block
+//     isum = sum of wcode * xcode;  acc = fma(float(isum), dw * dx, acc);
+//     acc  = fma(float(xsum[b]), dm * dx, acc)
 // with no reduction across lanes, so the scalar reference and the vector kernel agree bit for
 // bit, and a row's value never depends on the batch width or on which rows run with it.
 #include <algorithm>
@@ -40,18 +51,32 @@ struct QuantizedColumns;
 class ThreadPool;
 
 // kRowGroupRows and is_row_group_type: kernels/weight.h (WeightMatrix::stored_rows needs them).
-// The code bytes of one block of a group: 16 rows x 16 (Q4_0R) or 32 (Q8_0R) bytes.
+// The code bytes of one block of a group: 16 rows x 16 (Q4_0R, Q4_KR) or 32 (Q8_0R) bytes.
 constexpr int64_t row_group_block_code_bytes(WType t) { return t == WType::Q8_0R ? 512 : 256; }
-// The additive offset of the stored codes: value = (code - offset) * d.
-constexpr int32_t row_group_code_offset(WType t) { return t == WType::Q8_0R ? 128 : 8; }
+// The additive offset of the stored codes: value = (code - offset) * d (Q4_KR: none; its mins
+// carry the offset).
+constexpr int32_t row_group_code_offset(WType t) {
+    return t == WType::Q8_0R ? 128 : t == WType::Q4_0R ? 8 : 0;
+}
+// Q4_KR: values per super-block, and a super-block's scale bytes in a group (d, dmin, 8 x (sc, mn)).
+inline constexpr int64_t kQ4KSuperValues = 256;
+inline constexpr int64_t kQ4KGroupScaleBytes = 320;
+// The columns a row-group type holds: whole 32-value blocks (Q4_KR: whole super-blocks).
+constexpr bool row_group_cols_fit(WType t, int64_t cols) {
+    return cols > 0 && cols % (t == WType::Q4_KR ? kQ4KSuperValues : 32) == 0;
+}
+// A group's scale bytes before padding: [blocks, 16] f16, or Q4_KR's 320 per super-block.
+inline size_t row_group_scale_bytes(WType t, int64_t cols) {
+    return t == WType::Q4_KR ? size_t(cols / kQ4KSuperValues) * kQ4KGroupScaleBytes : size_t(cols / 32) * 32;
+}
 
-// Bytes of one 16-row group of `cols` values (0 when cols % 32 != 0 or t is no row-group type).
-// Inline, as the other layout helpers here: the AVX-512 unit uses them without calling into the
-// library (kernel_ab compiles that unit alone, its namespace renamed).
+// Bytes of one 16-row group of `cols` values (0 when the columns do not fit the type, or t is no
+// row-group type). Inline, as the other layout helpers here: the AVX-512 unit uses them without
+// calling into the library (kernel_ab compiles that unit alone, its namespace renamed).
 inline size_t row_group_bytes(WType t, int64_t cols) {
-    if (!is_row_group_type(t) || cols <= 0 || cols % 32) return 0;
+    if (!is_row_group_type(t) || !row_group_cols_fit(t, cols)) return 0;
     const size_t blocks = size_t(cols / 32);
-    return blocks * size_t(row_group_block_code_bytes(t)) + (blocks * 32 + 63) / 64 * 64;  // codes, scales
+    return blocks * size_t(row_group_block_code_bytes(t)) + (row_group_scale_bytes(t, cols) + 63) / 64 * 64;
 }
 // Groups holding `rows` rows.
 inline int64_t row_groups(int64_t rows) { return (rows + kRowGroupRows - 1) / kRowGroupRows; }
@@ -75,7 +100,8 @@ inline RowGroupGeometry row_group_geometry(WType t, int64_t cols) {
     return {cols / 32, row_group_bytes(t, cols), row_group_scales_offset(t, cols)};
 }
 
-// An empty Q4_0R / Q8_0R matrix [rows, cols] to fill with row_groups_store_row: its padding (the
+// An empty row-group matrix [rows, cols] to fill with row_groups_store_row (Q4_0R, Q8_0R) or
+// q4_k_store_row (Q4_KR): its padding (the
 // last group's rows past `rows`, each group's scale padding) zeroed, the rest as it comes (its
 // pages first touched by whoever stores the rows). `what` names it in the memory errors.
 WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std::string& what);
@@ -84,8 +110,13 @@ WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, Thre
 // Writes row `row` (the block type's blocks, `cols` values) into its lane of its group at base
 // (a t matrix's bytes). Rows of one group may be written concurrently: they touch distinct bytes.
 void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64_t row, uint8_t* base);
-// Row `row` of a Q4_0R / Q8_0R matrix as f32: exactly the block type's values.
+// Row `row` of a row-group matrix as f32: exactly the block type's values (Q4_KR: the Q4_K
+// tensor's, as dequantize_to_f32 gives them).
 void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out);
+// A GGUF Q4_K tensor [rows, cols] as Q4_KR, its rows stored on `pool` when given. Returns false
+// (out untouched) when t is not a Q4_K tensor of that shape.
+bool repack_q4_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                               ThreadPool* pool = nullptr);
 
 namespace ref {
 // Scalar reference of the product for rows [r0, r1): y[j * ldy + r], the arithmetic above.

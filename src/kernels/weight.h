@@ -41,6 +41,11 @@ enum class WType {
     // for tables whose int8 kernel reads them (KernelTable::row_groups); from repack_for_int8_dot.
     Q4_0R,
     Q8_0R,
+    // GGUF Q4_K in 16-row groups (kernels/row_groups.h): the 4-bit codes as Q4_0R's, each row's
+    // super-block scales and 6-bit sub-block scales and mins kept as the file has them (4.625
+    // bits a value, where Q4_1FX takes 6), for tables whose int8 kernel reads it; from
+    // repack_q4_k_as_row_groups.
+    Q4_KR,
     // BF16's bytes, multiplied with activations rounded to bf16 by the CPU's bf16 dot product
     // (AVX512_BF16; kernels/bf16_dot.h): built only where that kernel runs and the user asked for
     // bf16 activations, from a BF16 matrix whose bytes it keeps.
@@ -50,9 +55,12 @@ enum class WType {
     Native,
 };
 
-// Q4_0R / Q8_0R: rows stored in groups of kRowGroupRows (kernels/row_groups.h has the layout).
+// Q4_0R / Q8_0R / Q4_KR: rows stored in groups of kRowGroupRows (kernels/row_groups.h has the
+// layout).
 inline constexpr int64_t kRowGroupRows = 16;
-constexpr bool is_row_group_type(WType t) { return t == WType::Q4_0R || t == WType::Q8_0R; }
+constexpr bool is_row_group_type(WType t) {
+    return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR;
+}
 
 const char* wtype_name(WType t);
 // Parses a --quant value: f32, bf16, f16, q8_0 (or q8), q4_0 (or q4), q4_1, native. Throws Error.
@@ -68,14 +76,14 @@ struct WeightMatrix {
     WType type = WType::F32;
     int64_t rows = 0;
     int64_t cols = 0;
-    // Row r starts at data + r * row_bytes, except in Q4_0R / Q8_0R, whose rows share 16-row groups
+    // Row r starts at data + r * row_bytes, except in the row-group types (Q4_0R, ...), whose rows share 16-row groups
     // (there row_bytes is a group's bytes / 16, and the bytes hold whole groups).
     const uint8_t* data = nullptr;
     size_t row_bytes = 0;
     std::shared_ptr<void> owner;    // keeps converted data alive (null when data is mapped)
 
     bool empty() const { return data == nullptr; }
-    // Rows the bytes hold: `rows`, or for Q4_0R / Q8_0R rows rounded up to whole 16-row groups.
+    // Rows the bytes hold: `rows`, or for the row-group types rows rounded up to whole 16-row groups.
     int64_t stored_rows() const {
         return is_row_group_type(type) ? (rows + kRowGroupRows - 1) / kRowGroupRows * kRowGroupRows : rows;
     }
@@ -110,10 +118,12 @@ void require_weight_memory(size_t bytes, const std::string& what);
 //     row (formats/dequant.h TensorRows): no f32 copy of the whole tensor is made.
 //   how.row_groups: with int8_layout, the block types that come in 16-row groups (Q4_0 as Q4_0R,
 //     Q8_0 as Q8_0R) rather than chunked (for a table whose int8 kernel reads them:
-//     KernelTable::row_groups).
+//     KernelTable::row_groups). q4_k: GGUF Q4_K as Q4_KR rather than Q4_1FX (model/weights.cpp
+//     decides; make_weight never builds either).
 struct RowGroupLayouts {
     bool q4_0 = false;
     bool q8_0 = false;
+    bool q4_k = false;
 };
 struct WeightBuild {
     ThreadPool* pool = nullptr;

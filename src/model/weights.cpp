@@ -9,6 +9,7 @@
 #include "formats/dequant.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
+#include "kernels/row_groups.h"
 
 namespace nextn {
 
@@ -103,6 +104,11 @@ private:
         // 6-bit codes and 16-value scales.
         if (int8_native && t.dtype == DType::Q6_K &&
             repack_q6_k_for_int8_dot(t, rows, cols, w, options_.pool))
+            return w;
+        // GGUF Q4_K (most of a Q4_K_M file) in 16-row groups where the table's kernel reads them:
+        // its scales as the file has them, 4.625 bits a value against Q4_1FX's 6.
+        if (affine && t.dtype == DType::Q4_K && kernels().row_groups.q4_k &&
+            repack_q4_k_as_row_groups(t, rows, cols, w, options_.pool))
             return w;
         // MLX 4-bit tries Q4_1 first (f16-exact scales: a layout every kernel reads); the rest
         // repack straight from the file's codes, never through a transient f32 copy.

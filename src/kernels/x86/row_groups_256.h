@@ -1,10 +1,11 @@
 #pragma once
-// Q4_0R and Q8_0R (kernels/row_groups.h) in 256-bit form, shared by the AVX2 and AVX-VNNI units
+// Q4_0R, Q8_0R and Q4_KR (kernels/row_groups.h) in 256-bit form, shared by the AVX2 and AVX-VNNI units
 // through their Dot policy (x86/int8_dot_256.h describes it). A group's 64-byte code vector holds
 // its 16 rows in 4-byte lanes, so its two 32-byte halves are rows 0..7 and 8..15: a tile is one
 // or both halves of a group times up to 4 columns, over all of the group's blocks. Each code
 // vector is loaded once per tile and meets every column's broadcast activation codes, and a
-// block ends with one convert + multiply + fused multiply-add per (half, column), lane r holding
+// block ends with one convert + multiply + fused multiply-add per (half, column) (Q4_KR: a second
+// multiply + fused multiply-add for its mins), lane r holding
 // row r's sum: no reduction across lanes, so the results are the scalar reference's bits, as
 // the AVX-512 kernel's are.
 //
@@ -151,14 +152,31 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
 #pragma GCC unroll 2
         for (int i = 0; i < H; ++i) {
             const int half = H == 1 ? h : i;
-            const __m256 dw = _mm256_cvtph_ps(
-                _mm_loadu_si128(reinterpret_cast<const __m128i*>(group + L.scales + b * 32 + 16 * half)));
+            __m256 dw, dm;  // the half's 8 rows' scales (Q4_KR: d * sc) and offsets (-(dmin * mn))
+            if constexpr (T == WType::Q4_KR) {
+                const uint8_t* super = group + L.scales + (b / 8) * kQ4KGroupScaleBytes;
+                const uint8_t* sc_mn = super + 64 + (b % 8) * 32 + 8 * half;
+                auto f16_lanes = [](const uint8_t* p) {
+                    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+                };
+                auto u8_lanes = [](const uint8_t* p) {
+                    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+                };
+                dw = _mm256_mul_ps(f16_lanes(super + 16 * half), u8_lanes(sc_mn));
+                dm = _mm256_xor_ps(_mm256_mul_ps(f16_lanes(super + 32 + 16 * half), u8_lanes(sc_mn + 16)),
+                                   _mm256_set1_ps(-0.0f));
+            } else {
+                dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + L.scales + b * 32 + 16 * half)));
+            }
 #pragma GCC unroll 4
             for (int c = 0; c < C; ++c) {
                 __m256i sum = isum[i][0][c];
                 if constexpr (K == 2) sum = _mm256_add_epi32(sum, isum[i][1][c]);
-                const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(x.scales_of(j0 + c)[b]));
-                acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[i][c]);
+                const __m256 dx = _mm256_set1_ps(x.scales_of(j0 + c)[b]);
+                acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dx), acc[i][c]);
+                if constexpr (T == WType::Q4_KR)  // as the chunked affine types
+                    acc[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(float(x.sums_of(j0 + c)[b])), _mm256_mul_ps(dm, dx),
+                                                acc[i][c]);
             }
         }
     }
@@ -210,7 +228,7 @@ constexpr int64_t kRowGroupFetchingCols256 = 8;
 // Passes over a group a tile of c columns makes: both halves at once up to 2 columns.
 constexpr int row_group_passes_256(int64_t c) { return c <= 2 ? 1 : 2; }
 
-// Rows [r0, r1) of a Q4_0R or Q8_0R matrix times x's columns: y[j * ldy + r].
+// Rows [r0, r1) of a row-group matrix of type T times x's columns: y[j * ldy + r].
 template <class Dot, WType T>
 void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                          int64_t r1) {
@@ -242,13 +260,15 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
     }
 }
 
-// The row-group product for w's type (Q4_0R or Q8_0R).
+// The row-group product for w's type (Q4_0R, Q8_0R or Q4_KR).
 template <class Dot>
 void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                          int64_t r1) {
     if (r0 >= r1 || x.n <= 0) return;
     if (w.type == WType::Q8_0R)
         gemm_row_groups_256<Dot, WType::Q8_0R>(w, x, y, ldy, r0, r1);
+    else if (w.type == WType::Q4_KR)
+        gemm_row_groups_256<Dot, WType::Q4_KR>(w, x, y, ldy, r0, r1);
     else
         gemm_row_groups_256<Dot, WType::Q4_0R>(w, x, y, ldy, r0, r1);
 }

@@ -1,8 +1,9 @@
-// AVX-512 VNNI: Q4_0R and Q8_0R weights (16-row groups, one row per int32 lane:
+// AVX-512 VNNI: Q4_0R, Q8_0R and Q4_KR weights (16-row groups, one row per int32 lane:
 // kernels/row_groups.h) times int8 activations. A tile is RG groups x C columns: each 64-byte code
 // vector of a group is loaded once and meets every column's broadcast activation codes with one
-// vpdpbusd (Q4_0R: its low and high nibbles, two), and a block ends with one convert + fused
-// multiply-add per (group, column).
+// vpdpbusd (Q4_0R, Q4_KR: its low and high nibbles, two), and a block ends with one convert +
+// fused multiply-add per (group, column) (Q4_KR: two, the second for its mins; its 16 rows'
+// scales built from the super-block's f16 d, dmin and the block's 6-bit sc, mn first).
 // No lane reduction: lane r of a group's accumulator is row r's sum, stored as it is.
 //
 // Prefetch: on AMD a call first fetches its first kPrefetchAheadBytes into L1 at once; then the first
@@ -102,7 +103,7 @@ constexpr int64_t kGroupStreamAheadBytes = 2048;
 // 0.985, 0.994, 0.979 (512 bytes 0.987; 4 KB 1.038), width 5 0.987, width 8 0.992; widths 2 and 3
 // 0.999, 0.995 and Q8_0R width 4 1.005 (two blocks ahead), so those keep 2 KB.
 template <WType T, int C>
-constexpr int64_t kGroupStreamAheadBytesFor = T == WType::Q4_0R && C >= 4 ? 1024 : kGroupStreamAheadBytes;
+constexpr int64_t kGroupStreamAheadBytesFor = T != WType::Q8_0R && C >= 4 ? 1024 : kGroupStreamAheadBytes;
 // Into L2, 16 KB per group of the tile (at least 32 KB). kernel_ab, 64 KB against 32 KB for
 // four-group tiles: Q4_0R width 1 0.986, 0.989, Q8_0R width 1 0.958, 0.960 (48 KB: Q4_0R 0.988,
 // 96 KB 1.001); for two-group tiles 64 KB took longer (Q4_0R width 4 1.026, Q8_0R 1.000); for
@@ -119,9 +120,15 @@ Fetch fetch_for(int64_t n, Fetch asked) {
 // n rounded up to a multiple of m.
 constexpr int64_t ceil_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
+// A block's scale bytes in one group: 16 f16 d, or Q4_KR's 40 (a super-block's 320 over its 8 blocks).
+template <WType T>
+constexpr int64_t kBlockScaleBytes = T == WType::Q4_KR ? kQ4KGroupScaleBytes / 8 : 32;
 // A block's codes and scales in one group.
 template <WType T>
-constexpr int64_t kBlockBytes = row_group_block_code_bytes(T) + 32;
+constexpr int64_t kBlockBytes = row_group_block_code_bytes(T) + kBlockScaleBytes<T>;
+// Q4_0R and Q4_KR: 4-bit codes, two nibbles a byte.
+template <WType T>
+constexpr bool kFourBit = T != WType::Q8_0R;
 
 // Group-stream tiles take four groups instead of two at the narrowest widths, three up to 8
 // columns. Four streams of codes in flight instead of two keep more of the memory busy (the read
@@ -193,7 +200,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
     // the rounding alone 1.006, the scale lines alone 0.993). Q8_0R, whose gap is a seventeenth of
     // a group, width 1 0.991, 0.990, 1.005, 1.008, 0.999: left as it was. In three-group tiles it
     // took longer (Q4_0R width 4 1.015; the rounding alone 1.024, the scale lines alone 1.008).
-    constexpr bool kWholeGroupsAhead = T == WType::Q4_0R && RG == 4;
+    constexpr bool kWholeGroupsAhead = kFourBit<T> && RG == 4;
     const int64_t far_bytes = kWholeGroupsAhead ? ceil_to(kGroupStreamFarBytes<RG>, int64_t(L.group_bytes))
                                                 : kGroupStreamFarBytes<RG>;
     const char* fetch = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes;  // next line to fetch
@@ -202,25 +209,26 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
         if (F == Fetch::GroupStreams && fetch_end) {
             // Each group: the code lines kGroupStreamAheadBytesFor on into L1 and kGroupStreamFarBytes
             // on into L2, and every other block the scale line as many bytes of codes on (32 bytes
-            // a block). Past a group's codes the lines are its scales, past its
-            // scales the next group's codes: read soon either way.
+            // a block; Q4_KR's 40 take a line every block). Past a group's codes the lines are its
+            // scales, past its scales the next group's codes: read soon either way.
             constexpr int64_t kAheadBlocks = kGroupStreamAheadBytesFor<T, C> / kCodeBytes;
+            constexpr int64_t kScaleLineEvery = T == WType::Q4_KR ? 1 : 2;
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 const char* codes = reinterpret_cast<const char*>(group) + g * L.group_bytes;
                 const char* ahead = codes + (b + kAheadBlocks) * kCodeBytes;
                 const char* far = codes + b * kCodeBytes + far_bytes;
                 if constexpr (kWholeGroupsAhead) {
-                    const char* far_scale = codes + L.scales + b * 32 + far_bytes;
-                    if (b % 2 == 0 && far_scale < stop) _mm_prefetch(far_scale, _MM_HINT_T1);
+                    const char* far_scale = codes + L.scales + b * kBlockScaleBytes<T> + far_bytes;
+                    if (b % kScaleLineEvery == 0 && far_scale < stop) _mm_prefetch(far_scale, _MM_HINT_T1);
                 }
 #pragma GCC unroll 8
                 for (int64_t line = 0; line < kCodeBytes; line += 64) {
                     if (ahead + line < stop) _mm_prefetch(ahead + line, _MM_HINT_T0);
                     if (far + line < stop) _mm_prefetch(far + line, _MM_HINT_T1);
                 }
-                const char* scale = codes + L.scales + (b + kAheadBlocks) * 32;
-                if (b % 2 == 0 && scale < stop) _mm_prefetch(scale, _MM_HINT_T0);
+                const char* scale = codes + L.scales + (b + kAheadBlocks) * kBlockScaleBytes<T>;
+                if (b % kScaleLineEvery == 0 && scale < stop) _mm_prefetch(scale, _MM_HINT_T0);
             }
         } else if (fetch_end) {
             const char* until = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes + (b + 1) * kBlockBytes<T> * RG;
@@ -235,10 +243,13 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
         for (int c = 0; c < C; ++c) {
             // -offset * xsum as a broadcast load, a shift and a subtraction (the same int32): in
             // scalar registers with a broadcast from them, cached width 3-4 took 1.02-1.05x the time.
-            constexpr int kShift = std::countr_zero(unsigned(row_group_code_offset(T)));  // 128 or 8
-            static_assert((1 << kShift) == row_group_code_offset(T), "the offset is a power of two");
-            const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                                   _mm512_slli_epi32(_mm512_set1_epi32(xsum[c][b]), kShift));
+            // (Q4_KR: no offset; its mins' term follows the block.)
+            __m512i start = _mm512_setzero_si512();
+            if constexpr (row_group_code_offset(T) != 0) {
+                constexpr int kShift = std::countr_zero(unsigned(row_group_code_offset(T)));  // 128 or 8
+                static_assert((1 << kShift) == row_group_code_offset(T), "the offset is a power of two");
+                start = _mm512_sub_epi32(start, _mm512_slli_epi32(_mm512_set1_epi32(xsum[c][b]), kShift));
+            }
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 isum[0][g][c] = start;
@@ -296,12 +307,33 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
         }
 #pragma GCC unroll 4
         for (int g = 0; g < RG; ++g) {
-            const __m512 dw = _mm512_cvtph_ps(
-                _mm256_load_si256(reinterpret_cast<const __m256i*>(group + g * L.group_bytes + L.scales + b * 32)));
+            const uint8_t* scales = group + g * L.group_bytes + L.scales;
+            if constexpr (T == WType::Q4_KR) {
+                // dw = d * sc, dm = -(dmin * mn): exact products, the negation by the sign bit.
+                const uint8_t* super = scales + (b / 8) * kQ4KGroupScaleBytes;
+                const uint8_t* sc_mn = super + 64 + (b % 8) * 32;
+                auto u8_lanes = [](const uint8_t* p) {
+                    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p))));
+                };
+                const __m512 dw = _mm512_mul_ps(
+                    _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super))), u8_lanes(sc_mn));
+                const __m512 dm = _mm512_xor_ps(
+                    _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super + 32))),
+                                  u8_lanes(sc_mn + 16)),
+                    _mm512_set1_ps(-0.0f));
 #pragma GCC unroll 8
-            for (int c = 0; c < C; ++c)
-                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)), _mm512_mul_ps(dw, _mm512_set1_ps(xd[c][b])),
-                                            acc[g][c]);
+                for (int c = 0; c < C; ++c) {
+                    const __m512 dx = _mm512_set1_ps(xd[c][b]);
+                    acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)), _mm512_mul_ps(dw, dx), acc[g][c]);
+                    acc[g][c] = _mm512_fmadd_ps(_mm512_set1_ps(float(xsum[c][b])), _mm512_mul_ps(dm, dx), acc[g][c]);
+                }
+            } else {
+                const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * 32)));
+#pragma GCC unroll 8
+                for (int c = 0; c < C; ++c)
+                    acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)),
+                                                _mm512_mul_ps(dw, _mm512_set1_ps(xd[c][b])), acc[g][c]);
+            }
         }
     }
 #pragma GCC unroll 4
@@ -396,6 +428,8 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
     if (r0 >= r1 || x.n <= 0) return;
     if (w.type == WType::Q8_0R)
         gemm<WType::Q8_0R, false>(w, x, y, ldy, r0, r1, fetch);  // no nibbles to unpack
+    else if (w.type == WType::Q4_KR)
+        gfni ? gemm<WType::Q4_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q4_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (gfni)
         gemm<WType::Q4_0R, true>(w, x, y, ldy, r0, r1, fetch);
     else
