@@ -210,12 +210,14 @@ void BM_PoolDispatch(benchmark::State& state) {
 }
 BENCHMARK(BM_PoolDispatch)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
-// GGUF Q6_K held as Q6_KX (only the int8 kernels read it): random codes and sub-scales, one
-// matmul of width N as BM_Gemm; GB/s counts the Q6_KX bytes streamed (7 bits per value).
+// GGUF Q6_K held chunked as Q6_KX (third argument 0: 7 bits a value) or in 16-row groups as
+// Q6_KR (1: the file's 6.5625): random codes and sub-scales, one matmul of width N as BM_Gemm;
+// GB/s counts the bytes the layout streams (compare fastest_us between the layouts).
 // Second argument 1: the short rows of BM_GemmShortRows (32768 x 1024), the shape of a
 // Qwen3.5-0.8B LM head, which GGUF Q4_0 / Q4_K_M files store as Q6_K.
 void BM_GemmQ6K(benchmark::State& state) {
     const int n = int(state.range(0));
+    const bool rows_layout = state.range(2) != 0;
     const int64_t rows = state.range(1) ? 32768 : kRows, cols = state.range(1) ? 1024 : kCols;
     if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
     std::mt19937 rng(1);
@@ -232,10 +234,15 @@ void BM_GemmQ6K(benchmark::State& state) {
     t.data = blocks.data();
     t.nbytes = blocks.size();
     WeightMatrix w;
-    if (!repack_q6_k_for_int8_dot(t, rows, cols, w)) return state.SkipWithError("repack");
+    const bool made = rows_layout ? repack_q6_k_as_row_groups(t, rows, cols, w) : repack_q6_k_for_int8_dot(t, rows, cols, w);
+    if (!made) return state.SkipWithError("repack");
     time_matmuls(state, std::move(w), n);
 }
-BENCHMARK(BM_GemmQ6K)->ArgsProduct({{1, 2, 4, 8}, {0}})->Args({1, 1})->Args({4, 1})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+BENCHMARK(BM_GemmQ6K)
+    ->ArgsProduct({{1, 2, 4, 8}, {0}, {0, 1}})
+    ->ArgsProduct({{1, 4}, {1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.3);
 
 // GGUF Q4_K (most of a Q4_K_M file): random codes and 6-bit scales and mins, held chunked as
 // Q4_1FX (second argument 0: an f32 scale and offset per 32 values, 6 bits a value) or in 16-row

@@ -73,6 +73,7 @@ RowGroupLayouts row_group_layouts() {
     groups.q4_0 = row_groups_from_env("NEXTN_Q4_0_LAYOUT", true);
     groups.q8_0 = row_groups_from_env("NEXTN_Q8_0_LAYOUT", true);
     groups.q4_k = row_groups_from_env("NEXTN_Q4_K_LAYOUT", true);
+    groups.q6_k = row_groups_from_env("NEXTN_Q6_K_LAYOUT", true);
     return groups;
 }
 
@@ -142,7 +143,7 @@ constexpr int64_t kAmxFromWidth = 8;
 
 void gemm_i8_rows_avx512_amx(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                              int64_t r1) {
-    // (Q4_KR has no AMX form: its wide products stay on the AVX-512 tiles.)
+    // (Q4_KR and Q6_KR have no AMX form: their wide products stay on the AVX-512 tiles.)
     const bool amx_type = w.type == WType::Q4_0R || w.type == WType::Q8_0R;
     if (x.n >= kAmxFromWidth && amx_type) return amx::gemm_row_groups(w, x, y, ldy, r0, r1);
     avx512::gemm_i8_rows(w, x, y, ldy, r0, r1);

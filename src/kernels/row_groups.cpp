@@ -75,26 +75,37 @@ namespace {
 // Q4_KR: where a super-block's scales start in a group, and block b's sc (its mn 16 bytes on).
 size_t q4_k_super_scales(size_t scales, int64_t b) { return scales + size_t(b / 8) * kQ4KGroupScaleBytes; }
 size_t q4_k_block_scales(size_t scales, int64_t b) { return q4_k_super_scales(scales, b) + 64 + size_t(b % 8) * 32; }
+// Q6_KR: where a super-block's scales (its d) start in a group, and block b's sc_a (its sc_b 16
+// bytes on).
+size_t q6_k_super_scales(size_t scales, int64_t b) { return scales + size_t(b / 8) * kQ6KGroupScaleBytes; }
+size_t q6_k_block_scales(size_t scales, int64_t b) { return q6_k_super_scales(scales, b) + 32 + size_t(b % 8) * 32; }
+// Q6_KR: the bytes of element e's low 4 bits (nibble q6_low_shift(e)) and high 2 bits (at bit
+// q6_high_shift(e)) in lane `lane` of a block's codes: step s = e / 4 is nibble s % 2 of vector
+// s / 2, and bits 2 (s % 4) of vector 4 + s / 4.
+size_t q6_low_byte(int lane, int e) { return size_t(e / 8) * 64 + size_t(4 * lane + e % 4); }
+int q6_low_shift(int e) { return 4 * (e / 4 % 2); }
+size_t q6_high_byte(int lane, int e) { return 256 + size_t(e / 16) * 64 + size_t(4 * lane + e % 4); }
+int q6_high_shift(int e) { return 2 * (e / 4 % 4); }
 
 }  // namespace
 
 bool repack_q4_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
     constexpr size_t kSuperBytes = 144;  // GGUF block_q4_K: d, dmin, scales[12], qs[128]
     if (t.dtype != DType::Q4_K || rows <= 0 || !row_group_cols_fit(WType::Q4_KR, cols) || rows * cols != t.numel() ||
-        t.nbytes != size_t(rows * cols / kQ4KSuperValues) * kSuperBytes)
+        t.nbytes != size_t(rows * cols / kKSuperValues) * kSuperBytes)
         return false;
     WeightMatrix w = allocate_row_groups(WType::Q4_KR, rows, cols, t.name);
     auto* base = const_cast<uint8_t*>(w.data);
     const size_t group_bytes = row_group_bytes(WType::Q4_KR, cols), scales = row_group_scales_offset(WType::Q4_KR, cols);
     // Whole groups per task, so each group's lines are written by one thread.
     run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
-        uint8_t codes[kQ4KSuperValues], sc[8], mn[8];
+        uint8_t codes[kKSuperValues], sc[8], mn[8];
         uint16_t d, dmin;
         for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r) {
             uint8_t* group = base + size_t(r / kRowGroupRows) * group_bytes;
             const int lane = int(r % kRowGroupRows);
-            for (int64_t sb = 0; sb < cols / kQ4KSuperValues; ++sb) {
-                q4_k_block_codes(t.data + size_t(r * cols / kQ4KSuperValues + sb) * kSuperBytes, codes, sc, mn, &d,
+            for (int64_t sb = 0; sb < cols / kKSuperValues; ++sb) {
+                q4_k_block_codes(t.data + size_t(r * cols / kKSuperValues + sb) * kSuperBytes, codes, sc, mn, &d,
                                  &dmin);
                 uint8_t* super = group + q4_k_super_scales(scales, sb * 8);
                 std::memcpy(super + 2 * lane, &d, 2);
@@ -115,15 +126,64 @@ bool repack_q4_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, W
     return true;
 }
 
+bool repack_q6_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
+    constexpr size_t kSuperBytes = 210;  // GGUF block_q6_K: ql[128], qh[64], scales[16], d
+    if (t.dtype != DType::Q6_K || rows <= 0 || !row_group_cols_fit(WType::Q6_KR, cols) || rows * cols != t.numel() ||
+        t.nbytes != size_t(rows * cols / kKSuperValues) * kSuperBytes)
+        return false;
+    WeightMatrix w = allocate_row_groups(WType::Q6_KR, rows, cols, t.name);
+    auto* base = const_cast<uint8_t*>(w.data);
+    const size_t group_bytes = row_group_bytes(WType::Q6_KR, cols), scales = row_group_scales_offset(WType::Q6_KR, cols);
+    // Whole groups per task, so each group's lines are written by one thread.
+    run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
+        uint8_t codes[kKSuperValues];
+        int8_t sc[16];
+        uint16_t d;
+        for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r) {
+            uint8_t* group = base + size_t(r / kRowGroupRows) * group_bytes;
+            const int lane = int(r % kRowGroupRows);
+            for (int64_t sb = 0; sb < cols / kKSuperValues; ++sb) {
+                q6_k_block_codes(t.data + size_t(r * cols / kKSuperValues + sb) * kSuperBytes, codes, sc, &d);
+                std::memcpy(group + q6_k_super_scales(scales, sb * 8) + 2 * lane, &d, 2);
+                for (int k = 0; k < 8; ++k) {
+                    const int64_t b = sb * 8 + k;
+                    uint8_t lane_codes[384] = {};  // the block's code bytes; only this lane's are copied
+                    for (int e = 0; e < 32; ++e) {
+                        const uint8_t q = codes[k * 32 + e];
+                        lane_codes[q6_low_byte(lane, e)] |= uint8_t((q & 15) << q6_low_shift(e));
+                        lane_codes[q6_high_byte(lane, e)] |= uint8_t((q >> 4) << q6_high_shift(e));
+                    }
+                    uint8_t* block = group + b * row_group_block_code_bytes(WType::Q6_KR);
+                    for (int v = 0; v < 6; ++v)
+                        std::memcpy(block + v * 64 + 4 * lane, lane_codes + v * 64 + 4 * lane, 4);
+                    group[q6_k_block_scales(scales, b) + size_t(lane)] = uint8_t(sc[2 * k]);
+                    group[q6_k_block_scales(scales, b) + 16 + size_t(lane)] = uint8_t(sc[2 * k + 1]);
+                }
+            }
+        }
+    });
+    out = std::move(w);
+    return true;
+}
+
 namespace {
 
 // Row r's value code of element e (0..31) of block b (the stored code less the offset), and its
-// scale (Q4_KR: d * sc) and offset (Q4_KR: -(dmin * mn); else 0).
+// scale (Q4_KR: d * sc) and offset (Q4_KR: -(dmin * mn); else 0). Q6_KR: q6 (its code 0..63),
+// d and sub_scale (the int8 sc of the block's half 0 or 1).
 struct GroupRow {
     const uint8_t* group;
     int lane;
     WType type;
     size_t scales;
+    int q6(int64_t b, int e) const {
+        const uint8_t* block = group + b * row_group_block_code_bytes(WType::Q6_KR);
+        return ((block[q6_low_byte(lane, e)] >> q6_low_shift(e)) & 15) |
+               ((block[q6_high_byte(lane, e)] >> q6_high_shift(e)) & 3) << 4;
+    }
+    int sub_scale(int64_t b, int half) const {
+        return int8_t(group[q6_k_block_scales(scales, b) + size_t(16 * half + lane)]);
+    }
     int code(int64_t b, int e) const {
         if (type == WType::Q8_0R) return int(group[b * 512 + (e / 4) * 64 + 4 * lane + e % 4]) - 128;
         const uint8_t byte = group[b * 256 + (e % 16 / 4) * 64 + 4 * lane + e % 4];
@@ -135,6 +195,7 @@ struct GroupRow {
         return f16_to_f32(h);
     }
     float d(int64_t b) const {
+        if (type == WType::Q6_KR) return half_at(q6_k_super_scales(scales, b));
         if (type == WType::Q4_KR)
             return half_at(q4_k_super_scales(scales, b)) * float(group[q4_k_block_scales(scales, b) + size_t(lane)]);
         return half_at(scales + size_t(b) * 32);
@@ -157,6 +218,10 @@ void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     const GroupRow g = group_row(w, row);
     for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
         const float d = g.d(b), m = g.m(b);
+        if (w.type == WType::Q6_KR) {  // as block_q6_k: (d * sc) * (q - 32)
+            for (int e = 0; e < 32; ++e) out[b * 32 + e] = d * float(g.sub_scale(b, e / 16)) * float(g.q6(b, e) - 32);
+            continue;
+        }
         for (int e = 0; e < 32; ++e) {
             const float prod = float(g.code(b, e)) * d;  // the block types' decode
             out[b * 32 + e] = w.type == WType::Q4_KR ? prod + m : prod;  // Q4_K's: two roundings
@@ -176,6 +241,15 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
             float acc = 0.0f;
             for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
                 const int8_t* xb = xc + (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
+                if (w.type == WType::Q6_KR) {  // as Q6_KX: the two sub-blocks, each offset by 32
+                    int32_t half_sum[2] = {0, 0};
+                    for (int e = 0; e < 32; ++e) half_sum[e / 16] += g.q6(b, e) * int32_t(xb[(e / 4) * 64 + e % 4]);
+                    const int32_t xhalf = x.half_sums_of(j)[b], xsum = x.sums_of(j)[b];
+                    const int32_t i = g.sub_scale(b, 0) * (half_sum[0] - 32 * xhalf) +
+                                      g.sub_scale(b, 1) * (half_sum[1] - 32 * (xsum - xhalf));
+                    acc = std::fma(float(i), g.d(b) * x.scales_of(j)[b], acc);
+                    continue;
+                }
                 int32_t isum = -offset * x.sums_of(j)[b];  // the stored codes are code + offset
                 for (int e = 0; e < 32; ++e)
                     isum += (g.code(b, e) + offset) * int32_t(xb[(e / 4) * 64 + e % 4]);

@@ -20,6 +20,14 @@
 //            (0..7) sc [16] u8 at 64 + 32k and mn [16] u8 at 64 + 32k + 16.
 //          4.625 bits a value (the file's 4.5 plus the scales' spread to whole bytes), where the
 //          chunked Q4_1FX holds each block's d * sc and -(dmin * mn) as f32: 6 bits a value.
+// Q6_KR (GGUF Q6_K: cols % 256 == 0, value d * sc * (q - 32), q 0..63, an int8 sc per 16 values,
+// an f16 d per 256): codes [blocks, 6, 64], as a Q6_KX chunk's with lanes for rows: vector k
+// (0..3), lane r, byte t holds the low 4 bits of element 8k + t (low nibble: step 2k) and of
+// element 8k + 4 + t (high nibble: step 2k + 1); vector 4 + h, lane r, byte t holds at bits 2i,
+// 2i + 1 the high 2 bits of element 16h + 4i + t (step 4h + i). Then per super-block 288
+// bytes: d [16] f16 at +0, then for its block k the sc [16] int8 of the block's first 16 values
+// at 32 + 32k and of its last 16 at 32 + 32k + 16.
+//          6.5625 bits a value (the file's), where the chunked Q6_KX takes 7.
 // A matrix holds whole groups: rows past `rows` in the last group are zero. So unlike every
 // other type, row r does not start at data + r * row_bytes; row_bytes is a group's bytes / 16
 // (the bytes a row adds), which keeps nbytes() and the bandwidth arithmetic per row.
@@ -32,6 +40,10 @@
 //     isum = -offset * xsum[b] + sum over the block's 32 elements of wcode * xcode  (exact in int32;
 //            offset 8 for Q4_0R, 128 for Q8_0R)
 //     acc  = fma(float(isum), dw * dx, acc)
+// Q6_KR, as Q6_KX (kernels/int8_dot.h): isum_a, isum_b over steps 0..3 and 4..7 of the codes q,
+// xhalf the block's first 16 activation codes' sum:
+//     i = sc_a * (isum_a - 32 * xhalf) + sc_b * (isum_b - 32 * (xsum - xhalf))  (exact in int32)
+//     acc = fma(float(i), d * dx, acc)
 // Q4_KR, as the chunked affine types (kernels/int8_dot.h): dw = d * sc and dm = -(dmin * mn), both
 // exact in f32 (11 bits times 6), so the values are Q4_1FX's bit for bit; per block
 //     isum = sum of wcode * xcode;  acc = fma(float(isum), dw * dx, acc);
@@ -51,23 +63,31 @@ struct QuantizedColumns;
 class ThreadPool;
 
 // kRowGroupRows and is_row_group_type: kernels/weight.h (WeightMatrix::stored_rows needs them).
-// The code bytes of one block of a group: 16 rows x 16 (Q4_0R, Q4_KR) or 32 (Q8_0R) bytes.
-constexpr int64_t row_group_block_code_bytes(WType t) { return t == WType::Q8_0R ? 512 : 256; }
-// The additive offset of the stored codes: value = (code - offset) * d (Q4_KR: none; its mins
-// carry the offset).
+// The code bytes of one block of a group: 16 rows x 16 (Q4_0R, Q4_KR), 24 (Q6_KR) or 32 (Q8_0R)
+// bytes.
+constexpr int64_t row_group_block_code_bytes(WType t) {
+    return t == WType::Q8_0R ? 512 : t == WType::Q6_KR ? 384 : 256;
+}
+// The additive offset of the stored codes: value = (code - offset) * d (Q4_KR: none, its mins
+// carry the offset; Q6_KR: none here, its sub-block sums start at -32 x their activation sums).
 constexpr int32_t row_group_code_offset(WType t) {
     return t == WType::Q8_0R ? 128 : t == WType::Q4_0R ? 8 : 0;
 }
-// Q4_KR: values per super-block, and a super-block's scale bytes in a group (d, dmin, 8 x (sc, mn)).
-inline constexpr int64_t kQ4KSuperValues = 256;
+// Q4_KR and Q6_KR: values per super-block, and a super-block's scale bytes in a group (Q4_KR: d,
+// dmin, 8 x (sc, mn); Q6_KR: d, 8 x (sc_a, sc_b)).
+inline constexpr int64_t kKSuperValues = 256;
 inline constexpr int64_t kQ4KGroupScaleBytes = 320;
-// The columns a row-group type holds: whole 32-value blocks (Q4_KR: whole super-blocks).
+inline constexpr int64_t kQ6KGroupScaleBytes = 288;
+constexpr bool row_group_k_quant(WType t) { return t == WType::Q4_KR || t == WType::Q6_KR; }
+// The columns a row-group type holds: whole 32-value blocks (the K-quants: whole super-blocks).
 constexpr bool row_group_cols_fit(WType t, int64_t cols) {
-    return cols > 0 && cols % (t == WType::Q4_KR ? kQ4KSuperValues : 32) == 0;
+    return cols > 0 && cols % (row_group_k_quant(t) ? kKSuperValues : 32) == 0;
 }
-// A group's scale bytes before padding: [blocks, 16] f16, or Q4_KR's 320 per super-block.
+// A group's scale bytes before padding: [blocks, 16] f16, or the K-quants' per super-block.
 inline size_t row_group_scale_bytes(WType t, int64_t cols) {
-    return t == WType::Q4_KR ? size_t(cols / kQ4KSuperValues) * kQ4KGroupScaleBytes : size_t(cols / 32) * 32;
+    if (t == WType::Q4_KR) return size_t(cols / kKSuperValues) * kQ4KGroupScaleBytes;
+    if (t == WType::Q6_KR) return size_t(cols / kKSuperValues) * kQ6KGroupScaleBytes;
+    return size_t(cols / 32) * 32;
 }
 
 // Bytes of one 16-row group of `cols` values (0 when the columns do not fit the type, or t is no
@@ -113,9 +133,12 @@ void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64
 // Row `row` of a row-group matrix as f32: exactly the block type's values (Q4_KR: the Q4_K
 // tensor's, as dequantize_to_f32 gives them).
 void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out);
-// A GGUF Q4_K tensor [rows, cols] as Q4_KR, its rows stored on `pool` when given. Returns false
-// (out untouched) when t is not a Q4_K tensor of that shape.
+// A GGUF Q4_K (Q6_K) tensor [rows, cols] as Q4_KR (Q6_KR), holding exactly the values
+// dequantize_to_f32 gives, its rows stored on `pool` when given. Returns false (out untouched)
+// when t is not a tensor of that type with rows * cols values.
 bool repack_q4_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                               ThreadPool* pool = nullptr);
+bool repack_q6_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
                                ThreadPool* pool = nullptr);
 
 namespace ref {

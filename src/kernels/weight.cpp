@@ -35,6 +35,7 @@ const char* wtype_name(WType t) {
         case WType::Q4_0R: return "q4_0 (16-row groups)";
         case WType::Q8_0R: return "q8_0 (16-row groups)";
         case WType::Q4_KR: return "q4_k (16-row groups)";
+        case WType::Q6_KR: return "q6_k (16-row groups)";
         case WType::BF16D: return "bf16 (bf16-dot)";
         case WType::Native: return "native";
     }
@@ -73,7 +74,8 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
         case WType::Q6_KX:
         case WType::Q4_0R:
         case WType::Q8_0R:
-        case WType::Q4_KR: return int8_dot_row_bytes(t, cols);
+        case WType::Q4_KR:
+        case WType::Q6_KR: return int8_dot_row_bytes(t, cols);
         case WType::Native: return 0;
     }
     return 0;
@@ -219,7 +221,8 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
         case WType::Q6_KX:
         case WType::Q4_0R:
         case WType::Q8_0R:
-        case WType::Q4_KR: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
+        case WType::Q4_KR:
+        case WType::Q6_KR: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
         case WType::Native: fail("encode_row_f32: Native is not a storage type");
     }
 }
@@ -369,7 +372,8 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         case WType::Q6_KX:
         case WType::Q4_0R:
         case WType::Q8_0R:
-        case WType::Q4_KR: int8_dot_row_f32(w, row, out); return;
+        case WType::Q4_KR:
+        case WType::Q6_KR: int8_dot_row_f32(w, row, out); return;
         case WType::Native: break;
     }
     fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));

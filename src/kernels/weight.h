@@ -46,6 +46,9 @@ enum class WType {
     // bits a value, where Q4_1FX takes 6), for tables whose int8 kernel reads it; from
     // repack_q4_k_as_row_groups.
     Q4_KR,
+    // GGUF Q6_K in 16-row groups: its 6-bit codes as Q6_KX's, its f16 and int8 scales as the file
+    // has them (6.5625 bits a value, where Q6_KX takes 7); from repack_q6_k_as_row_groups.
+    Q6_KR,
     // BF16's bytes, multiplied with activations rounded to bf16 by the CPU's bf16 dot product
     // (AVX512_BF16; kernels/bf16_dot.h): built only where that kernel runs and the user asked for
     // bf16 activations, from a BF16 matrix whose bytes it keeps.
@@ -59,7 +62,7 @@ enum class WType {
 // layout).
 inline constexpr int64_t kRowGroupRows = 16;
 constexpr bool is_row_group_type(WType t) {
-    return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR;
+    return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR;
 }
 
 const char* wtype_name(WType t);
@@ -118,12 +121,13 @@ void require_weight_memory(size_t bytes, const std::string& what);
 //     row (formats/dequant.h TensorRows): no f32 copy of the whole tensor is made.
 //   how.row_groups: with int8_layout, the block types that come in 16-row groups (Q4_0 as Q4_0R,
 //     Q8_0 as Q8_0R) rather than chunked (for a table whose int8 kernel reads them:
-//     KernelTable::row_groups). q4_k: GGUF Q4_K as Q4_KR rather than Q4_1FX (model/weights.cpp
-//     decides; make_weight never builds either).
+//     KernelTable::row_groups). q4_k, q6_k: GGUF Q4_K as Q4_KR rather than Q4_1FX, Q6_K as Q6_KR
+//     rather than Q6_KX (model/weights.cpp decides; make_weight never builds these).
 struct RowGroupLayouts {
     bool q4_0 = false;
     bool q8_0 = false;
     bool q4_k = false;
+    bool q6_k = false;
 };
 struct WeightBuild {
     ThreadPool* pool = nullptr;

@@ -101,9 +101,11 @@ private:
         const bool affine = int8_native && affine_code_bits(t, rows, cols) != 0;
         WeightMatrix w;
         // GGUF Q6_K (e.g. the output and half the FFN-down tensors of a Q4_K_M file) keeps its
-        // 6-bit codes and 16-value scales.
+        // 6-bit codes and 16-value scales: in 16-row groups where the table's kernel reads them
+        // (Q6_KR, the file's 6.5625 bits a value), else chunked (Q6_KX, 7).
         if (int8_native && t.dtype == DType::Q6_K &&
-            repack_q6_k_for_int8_dot(t, rows, cols, w, options_.pool))
+            ((kernels().row_groups.q6_k && repack_q6_k_as_row_groups(t, rows, cols, w, options_.pool)) ||
+             repack_q6_k_for_int8_dot(t, rows, cols, w, options_.pool)))
             return w;
         // GGUF Q4_K (most of a Q4_K_M file) in 16-row groups where the table's kernel reads them:
         // its scales as the file has them, 4.625 bits a value against Q4_1FX's 6.

@@ -1,11 +1,12 @@
 #pragma once
-// Q4_0R, Q8_0R and Q4_KR (kernels/row_groups.h) in 256-bit form, shared by the AVX2 and AVX-VNNI units
+// Q4_0R, Q8_0R, Q4_KR and Q6_KR (kernels/row_groups.h) in 256-bit form, shared by the AVX2 and AVX-VNNI units
 // through their Dot policy (x86/int8_dot_256.h describes it). A group's 64-byte code vector holds
 // its 16 rows in 4-byte lanes, so its two 32-byte halves are rows 0..7 and 8..15: a tile is one
 // or both halves of a group times up to 4 columns, over all of the group's blocks. Each code
 // vector is loaded once per tile and meets every column's broadcast activation codes, and a
 // block ends with one convert + multiply + fused multiply-add per (half, column) (Q4_KR: a second
-// multiply + fused multiply-add for its mins), lane r holding
+// multiply + fused multiply-add for its mins; Q6_KR: its two sub-block sums joined by their int8
+// scales first, as Q6_KX's), lane r holding
 // row r's sum: no reduction across lanes, so the results are the scalar reference's bits, as
 // the AVX-512 kernel's are.
 //
@@ -18,6 +19,8 @@
 
 #include "kernels/int8_dot.h"
 #include "kernels/row_groups.h"
+#include "kernels/x86/avx2/isa_avx2.h"
+#include "kernels/x86/int8_dot_tiles.h"
 
 namespace nextn::x86 {
 namespace {
@@ -53,13 +56,16 @@ struct RowGroupFetchShare256 {
 // lanes: the rows of this call in the group (bit r: row r). K independent sums per (half,
 // column): 2 splits a block's dot products over two chains (the low and the high nibbles, or
 // even and odd steps), which a policy bound by the dot product's latency needs when a tile has
-// few sums; the sums are exact, so the split never changes the bits. fetch: the call's prefetch
-// cursor, share: how far this pass moves it.
+// few sums; the sums are exact, so the split never changes the bits (Q6_KR: K is 2, the two
+// sub-blocks, steps 0..3 and 4..7, which its scales join). fetch: the call's prefetch cursor,
+// share: how far this pass moves it.
 template <class Dot, WType T, int H, int K, int C>
 void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, const QuantizedColumns& x,
                         int64_t j0, unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch,
                         const RowGroupFetchShare256& share) {
     constexpr bool kEight = T == WType::Q8_0R;
+    constexpr bool kSixBit = T == WType::Q6_KR;
+    static_assert(!kSixBit || K == 2, "Q6_KR sums its sub-blocks apart");
     constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
     // The sums start at -offset * xsum (the codes are stored offset), plus what the policy's
     // product leaves out: 8-bit codes it multiplies as w - 128 need 128 * xsum more.
@@ -98,15 +104,43 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
         __m256i isum[H][K][C];
 #pragma GCC unroll 4
         for (int c = 0; c < C; ++c) {
-            const __m256i start = _mm256_set1_epi32(kStartFactor * x.sums_of(j0 + c)[b]);
+            if constexpr (kSixBit) {  // -32 x each sub-block's activation code sum
+                const __m256i half = _mm256_set1_epi32(x.half_sums_of(j0 + c)[b]);
+                const __m256i first = q6_start_first<avx2::Isa>(half);
+                const __m256i second = q6_start_second<avx2::Isa>(_mm256_set1_epi32(x.sums_of(j0 + c)[b]), half);
 #pragma GCC unroll 2
-            for (int i = 0; i < H; ++i) {
-                isum[i][0][c] = start;
-                if constexpr (K == 2) isum[i][1][c] = _mm256_setzero_si256();
+                for (int i = 0; i < H; ++i) isum[i][0][c] = first, isum[i][1][c] = second;
+            } else {
+                const __m256i start = _mm256_set1_epi32(kStartFactor * x.sums_of(j0 + c)[b]);
+#pragma GCC unroll 2
+                for (int i = 0; i < H; ++i) {
+                    isum[i][0][c] = start;
+                    if constexpr (K == 2) isum[i][1][c] = _mm256_setzero_si256();
+                }
             }
         }
         const uint8_t* codes = group + b * kCodeBytes + (H == 1 ? 32 * h : 0);
-        if constexpr (kEight) {
+        if constexpr (kSixBit) {
+#pragma GCC unroll 4
+            for (int s = 0; s < 8; s += 2) {  // steps s and s + 1: one sub-block
+                typename Dot::W w0[H], w1[H];
+#pragma GCC unroll 2
+                for (int i = 0; i < H; ++i) {
+                    auto load = [&](int64_t at) {
+                        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at + 32 * i));
+                    };
+                    const __m256i low = load((s / 2) * 64), high = load(256 + (s / 4) * 64);
+                    w0[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s));
+                    w1[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s + 1));
+                }
+#pragma GCC unroll 4
+                for (int c = 0; c < C; ++c) {
+                    const __m256i x0 = step(c, xoff, s), x1 = step(c, xoff, s + 1);
+#pragma GCC unroll 2
+                    for (int i = 0; i < H; ++i) isum[i][s / 4][c] = Dot::dot_pair(isum[i][s / 4][c], w0[i], x0, w1[i], x1);
+                }
+            }
+        } else if constexpr (kEight) {
 #pragma GCC unroll 8
             for (int s = 0; s < 8; ++s) {
                 typename Dot::W w[H];
@@ -152,31 +186,46 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
 #pragma GCC unroll 2
         for (int i = 0; i < H; ++i) {
             const int half = H == 1 ? h : i;
-            __m256 dw, dm;  // the half's 8 rows' scales (Q4_KR: d * sc) and offsets (-(dmin * mn))
-            if constexpr (T == WType::Q4_KR) {
-                const uint8_t* super = group + L.scales + (b / 8) * kQ4KGroupScaleBytes;
-                const uint8_t* sc_mn = super + 64 + (b % 8) * 32 + 8 * half;
-                auto f16_lanes = [](const uint8_t* p) {
-                    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+            if constexpr (kSixBit) {
+                const uint8_t* super = group + L.scales + (b / 8) * kQ6KGroupScaleBytes;
+                const uint8_t* sc = super + 32 + (b % 8) * 32 + 8 * half;
+                auto i8_lanes = [](const uint8_t* p) {
+                    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
                 };
-                auto u8_lanes = [](const uint8_t* p) {
-                    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-                };
-                dw = _mm256_mul_ps(f16_lanes(super + 16 * half), u8_lanes(sc_mn));
-                dm = _mm256_xor_ps(_mm256_mul_ps(f16_lanes(super + 32 + 16 * half), u8_lanes(sc_mn + 16)),
-                                   _mm256_set1_ps(-0.0f));
-            } else {
-                dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + L.scales + b * 32 + 16 * half)));
-            }
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 16 * half)));
+                const __m256i sca = i8_lanes(sc), scb = i8_lanes(sc + 16);
 #pragma GCC unroll 4
-            for (int c = 0; c < C; ++c) {
-                __m256i sum = isum[i][0][c];
-                if constexpr (K == 2) sum = _mm256_add_epi32(sum, isum[i][1][c]);
-                const __m256 dx = _mm256_set1_ps(x.scales_of(j0 + c)[b]);
-                acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dx), acc[i][c]);
-                if constexpr (T == WType::Q4_KR)  // as the chunked affine types
-                    acc[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(float(x.sums_of(j0 + c)[b])), _mm256_mul_ps(dm, dx),
-                                                acc[i][c]);
+                for (int c = 0; c < C; ++c)
+                    acc[i][c] = scale_chunk_q6<avx2::Isa>(isum[i][0][c], isum[i][1][c], sca, scb, d,
+                                                          _mm256_set1_ps(x.scales_of(j0 + c)[b]), acc[i][c]);
+            } else {
+                // The half's 8 rows' scales (Q4_KR: d * sc) and offsets (Q4_KR: -(dmin * mn)).
+                __m256 dw, dm = _mm256_setzero_ps();
+                if constexpr (T == WType::Q4_KR) {
+                    const uint8_t* super = group + L.scales + (b / 8) * kQ4KGroupScaleBytes;
+                    const uint8_t* sc_mn = super + 64 + (b % 8) * 32 + 8 * half;
+                    auto f16_lanes = [](const uint8_t* p) {
+                        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+                    };
+                    auto u8_lanes = [](const uint8_t* p) {
+                        return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+                    };
+                    dw = _mm256_mul_ps(f16_lanes(super + 16 * half), u8_lanes(sc_mn));
+                    dm = _mm256_xor_ps(_mm256_mul_ps(f16_lanes(super + 32 + 16 * half), u8_lanes(sc_mn + 16)),
+                                       _mm256_set1_ps(-0.0f));
+                } else {
+                    dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + L.scales + b * 32 + 16 * half)));
+                }
+#pragma GCC unroll 4
+                for (int c = 0; c < C; ++c) {
+                    __m256i sum = isum[i][0][c];
+                    if constexpr (K == 2) sum = _mm256_add_epi32(sum, isum[i][1][c]);
+                    const __m256 dx = _mm256_set1_ps(x.scales_of(j0 + c)[b]);
+                    acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dx), acc[i][c]);
+                    if constexpr (T == WType::Q4_KR)  // as the chunked affine types
+                        acc[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(float(x.sums_of(j0 + c)[b])), _mm256_mul_ps(dm, dx),
+                                                    acc[i][c]);
+                }
             }
         }
     }
@@ -204,19 +253,22 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
 // by the dot product's latency (AVX-VNNI) takes two a (half, column) where a tile has a single
 // column, or one half: on the 2-core Xeon VM (tools/kernel_ab ISA=avxvnni, 0.8B forwards) two
 // chains in the one-half tiles took 0.985-0.991x the time at widths 3 and 4 (q4_0 and q8_0), and
-// at width 2 (both halves, two columns) 1.001-1.002x: left at one.
+// at width 2 (both halves, two columns) 1.001-1.002x: left at one. Q6_KR always takes two, one
+// a sub-block; its both-halves tiles of 2 columns then spill a few sums and still gain (kernels_bench
+// BM_GemmQ6K 2048 x 6144, width 2, against one half at a time: avxvnni 0.85x the time, avx2 0.84x).
 template <class Dot, WType T, int C>
 void row_group_columns_256(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
                            unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch,
                            const RowGroupFetchShare256 (&shares)[2]) {
+    constexpr bool kSixBit = T == WType::Q6_KR;  // two sums a (half, column) always: one a sub-block
     if constexpr (C <= 2) {
-        constexpr int K = Dot::kLatencyBound && C == 1 ? 2 : 1;
+        constexpr int K = kSixBit || (Dot::kLatencyBound && C == 1) ? 2 : 1;
         row_group_tile_256<Dot, T, 2, K, C>(L, group, 0, x, j0, lanes, y, ldy, fetch, shares[0]);
     } else {
         for (int h = 0; h < 2; ++h)
             if ((lanes >> (8 * h)) & 0xffu)
-                row_group_tile_256<Dot, T, 1, Dot::kLatencyBound ? 2 : 1, C>(L, group, h, x, j0, lanes, y, ldy, fetch,
-                                                                            shares[h]);
+                row_group_tile_256<Dot, T, 1, kSixBit || Dot::kLatencyBound ? 2 : 1, C>(L, group, h, x, j0, lanes, y,
+                                                                                       ldy, fetch, shares[h]);
     }
 }
 
@@ -269,6 +321,8 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
         gemm_row_groups_256<Dot, WType::Q8_0R>(w, x, y, ldy, r0, r1);
     else if (w.type == WType::Q4_KR)
         gemm_row_groups_256<Dot, WType::Q4_KR>(w, x, y, ldy, r0, r1);
+    else if (w.type == WType::Q6_KR)
+        gemm_row_groups_256<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
     else
         gemm_row_groups_256<Dot, WType::Q4_0R>(w, x, y, ldy, r0, r1);
 }

@@ -1,9 +1,11 @@
-// AVX-512 VNNI: Q4_0R, Q8_0R and Q4_KR weights (16-row groups, one row per int32 lane:
+// AVX-512 VNNI: Q4_0R, Q8_0R, Q4_KR and Q6_KR weights (16-row groups, one row per int32 lane:
 // kernels/row_groups.h) times int8 activations. A tile is RG groups x C columns: each 64-byte code
 // vector of a group is loaded once and meets every column's broadcast activation codes with one
 // vpdpbusd (Q4_0R, Q4_KR: its low and high nibbles, two), and a block ends with one convert +
 // fused multiply-add per (group, column) (Q4_KR: two, the second for its mins; its 16 rows'
-// scales built from the super-block's f16 d, dmin and the block's 6-bit sc, mn first).
+// scales built from the super-block's f16 d, dmin and the block's 6-bit sc, mn first). Q6_KR
+// (q6_k_block): each step's 6-bit codes rebuilt from a low-nibble and a high-bit vector, the two
+// sub-blocks summed apart and joined by their int8 scales before the convert.
 // No lane reduction: lane r of a group's accumulator is row r's sum, stored as it is.
 //
 // Prefetch: on AMD a call first fetches its first kPrefetchAheadBytes into L1 at once; then the first
@@ -120,15 +122,18 @@ Fetch fetch_for(int64_t n, Fetch asked) {
 // n rounded up to a multiple of m.
 constexpr int64_t ceil_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// A block's scale bytes in one group: 16 f16 d, or Q4_KR's 40 (a super-block's 320 over its 8 blocks).
+// A block's scale bytes in one group: 16 f16 d, or Q4_KR's 40 and Q6_KR's 36 (a super-block's
+// over its 8 blocks).
 template <WType T>
-constexpr int64_t kBlockScaleBytes = T == WType::Q4_KR ? kQ4KGroupScaleBytes / 8 : 32;
+constexpr int64_t kBlockScaleBytes = T == WType::Q4_KR   ? kQ4KGroupScaleBytes / 8
+                                     : T == WType::Q6_KR ? kQ6KGroupScaleBytes / 8
+                                                         : 32;
 // A block's codes and scales in one group.
 template <WType T>
 constexpr int64_t kBlockBytes = row_group_block_code_bytes(T) + kBlockScaleBytes<T>;
 // Q4_0R and Q4_KR: 4-bit codes, two nibbles a byte.
 template <WType T>
-constexpr bool kFourBit = T != WType::Q8_0R;
+constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR;
 
 // Group-stream tiles take four groups instead of two at the narrowest widths, three up to 8
 // columns. Four streams of codes in flight instead of two keep more of the memory busy (the read
@@ -149,8 +154,11 @@ constexpr bool kFourBit = T != WType::Q8_0R;
 template <WType T>
 constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R ? 1 : 3;
 constexpr int64_t kThreeGroupsUpTo = 8;
+// Q6_KR keeps two sums a (group, column), one per sub-block, next to the accumulator: four
+// groups at width 1, three at 2, two up to 4 columns, then one, so that they fit the 32 registers.
 template <WType T>
 constexpr int64_t group_stream_tile_groups(int64_t n) {
+    if constexpr (T == WType::Q6_KR) return n <= 1 ? 4 : n <= 2 ? 3 : n <= 4 ? 2 : 1;
     return n <= kFourGroupsUpTo<T> ? 4 : n <= kThreeGroupsUpTo ? 3 : 2;
 }
 
@@ -168,6 +176,58 @@ template <int K, int RG, int C>
     return isum[0][g][c];
 }
 
+// Block b of a tile of Q6_KR groups g .. g+RG-1 (at `group`) times C columns (codes xc, code sums
+// xsum and first-half sums xhalf, scales xd): each step's codes are rebuilt once per group and
+// meet every column; steps 0..3 and 4..7 (the sub-blocks) sum apart, from -32 x their activation
+// code sums, and are joined exactly by their int8 scales (Q6_KX's arithmetic, x86/int8_dot_tiles.h).
+template <int RG, int C>
+[[gnu::always_inline]] inline void q6_k_block(const RowGroupGeometry& L, const uint8_t* group, int64_t b,
+                                              const int8_t* const (&xc)[C], const int32_t* const (&xsum)[C],
+                                              const int32_t* const (&xhalf)[C], const float* const (&xd)[C],
+                                              __m512 (&acc)[RG][C]) {
+    constexpr int64_t kCodeBytes = row_group_block_code_bytes(WType::Q6_KR);
+    __m512i isum[2][RG][C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+        const __m512i half = _mm512_set1_epi32(xhalf[c][b]);
+        const __m512i first = x86::q6_start_first<Isa>(half);
+        const __m512i second = x86::q6_start_second<Isa>(_mm512_set1_epi32(xsum[c][b]), half);
+#pragma GCC unroll 4
+        for (int g = 0; g < RG; ++g) isum[0][g][c] = first, isum[1][g][c] = second;
+    }
+    const int64_t xoff = (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
+#pragma GCC unroll 8
+    for (int s = 0; s < kI8Steps; ++s) {
+        __m512i code[RG];
+#pragma GCC unroll 4
+        for (int g = 0; g < RG; ++g) {
+            const uint8_t* codes = group + g * L.group_bytes + b * kCodeBytes;
+            code[g] = x86::q6_step_codes<Isa>(_mm512_load_si512(codes + (s / 2) * 64),
+                                              _mm512_load_si512(codes + 256 + (s / 4) * 64), s);
+        }
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) {
+            int32_t v;
+            std::memcpy(&v, xc[c] + xoff + s * 64, 4);
+            const __m512i xs = _mm512_set1_epi32(v);
+#pragma GCC unroll 4
+            for (int g = 0; g < RG; ++g) isum[s / 4][g][c] = _mm512_dpbusd_epi32(isum[s / 4][g][c], code[g], xs);
+        }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < RG; ++g) {
+        const uint8_t* super = group + g * L.group_bytes + L.scales + (b / 8) * kQ6KGroupScaleBytes;
+        const uint8_t* sc = super + 32 + (b % 8) * 32;
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super)));
+        const __m512i sca = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+        const __m512i scb = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+            acc[g][c] = x86::scale_chunk_q6<Isa>(isum[0][g][c], isum[1][g][c], sca, scb, dw, _mm512_set1_ps(xd[c][b]),
+                                                 acc[g][c]);
+    }
+}
+
 // Groups g .. g+RG-1 (at `group`) times columns j0 .. j0+C-1. store[i]: the lanes of group i
 // that are rows of this call. fetch_end: the end of this call's groups when this tile prefetches
 // (the first column group), else null.
@@ -183,12 +243,14 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
     const int8_t* xc[C];     // [chunks, 8 steps, 16 lanes, 4] per column
-    const int32_t* xsum[C];  // [blocks]
-    const float* xd[C];      // [blocks]
+    const int32_t* xsum[C];   // [blocks]
+    const int32_t* xhalf[C];  // [blocks] (Q6_KR: the first 16 codes' sums)
+    const float* xd[C];       // [blocks]
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
         xc[c] = x.codes_of(j0 + c);
         xsum[c] = x.sums_of(j0 + c);
+        xhalf[c] = x.half_sums_of(j0 + c);
         xd[c] = x.scales_of(j0 + c);
     }
     // Group streams, Q4_0R four-group tiles: the far distance rounded up to whole groups, so
@@ -209,10 +271,10 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
         if (F == Fetch::GroupStreams && fetch_end) {
             // Each group: the code lines kGroupStreamAheadBytesFor on into L1 and kGroupStreamFarBytes
             // on into L2, and every other block the scale line as many bytes of codes on (32 bytes
-            // a block; Q4_KR's 40 take a line every block). Past a group's codes the lines are its
+            // a block; the K-quants' 36-40 take a line every block). Past a group's codes the lines are its
             // scales, past its scales the next group's codes: read soon either way.
             constexpr int64_t kAheadBlocks = kGroupStreamAheadBytesFor<T, C> / kCodeBytes;
-            constexpr int64_t kScaleLineEvery = T == WType::Q4_KR ? 1 : 2;
+            constexpr int64_t kScaleLineEvery = row_group_k_quant(T) ? 1 : 2;
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 const char* codes = reinterpret_cast<const char*>(group) + g * L.group_bytes;
@@ -234,105 +296,109 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             const char* until = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes + (b + 1) * kBlockBytes<T> * RG;
             for (; fetch < until && fetch < stop; fetch += 64) _mm_prefetch(fetch, _MM_HINT_T0);
         }
-        // The sums start at the codes' offset correction, -offset * (the block's activation code
-        // sum). A block's 8 dot products per (group, column) form kChains independent chains
-        // (added at the end: exact in int32, so the same bits), which a one-group tile needs to
-        // keep the dot-product unit busy: one chain of 8 is 8 latencies long per block.
-        __m512i isum[kChains<RG>][RG][C];
+        if constexpr (T == WType::Q6_KR) {
+            q6_k_block<RG, C>(L, group, b, xc, xsum, xhalf, xd, acc);
+        } else {
+            // The sums start at the codes' offset correction, -offset * (the block's activation code
+            // sum). A block's 8 dot products per (group, column) form kChains independent chains
+            // (added at the end: exact in int32, so the same bits), which a one-group tile needs to
+            // keep the dot-product unit busy: one chain of 8 is 8 latencies long per block.
+            __m512i isum[kChains<RG>][RG][C];
 #pragma GCC unroll 8
-        for (int c = 0; c < C; ++c) {
-            // -offset * xsum as a broadcast load, a shift and a subtraction (the same int32): in
-            // scalar registers with a broadcast from them, cached width 3-4 took 1.02-1.05x the time.
-            // (Q4_KR: no offset; its mins' term follows the block.)
-            __m512i start = _mm512_setzero_si512();
-            if constexpr (row_group_code_offset(T) != 0) {
-                constexpr int kShift = std::countr_zero(unsigned(row_group_code_offset(T)));  // 128 or 8
-                static_assert((1 << kShift) == row_group_code_offset(T), "the offset is a power of two");
-                start = _mm512_sub_epi32(start, _mm512_slli_epi32(_mm512_set1_epi32(xsum[c][b]), kShift));
+            for (int c = 0; c < C; ++c) {
+                // -offset * xsum as a broadcast load, a shift and a subtraction (the same int32): in
+                // scalar registers with a broadcast from them, cached width 3-4 took 1.02-1.05x the time.
+                // (Q4_KR: no offset; its mins' term follows the block.)
+                __m512i start = _mm512_setzero_si512();
+                if constexpr (row_group_code_offset(T) != 0) {
+                    constexpr int kShift = std::countr_zero(unsigned(row_group_code_offset(T)));  // 128 or 8
+                    static_assert((1 << kShift) == row_group_code_offset(T), "the offset is a power of two");
+                    start = _mm512_sub_epi32(start, _mm512_slli_epi32(_mm512_set1_epi32(xsum[c][b]), kShift));
+                }
+#pragma GCC unroll 4
+                for (int g = 0; g < RG; ++g) {
+                    isum[0][g][c] = start;
+                    if constexpr (kChains<RG> == 2) isum[1][g][c] = _mm512_setzero_si512();
+                }
+            }
+            const int64_t xoff = (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
+            auto step = [&](int c, int s) {  // activation step s (elements 4s..4s+3) of column c, broadcast
+                int32_t v;
+                std::memcpy(&v, xc[c] + xoff + s * 64, 4);
+                return _mm512_set1_epi32(v);
+            };
+            // Every group's code vector of a step is loaded (and unpacked) first, then each column's
+            // activation step is broadcast once and meets all of them: no broadcast stays live across
+            // the groups, which at more than kMaxTileCols columns would not fit in the registers
+            // with the sums (hoisting them instead measured the same up to 4 columns).
+            if constexpr (T == WType::Q8_0R) {
+#pragma GCC unroll 8
+                for (int i = 0; i < 8; ++i) {
+                    __m512i v[RG];
+#pragma GCC unroll 4
+                    for (int g = 0; g < RG; ++g)
+                        v[g] = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
+#pragma GCC unroll 8
+                    for (int c = 0; c < C; ++c) {
+                        const __m512i xs = step(c, i);
+#pragma GCC unroll 4
+                        for (int g = 0; g < RG; ++g) {
+                            __m512i& sum = isum[i % kChains<RG>][g][c];
+                            sum = _mm512_dpbusd_epi32(sum, v[g], xs);
+                        }
+                    }
+                }
+            } else {
+#pragma GCC unroll 4
+                for (int i = 0; i < 4; ++i) {  // low nibbles: step i; high nibbles: step 4 + i
+                    __m512i vlo[RG], vhi[RG];
+#pragma GCC unroll 4
+                    for (int g = 0; g < RG; ++g) {
+                        const __m512i v = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
+                        vlo[g] = _mm512_and_si512(v, low_mask);
+                        vhi[g] = high_nibbles<Gfni>(v, low_mask, shift_matrix);
+                    }
+#pragma GCC unroll 8
+                    for (int c = 0; c < C; ++c) {
+                        const __m512i lo = step(c, i), hi = step(c, 4 + i);
+#pragma GCC unroll 4
+                        for (int g = 0; g < RG; ++g) {
+                            isum[0][g][c] = _mm512_dpbusd_epi32(isum[0][g][c], vlo[g], lo);
+                            __m512i& high_sum = isum[kChains<RG> - 1][g][c];
+                            high_sum = _mm512_dpbusd_epi32(high_sum, vhi[g], hi);
+                        }
+                    }
+                }
             }
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
-                isum[0][g][c] = start;
-                if constexpr (kChains<RG> == 2) isum[1][g][c] = _mm512_setzero_si512();
-            }
-        }
-        const int64_t xoff = (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
-        auto step = [&](int c, int s) {  // activation step s (elements 4s..4s+3) of column c, broadcast
-            int32_t v;
-            std::memcpy(&v, xc[c] + xoff + s * 64, 4);
-            return _mm512_set1_epi32(v);
-        };
-        // Every group's code vector of a step is loaded (and unpacked) first, then each column's
-        // activation step is broadcast once and meets all of them: no broadcast stays live across
-        // the groups, which at more than kMaxTileCols columns would not fit in the registers
-        // with the sums (hoisting them instead measured the same up to 4 columns).
-        if constexpr (T == WType::Q8_0R) {
+                const uint8_t* scales = group + g * L.group_bytes + L.scales;
+                if constexpr (T == WType::Q4_KR) {
+                    // dw = d * sc, dm = -(dmin * mn): exact products, the negation by the sign bit.
+                    const uint8_t* super = scales + (b / 8) * kQ4KGroupScaleBytes;
+                    const uint8_t* sc_mn = super + 64 + (b % 8) * 32;
+                    auto u8_lanes = [](const uint8_t* p) {
+                        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p))));
+                    };
+                    const __m512 dw = _mm512_mul_ps(
+                        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super))), u8_lanes(sc_mn));
+                    const __m512 dm = _mm512_xor_ps(
+                        _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super + 32))),
+                                      u8_lanes(sc_mn + 16)),
+                        _mm512_set1_ps(-0.0f));
 #pragma GCC unroll 8
-            for (int i = 0; i < 8; ++i) {
-                __m512i v[RG];
-#pragma GCC unroll 4
-                for (int g = 0; g < RG; ++g)
-                    v[g] = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
-#pragma GCC unroll 8
-                for (int c = 0; c < C; ++c) {
-                    const __m512i xs = step(c, i);
-#pragma GCC unroll 4
-                    for (int g = 0; g < RG; ++g) {
-                        __m512i& sum = isum[i % kChains<RG>][g][c];
-                        sum = _mm512_dpbusd_epi32(sum, v[g], xs);
+                    for (int c = 0; c < C; ++c) {
+                        const __m512 dx = _mm512_set1_ps(xd[c][b]);
+                        acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)), _mm512_mul_ps(dw, dx), acc[g][c]);
+                        acc[g][c] = _mm512_fmadd_ps(_mm512_set1_ps(float(xsum[c][b])), _mm512_mul_ps(dm, dx), acc[g][c]);
                     }
-                }
-            }
-        } else {
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; ++i) {  // low nibbles: step i; high nibbles: step 4 + i
-                __m512i vlo[RG], vhi[RG];
-#pragma GCC unroll 4
-                for (int g = 0; g < RG; ++g) {
-                    const __m512i v = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
-                    vlo[g] = _mm512_and_si512(v, low_mask);
-                    vhi[g] = high_nibbles<Gfni>(v, low_mask, shift_matrix);
-                }
+                } else {
+                    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * 32)));
 #pragma GCC unroll 8
-                for (int c = 0; c < C; ++c) {
-                    const __m512i lo = step(c, i), hi = step(c, 4 + i);
-#pragma GCC unroll 4
-                    for (int g = 0; g < RG; ++g) {
-                        isum[0][g][c] = _mm512_dpbusd_epi32(isum[0][g][c], vlo[g], lo);
-                        __m512i& high_sum = isum[kChains<RG> - 1][g][c];
-                        high_sum = _mm512_dpbusd_epi32(high_sum, vhi[g], hi);
-                    }
+                    for (int c = 0; c < C; ++c)
+                        acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)),
+                                                    _mm512_mul_ps(dw, _mm512_set1_ps(xd[c][b])), acc[g][c]);
                 }
-            }
-        }
-#pragma GCC unroll 4
-        for (int g = 0; g < RG; ++g) {
-            const uint8_t* scales = group + g * L.group_bytes + L.scales;
-            if constexpr (T == WType::Q4_KR) {
-                // dw = d * sc, dm = -(dmin * mn): exact products, the negation by the sign bit.
-                const uint8_t* super = scales + (b / 8) * kQ4KGroupScaleBytes;
-                const uint8_t* sc_mn = super + 64 + (b % 8) * 32;
-                auto u8_lanes = [](const uint8_t* p) {
-                    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p))));
-                };
-                const __m512 dw = _mm512_mul_ps(
-                    _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super))), u8_lanes(sc_mn));
-                const __m512 dm = _mm512_xor_ps(
-                    _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super + 32))),
-                                  u8_lanes(sc_mn + 16)),
-                    _mm512_set1_ps(-0.0f));
-#pragma GCC unroll 8
-                for (int c = 0; c < C; ++c) {
-                    const __m512 dx = _mm512_set1_ps(xd[c][b]);
-                    acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)), _mm512_mul_ps(dw, dx), acc[g][c]);
-                    acc[g][c] = _mm512_fmadd_ps(_mm512_set1_ps(float(xsum[c][b])), _mm512_mul_ps(dm, dx), acc[g][c]);
-                }
-            } else {
-                const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * 32)));
-#pragma GCC unroll 8
-                for (int c = 0; c < C; ++c)
-                    acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)),
-                                                _mm512_mul_ps(dw, _mm512_set1_ps(xd[c][b])), acc[g][c]);
             }
         }
     }
@@ -428,6 +494,8 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
     if (r0 >= r1 || x.n <= 0) return;
     if (w.type == WType::Q8_0R)
         gemm<WType::Q8_0R, false>(w, x, y, ldy, r0, r1, fetch);  // no nibbles to unpack
+    else if (w.type == WType::Q6_KR)
+        gemm<WType::Q6_KR, false>(w, x, y, ldy, r0, r1, fetch);  // its own nibble unpacking
     else if (w.type == WType::Q4_KR)
         gfni ? gemm<WType::Q4_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q4_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (gfni)

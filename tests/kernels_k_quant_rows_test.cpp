@@ -1,0 +1,381 @@
+// GGUF Q4_K and Q6_K in 16-row groups (Q4_KR, Q6_KR: kernels/row_groups.h): the repacks hold
+// exactly the values dequantize_to_f32 gives (so the chunked Q4_1FX's and Q6_KX's), padding
+// zeroed, in 4.625 and 6.5625 bits a value; the scalar reference agrees with the chunked reference
+// and with the exact sum to within f32 summation-order error; every table's kernel equals the
+// reference bit for bit on random blocks (negative and zero super-block scales included, rows
+// that are not whole groups, row ranges that start inside a group, widths 1..16, 1 and 2
+// threads, each AVX-512 prefetch way, with and without GFNI); and the environment chooses the
+// layouts.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "formats/dequant.h"
+#include "kernel_test_helpers.h"
+#include "kernels/int8_dot.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+#include "kernels/row_groups.h"
+#if defined(__x86_64__)
+#include "kernels/x86/x86_kernels.h"
+#endif
+
+namespace nextn {
+namespace {
+
+using test::matmul_on;
+using test::random_normal;
+
+// A GGUF K-quant super-block (256 values): its bytes, and where its f16 super-block scales sit.
+struct KQuant {
+    DType dtype;
+    WType rows_type;      // the 16-row layout
+    WType chunked_type;   // the chunked layout
+    size_t block_bytes;
+    int d_at, dmin_at;    // byte offsets of d and (Q4_K) dmin; -1: none
+};
+const KQuant kQ4K{DType::Q4_K, WType::Q4_KR, WType::Q4_1FX, 144, 0, 2};  // d, dmin, scales[12], qs[128]
+const KQuant kQ6K{DType::Q6_K, WType::Q6_KR, WType::Q6_KX, 210, 208, -1};  // ql[128], qh[64], scales[16], d
+const KQuant kKQuants[] = {kQ4K, kQ6K};
+
+// A random K-quant tensor [rows, cols]: random codes and sub-block scales (and mins); d (and dmin)
+// mostly small positive f16, with every 7th super-block's d negative and every 11th's d or dmin
+// zero (the Q4_K kernels negate dmin * mn by its sign bit, which must give the reference's -0).
+struct KTensor {
+    std::vector<uint8_t> bytes;
+    RawTensor t;
+    KTensor(const KQuant& k, int64_t rows, int64_t cols, uint32_t seed) : bytes(size_t(rows * cols / 256) * k.block_bytes) {
+        std::mt19937 rng(seed);
+        std::uniform_int_distribution<int> byte(0, 255);
+        std::uniform_real_distribution<float> scale(1e-4f, 2e-2f);
+        for (uint8_t& x : bytes) x = uint8_t(byte(rng));
+        for (size_t b = 0; b < bytes.size() / k.block_bytes; ++b) {
+            float d = scale(rng), dmin = scale(rng);
+            if (b % 7 == 3) d = -d;
+            if (b % 11 == 5) d = 0.0f;
+            if (b % 11 == 6) dmin = 0.0f;
+            const uint16_t hd = f32_to_f16(d), hm = f32_to_f16(dmin);
+            std::memcpy(&bytes[b * k.block_bytes + size_t(k.d_at)], &hd, 2);
+            if (k.dmin_at >= 0) std::memcpy(&bytes[b * k.block_bytes + size_t(k.dmin_at)], &hm, 2);
+        }
+        t.name = dtype_name(k.dtype);
+        t.file = "test";
+        t.dtype = k.dtype;
+        t.shape = {rows, cols};
+        t.data = bytes.data();
+        t.nbytes = bytes.size();
+    }
+};
+
+bool repack_rows(const KQuant& k, const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                 ThreadPool* pool = nullptr) {
+    return k.dtype == DType::Q4_K ? repack_q4_k_as_row_groups(t, rows, cols, out, pool)
+                                  : repack_q6_k_as_row_groups(t, rows, cols, out, pool);
+}
+bool repack_chunked(const KQuant& k, const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out) {
+    return k.dtype == DType::Q4_K ? repack_affine_for_int8_dot(t, rows, cols, out)
+                                  : repack_q6_k_for_int8_dot(t, rows, cols, out);
+}
+
+struct Shape {
+    int64_t rows, cols;
+};
+// 37, 5 and 19 rows leave part of a last group; 61 and 150 rows make tiles of four groups (the
+// narrowest widths' tiles), the last partial or followed by a pair; 768 columns 3 super-blocks
+// (24 blocks: a ragged second activation chunk); 2560 five chunks.
+const Shape kShapes[] = {{37, 256}, {16, 1024}, {5, 512}, {19, 768}, {61, 256}, {150, 512}, {3, 2560}};
+
+WeightMatrix rows_of(const KQuant& k, const KTensor& q) {
+    WeightMatrix w;
+    EXPECT_TRUE(repack_rows(k, q.t, q.t.shape[0], q.t.shape[1], w));
+    return w;
+}
+
+// The byte offsets inside a group that belong to lane `lane` (the layouts in kernels/row_groups.h).
+std::vector<size_t> lane_bytes(WType type, int64_t cols, int lane) {
+    std::vector<size_t> at;
+    const int64_t code_bytes = row_group_block_code_bytes(type);
+    for (int64_t b = 0; b < cols / 32; ++b)
+        for (int64_t v = 0; v < code_bytes / 64; ++v)
+            for (int i = 0; i < 4; ++i) at.push_back(size_t(b * code_bytes + v * 64 + 4 * lane + i));
+    const size_t scales = row_group_scales_offset(type, cols);
+    for (int64_t sb = 0; sb < cols / 256; ++sb) {
+        const bool q4 = type == WType::Q4_KR;
+        const size_t super = scales + size_t(sb) * size_t(q4 ? kQ4KGroupScaleBytes : kQ6KGroupScaleBytes);
+        for (int i = 0; i < 2; ++i) {
+            at.push_back(super + size_t(2 * lane + i));                  // d
+            if (q4) at.push_back(super + 32 + size_t(2 * lane + i));     // dmin
+        }
+        for (int k = 0; k < 8; ++k) {
+            const size_t block = super + (q4 ? 64 : 32) + size_t(32 * k);
+            at.push_back(block + size_t(lane));       // sc (Q6_K: of the first 16 values)
+            at.push_back(block + 16 + size_t(lane));  // mn (Q6_K: sc of the last 16)
+        }
+    }
+    return at;
+}
+
+TEST(KernelsKQuantRows, HoldEveryValueAndZeroPadding) {
+    for (const KQuant& k : kKQuants)
+        for (Shape s : kShapes) {
+            SCOPED_TRACE(std::string(dtype_name(k.dtype)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
+            const KTensor q(k, s.rows, s.cols, 1);
+            const WeightMatrix w = rows_of(k, q);
+            ASSERT_EQ(k.rows_type, w.type);
+            // A group: 16 rows' codes (4 or 6 bits a value), then the scales: Q4_K 320 bytes a
+            // super-block (4.625 bits a value in all), Q6_K 288 (6.5625), padded to 64 bytes.
+            const int64_t blocks = s.cols / 32, supers = s.cols / 256;
+            const size_t group_bytes = k.dtype == DType::Q4_K ? size_t(blocks * 256 + supers * 320)
+                                                              : size_t(blocks * 384 + (supers * 288 + 63) / 64 * 64);
+            ASSERT_EQ(group_bytes, row_group_bytes(k.rows_type, s.cols));
+            EXPECT_EQ(size_t(row_groups(s.rows)) * group_bytes, w.nbytes());
+            std::vector<float> want(size_t(s.rows * s.cols)), got(size_t(s.cols));
+            dequantize_to_f32(q.t, want.data());
+            for (int64_t r = 0; r < s.rows; ++r) {
+                weight_row_f32(w, r, got.data());
+                ASSERT_EQ(0, std::memcmp(got.data(), want.data() + r * s.cols, got.size() * sizeof(float))) << "row " << r;
+            }
+            // Every group's bytes that are no row's (the last group's lanes past `rows`, the scale
+            // padding): zero.
+            std::vector<bool> owned(group_bytes, false);
+            for (int lane = 0; lane < kRowGroupRows; ++lane)
+                for (size_t at : lane_bytes(k.rows_type, s.cols, lane)) owned[at] = true;
+            for (int64_t g = 0; g < row_groups(s.rows); ++g) {
+                const uint8_t* group = w.data + size_t(g) * group_bytes;
+                for (size_t at = 0; at < group_bytes; ++at) {
+                    if (owned[at]) continue;
+                    ASSERT_EQ(0, group[at]) << "group " << g << " padding byte " << at;
+                }
+            }
+            const uint8_t* last = w.data + size_t(row_groups(s.rows) - 1) * group_bytes;
+            for (int64_t r = s.rows; r < w.stored_rows(); ++r)
+                for (size_t at : lane_bytes(k.rows_type, s.cols, int(r % kRowGroupRows)))
+                    ASSERT_EQ(0, last[at]) << "row " << r << " byte " << at;
+            // Rows stored on a pool: the same bytes.
+            ThreadPool pool(2);
+            WeightMatrix pooled;
+            ASSERT_TRUE(repack_rows(k, q.t, s.rows, s.cols, pooled, &pool));
+            ASSERT_EQ(0, std::memcmp(pooled.data, w.data, w.nbytes()));
+        }
+}
+
+TEST(KernelsKQuantRows, RefuseOtherTensorsAndShapes) {
+    for (const KQuant& k : kKQuants) {
+        SCOPED_TRACE(dtype_name(k.dtype));
+        WeightMatrix w;
+        const KTensor q(k, 4, 512, 2);
+        EXPECT_FALSE(repack_rows(k, q.t, 8, 512, w)) << "more values than the tensor";
+        EXPECT_FALSE(repack_rows(k, q.t, 4, 256, w)) << "fewer values than the tensor";
+        RawTensor short_bytes = q.t;
+        short_bytes.nbytes -= 1;
+        EXPECT_FALSE(repack_rows(k, short_bytes, 4, 512, w)) << "bytes not whole blocks";
+        RawTensor other = q.t;
+        other.dtype = k.dtype == DType::Q4_K ? DType::Q6_K : DType::Q4_K;
+        EXPECT_FALSE(repack_rows(k, other, 4, 512, w)) << "another type";
+        EXPECT_TRUE(w.empty());
+        // Columns that are not whole super-blocks: no row (GGUF never writes such a K-quant).
+        EXPECT_EQ(0u, row_group_bytes(k.rows_type, 288));
+        EXPECT_EQ(0u, int8_dot_row_bytes(k.rows_type, 288));
+    }
+}
+
+// The reference on the 16-row layouts against the chunked reference (the same values, a
+// different summation order) and the exact sum of the dequantized weights times the quantized
+// activations.
+TEST(KernelsKQuantRows, ReferenceAgreesWithTheChunkedLayoutAndTheExactSum) {
+    for (const KQuant& k : kKQuants)
+        for (Shape s : kShapes) {
+            SCOPED_TRACE(std::string(dtype_name(k.dtype)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
+            const KTensor q(k, s.rows, s.cols, 3);
+            const WeightMatrix rows = rows_of(k, q);
+            WeightMatrix chunked;
+            ASSERT_TRUE(repack_chunked(k, q.t, s.rows, s.cols, chunked));
+            ASSERT_EQ(k.chunked_type, chunked.type);
+            const int64_t n = 3;
+            const std::vector<float> x = random_normal(size_t(n * s.cols), 4);
+            QuantizedColumns qx;
+            resize_columns(n, s.cols, qx);
+            ref::quantize_columns(x.data(), s.cols, qx, 0, n);
+            std::vector<float> got(size_t(n * s.rows)), other(got.size());
+            ref::gemm_i8_rows(rows, qx, got.data(), s.rows, 0, s.rows);
+            ref::gemm_i8_rows(chunked, qx, other.data(), s.rows, 0, s.rows);
+            std::vector<float> wrow(size_t(s.cols));
+            for (int64_t r = 0; r < s.rows; ++r) {
+                weight_row_f32(rows, r, wrow.data());
+                for (int64_t j = 0; j < n; ++j) {
+                    double exact = 0, magnitude = 0;
+                    for (int64_t c = 0; c < s.cols; ++c) {
+                        const int64_t b = c / 32, e = c % 32;
+                        const int8_t code = qx.codes_of(j)[(b / 16) * 512 + (e / 4) * 64 + 4 * (b % 16) + e % 4];
+                        const double xv = double(code) * qx.scales_of(j)[b];
+                        exact += double(wrow[size_t(c)]) * xv;
+                        magnitude += std::fabs(double(wrow[size_t(c)]) * xv);
+                    }
+                    // Each block adds up to two rounded products and two rounded fmas (Q6_K: its
+                    // integer sum is exact; the rounding of float(i) is the fma's), each a few ulps
+                    // of the running magnitude.
+                    const double tol = 8e-7 * magnitude * double(s.cols / 32 + 2);
+                    const float g = got[size_t(j * s.rows + r)];
+                    EXPECT_NEAR(exact, g, tol) << "row " << r << " col " << j;
+                    EXPECT_NEAR(other[size_t(j * s.rows + r)], g, 2 * tol) << "row " << r << " col " << j;
+                }
+            }
+        }
+}
+
+// Every table gives the reference's bits for every width and thread count.
+TEST(KernelsKQuantRows, EveryTableEqualsReferenceBitwiseForEveryWidth) {
+    for (const KQuant& k : kKQuants)
+        for (Shape s : kShapes) {
+            const KTensor q(k, s.rows, s.cols, 5);
+            const WeightMatrix w = rows_of(k, q);
+            const std::vector<float> x = random_normal(size_t(16 * s.cols), 6);
+            const std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
+            for (const std::string& isa : available_isas())
+                for (int64_t n = 1; n <= 16; ++n)
+                    for (int threads : {1, 2}) {
+                        const std::vector<float> got = matmul_on(kernels_for(isa), w, x, n, threads);
+                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                            << isa << " " << dtype_name(k.dtype) << " " << s.rows << "x" << s.cols << " n=" << n
+                            << " threads=" << threads;
+                    }
+        }
+}
+
+// The extremes against activations at +-127 (the integer sums at their largest), on every table:
+// Q4_K every code 15 with scales and mins 63; Q6_K every code 63 with sub-block scales -128 and
+// 127 in turn, or every code 0.
+TEST(KernelsKQuantRows, ExtremeCodesEveryTableEqualsReference) {
+    std::vector<float> x(size_t(3 * 512));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 5) % 2 ? 3.0f : -3.0f;
+    KTensor q4(kQ4K, 21, 512, 7);
+    for (size_t b = 0; b < q4.bytes.size(); b += kQ4K.block_bytes) {
+        std::memset(&q4.bytes[b + 4], 0xff, 12);   // every 6-bit scale and min 63
+        std::memset(&q4.bytes[b + 16], 0xff, 128);  // every code 15
+    }
+    KTensor q6_high(kQ6K, 21, 512, 8), q6_low(kQ6K, 21, 512, 9);
+    for (size_t b = 0; b < q6_high.bytes.size(); b += kQ6K.block_bytes) {
+        std::memset(&q6_high.bytes[b], 0xff, 192);  // every code 63
+        std::memset(&q6_low.bytes[b], 0, 192);      // every code 0
+        for (int i = 0; i < 16; ++i) q6_high.bytes[b + 192 + size_t(i)] = q6_low.bytes[b + 192 + size_t(i)] = i % 2 ? 0x80 : 0x7f;
+    }
+    const std::pair<const KQuant*, const KTensor*> cases[] = {{&kQ4K, &q4}, {&kQ6K, &q6_high}, {&kQ6K, &q6_low}};
+    for (const auto& [k, q] : cases) {
+        const WeightMatrix w = rows_of(*k, *q);
+        const std::vector<float> want = matmul_on(reference_kernels(), w, x, 3, 1);
+        for (const std::string& isa : available_isas()) {
+            const std::vector<float> got = matmul_on(kernels_for(isa), w, x, 3, 2);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << isa << " " << dtype_name(k->dtype);
+        }
+    }
+}
+
+// Every table's int8 product called directly on row ranges that start and end inside groups
+// (the 256-bit kernels take a group's 8-row halves one at a time above 1 or 2 columns, so ranges
+// end in either half): the rows in range get the reference's bits, the others stay untouched.
+TEST(KernelsKQuantRows, EveryTableOnRowRangesInsideGroupsEqualsReference) {
+    for (const KQuant& k : kKQuants) {
+        const KTensor q(k, 70, 512, 9);
+        const WeightMatrix w = rows_of(k, q);
+        for (int64_t n : {1, 2, 3, 4, 5, 8, 9}) {
+            const std::vector<float> x = random_normal(size_t(n * 512), 10);
+            QuantizedColumns qx;
+            resize_columns(n, 512, qx);
+            ref::quantize_columns(x.data(), 512, qx, 0, n);
+            for (const std::string& isa : available_isas())
+                for (auto [r0, r1] : {std::pair<int64_t, int64_t>{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {8, 16},
+                                      {3, 12}, {66, 70}}) {
+                    std::vector<float> want(size_t(n * 70), -1.0f), got(want.size(), -1.0f);
+                    ref::gemm_i8_rows(w, qx, want.data(), 70, r0, r1);
+                    kernels_for(isa).gemm_i8_rows(w, qx, got.data(), 70, r0, r1);
+                    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                        << isa << " " << dtype_name(k.dtype) << " rows " << r0 << ".." << r1 << " n=" << n;
+                }
+        }
+    }
+}
+
+#if defined(__x86_64__)
+bool have_avx512() {
+    const std::vector<std::string> isas = available_isas();
+    return std::find(isas.begin(), isas.end(), "avx512") != isas.end();
+}
+
+// The AVX-512 kernel with each way of prefetching forced (the CPU picks one per width) and with
+// and without GFNI, on row ranges inside groups, at widths of one column pass and several.
+TEST(KernelsKQuantRows, Avx512EveryFetchWayEqualsReference) {
+    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    for (const KQuant& k : kKQuants) {
+        const KTensor q(k, 70, 768, 11);
+        const WeightMatrix w = rows_of(k, q);
+        for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16}) {
+            const std::vector<float> x = random_normal(size_t(n * 768), 12);
+            QuantizedColumns qx;
+            resize_columns(n, 768, qx);
+            ref::quantize_columns(x.data(), 768, qx, 0, n);
+            for (bool gfni : {false, true}) {
+                if (gfni && !__builtin_cpu_supports("gfni")) continue;
+                for (auto [r0, r1] : {std::pair<int64_t, int64_t>{5, 29}, {0, 70}, {33, 70}, {5, 70}})
+                    for (avx512::RowGroupFetch fetch : {avx512::RowGroupFetch::ForThisCpu, avx512::RowGroupFetch::Cursor,
+                                                     avx512::RowGroupFetch::GroupStreams}) {
+                        std::vector<float> want(size_t(n * 70), -1.0f), got(want.size(), -1.0f);
+                        ref::gemm_i8_rows(w, qx, want.data(), 70, r0, r1);
+                        avx512::gemm_row_groups(w, qx, got.data(), 70, r0, r1, gfni, fetch);
+                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                            << dtype_name(k.dtype) << " rows " << r0 << ".." << r1 << " n=" << n
+                            << (gfni ? " GFNI" : " shift and mask") << " fetch " << int(fetch);
+                    }
+            }
+        }
+    }
+}
+
+// NEXTN_Q4_K_LAYOUT and NEXTN_Q6_K_LAYOUT choose an int8 table's K-quant layouts once, in a fresh
+// process: row groups by default and for "rows", chunked (Q4_1FX, Q6_KX) for "chunked", an error
+// naming an unknown value.
+int k_layouts_in_fresh_table(const std::string& isa, const char* variable, const char* layout) {
+    setenv(variable, layout, 1);
+    try {
+        const RowGroupLayouts groups = kernels_for(isa).row_groups;
+        std::exit(16 + (groups.q4_k ? 4 : 0) + (groups.q6_k ? 8 : 0));
+    } catch (const Error& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        std::exit(3);
+    }
+}
+
+TEST(KernelsKQuantRowsDeathTest, LayoutsChosenByEnvironment) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");  // fresh process: the table not yet built
+    unsetenv("NEXTN_Q4_K_LAYOUT");
+    unsetenv("NEXTN_Q6_K_LAYOUT");
+    int tables = 0;
+    for (const std::string& isa : available_isas()) {
+        if (isa == "scalar") continue;  // no int8 kernels
+        ++tables;
+        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q4_K_LAYOUT", ""), testing::ExitedWithCode(16 + 4 + 8), "")
+            << isa;
+        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q6_K_LAYOUT", "rows"), testing::ExitedWithCode(16 + 4 + 8), "")
+            << isa;
+        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q4_K_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 8), "")
+            << isa;
+        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q6_K_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 4), "")
+            << isa;
+        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q6_K_LAYOUT", "columns"), testing::ExitedWithCode(3),
+                    "NEXTN_Q6_K_LAYOUT=columns: unknown weight layout")
+            << isa;
+    }
+    if (tables == 0) GTEST_SKIP() << "no int8 table on this CPU (no AVX2)";
+}
+#endif
+
+}  // namespace
+}  // namespace nextn
