@@ -138,8 +138,8 @@ TEST(FormatsCross, MoeSameGreedyInEveryFormatAndMtpEqualsPlain) {
 }
 
 // Q4_K tensors stay 4-bit for the int8 kernels (Q4_KR in 16-row groups where the table reads
-// them, else Q4_1FX; the same values either way) and Q6_K tensors keep
-// their 6-bit codes (Q6_KX) instead of widening to f32; with f32 activations they are widened,
+// them, else Q4_1FX; the same values either way) and Q6_K tensors keep their 6-bit codes (Q6_KR,
+// else Q6_KX) instead of widening to f32; with f32 activations they are widened,
 // as no f32-activation kernel reads them. Q5_0 tensors are Q8_0 either way.
 TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
     NEXTN_REQUIRE_FIXTURES(fx);
@@ -153,6 +153,7 @@ TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
     EXPECT_EQ(0, count(f32_acts, WType::Q4_1FX));
     EXPECT_EQ(0, count(f32_acts, WType::Q4_KR));
     EXPECT_EQ(0, count(f32_acts, WType::Q6_KX));
+    EXPECT_EQ(0, count(f32_acts, WType::Q6_KR));
     EXPECT_EQ(8 + 5, count(f32_acts, WType::F32)) << "the 8 Q4_K and 5 Q6_K matrices, widened";
     EXPECT_EQ(53 + 6, count(f32_acts, WType::Q8_0)) << "the file holds 53 Q5_0 and 6 Q8_0 matrices";
     LoadedModel int8_acts = open(path, "", true);
@@ -164,7 +165,9 @@ TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
         const bool rows = kernels().row_groups.q4_k;
         EXPECT_EQ(rows ? 8 : 0, count(int8_acts, WType::Q4_KR)) << "the file holds 8 Q4_K matrices";
         EXPECT_EQ(rows ? 0 : 8, count(int8_acts, WType::Q4_1FX)) << "the file holds 8 Q4_K matrices";
-        EXPECT_EQ(5, count(int8_acts, WType::Q6_KX)) << "the file holds 5 Q6_K matrices";
+        const bool q6_rows = kernels().row_groups.q6_k;
+        EXPECT_EQ(q6_rows ? 5 : 0, count(int8_acts, WType::Q6_KR)) << "the file holds 5 Q6_K matrices";
+        EXPECT_EQ(q6_rows ? 0 : 5, count(int8_acts, WType::Q6_KX)) << "the file holds 5 Q6_K matrices";
         EXPECT_EQ(0, count(int8_acts, WType::F32));
         EXPECT_GT(count(mlx6_int8, WType::Q8_1FX), 0);
         // Same values, int8 activations: the next-token choices mostly agree.
@@ -176,6 +179,7 @@ TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
     } else {
         EXPECT_EQ(0, count(int8_acts, WType::Q4_1FX));
         EXPECT_EQ(0, count(int8_acts, WType::Q4_KR));
+        EXPECT_EQ(0, count(int8_acts, WType::Q6_KR));
     }
 }
 
