@@ -24,6 +24,7 @@
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
+#include "kernels/quant_k.h"
 #include "kernels/row_groups.h"
 #if defined(__x86_64__)
 #include "kernels/x86/x86_kernels.h"
@@ -230,6 +231,43 @@ TEST(KernelsKQuantRows, ReferenceAgreesWithTheChunkedLayoutAndTheExactSum) {
                 }
             }
         }
+}
+
+// build_weight from values (synthetic models): the rows encoded into the K-quant's GGUF blocks
+// (kernels/quant_k.h) and repacked, the same bytes as that tensor's repack, on a pool or not, in
+// the 16-row and the chunked layout; columns that are not whole super-blocks fall back to F32.
+TEST(KernelsKQuantRows, BuiltFromValuesIsTheEncodedTensorRepacked) {
+    const int64_t rows = 37, cols = 768;
+    const std::vector<float> values = random_normal(size_t(rows * cols), 13);
+    for (const KQuant& k : kKQuants) {
+        SCOPED_TRACE(dtype_name(k.dtype));
+        std::vector<uint8_t> blocks(size_t(rows * cols / 256) * k.block_bytes);
+        for (int64_t r = 0; r < rows; ++r)
+            (k.dtype == DType::Q4_K ? quantize_row_q4_k : quantize_row_q6_k)(
+                values.data() + r * cols, cols, blocks.data() + size_t(r * cols / 256) * k.block_bytes);
+        RawTensor t;
+        t.name = "encoded";
+        t.dtype = k.dtype;
+        t.shape = {rows, cols};
+        t.data = blocks.data();
+        t.nbytes = blocks.size();
+        for (WType type : {k.rows_type, k.chunked_type}) {
+            WeightMatrix want;
+            ASSERT_TRUE(type == k.rows_type ? repack_rows(k, t, rows, cols, want) : repack_chunked(k, t, rows, cols, want));
+            ThreadPool pool(2);
+            const WeightMatrix built = make_weight_f32(values.data(), rows, cols, type);
+            const WeightMatrix pooled = build_weight(rows, cols, type, &pool, [&](int64_t r, float* out) {
+                std::memcpy(out, values.data() + r * cols, size_t(cols) * sizeof(float));
+            });
+            for (const WeightMatrix* w : {&built, &pooled}) {
+                ASSERT_EQ(type, w->type);
+                ASSERT_EQ(want.nbytes(), w->nbytes());
+                EXPECT_EQ(0, std::memcmp(want.data, w->data, want.nbytes())) << wtype_name(type);
+            }
+        }
+        EXPECT_EQ(WType::F32, make_weight_f32(values.data(), 2, 288, k.rows_type).type);
+        EXPECT_EQ(WType::F32, make_weight_f32(values.data(), 2, 288, k.chunked_type).type);
+    }
 }
 
 // Every table gives the reference's bits for every width and thread count.

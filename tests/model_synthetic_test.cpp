@@ -299,6 +299,67 @@ TEST(SyntheticForward, RowGroupModelsSpeculateExactly) {
     }
 }
 
+// --quant q4_k_m: the Q4_K_M mix (llama.cpp's use_more_bits over the 0.8B's 24 layers and MTP
+// layer: FFN down in layers 0-2, 5, 8, 11, 14, 17, 20 and 21-24, attention V in attention layers 2,
+// 5 and 6 of 7 (layers 11, 23 and the MTP one), and the tied LM head in Q6_K; the rest in Q4_K).
+TEST(SyntheticBuild, Q4KMixFollowsLlamaCppsRule) {
+    const ModelConfig c = synthetic_config("qwen3.5-0.8b");
+    SyntheticOptions o;
+    o.q4_k_m = true;
+    o.q4_k_type = WType::Q4_1FX;  // any two distinct types
+    o.q6_k_type = WType::Q6_KX;
+    std::vector<int> q6_down, q6_v;
+    for (int i = 0; i <= c.n_layers; ++i) {
+        const std::string p = i < c.n_layers ? "layers." + std::to_string(i) + "." : "mtp.layers.0.";
+        if (q4_k_m_type(c, o, p + "mlp.down_proj.weight") == WType::Q6_KX) q6_down.push_back(i);
+        EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, p + "mlp.gate_proj.weight"));
+        EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, p + "linear_attn.out_proj.weight"));
+        if (i == c.n_layers || !c.is_linear[size_t(i)])
+            if (q4_k_m_type(c, o, p + "self_attn.v_proj.weight") == WType::Q6_KX) q6_v.push_back(i);
+    }
+    EXPECT_EQ((std::vector<int>{0, 1, 2, 5, 8, 11, 14, 17, 20, 21, 22, 23, 24}), q6_down);
+    // Attention layers 3, 7, 11, ..., 23 (every fourth) and the MTP layer: indices 2, 5, 6.
+    EXPECT_EQ((std::vector<int>{11, 23, 24}), q6_v);
+    ASSERT_TRUE(c.tied_embeddings);
+    EXPECT_EQ(WType::Q6_KX, q4_k_m_type(c, o, "embed_tokens.weight"));
+    // Without an MTP head the counts shrink by one.
+    o.draft = SyntheticDraft::None;
+    EXPECT_EQ(WType::Q6_KX, q4_k_m_type(c, o, "layers.23.mlp.down_proj.weight"));
+    EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, "layers.4.mlp.down_proj.weight"));
+}
+
+// A Q4_K_M synthetic model, in either layout a table holds such a file's tensors in, is what the
+// size estimate says and speculates exactly with a perfect draft head.
+TEST(SyntheticForward, Q4KMModelsSpeculateExactly) {
+    for (bool rows : {true, false}) {
+        SyntheticOptions o;
+        o.q4_k_m = true;
+        o.q4_k_type = rows ? WType::Q4_KR : WType::Q4_1FX;
+        o.q6_k_type = rows ? WType::Q6_KR : WType::Q6_KX;
+        o.draft = SyntheticDraft::Perfect;
+        const ModelConfig c = narrow_0_8b(true);
+        LoadedModel lm = load_synthetic_model(c, "narrow-0.8b", o, 2);
+        const ModelWeights& w = lm.model->weights();
+        EXPECT_EQ(o.q6_k_type, w.lm_head.type);
+        EXPECT_EQ(o.q4_k_type, w.layers[0].in_qkv.type);
+        // use_more_bits over 4 layers and the MTP one: layer 2's and the MTP layer's FFN down.
+        EXPECT_EQ(o.q4_k_type, w.layers[0].ffn.down.type);
+        EXPECT_EQ(o.q6_k_type, w.layers[2].ffn.down.type);
+        EXPECT_EQ(o.q6_k_type, w.mtp.layer.ffn.down.type);
+        size_t bytes = vector_bytes(w);
+        for (const WeightMatrix* m : matrices(w)) bytes += m->nbytes();
+        EXPECT_EQ(synthetic_size(c, o).bytes, bytes);
+        std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
+        std::vector<int32_t> plain = decode(*lm.model, prompt, 0, 33, nullptr);
+        for (int depth = 1; depth <= 3; ++depth) {
+            DecodeStats spec;
+            EXPECT_EQ(plain, decode(*lm.model, prompt, depth, 33, &spec)) << (rows ? "rows" : "chunked") << " depth " << depth;
+            ASSERT_GT(spec.drafted[0], 0);
+            EXPECT_EQ(spec.drafted[0], spec.accepted[0]) << "a perfect head's drafts are all accepted";
+        }
+    }
+}
+
 // At real widths the per-head GDN work, the recurrence and the matmuls split over the pool; the
 // logits and hidden states of a prefill, a left-open verify and a decode step are the same bits
 // with one thread as with two (each value is computed by the same code in the same order

@@ -121,6 +121,15 @@ BenchModel open_bench_model(const Args& a) {
     // Block types are held as the kernels multiply them best here (the int8-dot layouts where
     // the table has int8 kernels).
     so.matrix_type = kernel_storage_type(so.matrix_type, mo.int8_activations, mo.bf16_activations);
+    if (mo.q4_k_m) {
+        // Held as the loader holds a Q4_K_M file's tensors on this table (model/weights.cpp).
+        if (!int8_kernels_in_use(mo.int8_activations))
+            throw UsageError("--quant q4_k_m needs the int8 kernels (a CPU with AVX2, without --f32-activations): "
+                             "elsewhere a Q4_K_M file's matrices are widened to f32");
+        so.q4_k_m = true;
+        so.q4_k_type = kernels().row_groups.q4_k ? WType::Q4_KR : WType::Q4_1FX;
+        so.q6_k_type = kernels().row_groups.q6_k ? WType::Q6_KR : WType::Q6_KX;
+    }
     if (a.has("no-mtp") && a.has("draft")) throw UsageError("--no-mtp and --draft contradict each other");
     try {
         so.draft = a.has("no-mtp") ? SyntheticDraft::None
@@ -135,7 +144,9 @@ BenchModel open_bench_model(const Args& a) {
     } catch (const Error& e) {
         throw UsageError(std::string("--synthetic: ") + e.what());
     }
-    so.progress = progress_printer("building " + name + " (" + wtype_name(so.matrix_type) + ", " +
+    const std::string types = so.q4_k_m ? std::string("q4_k_m: ") + wtype_name(so.q4_k_type) + " and " + wtype_name(so.q6_k_type)
+                                        : wtype_name(so.matrix_type);
+    so.progress = progress_printer("building " + name + " (" + types + ", " +
                                        synthetic_draft_name(so.draft) + " draft head)",
                                    0.0);
     const auto t0 = Clock::now();
@@ -205,7 +216,9 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // The kind of multiply-add the matmuls run: also the compute peak prefill is held against.
     const PeakKind peak_kind = int8 ? PeakKind::Int8 : bf16_dot ? PeakKind::Bf16 : PeakKind::F32;
     const char* activations = peak_kind_name(peak_kind);
-    const char* values = bf16_dot ? wtype_name(WType::BF16) : wtype_name(int8_dot_source_type(quant));
+    const char* values = bm.options.q4_k_m ? "q4_k_m"  // the mix, not its dominant type
+                         : bf16_dot        ? wtype_name(WType::BF16)
+                                           : wtype_name(int8_dot_source_type(quant));
     out["quant"] = values;
     out["activations"] = activations;
     out["draft"] = bm.draft;

@@ -23,7 +23,8 @@ std::vector<FlagSpec> model_flags() {
         {"quant", "", true,
          "convert every weight matrix at load: native (default: keep the file's values in a "
          "layout a kernel reads, widening to f32 only where none does; `inspect` shows which), "
-         "f32, bf16, q8_0, q4",
+         "f32, bf16, q8_0, q4; for `bench --synthetic` also q4_k_m (llama.cpp's Q4_K_M mix of Q4_K "
+         "and Q6_K, held as a Q4_K_M file's tensors are)",
          "TYPE"},
         {"f32-activations", "", false,
          "multiply quantized weights with f32 activations (the arithmetic of dequantized weights; "
@@ -124,8 +125,10 @@ ModelOptions model_options_from(const Args& a) {
         o.matrix_type = WType::Q8_0;
     } else if (q == "q4" || q == "q4_0") {
         o.matrix_type = WType::Q4_0;
+    } else if (q == "q4_k_m") {
+        o.q4_k_m = true;  // the types: SyntheticOptions (synthetic models only)
     } else {
-        throw UsageError("--quant: unknown type '" + q + "' (supported: native, f32, bf16, q8_0, q4)");
+        throw UsageError("--quant: unknown type '" + q + "' (supported: native, f32, bf16, q8_0, q4; q4_k_m for synthetic models)");
     }
     try {
         o.mtp_input = parse_mtp_input(a.str("mtp-input", "post-norm"));

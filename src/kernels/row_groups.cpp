@@ -11,6 +11,7 @@
 #include "kernels/int8_dot.h"
 #include "formats/dequant.h"
 #include "kernels/quant.h"
+#include "kernels/quant_k.h"
 
 namespace nextn {
 
@@ -51,7 +52,98 @@ WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, Thre
     return w;
 }
 
+namespace {
+
+// Q4_KR: where a super-block's scales start in a group, and block b's sc (its mn 16 bytes on).
+size_t q4_k_super_scales(size_t scales, int64_t b) { return scales + size_t(b / 8) * kQ4KGroupScaleBytes; }
+size_t q4_k_block_scales(size_t scales, int64_t b) { return q4_k_super_scales(scales, b) + 64 + size_t(b % 8) * 32; }
+// Q6_KR: where a super-block's scales (its d) start in a group, and block b's sc_a (its sc_b 16
+// bytes on).
+size_t q6_k_super_scales(size_t scales, int64_t b) { return scales + size_t(b / 8) * kQ6KGroupScaleBytes; }
+size_t q6_k_block_scales(size_t scales, int64_t b) { return q6_k_super_scales(scales, b) + 32 + size_t(b % 8) * 32; }
+// Q6_KR: the bytes of element e's low 4 bits (nibble q6_low_shift(e)) and high 2 bits (at bit
+// q6_high_shift(e)) in lane `lane` of a block's codes: step s = e / 4 is nibble s % 2 of vector
+// s / 2, and bits 2 (s % 4) of vector 4 + s / 4.
+size_t q6_low_byte(int lane, int e) { return size_t(e / 8) * 64 + size_t(4 * lane + e % 4); }
+int q6_low_shift(int e) { return 4 * (e / 4 % 2); }
+size_t q6_high_byte(int lane, int e) { return 256 + size_t(e / 16) * 64 + size_t(4 * lane + e % 4); }
+int q6_high_shift(int e) { return 2 * (e / 4 % 4); }
+
+
+// Row `row` of a Q4_K (Q6_K) tensor, its GGUF blocks at `blocks`, into its lane of a Q4_KR
+// (Q6_KR) group at base. Every byte of the lane is written.
+void store_q4_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
+    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(WType::Q4_KR, cols);
+    const size_t scales = row_group_scales_offset(WType::Q4_KR, cols);
+    const int lane = int(row % kRowGroupRows);
+    uint8_t codes[kKSuperValues], sc[8], mn[8];
+    uint16_t d, dmin;
+    for (int64_t sb = 0; sb < cols / kKSuperValues; ++sb) {
+        q4_k_block_codes(blocks + size_t(sb) * kQ4KBlockBytes, codes, sc, mn, &d, &dmin);
+        uint8_t* super = group + q4_k_super_scales(scales, sb * 8);
+        std::memcpy(super + 2 * lane, &d, 2);
+        std::memcpy(super + 32 + 2 * lane, &dmin, 2);
+        for (int k = 0; k < 8; ++k) {
+            const int64_t b = sb * 8 + k;
+            // Q4_0R's nibble order: byte 4i + t of lane r holds element 4i + t (low) and 4i + t + 16.
+            uint8_t* lane_codes = group + b * row_group_block_code_bytes(WType::Q4_KR) + 4 * lane;
+            const uint8_t* q = codes + k * 32;
+            for (int e = 0; e < 16; ++e) lane_codes[(e / 4) * 64 + e % 4] = uint8_t(q[e] | q[e + 16] << 4);
+            group[q4_k_block_scales(scales, b) + size_t(lane)] = sc[k];
+            group[q4_k_block_scales(scales, b) + 16 + size_t(lane)] = mn[k];
+        }
+    }
+}
+
+void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
+    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(WType::Q6_KR, cols);
+    const size_t scales = row_group_scales_offset(WType::Q6_KR, cols);
+    const int lane = int(row % kRowGroupRows);
+    uint8_t codes[kKSuperValues];
+    int8_t sc[16];
+    uint16_t d;
+    for (int64_t sb = 0; sb < cols / kKSuperValues; ++sb) {
+        q6_k_block_codes(blocks + size_t(sb) * kQ6KBlockBytes, codes, sc, &d);
+        std::memcpy(group + q6_k_super_scales(scales, sb * 8) + 2 * lane, &d, 2);
+        for (int k = 0; k < 8; ++k) {
+            const int64_t b = sb * 8 + k;
+            uint8_t lane_codes[384] = {};  // the block's code bytes; only this lane's are copied
+            for (int e = 0; e < 32; ++e) {
+                const uint8_t q = codes[k * 32 + e];
+                lane_codes[q6_low_byte(lane, e)] |= uint8_t((q & 15) << q6_low_shift(e));
+                lane_codes[q6_high_byte(lane, e)] |= uint8_t((q >> 4) << q6_high_shift(e));
+            }
+            uint8_t* block = group + b * row_group_block_code_bytes(WType::Q6_KR);
+            for (int v = 0; v < 6; ++v) std::memcpy(block + v * 64 + 4 * lane, lane_codes + v * 64 + 4 * lane, 4);
+            group[q6_k_block_scales(scales, b) + size_t(lane)] = uint8_t(sc[2 * k]);
+            group[q6_k_block_scales(scales, b) + 16 + size_t(lane)] = uint8_t(sc[2 * k + 1]);
+        }
+    }
+}
+
+// A K-quant tensor (GGUF Q4_K or Q6_K blocks, block_bytes each) [rows, cols] as `target`, or false.
+bool repack_k_quant(const RawTensor& t, DType source, size_t block_bytes, WType target, int64_t rows, int64_t cols,
+                    WeightMatrix& out, ThreadPool* pool) {
+    if (t.dtype != source || rows <= 0 || !row_group_cols_fit(target, cols) || rows * cols != t.numel() ||
+        t.nbytes != size_t(rows * cols / kKSuperValues) * block_bytes)
+        return false;
+    WeightMatrix w = allocate_row_groups(target, rows, cols, t.name);
+    auto* base = const_cast<uint8_t*>(w.data);
+    const size_t row_blocks = size_t(cols / kKSuperValues) * block_bytes;
+    // Whole groups per task, so each group's lines are written by one thread.
+    run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
+        for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r)
+            row_groups_store_row(target, t.data + size_t(r) * row_blocks, cols, r, base);
+    });
+    out = std::move(w);
+    return true;
+}
+
+}  // namespace
+
 void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64_t row, uint8_t* base) {
+    if (t == WType::Q4_KR) return store_q4_k_row(block_row, cols, row, base);
+    if (t == WType::Q6_KR) return store_q6_k_row(block_row, cols, row, base);
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
     const int lane = int(row % kRowGroupRows);
     const int64_t code_bytes = row_group_block_code_bytes(t);
@@ -70,100 +162,12 @@ void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64
     }
 }
 
-namespace {
-
-// Q4_KR: where a super-block's scales start in a group, and block b's sc (its mn 16 bytes on).
-size_t q4_k_super_scales(size_t scales, int64_t b) { return scales + size_t(b / 8) * kQ4KGroupScaleBytes; }
-size_t q4_k_block_scales(size_t scales, int64_t b) { return q4_k_super_scales(scales, b) + 64 + size_t(b % 8) * 32; }
-// Q6_KR: where a super-block's scales (its d) start in a group, and block b's sc_a (its sc_b 16
-// bytes on).
-size_t q6_k_super_scales(size_t scales, int64_t b) { return scales + size_t(b / 8) * kQ6KGroupScaleBytes; }
-size_t q6_k_block_scales(size_t scales, int64_t b) { return q6_k_super_scales(scales, b) + 32 + size_t(b % 8) * 32; }
-// Q6_KR: the bytes of element e's low 4 bits (nibble q6_low_shift(e)) and high 2 bits (at bit
-// q6_high_shift(e)) in lane `lane` of a block's codes: step s = e / 4 is nibble s % 2 of vector
-// s / 2, and bits 2 (s % 4) of vector 4 + s / 4.
-size_t q6_low_byte(int lane, int e) { return size_t(e / 8) * 64 + size_t(4 * lane + e % 4); }
-int q6_low_shift(int e) { return 4 * (e / 4 % 2); }
-size_t q6_high_byte(int lane, int e) { return 256 + size_t(e / 16) * 64 + size_t(4 * lane + e % 4); }
-int q6_high_shift(int e) { return 2 * (e / 4 % 4); }
-
-}  // namespace
-
 bool repack_q4_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
-    constexpr size_t kSuperBytes = 144;  // GGUF block_q4_K: d, dmin, scales[12], qs[128]
-    if (t.dtype != DType::Q4_K || rows <= 0 || !row_group_cols_fit(WType::Q4_KR, cols) || rows * cols != t.numel() ||
-        t.nbytes != size_t(rows * cols / kKSuperValues) * kSuperBytes)
-        return false;
-    WeightMatrix w = allocate_row_groups(WType::Q4_KR, rows, cols, t.name);
-    auto* base = const_cast<uint8_t*>(w.data);
-    const size_t group_bytes = row_group_bytes(WType::Q4_KR, cols), scales = row_group_scales_offset(WType::Q4_KR, cols);
-    // Whole groups per task, so each group's lines are written by one thread.
-    run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
-        uint8_t codes[kKSuperValues], sc[8], mn[8];
-        uint16_t d, dmin;
-        for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r) {
-            uint8_t* group = base + size_t(r / kRowGroupRows) * group_bytes;
-            const int lane = int(r % kRowGroupRows);
-            for (int64_t sb = 0; sb < cols / kKSuperValues; ++sb) {
-                q4_k_block_codes(t.data + size_t(r * cols / kKSuperValues + sb) * kSuperBytes, codes, sc, mn, &d,
-                                 &dmin);
-                uint8_t* super = group + q4_k_super_scales(scales, sb * 8);
-                std::memcpy(super + 2 * lane, &d, 2);
-                std::memcpy(super + 32 + 2 * lane, &dmin, 2);
-                for (int k = 0; k < 8; ++k) {
-                    const int64_t b = sb * 8 + k;
-                    // Q4_0R's nibble order: byte 4i + t of lane r holds element 4i + t (low) and 4i + t + 16.
-                    uint8_t* lane_codes = group + b * row_group_block_code_bytes(WType::Q4_KR) + 4 * lane;
-                    const uint8_t* q = codes + k * 32;
-                    for (int e = 0; e < 16; ++e) lane_codes[(e / 4) * 64 + e % 4] = uint8_t(q[e] | q[e + 16] << 4);
-                    group[q4_k_block_scales(scales, b) + size_t(lane)] = sc[k];
-                    group[q4_k_block_scales(scales, b) + 16 + size_t(lane)] = mn[k];
-                }
-            }
-        }
-    });
-    out = std::move(w);
-    return true;
+    return repack_k_quant(t, DType::Q4_K, kQ4KBlockBytes, WType::Q4_KR, rows, cols, out, pool);
 }
 
 bool repack_q6_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
-    constexpr size_t kSuperBytes = 210;  // GGUF block_q6_K: ql[128], qh[64], scales[16], d
-    if (t.dtype != DType::Q6_K || rows <= 0 || !row_group_cols_fit(WType::Q6_KR, cols) || rows * cols != t.numel() ||
-        t.nbytes != size_t(rows * cols / kKSuperValues) * kSuperBytes)
-        return false;
-    WeightMatrix w = allocate_row_groups(WType::Q6_KR, rows, cols, t.name);
-    auto* base = const_cast<uint8_t*>(w.data);
-    const size_t group_bytes = row_group_bytes(WType::Q6_KR, cols), scales = row_group_scales_offset(WType::Q6_KR, cols);
-    // Whole groups per task, so each group's lines are written by one thread.
-    run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
-        uint8_t codes[kKSuperValues];
-        int8_t sc[16];
-        uint16_t d;
-        for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r) {
-            uint8_t* group = base + size_t(r / kRowGroupRows) * group_bytes;
-            const int lane = int(r % kRowGroupRows);
-            for (int64_t sb = 0; sb < cols / kKSuperValues; ++sb) {
-                q6_k_block_codes(t.data + size_t(r * cols / kKSuperValues + sb) * kSuperBytes, codes, sc, &d);
-                std::memcpy(group + q6_k_super_scales(scales, sb * 8) + 2 * lane, &d, 2);
-                for (int k = 0; k < 8; ++k) {
-                    const int64_t b = sb * 8 + k;
-                    uint8_t lane_codes[384] = {};  // the block's code bytes; only this lane's are copied
-                    for (int e = 0; e < 32; ++e) {
-                        const uint8_t q = codes[k * 32 + e];
-                        lane_codes[q6_low_byte(lane, e)] |= uint8_t((q & 15) << q6_low_shift(e));
-                        lane_codes[q6_high_byte(lane, e)] |= uint8_t((q >> 4) << q6_high_shift(e));
-                    }
-                    uint8_t* block = group + b * row_group_block_code_bytes(WType::Q6_KR);
-                    for (int v = 0; v < 6; ++v)
-                        std::memcpy(block + v * 64 + 4 * lane, lane_codes + v * 64 + 4 * lane, 4);
-                    group[q6_k_block_scales(scales, b) + size_t(lane)] = uint8_t(sc[2 * k]);
-                    group[q6_k_block_scales(scales, b) + 16 + size_t(lane)] = uint8_t(sc[2 * k + 1]);
-                }
-            }
-        }
-    });
-    out = std::move(w);
-    return true;
+    return repack_k_quant(t, DType::Q6_K, kQ6KBlockBytes, WType::Q6_KR, rows, cols, out, pool);
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #include "kernels/int8_dot.h"
 #include "kernels/row_groups.h"
 #include "kernels/quant.h"
+#include "kernels/quant_k.h"
 
 namespace nextn {
 
@@ -284,13 +285,61 @@ WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WT
 
 WType stored_weight_type(WType type, int64_t cols) {
     if (type == WType::Native) return WType::F32;
+    if (k_quant_dtype(type) != DType::F32 && cols % kKQuantValues) return WType::F32;  // no whole super-blocks
     return wtype_row_bytes(type, cols) ? type : WType::F32;
+}
+
+namespace {
+
+// The matrix of `type` (Q4_KR, Q6_KR, Q4_1FX, Q6_KX) holding a GGUF K-quant tensor: its rows
+// encoded into GGUF Q4_K / Q6_K blocks (kernels/quant_k.h) on `pool`, the whole matrix first (its
+// repacks read a tensor), then repacked as a checkpoint's tensor of that type is (cols % 256 == 0).
+WeightMatrix build_k_quant_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool, const RowFill& fill) {
+    const DType source = k_quant_dtype(type);
+    const size_t block_bytes = size_t(source == DType::Q4_K ? kQ4KBlockBytes : kQ6KBlockBytes);
+    const size_t row_blocks = size_t(cols / kKQuantValues) * block_bytes;
+    std::vector<uint8_t> blocks(size_t(rows) * row_blocks);  // [rows, cols / 256] GGUF blocks
+    const int n_threads = pool ? pool->size() : 1;
+    std::vector<std::vector<float>> values(static_cast<size_t>(n_threads), std::vector<float>(static_cast<size_t>(cols)));
+    run_indexed_on(pool, rows, [&](int thread, int64_t begin, int64_t end) {
+        float* row = values[size_t(thread)].data();  // [cols]
+        for (int64_t r = begin; r < end; ++r) {
+            fill(r, row);
+            (source == DType::Q4_K ? quantize_row_q4_k : quantize_row_q6_k)(row, cols, blocks.data() + size_t(r) * row_blocks);
+        }
+    });
+    RawTensor t;
+    t.name = std::to_string(rows) + "x" + std::to_string(cols) + " " + dtype_name(source) + " weight";
+    t.dtype = source;
+    t.shape = {rows, cols};
+    t.data = blocks.data();
+    t.nbytes = blocks.size();
+    WeightMatrix w;
+    const bool made = type == WType::Q4_KR   ? repack_q4_k_as_row_groups(t, rows, cols, w, pool)
+                      : type == WType::Q6_KR ? repack_q6_k_as_row_groups(t, rows, cols, w, pool)
+                      : type == WType::Q6_KX ? repack_q6_k_for_int8_dot(t, rows, cols, w, pool)
+                                             : repack_affine_for_int8_dot(t, rows, cols, w, pool);
+    if (!made || w.type != type) fail("build_weight: ", wtype_name(type), " from ", t.name, " failed");
+    return w;
+}
+
+}  // namespace
+
+DType k_quant_dtype(WType t) {
+    switch (t) {
+        case WType::Q4_KR:
+        case WType::Q4_1FX: return DType::Q4_K;
+        case WType::Q6_KR:
+        case WType::Q6_KX: return DType::Q6_K;
+        default: return DType::F32;
+    }
 }
 
 WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool,
                           const RowFill& fill) {
     if (rows <= 0 || cols <= 0) fail("build_weight: bad shape [", rows, ", ", cols, "]");
     const WType stored = stored_weight_type(type, cols);
+    if (k_quant_dtype(stored) != DType::F32) return build_k_quant_weight(rows, cols, stored, pool, fill);
     // An int8-dot type is encoded in its block type, row by row, and each row repacked.
     const bool repack = is_int8_dot_type(stored);
     const WType block = repack ? int8_dot_block_source(stored, "build_weight") : stored;

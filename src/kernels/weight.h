@@ -143,11 +143,18 @@ WeightMatrix make_weight_f32(const float* values, int64_t rows, int64_t cols, WT
 // A matrix of `type` built row by row (on `pool` when given): fill(r, out) writes row r's cols
 // f32 values and must be safe to call concurrently for different rows, and must not throw.
 // The bytes equal make_weight_f32 of the same values (including its F32 fallback for block
-// types when cols % 32 != 0); an int8-dot type is encoded and repacked a row at a time.
+// types when cols % 32 != 0); an int8-dot type is encoded and repacked a row at a time, except
+// the K-quant types (k_quant_dtype), which take the whole matrix's GGUF blocks first.
 using RowFill = std::function<void(int64_t row, float* out)>;
 // The type build_weight (and make_weight_f32) stores for `type`: F32 for Native, and for a block
-// or int8-dot type whose rows cols cannot fill with whole blocks (cols % 32 != 0).
+// or int8-dot type whose rows cols cannot fill with whole blocks (cols % 32 != 0; the K-quant
+// types: cols % 256 != 0).
 WType stored_weight_type(WType type, int64_t cols);
+// The GGUF K-quant whose values a type holds when build_weight makes it: Q4_K for Q4_KR and
+// Q4_1FX, Q6_K for Q6_KR and Q6_KX (build_weight encodes the rows into that type's blocks,
+// kernels/quant_k.h, the whole matrix at once, then repacks them as a checkpoint's); F32 for any
+// other type.
+DType k_quant_dtype(WType t);
 WeightMatrix build_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool,
                           const RowFill& fill);
 

@@ -114,6 +114,8 @@ struct ModelOptions {
     bool load_mtp = true;
     std::string draft_model;  // --draft-model
     WType matrix_type = WType::Native;  // --quant (see BindOptions)
+    // --quant q4_k_m: synthetic models only (SyntheticOptions::q4_k_m); load_model refuses it.
+    bool q4_k_m = false;
     bool int8_activations = true;        // see BindOptions
     bool bf16_activations = false;       // see BindOptions
     MtpInput mtp_input = MtpInput::PostNorm;

@@ -96,13 +96,14 @@ public:
                         bool routed_expert = false) {
         const uint64_t seed = tensor_seed(o_.seed, name);
         const float std = 1.0f / std::sqrt(float(cols));
-        return filled(rows, cols, routed_expert, [seed, std, cols](int64_t r, float* out) {
+        return filled(name, rows, cols, routed_expert, [seed, std, cols](int64_t r, float* out) {
             centred_row(seed, r, std, cols, out);
         });
     }
 
-    WeightMatrix filled(int64_t rows, int64_t cols, bool routed_expert, const RowFill& fill) {
-        const WType type = stored_weight_type(o_.matrix_type, cols);
+    // Matrix `name` (its type: o.matrix_type, or q4_k_m_type) from fill's rows.
+    WeightMatrix filled(const std::string& name, int64_t rows, int64_t cols, bool routed_expert, const RowFill& fill) {
+        const WType type = stored_weight_type(o_.q4_k_m ? q4_k_m_type(c_, o_, name) : o_.matrix_type, cols);
         count(rows * cols, wtype_matrix_bytes(type, rows, cols), routed_expert);
         if (dry_run_) return {};
         WeightMatrix w = build_weight(rows, cols, type, pool_, fill);
@@ -269,17 +270,17 @@ ModelWeights build(const ModelConfig& c, const SyntheticOptions& o, Builder& b) 
     const int64_t H = c.hidden_size, V = c.vocab_size;
     if (o.draft == SyntheticDraft::Perfect) {
         const PerfectTokenMap map(c, o.seed);
-        w.embed = b.filled(V, H, false, [&map](int64_t r, float* out) { map.embed_row(r, out); });
+        w.embed = b.filled("embed_tokens.weight", V, H, false, [&map](int64_t r, float* out) { map.embed_row(r, out); });
         w.lm_head = c.tied_embeddings
                         ? w.embed
-                        : b.filled(V, H, false,
+                        : b.filled("lm_head.weight", V, H, false,
                                    [&map](int64_t r, float* out) { map.lm_head_row(r, out); });
     } else {
         // The embedding's fan-in is one token; 1/sqrt(H) keeps a tied head's logits near unit
         // scale (input rows are RMS-normalised before use anyway).
         const uint64_t seed = tensor_seed(o.seed, "embed_tokens.weight");
         const float std = 1.0f / std::sqrt(float(H));
-        w.embed = b.filled(V, H, false,
+        w.embed = b.filled("embed_tokens.weight", V, H, false,
                            [seed, std, H](int64_t r, float* out) { centred_row(seed, r, std, H, out); });
         w.lm_head = c.tied_embeddings ? w.embed : b.random("lm_head.weight", V, H);
     }
@@ -390,19 +391,57 @@ int64_t perfect_token_range(const ModelConfig& c) {
     return std::max<int64_t>(1, std::min<int64_t>(4096, c.vocab_size / 2));
 }
 
-SyntheticSize synthetic_size(const ModelConfig& c, WType type, bool with_mtp) {
-    SyntheticOptions o;
-    o.matrix_type = type;
-    o.draft = with_mtp ? SyntheticDraft::Random : SyntheticDraft::None;
+SyntheticSize synthetic_size(const ModelConfig& c, const SyntheticOptions& o) {
     Builder b(c, o, nullptr, /*dry_run=*/true);
     build(c, o, b);
     return b.size;
 }
 
+SyntheticSize synthetic_size(const ModelConfig& c, WType type, bool with_mtp) {
+    SyntheticOptions o;
+    o.matrix_type = type;
+    o.draft = with_mtp ? SyntheticDraft::Random : SyntheticDraft::None;
+    return synthetic_size(c, o);
+}
+
+namespace {
+
+// llama.cpp's use_more_bits: the first and last eighth of the n tensors of a kind, and every
+// third one between.
+bool use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// The layer index in "layers.N." / "mtp.layers.0." (the MTP layer: n_layers), or -1.
+int64_t layer_of(const ModelConfig& c, const std::string& name) {
+    if (name.rfind("mtp.layers.", 0) == 0) return c.n_layers;
+    if (name.rfind("layers.", 0) != 0) return -1;
+    return std::stoll(name.substr(7));
+}
+
+}  // namespace
+
+WType q4_k_m_type(const ModelConfig& c, const SyntheticOptions& o, const std::string& name) {
+    const bool mtp = o.draft != SyntheticDraft::None;
+    auto has = [&name](const char* part) { return name.find(part) != std::string::npos; };
+    if (name == "lm_head.weight" || (name == "embed_tokens.weight" && c.tied_embeddings)) return o.q6_k_type;
+    const int64_t layer = layer_of(c, name);
+    if (layer >= 0 && has("down_proj"))
+        return use_more_bits(layer, c.n_layers + (mtp ? 1 : 0)) ? o.q6_k_type : o.q4_k_type;
+    if (layer >= 0 && has("self_attn.v_proj")) {
+        int64_t attention = 0, index = 0;  // attention layers in all, and before this one
+        for (int64_t i = 0; i < c.n_layers; ++i) {
+            if (c.is_linear[size_t(i)]) continue;
+            index += i < layer;
+            ++attention;
+        }
+        return use_more_bits(index, attention + (mtp ? 1 : 0)) ? o.q6_k_type : o.q4_k_type;
+    }
+    return o.q4_k_type;
+}
+
 ModelWeights synthetic_weights(const ModelConfig& c, const SyntheticOptions& o, ThreadPool& pool) {
     c.validate("synthetic model");
     Builder b(c, o, &pool, /*dry_run=*/false);
-    b.total_bytes = synthetic_size(c, o.matrix_type, o.draft != SyntheticDraft::None).bytes;
+    b.total_bytes = synthetic_size(c, o).bytes;
     ModelWeights w = build(c, o, b);
     if (o.draft == SyntheticDraft::Perfect) make_draft_perfect(w, c, &pool);
     return w;
@@ -436,7 +475,9 @@ LoadedModel load_synthetic_model(const std::string& name, const SyntheticOptions
 LoadedModel load_synthetic_model(const ModelConfig& config, const std::string& name,
                                  const SyntheticOptions& o, int threads) {
     const bool with_mtp = o.draft != SyntheticDraft::None;
-    const size_t need = synthetic_size(config, o.matrix_type, with_mtp).bytes + kWorkingBytes;
+    // (A K-quant matrix is encoded whole before its repack, build_weight: the largest, the 0.8B's
+    // LM head, holds 208 MB of Q6_K blocks for a moment, inside kWorkingBytes.)
+    const size_t need = synthetic_size(config, o).bytes + kWorkingBytes;
     const size_t available = read_memory_info().available;
     if (available && need > available) {
         // Name the weight types that would fit, so the message says what to do.

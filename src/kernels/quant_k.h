@@ -1,0 +1,26 @@
+#pragma once
+// Encoders for GGUF's K-quant blocks (256 values; byte-compatible with ggml, decoded by
+// formats/dequant.cpp): used to build synthetic Q4_K_M models (nextn bench --synthetic NAME
+// --quant q4_k_m), which the engine then holds as it holds a Q4_K_M file's tensors (Q4_KR,
+// Q6_KR). Plain min/max rounding, not ggml's iterative search for the best scales: every value
+// lies within half a step of its code's value, which is what a speed benchmark needs.
+#include <cstdint>
+
+namespace nextn {
+
+inline constexpr int64_t kKQuantValues = 256;     // values per K-quant super-block
+inline constexpr int64_t kQ4KBlockBytes = 144;    // f16 d, f16 dmin, scales[12], qs[128]
+inline constexpr int64_t kQ6KBlockBytes = 210;    // ql[128], qh[64], int8 scales[16], f16 d
+
+// n a multiple of 256; out holds n / 256 blocks.
+// Q4_K: per 32 values (sub-block j) the offset dmin * m_j covers the smallest value below zero
+// (m_j rounded up) and the step d * sc_j spans the rest in 15 steps (sc_j rounded up; d and dmin
+// f16, each the largest need / 63 rounded up), code = round((x + dmin * m_j) / (d * sc_j))
+// clamped to 0..15: |x - value| <= d * sc_j / 2 (plus f32 rounding).
+void quantize_row_q4_k(const float* x, int64_t n, uint8_t* out);
+// Q6_K: per 16 values (sub-block j) the step d * sc_j (sc_j in 1..127, rounded up; d f16, the
+// largest need / 127 rounded up) spans max|x| in 31 steps, code = round(x / (d * sc_j)) + 32
+// clamped to 0..63: |x - value| <= d * sc_j / 2 (plus f32 rounding).
+void quantize_row_q6_k(const float* x, int64_t n, uint8_t* out);
+
+}  // namespace nextn
