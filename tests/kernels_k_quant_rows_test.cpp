@@ -289,12 +289,12 @@ TEST(KernelsKQuantRows, EveryTableEqualsReferenceBitwiseForEveryWidth) {
         }
 }
 
-// The extremes against activations at +-127 (the integer sums at their largest), on every table:
-// Q4_K every code 15 with scales and mins 63; Q6_K every code 63 with sub-block scales -128 and
-// 127 in turn, or every code 0.
+// The extremes against activations at +-127, of one sign (the integer sums at their largest) and
+// alternating, on every table: Q4_K every code 15 with scales and mins 63; Q6_K every code 63
+// with sub-block scales -128 and 127 in turn, or every code 0.
 TEST(KernelsKQuantRows, ExtremeCodesEveryTableEqualsReference) {
     std::vector<float> x(size_t(3 * 512));
-    for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 5) % 2 ? 3.0f : -3.0f;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = i < 512 ? 3.0f : i < 1024 ? -3.0f : (i / 5) % 2 ? 3.0f : -3.0f;
     KTensor q4(kQ4K, 21, 512, 7);
     for (size_t b = 0; b < q4.bytes.size(); b += kQ4K.block_bytes) {
         std::memset(&q4.bytes[b + 4], 0xff, 12);   // every 6-bit scale and min 63

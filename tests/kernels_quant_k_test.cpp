@@ -1,7 +1,8 @@
 // The K-quant encoders (kernels/quant_k.h) against the GGUF decoder (formats/dequant.cpp, checked
-// against the fixture files): every value decodes to within half its sub-block's step, the
-// scales stay in their 6-bit (Q4_K) and 7-bit positive (Q6_K) ranges, and the steps are tight
-// enough that normal data keeps its usual 4- and 6-bit error (relative RMS 0.1 and 0.025).
+// against the fixture files), for Q4_K, Q5_K and Q6_K: every value decodes to within half its sub-block's step (a scale or
+// min past its 6 bits would spill into its neighbours' bits and break that), Q6_K's int8 scales are
+// never negative, and the steps are tight enough that normal data keeps its usual 4- and 6-bit
+// error (relative RMS 0.1, 0.05 and 0.025).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,23 +49,25 @@ std::vector<float> test_values(int64_t rows, int64_t cols, uint32_t seed) {
     return x;
 }
 
-TEST(KernelsQuantK, Q4KValuesWithinHalfAStep) {
+// Q4_K and Q5_K: the same scales and mins, 15 or 31 steps.
+void expect_affine_k_within_half_a_step(bool five, double max_relative_rms) {
+    const DType dtype = five ? DType::Q5_K : DType::Q4_K;
+    const int64_t block_bytes = five ? kQ5KBlockBytes : kQ4KBlockBytes;
     const int64_t rows = 10, cols = 1024;
     const std::vector<float> x = test_values(rows, cols, 1);
-    std::vector<uint8_t> blocks(size_t(rows * cols / 256 * kQ4KBlockBytes));
+    std::vector<uint8_t> blocks(size_t(rows * cols / 256 * block_bytes));
     for (int64_t r = 0; r < rows; ++r)
-        quantize_row_q4_k(x.data() + r * cols, cols, blocks.data() + size_t(r * cols / 256 * kQ4KBlockBytes));
+        (five ? quantize_row_q5_k : quantize_row_q4_k)(x.data() + r * cols, cols,
+                                                       blocks.data() + size_t(r * cols / 256 * block_bytes));
     std::vector<float> v(x.size());
-    dequantize_to_f32(tensor_over(DType::Q4_K, rows, cols, blocks), v.data());
+    dequantize_to_f32(tensor_over(dtype, rows, cols, blocks), v.data());
     double err2 = 0, sum2 = 0;
-    for (size_t b = 0; b < blocks.size() / kQ4KBlockBytes; ++b) {
+    for (size_t b = 0; b < blocks.size() / size_t(block_bytes); ++b) {
         uint8_t codes[256], sc[8], mn[8];
         uint16_t d_h, dmin_h;
-        q4_k_block_codes(blocks.data() + b * kQ4KBlockBytes, codes, sc, mn, &d_h, &dmin_h);
+        (five ? q5_k_block_codes : q4_k_block_codes)(blocks.data() + b * size_t(block_bytes), codes, sc, mn, &d_h, &dmin_h);
         const float d = f16_to_f32(d_h), dmin = f16_to_f32(dmin_h);
         for (int j = 0; j < 8; ++j) {
-            ASSERT_LE(sc[j], 63);
-            ASSERT_LE(mn[j], 63);
             const float step = d * float(sc[j]);
             for (int l = 0; l < 32; ++l) {
                 const size_t i = b * 256 + size_t(32 * j + l);
@@ -78,8 +81,13 @@ TEST(KernelsQuantK, Q4KValuesWithinHalfAStep) {
     // The zero super-block stays zero; the spike's sub-block keeps its spike within half a step.
     for (int i = 512; i < 768; ++i) EXPECT_EQ(0.0f, v[size_t(i)]) << i;
     // Relative RMS over the rows of each scale (row 0 included: its error is its step's).
-    EXPECT_LT(std::sqrt(err2 / sum2), 0.1);
+    EXPECT_LT(std::sqrt(err2 / sum2), max_relative_rms);
 }
+
+TEST(KernelsQuantK, Q4KValuesWithinHalfAStep) { expect_affine_k_within_half_a_step(false, 0.1); }
+
+// 31 steps: about half Q4_K's error.
+TEST(KernelsQuantK, Q5KValuesWithinHalfAStep) { expect_affine_k_within_half_a_step(true, 0.05); }
 
 TEST(KernelsQuantK, Q6KValuesWithinHalfAStep) {
     const int64_t rows = 10, cols = 1024;
@@ -101,7 +109,6 @@ TEST(KernelsQuantK, Q6KValuesWithinHalfAStep) {
             const float step = d * float(sc[j]);
             for (int l = 0; l < 16; ++l) {
                 const size_t i = b * 256 + size_t(16 * j + l);
-                ASSERT_LE(codes[16 * j + l], 63);
                 ASSERT_EQ(step * float(int(codes[16 * j + l]) - 32), v[i]) << i;  // the decoder's value
                 ASSERT_LE(std::fabs(x[i] - v[i]), 0.5f * step * 1.0001f + 1e-6f * std::fabs(x[i])) << i << " " << x[i];
                 err2 += double(x[i] - v[i]) * double(x[i] - v[i]);

@@ -301,12 +301,14 @@ TEST(SyntheticForward, RowGroupModelsSpeculateExactly) {
 
 // --quant q4_k_m: the Q4_K_M mix (llama.cpp's use_more_bits over the 0.8B's 24 layers and MTP
 // layer: FFN down in layers 0-2, 5, 8, 11, 14, 17, 20 and 21-24, attention V in attention layers 2,
-// 5 and 6 of 7 (layers 11, 23 and the MTP one), and the tied LM head in Q6_K; the rest in Q4_K).
+// 5 and 6 of 7 (layers 11, 23 and the MTP one), and the tied LM head in Q6_K; the Gated DeltaNet's
+// fused QKV in Q5_K; the MoE routers F32; the rest in Q4_K).
 TEST(SyntheticBuild, Q4KMixFollowsLlamaCppsRule) {
     const ModelConfig c = synthetic_config("qwen3.5-0.8b");
     SyntheticOptions o;
     o.q4_k_m = true;
-    o.q4_k_type = WType::Q4_1FX;  // any two distinct types
+    o.q4_k_type = WType::Q4_1FX;  // any three distinct types
+    o.q5_k_type = WType::Q8_1FX;
     o.q6_k_type = WType::Q6_KX;
     std::vector<int> q6_down, q6_v;
     for (int i = 0; i <= c.n_layers; ++i) {
@@ -314,6 +316,8 @@ TEST(SyntheticBuild, Q4KMixFollowsLlamaCppsRule) {
         if (q4_k_m_type(c, o, p + "mlp.down_proj.weight") == WType::Q6_KX) q6_down.push_back(i);
         EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, p + "mlp.gate_proj.weight"));
         EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, p + "linear_attn.out_proj.weight"));
+        EXPECT_EQ(WType::Q8_1FX, q4_k_m_type(c, o, p + "linear_attn.in_proj_qkv.weight"));
+        EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, p + "linear_attn.in_proj_z.weight"));
         if (i == c.n_layers || !c.is_linear[size_t(i)])
             if (q4_k_m_type(c, o, p + "self_attn.v_proj.weight") == WType::Q6_KX) q6_v.push_back(i);
     }
@@ -322,6 +326,10 @@ TEST(SyntheticBuild, Q4KMixFollowsLlamaCppsRule) {
     EXPECT_EQ((std::vector<int>{11, 23, 24}), q6_v);
     ASSERT_TRUE(c.tied_embeddings);
     EXPECT_EQ(WType::Q6_KX, q4_k_m_type(c, o, "embed_tokens.weight"));
+    const ModelConfig moe = synthetic_config("qwen3.5-35b-a3b");
+    EXPECT_EQ(WType::F32, q4_k_m_type(moe, o, "layers.0.mlp.gate.weight"));
+    EXPECT_EQ(WType::F32, q4_k_m_type(moe, o, "layers.0.mlp.shared_expert_gate.weight"));
+    EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(moe, o, "layers.0.mlp.experts.5.gate_proj.weight"));
     // Without an MTP head the counts shrink by one.
     o.draft = SyntheticDraft::None;
     EXPECT_EQ(WType::Q6_KX, q4_k_m_type(c, o, "layers.23.mlp.down_proj.weight"));
@@ -341,7 +349,8 @@ TEST(SyntheticForward, Q4KMModelsSpeculateExactly) {
         LoadedModel lm = load_synthetic_model(c, "narrow-0.8b", o, 2);
         const ModelWeights& w = lm.model->weights();
         EXPECT_EQ(o.q6_k_type, w.lm_head.type);
-        EXPECT_EQ(o.q4_k_type, w.layers[0].in_qkv.type);
+        EXPECT_EQ(o.q5_k_type, w.layers[0].in_qkv.type);
+        EXPECT_EQ(o.q4_k_type, w.layers[0].in_z.type);
         // use_more_bits over 4 layers and the MTP one: layer 2's and the MTP layer's FFN down.
         EXPECT_EQ(o.q4_k_type, w.layers[0].ffn.down.type);
         EXPECT_EQ(o.q6_k_type, w.layers[2].ffn.down.type);

@@ -427,19 +427,39 @@ void q6_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint
             }
 }
 
-void q4_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint8_t* mins,
-                      uint16_t* d, uint16_t* dmin) {
+namespace {
+
+// Q4_K (five false) or Q5_K codes, scales and mins, as block_q4_k / block_q5_k read them.
+void affine_k_block_codes(const uint8_t* block, bool five, uint8_t* codes, uint8_t* scales, uint8_t* mins,
+                          uint16_t* d, uint16_t* dmin) {
     *d = load_u16(block);
     *dmin = load_u16(block + 2);
-    const uint8_t* qs = block + 16;
-    for (int s = 0; s < 8; ++s) {  // as block_q4_k: sub-block s is one nibble half of 32 bytes
+    const uint8_t* qh = block + 16;
+    const uint8_t* qs = block + (five ? 48 : 16);
+    for (int s = 0; s < 8; ++s) {  // sub-block s is one nibble half of 32 bytes (and bit s of qh)
         int sc, mn;
         k_scale_min(s, block + 4, &sc, &mn);
         scales[s] = uint8_t(sc);
         mins[s] = uint8_t(mn);
         const uint8_t* q = qs + 32 * (s / 2);
-        for (int l = 0; l < 32; ++l) codes[s * 32 + l] = uint8_t(s % 2 ? q[l] >> 4 : q[l] & 0x0F);
+        for (int l = 0; l < 32; ++l) {
+            int code = s % 2 ? q[l] >> 4 : q[l] & 0x0F;
+            if (five) code |= ((qh[l] >> s) & 1) << 4;
+            codes[s * 32 + l] = uint8_t(code);
+        }
     }
+}
+
+}  // namespace
+
+void q4_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint8_t* mins,
+                      uint16_t* d, uint16_t* dmin) {
+    affine_k_block_codes(block, false, codes, scales, mins, d, dmin);
+}
+
+void q5_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint8_t* mins,
+                      uint16_t* d, uint16_t* dmin) {
+    affine_k_block_codes(block, true, codes, scales, mins, d, dmin);
 }
 
 void dequantize_to_f32(const RawTensor& t, float* out) {

@@ -59,5 +59,8 @@ void q6_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint
 // (each product exact in f32), codes in 0..15, scales and mins in 0..63, d and dmin f16 bits.
 void q4_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint8_t* mins,
                       uint16_t* d, uint16_t* dmin);
+// The same for a GGUF Q5_K block: codes in 0..31.
+void q5_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint8_t* mins,
+                      uint16_t* d, uint16_t* dmin);
 
 }  // namespace nextn

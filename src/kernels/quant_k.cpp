@@ -47,8 +47,14 @@ void pack_q4_k_scales(const int* sc, const int* mn, uint8_t* s) {
 
 }  // namespace
 
-void quantize_row_q4_k(const float* x, int64_t n, uint8_t* out) {
-    for (int64_t b = 0; b < n / kKQuantValues; ++b, x += kKQuantValues, out += kQ4KBlockBytes) {
+namespace {
+
+// Q4_K (Bits 4) or Q5_K (Bits 5) blocks: the same scales and mins, codes of Bits bits.
+template <int Bits>
+void quantize_row_affine_k(const float* x, int64_t n, uint8_t* out) {
+    constexpr int kTop = (1 << Bits) - 1;  // the largest code: 15 or 31
+    constexpr int64_t kBlockBytes = Bits == 4 ? kQ4KBlockBytes : kQ5KBlockBytes;
+    for (int64_t b = 0; b < n / kKQuantValues; ++b, x += kKQuantValues, out += kBlockBytes) {
         float low[8], high[8];  // per sub-block: what the offset must cover, the top value
         float max_low = 0.0f;
         for (int j = 0; j < 8; ++j) {
@@ -66,23 +72,31 @@ void quantize_row_q4_k(const float* x, int64_t n, uint8_t* out) {
             span[j] = high[j] + dmin * float(mn[j]);  // from the offset's floor to the top value
             span_max = std::max(span_max, span[j]);
         }
-        const uint16_t d_h = f16_at_least(span_max / (15.0f * 63.0f));
+        const uint16_t d_h = f16_at_least(span_max / (float(kTop) * 63.0f));
         const float d = f16_to_f32(d_h);
-        for (int j = 0; j < 8; ++j) sc[j] = steps_covering(span[j], 15.0f * d, 63);
+        for (int j = 0; j < 8; ++j) sc[j] = steps_covering(span[j], float(kTop) * d, 63);
         std::memcpy(out, &d_h, 2);
         std::memcpy(out + 2, &dmin_h, 2);
         pack_q4_k_scales(sc, mn, out + 4);
-        uint8_t* qs = out + 16;
-        std::memset(qs, 0, 128);
+        uint8_t* qh = out + 16;  // Q5_K only
+        uint8_t* qs = out + (Bits == 4 ? 16 : 48);
+        std::memset(out + 16, 0, size_t(kBlockBytes - 16));
         for (int j = 0; j < 8; ++j) {
             const float step = d * float(sc[j]), offset = dmin * float(mn[j]);
             for (int l = 0; l < 32; ++l) {
-                const int q = step > 0.0f ? clamp_round((x[32 * j + l] + offset) / step, 0, 15) : 0;
-                qs[32 * (j / 2) + l] = uint8_t(qs[32 * (j / 2) + l] | q << (4 * (j % 2)));  // sub-block 2c, 2c+1: low, high nibbles
+                const int q = step > 0.0f ? clamp_round((x[32 * j + l] + offset) / step, 0, kTop) : 0;
+                // Sub-blocks 2c and 2c + 1: the low and high nibbles of qs[32c + l].
+                qs[32 * (j / 2) + l] = uint8_t(qs[32 * (j / 2) + l] | (q & 15) << (4 * (j % 2)));
+                if constexpr (Bits == 5) qh[l] = uint8_t(qh[l] | (q >> 4) << j);
             }
         }
     }
 }
+
+}  // namespace
+
+void quantize_row_q4_k(const float* x, int64_t n, uint8_t* out) { quantize_row_affine_k<4>(x, n, out); }
+void quantize_row_q5_k(const float* x, int64_t n, uint8_t* out) { quantize_row_affine_k<5>(x, n, out); }
 
 void quantize_row_q6_k(const float* x, int64_t n, uint8_t* out) {
     for (int64_t b = 0; b < n / kKQuantValues; ++b, x += kKQuantValues, out += kQ6KBlockBytes) {

@@ -10,6 +10,7 @@ namespace nextn {
 
 inline constexpr int64_t kKQuantValues = 256;     // values per K-quant super-block
 inline constexpr int64_t kQ4KBlockBytes = 144;    // f16 d, f16 dmin, scales[12], qs[128]
+inline constexpr int64_t kQ5KBlockBytes = 176;    // f16 d, f16 dmin, scales[12], qh[32], qs[128]
 inline constexpr int64_t kQ6KBlockBytes = 210;    // ql[128], qh[64], int8 scales[16], f16 d
 
 // n a multiple of 256; out holds n / 256 blocks.
@@ -18,6 +19,9 @@ inline constexpr int64_t kQ6KBlockBytes = 210;    // ql[128], qh[64], int8 scale
 // f16, each the largest need / 63 rounded up), code = round((x + dmin * m_j) / (d * sc_j))
 // clamped to 0..15: |x - value| <= d * sc_j / 2 (plus f32 rounding).
 void quantize_row_q4_k(const float* x, int64_t n, uint8_t* out);
+// Q5_K: as Q4_K with 31 steps, codes 0..31 (the fifth bit of sub-block j's value l at bit j of
+// qh[l]).
+void quantize_row_q5_k(const float* x, int64_t n, uint8_t* out);
 // Q6_K: per 16 values (sub-block j) the step d * sc_j (sc_j in 1..127, rounded up; d f16, the
 // largest need / 127 rounded up) spans max|x| in 31 steps, code = round(x / (d * sc_j)) + 32
 // clamped to 0..63: |x - value| <= d * sc_j / 2 (plus f32 rounding).

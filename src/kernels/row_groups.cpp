@@ -76,9 +76,9 @@ void store_q4_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(WType::Q4_KR, cols);
     const size_t scales = row_group_scales_offset(WType::Q4_KR, cols);
     const int lane = int(row % kRowGroupRows);
-    uint8_t codes[kKSuperValues], sc[8], mn[8];
+    uint8_t codes[kKQuantValues], sc[8], mn[8];
     uint16_t d, dmin;
-    for (int64_t sb = 0; sb < cols / kKSuperValues; ++sb) {
+    for (int64_t sb = 0; sb < cols / kKQuantValues; ++sb) {
         q4_k_block_codes(blocks + size_t(sb) * kQ4KBlockBytes, codes, sc, mn, &d, &dmin);
         uint8_t* super = group + q4_k_super_scales(scales, sb * 8);
         std::memcpy(super + 2 * lane, &d, 2);
@@ -99,10 +99,10 @@ void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(WType::Q6_KR, cols);
     const size_t scales = row_group_scales_offset(WType::Q6_KR, cols);
     const int lane = int(row % kRowGroupRows);
-    uint8_t codes[kKSuperValues];
+    uint8_t codes[kKQuantValues];
     int8_t sc[16];
     uint16_t d;
-    for (int64_t sb = 0; sb < cols / kKSuperValues; ++sb) {
+    for (int64_t sb = 0; sb < cols / kKQuantValues; ++sb) {
         q6_k_block_codes(blocks + size_t(sb) * kQ6KBlockBytes, codes, sc, &d);
         std::memcpy(group + q6_k_super_scales(scales, sb * 8) + 2 * lane, &d, 2);
         for (int k = 0; k < 8; ++k) {
@@ -125,11 +125,11 @@ void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
 bool repack_k_quant(const RawTensor& t, DType source, size_t block_bytes, WType target, int64_t rows, int64_t cols,
                     WeightMatrix& out, ThreadPool* pool) {
     if (t.dtype != source || rows <= 0 || !row_group_cols_fit(target, cols) || rows * cols != t.numel() ||
-        t.nbytes != size_t(rows * cols / kKSuperValues) * block_bytes)
+        t.nbytes != size_t(rows * cols / kKQuantValues) * block_bytes)
         return false;
     WeightMatrix w = allocate_row_groups(target, rows, cols, t.name);
     auto* base = const_cast<uint8_t*>(w.data);
-    const size_t row_blocks = size_t(cols / kKSuperValues) * block_bytes;
+    const size_t row_blocks = size_t(cols / kKQuantValues) * block_bytes;
     // Whole groups per task, so each group's lines are written by one thread.
     run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
         for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r)

@@ -55,6 +55,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/quant_k.h"
 #include "kernels/weight.h"
 
 namespace nextn {
@@ -73,20 +74,19 @@ constexpr int64_t row_group_block_code_bytes(WType t) {
 constexpr int32_t row_group_code_offset(WType t) {
     return t == WType::Q8_0R ? 128 : t == WType::Q4_0R ? 8 : 0;
 }
-// Q4_KR and Q6_KR: values per super-block, and a super-block's scale bytes in a group (Q4_KR: d,
-// dmin, 8 x (sc, mn); Q6_KR: d, 8 x (sc_a, sc_b)).
-inline constexpr int64_t kKSuperValues = 256;
+// Q4_KR and Q6_KR: a super-block's scale bytes in a group (Q4_KR: d, dmin, 8 x (sc, mn); Q6_KR: d,
+// 8 x (sc_a, sc_b)); kKQuantValues (kernels/quant_k.h) values a super-block.
 inline constexpr int64_t kQ4KGroupScaleBytes = 320;
 inline constexpr int64_t kQ6KGroupScaleBytes = 288;
 constexpr bool row_group_k_quant(WType t) { return t == WType::Q4_KR || t == WType::Q6_KR; }
 // The columns a row-group type holds: whole 32-value blocks (the K-quants: whole super-blocks).
 constexpr bool row_group_cols_fit(WType t, int64_t cols) {
-    return cols > 0 && cols % (row_group_k_quant(t) ? kKSuperValues : 32) == 0;
+    return cols > 0 && cols % (row_group_k_quant(t) ? kKQuantValues : 32) == 0;
 }
 // A group's scale bytes before padding: [blocks, 16] f16, or the K-quants' per super-block.
 inline size_t row_group_scale_bytes(WType t, int64_t cols) {
-    if (t == WType::Q4_KR) return size_t(cols / kKSuperValues) * kQ4KGroupScaleBytes;
-    if (t == WType::Q6_KR) return size_t(cols / kKSuperValues) * kQ6KGroupScaleBytes;
+    if (t == WType::Q4_KR) return size_t(cols / kKQuantValues) * kQ4KGroupScaleBytes;
+    if (t == WType::Q6_KR) return size_t(cols / kKQuantValues) * kQ6KGroupScaleBytes;
     return size_t(cols / 32) * 32;
 }
 

@@ -291,13 +291,18 @@ WType stored_weight_type(WType type, int64_t cols) {
 
 namespace {
 
-// The matrix of `type` (Q4_KR, Q6_KR, Q4_1FX, Q6_KX) holding a GGUF K-quant tensor: its rows
-// encoded into GGUF Q4_K / Q6_K blocks (kernels/quant_k.h) on `pool`, the whole matrix first (its
+// The matrix of `type` (Q4_KR, Q6_KR, Q4_1FX, Q6_KX, Q8_1FX) holding a GGUF K-quant tensor: its
+// rows encoded into GGUF Q4_K / Q6_K / Q5_K blocks (kernels/quant_k.h) on `pool`, the whole matrix first (its
 // repacks read a tensor), then repacked as a checkpoint's tensor of that type is (cols % 256 == 0).
 WeightMatrix build_k_quant_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool, const RowFill& fill) {
     const DType source = k_quant_dtype(type);
-    const size_t block_bytes = size_t(source == DType::Q4_K ? kQ4KBlockBytes : kQ6KBlockBytes);
+    const size_t block_bytes = size_t(source == DType::Q4_K   ? kQ4KBlockBytes
+                                      : source == DType::Q5_K ? kQ5KBlockBytes
+                                                              : kQ6KBlockBytes);
+    const auto encode = source == DType::Q4_K ? quantize_row_q4_k : source == DType::Q5_K ? quantize_row_q5_k : quantize_row_q6_k;
     const size_t row_blocks = size_t(cols / kKQuantValues) * block_bytes;
+    const std::string name = std::to_string(rows) + "x" + std::to_string(cols) + " " + dtype_name(source) + " weight";
+    require_weight_memory(size_t(rows) * row_blocks + wtype_matrix_bytes(type, rows, cols), name);
     std::vector<uint8_t> blocks(size_t(rows) * row_blocks);  // [rows, cols / 256] GGUF blocks
     const int n_threads = pool ? pool->size() : 1;
     std::vector<std::vector<float>> values(static_cast<size_t>(n_threads), std::vector<float>(static_cast<size_t>(cols)));
@@ -305,11 +310,11 @@ WeightMatrix build_k_quant_weight(int64_t rows, int64_t cols, WType type, Thread
         float* row = values[size_t(thread)].data();  // [cols]
         for (int64_t r = begin; r < end; ++r) {
             fill(r, row);
-            (source == DType::Q4_K ? quantize_row_q4_k : quantize_row_q6_k)(row, cols, blocks.data() + size_t(r) * row_blocks);
+            encode(row, cols, blocks.data() + size_t(r) * row_blocks);
         }
     });
     RawTensor t;
-    t.name = std::to_string(rows) + "x" + std::to_string(cols) + " " + dtype_name(source) + " weight";
+    t.name = name;
     t.dtype = source;
     t.shape = {rows, cols};
     t.data = blocks.data();
@@ -331,6 +336,7 @@ DType k_quant_dtype(WType t) {
         case WType::Q4_1FX: return DType::Q4_K;
         case WType::Q6_KR:
         case WType::Q6_KX: return DType::Q6_K;
+        case WType::Q8_1FX: return DType::Q5_K;
         default: return DType::F32;
     }
 }

@@ -151,7 +151,7 @@ using RowFill = std::function<void(int64_t row, float* out)>;
 // types: cols % 256 != 0).
 WType stored_weight_type(WType type, int64_t cols);
 // The GGUF K-quant whose values a type holds when build_weight makes it: Q4_K for Q4_KR and
-// Q4_1FX, Q6_K for Q6_KR and Q6_KX (build_weight encodes the rows into that type's blocks,
+// Q4_1FX, Q6_K for Q6_KR and Q6_KX, Q5_K for Q8_1FX (build_weight encodes the rows into that type's blocks,
 // kernels/quant_k.h, the whole matrix at once, then repacks them as a checkpoint's); F32 for any
 // other type.
 DType k_quant_dtype(WType t);

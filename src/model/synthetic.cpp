@@ -423,6 +423,8 @@ WType q4_k_m_type(const ModelConfig& c, const SyntheticOptions& o, const std::st
     const bool mtp = o.draft != SyntheticDraft::None;
     auto has = [&name](const char* part) { return name.find(part) != std::string::npos; };
     if (name == "lm_head.weight" || (name == "embed_tokens.weight" && c.tied_embeddings)) return o.q6_k_type;
+    if (has("linear_attn.in_proj_qkv")) return o.q5_k_type;
+    if (has("mlp.gate.weight") || has("shared_expert_gate")) return WType::F32;
     const int64_t layer = layer_of(c, name);
     if (layer >= 0 && has("down_proj"))
         return use_more_bits(layer, c.n_layers + (mtp ? 1 : 0)) ? o.q6_k_type : o.q4_k_type;

@@ -50,13 +50,13 @@ struct SyntheticOptions {
     // F32, BF16, F16, Q8_0, Q4_0, Q4_1, or Q8_0X / Q4_0X / Q4_1X (built as the block type, then
     // repacked for the int8 kernels); Native means F32.
     WType matrix_type = WType::Q8_0;
-    // With q4_k_m the matrices take llama.cpp's Q4_K_M mix instead of matrix_type (q4_k_m_type):
-    // q6_k_type for the LM head (tied: the embedding) and for attention V and FFN down in the
-    // layers its use_more_bits picks, q4_k_type for the rest (Q4_KR or Q4_1FX, Q6_KR or Q6_KX: as
-    // the engine holds a Q4_K_M file's tensors on the table that runs), each built from the
-    // random values through the K-quant encoders (kernels/quant_k.h).
+    // With q4_k_m the matrices take llama.cpp's Q4_K_M mix instead of matrix_type (q4_k_m_type),
+    // each built from the random values through the K-quant encoders (kernels/quant_k.h) and
+    // held in these types (Q4_KR or Q4_1FX, Q5_K's Q8_1FX, Q6_KR or Q6_KX: as the engine holds a
+    // Q4_K_M file's tensors on the table that runs).
     bool q4_k_m = false;
     WType q4_k_type = WType::Q4_KR;
+    WType q5_k_type = WType::Q8_1FX;
     WType q6_k_type = WType::Q6_KR;
     SyntheticDraft draft = SyntheticDraft::Random;
     uint64_t seed = 0x5EED;
@@ -68,12 +68,13 @@ struct SyntheticOptions {
 SyntheticSize synthetic_size(const ModelConfig& c, const SyntheticOptions& o);
 SyntheticSize synthetic_size(const ModelConfig& c, WType type, bool with_mtp);
 // The type o.q4_k_m gives matrix `name` (a Hugging Face name: "layers.3.mlp.down_proj.weight",
-// "mtp.layers.0.self_attn.v_proj.weight", "lm_head.weight", "embed_tokens.weight") of c:
-// o.q6_k_type or o.q4_k_type. llama.cpp's rule for Q4_K_M as it meets Qwen3.5's tensors: the
-// output (with tied embeddings the embedding, which is the output) in Q6_K, and attention V and
-// FFN down (dense, routed and shared experts alike) where use_more_bits(i, n) holds, i the
-// layer's index among those with such a tensor (the MTP layer last) and n their count:
-// i < n / 8, i >= 7n / 8, or (i - n / 8) % 3 == 2.
+// "mtp.layers.0.self_attn.v_proj.weight", "lm_head.weight", "embed_tokens.weight") of c.
+// llama.cpp's rule for Q4_K_M as it meets Qwen3.5's tensors (llama-quant.cpp): the output (with
+// tied embeddings the embedding, which is the output) in Q6_K; attention V and FFN down (dense,
+// routed and shared experts alike) in Q6_K where use_more_bits(i, n) holds, i the layer's index
+// among those with such a tensor (the MTP layer last) and n their count: i < n / 8, i >= 7n / 8,
+// or (i - n / 8) % 3 == 2; the Gated DeltaNet's fused in_proj_qkv (GGUF attn_qkv) in Q5_K; the
+// MoE routers and the shared-expert gate (ffn_gate_inp*) kept F32; the rest in Q4_K.
 WType q4_k_m_type(const ModelConfig& c, const SyntheticOptions& o, const std::string& name);
 
 // Builds every weight of `c` tensor by tensor, each matrix encoded row by row from an f32 row

@@ -93,6 +93,7 @@ import json, sys
 r = json.loads(sys.argv[1])
 assert r["quant"] == "q4_k_m", r["quant"]
 assert r["activations"] == "int8", r["activations"]
+assert [m["depth"] for m in r["mtp"][:4]] == [1, 2, 3, 4], r["mtp"]
 for m in r["mtp"][:4]:
     assert m["acceptance_d1"] == 1.0, m
 PY

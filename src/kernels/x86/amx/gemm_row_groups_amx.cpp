@@ -31,6 +31,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/int8_dot.h"
 #include "kernels/row_groups.h"
 #include "kernels/x86/x86_kernels.h"
@@ -273,8 +274,10 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
     if (r0 >= r1 || x.n <= 0) return;
     if (w.type == WType::Q8_0R)
         gemm<WType::Q8_0R>(w, x, y, ldy, r0, r1);
-    else
+    else if (w.type == WType::Q4_0R)
         gemm<WType::Q4_0R>(w, x, y, ldy, r0, r1);
+    else  // the K-quant row groups have no tile form: the caller keeps them on the AVX-512 kernel
+        fail("amx::gemm_row_groups: no AMX kernel for ", wtype_name(w.type));
 }
 
 }  // namespace nextn::amx
