@@ -154,7 +154,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
               << (kernels().bf16_dot_fast ? " (with the AVX512_BF16 bf16 dot product: --bf16-activations)"
                                           : "")
               << (kernels().amx_from_width > 0
-                      ? " (AMX int8 tiles for row-group matmuls from width " + std::to_string(kernels().amx_from_width) + ")"
+                      ? " (AMX int8 tiles for Q4_0 / Q8_0 row-group matmuls from width " + std::to_string(kernels().amx_from_width) + ")"
                       : std::string())
               << "\n"
               << "cpu:             " << cpu_model_name() << "\n";

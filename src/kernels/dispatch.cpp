@@ -62,7 +62,10 @@ bool row_groups_from_env(const char* name, bool fallback) {
     fail(name, "=", layout, ": unknown weight layout (known: chunked, rows)");
 }
 
-// The int8 tables' layouts (avx2, avxvnni, avx512): Q4_0 and Q8_0 in 16-row groups by default.
+// The int8 tables' layouts (avx2, avxvnni, avx512): Q4_0, Q8_0, and GGUF Q4_K and Q6_K in 16-row
+// groups by default. The K-quants: kernels_bench BM_GemmQ4K / BM_GemmQ6K on the 2-core Xeon VM,
+// 16-row groups over chunked, 0.44-0.90x the time at widths 1-8 (README, "GGUF Q4_K and Q6_K in
+// 16-row groups").
 // AVX-512: in the 0.8B model on the 2-core Zen 5 (tools/layout_ab) they took 0.89-1.00x the
 // chunked layouts' time at widths 1, 2 and 4, and 0.83-0.92x for a 128-token prefill
 // (gemm_row_groups_avx512.cpp; README, "Q4_0 in 16-row groups"). The 256-bit kernels

@@ -32,7 +32,7 @@ WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std:
     const int64_t groups = row_groups(rows);
     if (rows % kRowGroupRows) std::memset(base + size_t(groups - 1) * group_bytes, 0, group_bytes);
     const size_t scales_end = row_group_scales_offset(t, cols) + row_group_scale_bytes(t, cols);
-    if (scales_end < group_bytes)  // Q4_0R / Q8_0R, an odd number of blocks: 32 bytes after each group's scales
+    if (scales_end < group_bytes)  // scales short of a whole line: an odd block count, Q6_KR's odd super-block count
         for (int64_t g = 0; g < groups; ++g)
             std::memset(base + size_t(g) * group_bytes + scales_end, 0, group_bytes - scales_end);
     return w;

@@ -1,5 +1,6 @@
 #pragma once
-// Q4_0R and Q8_0R: Q4_0 / Q8_0 weights in groups of 16 rows, laid out so that the 16 int32 lanes
+// Q4_0R and Q8_0R (and the GGUF K-quants Q4_KR, Q6_KR below): Q4_0 / Q8_0 weights in groups of
+// 16 rows, laid out so that the 16 int32 lanes
 // of an AVX-512 vector are 16 rows. The chunked layouts (kernels/int8_dot.h) put a row's 16
 // blocks in the lanes, so every row's sum ends in a 16-lane reduction, and a tile must fetch
 // several rows' streams; here a row's sum builds up in its own lane and a group is one stream.
@@ -120,15 +121,14 @@ inline RowGroupGeometry row_group_geometry(WType t, int64_t cols) {
     return {cols / 32, row_group_bytes(t, cols), row_group_scales_offset(t, cols)};
 }
 
-// An empty row-group matrix [rows, cols] to fill with row_groups_store_row (Q4_0R, Q8_0R) or
-// q4_k_store_row (Q4_KR): its padding (the
+// An empty row-group matrix [rows, cols] to fill with row_groups_store_row: its padding (the
 // last group's rows past `rows`, each group's scale padding) zeroed, the rest as it comes (its
 // pages first touched by whoever stores the rows). `what` names it in the memory errors.
 WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std::string& what);
 // A Q4_0 (Q8_0) matrix as Q4_0R (Q8_0R): the same blocks, its rows stored on `pool` when given.
 WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, ThreadPool* pool = nullptr);
-// Writes row `row` (the block type's blocks, `cols` values) into its lane of its group at base
-// (a t matrix's bytes). Rows of one group may be written concurrently: they touch distinct bytes.
+// Writes row `row` (the block type's blocks, `cols` values: Q4_0 / Q8_0 blocks, or for Q4_KR and
+// Q6_KR the GGUF Q4_K / Q6_K blocks) into its lane of its group at base (a t matrix's bytes). Rows of one group may be written concurrently: they touch distinct bytes.
 void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64_t row, uint8_t* base);
 // Row `row` of a row-group matrix as f32: exactly the block type's values (Q4_KR: the Q4_K
 // tensor's, as dequantize_to_f32 gives them).

@@ -312,7 +312,7 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
     }
 }
 
-// The row-group product for w's type (Q4_0R, Q8_0R or Q4_KR).
+// The row-group product for w's type (Q4_0R, Q8_0R, Q4_KR or Q6_KR).
 template <class Dot>
 void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                          int64_t r1) {

@@ -90,8 +90,9 @@ enum class RowGroupFetch {
     Cursor,        // one cursor over the call's bytes
     GroupStreams,  // two groups a tile, each prefetched ahead of its own reads
 };
-// Q4_0R and Q8_0R (kernels/row_groups.h) for rows [r0, r1); gemm_i8_rows sends those types here.
-// gfni: unpack Q4_0R's high nibbles with GFNI (the caller checks that the CPU has it).
+// The row-group types (Q4_0R, Q8_0R, Q4_KR, Q6_KR: kernels/row_groups.h) for rows [r0, r1);
+// gemm_i8_rows sends those types here. gfni: unpack the 4-bit types' high nibbles with GFNI
+// (the caller checks that the CPU has it).
 void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                      int64_t r0, int64_t r1, bool gfni, RowGroupFetch fetch = RowGroupFetch::ForThisCpu);
 void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
