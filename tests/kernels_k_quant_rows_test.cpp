@@ -1,6 +1,6 @@
-// GGUF Q4_K and Q6_K in 16-row groups (Q4_KR, Q6_KR: kernels/row_groups.h): the repacks hold
-// exactly the values dequantize_to_f32 gives (so the chunked Q4_1FX's and Q6_KX's), padding
-// zeroed, in 4.625 and 6.5625 bits a value; the scalar reference agrees with the chunked reference
+// GGUF Q4_K, Q5_K and Q6_K in 16-row groups (Q4_KR, Q5_KR, Q6_KR: kernels/row_groups.h): the
+// repacks hold exactly the values dequantize_to_f32 gives (so the chunked Q4_1FX's, Q8_1FX's and
+// Q6_KX's), padding zeroed, in 4.625, 5.625 and 6.5625 bits a value; the scalar reference agrees with the chunked reference
 // and with the exact sum to within f32 summation-order error; every table's kernel equals the
 // reference bit for bit on random blocks (negative and zero super-block scales included, rows
 // that are not whole groups, row ranges that start inside a group, widths 1..16, 1 and 2
@@ -46,7 +46,8 @@ struct KQuant {
 };
 const KQuant kQ4K{DType::Q4_K, WType::Q4_KR, WType::Q4_1FX, 144, 0, 2};  // d, dmin, scales[12], qs[128]
 const KQuant kQ6K{DType::Q6_K, WType::Q6_KR, WType::Q6_KX, 210, 208, -1};  // ql[128], qh[64], scales[16], d
-const KQuant kKQuants[] = {kQ4K, kQ6K};
+const KQuant kQ5K{DType::Q5_K, WType::Q5_KR, WType::Q8_1FX, 176, 0, 2};  // d, dmin, scales[12], qh[32], qs[128]
+const KQuant kKQuants[] = {kQ4K, kQ6K, kQ5K};
 
 // A random K-quant tensor [rows, cols]: random codes and sub-block scales (and mins); d (and dmin)
 // mostly small positive f16, with every 7th super-block's d negative and every 11th's d or dmin
@@ -79,12 +80,13 @@ struct KTensor {
 
 bool repack_rows(const KQuant& k, const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
                  ThreadPool* pool = nullptr) {
-    return k.dtype == DType::Q4_K ? repack_q4_k_as_row_groups(t, rows, cols, out, pool)
-                                  : repack_q6_k_as_row_groups(t, rows, cols, out, pool);
+    return k.dtype == DType::Q4_K   ? repack_q4_k_as_row_groups(t, rows, cols, out, pool)
+           : k.dtype == DType::Q5_K ? repack_q5_k_as_row_groups(t, rows, cols, out, pool)
+                                    : repack_q6_k_as_row_groups(t, rows, cols, out, pool);
 }
 bool repack_chunked(const KQuant& k, const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out) {
-    return k.dtype == DType::Q4_K ? repack_affine_for_int8_dot(t, rows, cols, out)
-                                  : repack_q6_k_for_int8_dot(t, rows, cols, out);
+    return k.dtype == DType::Q6_K ? repack_q6_k_for_int8_dot(t, rows, cols, out)
+                                  : repack_affine_for_int8_dot(t, rows, cols, out);
 }
 
 struct Shape {
@@ -110,7 +112,7 @@ std::vector<size_t> lane_bytes(WType type, int64_t cols, int lane) {
             for (int i = 0; i < 4; ++i) at.push_back(size_t(b * code_bytes + v * 64 + 4 * lane + i));
     const size_t scales = row_group_scales_offset(type, cols);
     for (int64_t sb = 0; sb < cols / 256; ++sb) {
-        const bool q4 = type == WType::Q4_KR;
+        const bool q4 = row_group_affine_k(type);  // Q4_KR, Q5_KR
         const size_t super = scales + size_t(sb) * size_t(q4 ? kQ4KGroupScaleBytes : kQ6KGroupScaleBytes);
         for (int i = 0; i < 2; ++i) {
             at.push_back(super + size_t(2 * lane + i));                  // d
@@ -132,11 +134,13 @@ TEST(KernelsKQuantRows, HoldEveryValueAndZeroPadding) {
             const KTensor q(k, s.rows, s.cols, 1);
             const WeightMatrix w = rows_of(k, q);
             ASSERT_EQ(k.rows_type, w.type);
-            // A group: 16 rows' codes (4 or 6 bits a value), then the scales: Q4_K 320 bytes a
-            // super-block (4.625 bits a value in all), Q6_K 288 (6.5625), padded to 64 bytes.
+            // A group: 16 rows' codes (4, 5 or 6 bits a value), then the scales: Q4_K and Q5_K 320
+            // bytes a super-block (4.625 and 5.625 bits a value in all), Q6_K 288 (6.5625), padded
+            // to 64 bytes.
             const int64_t blocks = s.cols / 32, supers = s.cols / 256;
-            const size_t group_bytes = k.dtype == DType::Q4_K ? size_t(blocks * 256 + supers * 320)
-                                                              : size_t(blocks * 384 + (supers * 288 + 63) / 64 * 64);
+            const size_t group_bytes = k.dtype == DType::Q4_K   ? size_t(blocks * 256 + supers * 320)
+                                       : k.dtype == DType::Q5_K ? size_t(blocks * 320 + supers * 320)
+                                                                : size_t(blocks * 384 + (supers * 288 + 63) / 64 * 64);
             ASSERT_EQ(group_bytes, row_group_bytes(k.rows_type, s.cols));
             EXPECT_EQ(size_t(row_groups(s.rows)) * group_bytes, w.nbytes());
             std::vector<float> want(size_t(s.rows * s.cols)), got(size_t(s.cols));
@@ -180,7 +184,7 @@ TEST(KernelsKQuantRows, RefuseOtherTensorsAndShapes) {
         short_bytes.nbytes -= 1;
         EXPECT_FALSE(repack_rows(k, short_bytes, 4, 512, w)) << "bytes not whole blocks";
         RawTensor other = q.t;
-        other.dtype = k.dtype == DType::Q4_K ? DType::Q6_K : DType::Q4_K;
+        other.dtype = k.dtype == DType::Q6_K ? DType::Q4_K : DType::Q6_K;
         EXPECT_FALSE(repack_rows(k, other, 4, 512, w)) << "another type";
         EXPECT_TRUE(w.empty());
         // Columns that are not whole super-blocks: no row (GGUF never writes such a K-quant).
@@ -243,7 +247,7 @@ TEST(KernelsKQuantRows, BuiltFromValuesIsTheEncodedTensorRepacked) {
         SCOPED_TRACE(dtype_name(k.dtype));
         std::vector<uint8_t> blocks(size_t(rows * cols / 256) * k.block_bytes);
         for (int64_t r = 0; r < rows; ++r)
-            (k.dtype == DType::Q4_K ? quantize_row_q4_k : quantize_row_q6_k)(
+            (k.dtype == DType::Q4_K ? quantize_row_q4_k : k.dtype == DType::Q5_K ? quantize_row_q5_k : quantize_row_q6_k)(
                 values.data() + r * cols, cols, blocks.data() + size_t(r * cols / 256) * k.block_bytes);
         RawTensor t;
         t.name = "encoded";
@@ -290,8 +294,8 @@ TEST(KernelsKQuantRows, EveryTableEqualsReferenceBitwiseForEveryWidth) {
 }
 
 // The extremes against activations at +-127, of one sign (the integer sums at their largest) and
-// alternating, on every table: Q4_K every code 15 with scales and mins 63; Q6_K every code 63
-// with sub-block scales -128 and 127 in turn, or every code 0.
+// alternating, on every table: Q4_K every code 15 and Q5_K every code 31 with scales and mins 63;
+// Q6_K every code 63 with sub-block scales -128 and 127 in turn, or every code 0.
 TEST(KernelsKQuantRows, ExtremeCodesEveryTableEqualsReference) {
     std::vector<float> x(size_t(3 * 512));
     for (size_t i = 0; i < x.size(); ++i) x[i] = i < 512 ? 3.0f : i < 1024 ? -3.0f : (i / 5) % 2 ? 3.0f : -3.0f;
@@ -300,13 +304,16 @@ TEST(KernelsKQuantRows, ExtremeCodesEveryTableEqualsReference) {
         std::memset(&q4.bytes[b + 4], 0xff, 12);   // every 6-bit scale and min 63
         std::memset(&q4.bytes[b + 16], 0xff, 128);  // every code 15
     }
+    KTensor q5(kQ5K, 21, 512, 10);
+    for (size_t b = 0; b < q5.bytes.size(); b += kQ5K.block_bytes) std::memset(&q5.bytes[b + 4], 0xff, 172);
     KTensor q6_high(kQ6K, 21, 512, 8), q6_low(kQ6K, 21, 512, 9);
     for (size_t b = 0; b < q6_high.bytes.size(); b += kQ6K.block_bytes) {
         std::memset(&q6_high.bytes[b], 0xff, 192);  // every code 63
         std::memset(&q6_low.bytes[b], 0, 192);      // every code 0
         for (int i = 0; i < 16; ++i) q6_high.bytes[b + 192 + size_t(i)] = q6_low.bytes[b + 192 + size_t(i)] = i % 2 ? 0x80 : 0x7f;
     }
-    const std::pair<const KQuant*, const KTensor*> cases[] = {{&kQ4K, &q4}, {&kQ6K, &q6_high}, {&kQ6K, &q6_low}};
+    const std::pair<const KQuant*, const KTensor*> cases[] = {
+        {&kQ4K, &q4}, {&kQ5K, &q5}, {&kQ6K, &q6_high}, {&kQ6K, &q6_low}};
     for (const auto& [k, q] : cases) {
         const WeightMatrix w = rows_of(*k, *q);
         const std::vector<float> want = matmul_on(reference_kernels(), w, x, 3, 1);
@@ -377,14 +384,14 @@ TEST(KernelsKQuantRows, Avx512EveryFetchWayEqualsReference) {
     }
 }
 
-// NEXTN_Q4_K_LAYOUT and NEXTN_Q6_K_LAYOUT choose an int8 table's K-quant layouts once, in a fresh
-// process: row groups by default and for "rows", chunked (Q4_1FX, Q6_KX) for "chunked", an error
-// naming an unknown value.
+// NEXTN_Q4_K_LAYOUT, NEXTN_Q5_K_LAYOUT and NEXTN_Q6_K_LAYOUT choose an int8 table's K-quant layouts
+// once, in a fresh process: row groups by default and for "rows", chunked (Q4_1FX, Q8_1FX, Q6_KX)
+// for "chunked", an error naming an unknown value.
 int k_layouts_in_fresh_table(const std::string& isa, const char* variable, const char* layout) {
     setenv(variable, layout, 1);
     try {
         const RowGroupLayouts groups = kernels_for(isa).row_groups;
-        std::exit(16 + (groups.q4_k ? 4 : 0) + (groups.q6_k ? 8 : 0));
+        std::exit(32 + (groups.q4_k ? 4 : 0) + (groups.q6_k ? 8 : 0) + (groups.q5_k ? 16 : 0));
     } catch (const Error& e) {
         std::fprintf(stderr, "%s\n", e.what());
         std::exit(3);
@@ -394,18 +401,20 @@ int k_layouts_in_fresh_table(const std::string& isa, const char* variable, const
 TEST(KernelsKQuantRowsDeathTest, LayoutsChosenByEnvironment) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");  // fresh process: the table not yet built
     unsetenv("NEXTN_Q4_K_LAYOUT");
+    unsetenv("NEXTN_Q5_K_LAYOUT");
     unsetenv("NEXTN_Q6_K_LAYOUT");
     int tables = 0;
     for (const std::string& isa : available_isas()) {
         if (isa == "scalar") continue;  // no int8 kernels
         ++tables;
-        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q4_K_LAYOUT", ""), testing::ExitedWithCode(16 + 4 + 8), "")
+        const int all = 32 + 4 + 8 + 16;
+        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q4_K_LAYOUT", ""), testing::ExitedWithCode(all), "") << isa;
+        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q6_K_LAYOUT", "rows"), testing::ExitedWithCode(all), "") << isa;
+        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q4_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - 4), "")
             << isa;
-        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q6_K_LAYOUT", "rows"), testing::ExitedWithCode(16 + 4 + 8), "")
+        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q6_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - 8), "")
             << isa;
-        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q4_K_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 8), "")
-            << isa;
-        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q6_K_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 4), "")
+        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q5_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - 16), "")
             << isa;
         EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q6_K_LAYOUT", "columns"), testing::ExitedWithCode(3),
                     "NEXTN_Q6_K_LAYOUT=columns: unknown weight layout")

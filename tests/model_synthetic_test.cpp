@@ -343,6 +343,7 @@ TEST(SyntheticForward, Q4KMModelsSpeculateExactly) {
         SyntheticOptions o;
         o.q4_k_m = true;
         o.q4_k_type = rows ? WType::Q4_KR : WType::Q4_1FX;
+        o.q5_k_type = rows ? WType::Q5_KR : WType::Q8_1FX;
         o.q6_k_type = rows ? WType::Q6_KR : WType::Q6_KX;
         o.draft = SyntheticDraft::Perfect;
         const ModelConfig c = narrow_0_8b(true);

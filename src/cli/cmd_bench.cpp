@@ -129,6 +129,7 @@ BenchModel open_bench_model(const Args& a) {
         so.q4_k_m = true;
         so.q4_k_type = kernels().row_groups.q4_k ? WType::Q4_KR : WType::Q4_1FX;
         so.q6_k_type = kernels().row_groups.q6_k ? WType::Q6_KR : WType::Q6_KX;
+        so.q5_k_type = kernels().row_groups.q5_k ? WType::Q5_KR : WType::Q8_1FX;
     }
     if (a.has("no-mtp") && a.has("draft")) throw UsageError("--no-mtp and --draft contradict each other");
     try {

@@ -77,6 +77,7 @@ RowGroupLayouts row_group_layouts() {
     groups.q8_0 = row_groups_from_env("NEXTN_Q8_0_LAYOUT", true);
     groups.q4_k = row_groups_from_env("NEXTN_Q4_K_LAYOUT", true);
     groups.q6_k = row_groups_from_env("NEXTN_Q6_K_LAYOUT", true);
+    groups.q5_k = row_groups_from_env("NEXTN_Q5_K_LAYOUT", true);
     return groups;
 }
 

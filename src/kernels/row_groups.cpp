@@ -57,6 +57,9 @@ namespace {
 // Q4_KR: where a super-block's scales start in a group, and block b's sc (its mn 16 bytes on).
 size_t q4_k_super_scales(size_t scales, int64_t b) { return scales + size_t(b / 8) * kQ4KGroupScaleBytes; }
 size_t q4_k_block_scales(size_t scales, int64_t b) { return q4_k_super_scales(scales, b) + 64 + size_t(b % 8) * 32; }
+// Q5_KR: the code of step s's element t (bytes 4s..4s+3 of a lane's step) in a block's 32 codes q:
+// steps 0..3 are elements 4s + t, steps 4..7 elements 16 + 4(s - 4) + t.
+uint8_t q5_k_step_element(int s, int t, const uint8_t* q) { return q[s < 4 ? 4 * s + t : 16 + 4 * (s - 4) + t]; }
 // Q6_KR: where a super-block's scales (its d) start in a group, and block b's sc_a (its sc_b 16
 // bytes on).
 size_t q6_k_super_scales(size_t scales, int64_t b) { return scales + size_t(b / 8) * kQ6KGroupScaleBytes; }
@@ -72,27 +75,45 @@ int q6_high_shift(int e) { return 2 * (e / 4 % 4); }
 
 // Row `row` of a Q4_K (Q6_K) tensor, its GGUF blocks at `blocks`, into its lane of a Q4_KR
 // (Q6_KR) group at base. Every byte of the lane is written.
-void store_q4_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
-    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(WType::Q4_KR, cols);
-    const size_t scales = row_group_scales_offset(WType::Q4_KR, cols);
+// Q4_KR, or with `five` Q5_KR (a Q5_K row: its codes' fifth bits in vector 4).
+void store_affine_k_row(bool five, const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
+    const WType t = five ? WType::Q5_KR : WType::Q4_KR;
+    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
+    const size_t scales = row_group_scales_offset(t, cols);
     const int lane = int(row % kRowGroupRows);
     uint8_t codes[kKQuantValues], sc[8], mn[8];
     uint16_t d, dmin;
     for (int64_t sb = 0; sb < cols / kKQuantValues; ++sb) {
-        q4_k_block_codes(blocks + size_t(sb) * kQ4KBlockBytes, codes, sc, mn, &d, &dmin);
+        if (five)
+            q5_k_block_codes(blocks + size_t(sb) * kQ5KBlockBytes, codes, sc, mn, &d, &dmin);
+        else
+            q4_k_block_codes(blocks + size_t(sb) * kQ4KBlockBytes, codes, sc, mn, &d, &dmin);
         uint8_t* super = group + q4_k_super_scales(scales, sb * 8);
         std::memcpy(super + 2 * lane, &d, 2);
         std::memcpy(super + 32 + 2 * lane, &dmin, 2);
         for (int k = 0; k < 8; ++k) {
             const int64_t b = sb * 8 + k;
             // Q4_0R's nibble order: byte 4i + t of lane r holds element 4i + t (low) and 4i + t + 16.
-            uint8_t* lane_codes = group + b * row_group_block_code_bytes(WType::Q4_KR) + 4 * lane;
+            uint8_t* lane_codes = group + b * row_group_block_code_bytes(t) + 4 * lane;
             const uint8_t* q = codes + k * 32;
-            for (int e = 0; e < 16; ++e) lane_codes[(e / 4) * 64 + e % 4] = uint8_t(q[e] | q[e + 16] << 4);
+            for (int e = 0; e < 16; ++e) lane_codes[(e / 4) * 64 + e % 4] = uint8_t((q[e] & 15) | (q[e + 16] & 15) << 4);
+            if (five)  // byte t, bit s: the fifth bit of step s's element t
+                for (int t4 = 0; t4 < 4; ++t4) {
+                    uint8_t bits = 0;
+                    for (int s = 0; s < 8; ++s) bits = uint8_t(bits | (q5_k_step_element(s, t4, q) >> 4) << s);
+                    lane_codes[256 + t4] = bits;
+                }
             group[q4_k_block_scales(scales, b) + size_t(lane)] = sc[k];
             group[q4_k_block_scales(scales, b) + 16 + size_t(lane)] = mn[k];
         }
     }
+}
+
+void store_q4_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
+    store_affine_k_row(false, blocks, cols, row, base);
+}
+void store_q5_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
+    store_affine_k_row(true, blocks, cols, row, base);
 }
 
 void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
@@ -143,6 +164,7 @@ bool repack_k_quant(const RawTensor& t, DType source, size_t block_bytes, WType 
 
 void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64_t row, uint8_t* base) {
     if (t == WType::Q4_KR) return store_q4_k_row(block_row, cols, row, base);
+    if (t == WType::Q5_KR) return store_q5_k_row(block_row, cols, row, base);
     if (t == WType::Q6_KR) return store_q6_k_row(block_row, cols, row, base);
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
     const int lane = int(row % kRowGroupRows);
@@ -170,6 +192,10 @@ bool repack_q6_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, W
     return repack_k_quant(t, DType::Q6_K, kQ6KBlockBytes, WType::Q6_KR, rows, cols, out, pool);
 }
 
+bool repack_q5_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
+    return repack_k_quant(t, DType::Q5_K, kQ5KBlockBytes, WType::Q5_KR, rows, cols, out, pool);
+}
+
 namespace {
 
 // Row r's value code of element e (0..31) of block b (the stored code less the offset), and its
@@ -190,8 +216,14 @@ struct GroupRow {
     }
     int code(int64_t b, int e) const {
         if (type == WType::Q8_0R) return int(group[b * 512 + (e / 4) * 64 + 4 * lane + e % 4]) - 128;
-        const uint8_t byte = group[b * 256 + (e % 16 / 4) * 64 + 4 * lane + e % 4];
-        return (e < 16 ? byte & 15 : byte >> 4) - row_group_code_offset(type);
+        const int64_t code_bytes = row_group_block_code_bytes(type);
+        const uint8_t byte = group[b * code_bytes + (e % 16 / 4) * 64 + 4 * lane + e % 4];
+        int code = e < 16 ? byte & 15 : byte >> 4;
+        if (type == WType::Q5_KR) {  // the fifth bit: bit s (the element's step) of byte e % 4
+            const int s = e < 16 ? e / 4 : 4 + (e - 16) / 4;
+            code |= ((group[b * code_bytes + 256 + 4 * lane + e % 4] >> s) & 1) << 4;
+        }
+        return code - row_group_code_offset(type);
     }
     float half_at(size_t offset) const {
         uint16_t h;
@@ -200,12 +232,12 @@ struct GroupRow {
     }
     float d(int64_t b) const {
         if (type == WType::Q6_KR) return half_at(q6_k_super_scales(scales, b));
-        if (type == WType::Q4_KR)
+        if (row_group_affine_k(type))
             return half_at(q4_k_super_scales(scales, b)) * float(group[q4_k_block_scales(scales, b) + size_t(lane)]);
         return half_at(scales + size_t(b) * 32);
     }
     float m(int64_t b) const {
-        if (type != WType::Q4_KR) return 0.0f;
+        if (!row_group_affine_k(type)) return 0.0f;
         return -(half_at(q4_k_super_scales(scales, b) + 32) *
                  float(group[q4_k_block_scales(scales, b) + 16 + size_t(lane)]));
     }
@@ -228,7 +260,7 @@ void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         }
         for (int e = 0; e < 32; ++e) {
             const float prod = float(g.code(b, e)) * d;  // the block types' decode
-            out[b * 32 + e] = w.type == WType::Q4_KR ? prod + m : prod;  // Q4_K's: two roundings
+            out[b * 32 + e] = row_group_affine_k(w.type) ? prod + m : prod;  // Q4_K's, Q5_K's: two roundings
         }
     }
 }
@@ -258,7 +290,7 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
                 for (int e = 0; e < 32; ++e)
                     isum += (g.code(b, e) + offset) * int32_t(xb[(e / 4) * 64 + e % 4]);
                 acc = std::fma(float(isum), g.d(b) * x.scales_of(j)[b], acc);
-                if (w.type == WType::Q4_KR)  // the offsets' term, as the chunked affine types
+                if (row_group_affine_k(w.type))  // the offsets' term, as the chunked affine types
                     acc = std::fma(float(x.sums_of(j)[b]), g.m(b) * x.scales_of(j)[b], acc);
             }
             y[j * ldy + r] = acc;

@@ -1,5 +1,5 @@
 #pragma once
-// Q4_0R and Q8_0R (and the GGUF K-quants Q4_KR, Q6_KR below): Q4_0 / Q8_0 weights in groups of
+// Q4_0R and Q8_0R (and the GGUF K-quants Q4_KR, Q5_KR, Q6_KR below): Q4_0 / Q8_0 weights in groups of
 // 16 rows, laid out so that the 16 int32 lanes
 // of an AVX-512 vector are 16 rows. The chunked layouts (kernels/int8_dot.h) put a row's 16
 // blocks in the lanes, so every row's sum ends in a 16-lane reduction, and a tile must fetch
@@ -21,6 +21,10 @@
 //            (0..7) sc [16] u8 at 64 + 32k and mn [16] u8 at 64 + 32k + 16.
 //          4.625 bits a value (the file's 4.5 plus the scales' spread to whole bytes), where the
 //          chunked Q4_1FX holds each block's d * sc and -(dmin * mn) as f32: 6 bits a value.
+// Q5_KR (GGUF Q5_K: as Q4_K with codes 0..31): codes [blocks, 5, 64], vectors 0..3 the codes' low 4
+// bits as Q4_KR's, vector 4 their fifth bits: lane r, byte t, bit s the fifth bit of step s's
+// element t (step s < 4: element 4s + t; s >= 4: element 16 + 4(s - 4) + t); scales as Q4_KR's.
+//          5.625 bits a value (the file's 5.5 plus the scales' spread), where Q8_1FX takes 10.
 // Q6_KR (GGUF Q6_K: cols % 256 == 0, value d * sc * (q - 32), q 0..63, an int8 sc per 16 values,
 // an f16 d per 256): codes [blocks, 6, 64], as a Q6_KX chunk's with lanes for rows: vector k
 // (0..3), lane r, byte t holds the low 4 bits of element 8k + t (low nibble: step 2k) and of
@@ -45,7 +49,7 @@
 // xhalf the block's first 16 activation codes' sum:
 //     i = sc_a * (isum_a - 32 * xhalf) + sc_b * (isum_b - 32 * (xsum - xhalf))  (exact in int32)
 //     acc = fma(float(i), d * dx, acc)
-// Q4_KR, as the chunked affine types (kernels/int8_dot.h): dw = d * sc and dm = -(dmin * mn), both
+// Q4_KR and Q5_KR, as the chunked affine types (kernels/int8_dot.h): dw = d * sc and dm = -(dmin * mn), both
 // exact in f32 (11 bits times 6), so the values are Q4_1FX's bit for bit; per block
 //     isum = sum of wcode * xcode;  acc = fma(float(isum), dw * dx, acc);
 //     acc  = fma(float(xsum[b]), dm * dx, acc)
@@ -65,10 +69,10 @@ struct QuantizedColumns;
 class ThreadPool;
 
 // kRowGroupRows and is_row_group_type: kernels/weight.h (WeightMatrix::stored_rows needs them).
-// The code bytes of one block of a group: 16 rows x 16 (Q4_0R, Q4_KR), 24 (Q6_KR) or 32 (Q8_0R)
-// bytes.
+// The code bytes of one block of a group: 16 rows x 16 (Q4_0R, Q4_KR), 20 (Q5_KR), 24 (Q6_KR) or
+// 32 (Q8_0R) bytes.
 constexpr int64_t row_group_block_code_bytes(WType t) {
-    return t == WType::Q8_0R ? 512 : t == WType::Q6_KR ? 384 : 256;
+    return t == WType::Q8_0R ? 512 : t == WType::Q6_KR ? 384 : t == WType::Q5_KR ? 320 : 256;
 }
 // The additive offset of the stored codes: value = (code - offset) * d (Q4_KR: none, its mins
 // carry the offset; Q6_KR: none here, its sub-block sums start at -32 x their activation sums).
@@ -79,14 +83,16 @@ constexpr int32_t row_group_code_offset(WType t) {
 // 8 x (sc_a, sc_b)); kKQuantValues (kernels/quant_k.h) values a super-block.
 inline constexpr int64_t kQ4KGroupScaleBytes = 320;
 inline constexpr int64_t kQ6KGroupScaleBytes = 288;
-constexpr bool row_group_k_quant(WType t) { return t == WType::Q4_KR || t == WType::Q6_KR; }
+constexpr bool row_group_k_quant(WType t) { return t == WType::Q4_KR || t == WType::Q5_KR || t == WType::Q6_KR; }
+// Q4_KR and Q5_KR: a code offset per block and row (their mins), and Q4_KR's scales.
+constexpr bool row_group_affine_k(WType t) { return t == WType::Q4_KR || t == WType::Q5_KR; }
 // The columns a row-group type holds: whole 32-value blocks (the K-quants: whole super-blocks).
 constexpr bool row_group_cols_fit(WType t, int64_t cols) {
     return cols > 0 && cols % (row_group_k_quant(t) ? kKQuantValues : 32) == 0;
 }
 // A group's scale bytes before padding: [blocks, 16] f16, or the K-quants' per super-block.
 inline size_t row_group_scale_bytes(WType t, int64_t cols) {
-    if (t == WType::Q4_KR) return size_t(cols / kKQuantValues) * kQ4KGroupScaleBytes;
+    if (row_group_affine_k(t)) return size_t(cols / kKQuantValues) * kQ4KGroupScaleBytes;
     if (t == WType::Q6_KR) return size_t(cols / kKQuantValues) * kQ6KGroupScaleBytes;
     return size_t(cols / 32) * 32;
 }
@@ -127,18 +133,20 @@ inline RowGroupGeometry row_group_geometry(WType t, int64_t cols) {
 WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std::string& what);
 // A Q4_0 (Q8_0) matrix as Q4_0R (Q8_0R): the same blocks, its rows stored on `pool` when given.
 WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, ThreadPool* pool = nullptr);
-// Writes row `row` (the block type's blocks, `cols` values: Q4_0 / Q8_0 blocks, or for Q4_KR and
-// Q6_KR the GGUF Q4_K / Q6_K blocks) into its lane of its group at base (a t matrix's bytes). Rows of one group may be written concurrently: they touch distinct bytes.
+// Writes row `row` (the block type's blocks, `cols` values: Q4_0 / Q8_0 blocks, or for the
+// K-quant types the GGUF Q4_K / Q5_K / Q6_K blocks) into its lane of its group at base (a t matrix's bytes). Rows of one group may be written concurrently: they touch distinct bytes.
 void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64_t row, uint8_t* base);
 // Row `row` of a row-group matrix as f32: exactly the block type's values (Q4_KR: the Q4_K
 // tensor's, as dequantize_to_f32 gives them).
 void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out);
-// A GGUF Q4_K (Q6_K) tensor [rows, cols] as Q4_KR (Q6_KR), holding exactly the values
+// A GGUF Q4_K (Q6_K, Q5_K) tensor [rows, cols] as Q4_KR (Q6_KR, Q5_KR), holding exactly the values
 // dequantize_to_f32 gives, its rows stored on `pool` when given. Returns false (out untouched)
 // when t is not a tensor of that type with rows * cols values.
 bool repack_q4_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
                                ThreadPool* pool = nullptr);
 bool repack_q6_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                               ThreadPool* pool = nullptr);
+bool repack_q5_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
                                ThreadPool* pool = nullptr);
 
 namespace ref {

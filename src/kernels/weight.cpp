@@ -37,6 +37,7 @@ const char* wtype_name(WType t) {
         case WType::Q8_0R: return "q8_0 (16-row groups)";
         case WType::Q4_KR: return "q4_k (16-row groups)";
         case WType::Q6_KR: return "q6_k (16-row groups)";
+        case WType::Q5_KR: return "q5_k (16-row groups)";
         case WType::BF16D: return "bf16 (bf16-dot)";
         case WType::Native: return "native";
     }
@@ -76,7 +77,8 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
         case WType::Q4_0R:
         case WType::Q8_0R:
         case WType::Q4_KR:
-        case WType::Q6_KR: return int8_dot_row_bytes(t, cols);
+        case WType::Q6_KR:
+        case WType::Q5_KR: return int8_dot_row_bytes(t, cols);
         case WType::Native: return 0;
     }
     return 0;
@@ -223,7 +225,8 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
         case WType::Q4_0R:
         case WType::Q8_0R:
         case WType::Q4_KR:
-        case WType::Q6_KR: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
+        case WType::Q6_KR:
+        case WType::Q5_KR: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
         case WType::Native: fail("encode_row_f32: Native is not a storage type");
     }
 }
@@ -291,7 +294,7 @@ WType stored_weight_type(WType type, int64_t cols) {
 
 namespace {
 
-// The matrix of `type` (Q4_KR, Q6_KR, Q4_1FX, Q6_KX, Q8_1FX) holding a GGUF K-quant tensor: its
+// The matrix of `type` (Q4_KR, Q6_KR, Q5_KR, Q4_1FX, Q6_KX, Q8_1FX) holding a GGUF K-quant tensor: its
 // rows encoded into GGUF Q4_K / Q6_K / Q5_K blocks (kernels/quant_k.h) on `pool`, the whole matrix first (its
 // repacks read a tensor), then repacked as a checkpoint's tensor of that type is (cols % 256 == 0).
 WeightMatrix build_k_quant_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool, const RowFill& fill) {
@@ -322,6 +325,7 @@ WeightMatrix build_k_quant_weight(int64_t rows, int64_t cols, WType type, Thread
     WeightMatrix w;
     const bool made = type == WType::Q4_KR   ? repack_q4_k_as_row_groups(t, rows, cols, w, pool)
                       : type == WType::Q6_KR ? repack_q6_k_as_row_groups(t, rows, cols, w, pool)
+                      : type == WType::Q5_KR ? repack_q5_k_as_row_groups(t, rows, cols, w, pool)
                       : type == WType::Q6_KX ? repack_q6_k_for_int8_dot(t, rows, cols, w, pool)
                                              : repack_affine_for_int8_dot(t, rows, cols, w, pool);
     if (!made || w.type != type) fail("build_weight: ", wtype_name(type), " from ", t.name, " failed");
@@ -336,6 +340,7 @@ DType k_quant_dtype(WType t) {
         case WType::Q4_1FX: return DType::Q4_K;
         case WType::Q6_KR:
         case WType::Q6_KX: return DType::Q6_K;
+        case WType::Q5_KR:
         case WType::Q8_1FX: return DType::Q5_K;
         default: return DType::F32;
     }
@@ -428,7 +433,8 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         case WType::Q4_0R:
         case WType::Q8_0R:
         case WType::Q4_KR:
-        case WType::Q6_KR: int8_dot_row_f32(w, row, out); return;
+        case WType::Q6_KR:
+        case WType::Q5_KR: int8_dot_row_f32(w, row, out); return;
         case WType::Native: break;
     }
     fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));

@@ -49,6 +49,9 @@ enum class WType {
     // GGUF Q6_K in 16-row groups: its 6-bit codes as Q6_KX's, its f16 and int8 scales as the file
     // has them (6.5625 bits a value, where Q6_KX takes 7); from repack_q6_k_as_row_groups.
     Q6_KR,
+    // GGUF Q5_K in 16-row groups: Q4_KR plus a plane of the codes' fifth bits (5.625 bits a
+    // value, where Q8_1FX takes 10); from repack_q5_k_as_row_groups.
+    Q5_KR,
     // BF16's bytes, multiplied with activations rounded to bf16 by the CPU's bf16 dot product
     // (AVX512_BF16; kernels/bf16_dot.h): built only where that kernel runs and the user asked for
     // bf16 activations, from a BF16 matrix whose bytes it keeps.
@@ -62,7 +65,7 @@ enum class WType {
 // layout).
 inline constexpr int64_t kRowGroupRows = 16;
 constexpr bool is_row_group_type(WType t) {
-    return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR;
+    return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR || t == WType::Q5_KR;
 }
 
 const char* wtype_name(WType t);
@@ -121,13 +124,15 @@ void require_weight_memory(size_t bytes, const std::string& what);
 //     row (formats/dequant.h TensorRows): no f32 copy of the whole tensor is made.
 //   how.row_groups: with int8_layout, the block types that come in 16-row groups (Q4_0 as Q4_0R,
 //     Q8_0 as Q8_0R) rather than chunked (for a table whose int8 kernel reads them:
-//     KernelTable::row_groups). q4_k, q6_k: GGUF Q4_K as Q4_KR rather than Q4_1FX, Q6_K as Q6_KR
-//     rather than Q6_KX (model/weights.cpp decides; make_weight never builds these).
+//     KernelTable::row_groups). q4_k, q5_k, q6_k: GGUF Q4_K as Q4_KR rather than Q4_1FX, Q5_K as
+//     Q5_KR rather than Q8_1FX, Q6_K as Q6_KR rather than Q6_KX (model/weights.cpp decides;
+//     make_weight never builds these).
 struct RowGroupLayouts {
     bool q4_0 = false;
     bool q8_0 = false;
     bool q4_k = false;
     bool q6_k = false;
+    bool q5_k = false;
 };
 struct WeightBuild {
     ThreadPool* pool = nullptr;
@@ -151,7 +156,7 @@ using RowFill = std::function<void(int64_t row, float* out)>;
 // types: cols % 256 != 0).
 WType stored_weight_type(WType type, int64_t cols);
 // The GGUF K-quant whose values a type holds when build_weight makes it: Q4_K for Q4_KR and
-// Q4_1FX, Q6_K for Q6_KR and Q6_KX, Q5_K for Q8_1FX (build_weight encodes the rows into that type's blocks,
+// Q4_1FX, Q6_K for Q6_KR and Q6_KX, Q5_K for Q5_KR and Q8_1FX (build_weight encodes the rows into that type's blocks,
 // kernels/quant_k.h, the whole matrix at once, then repacks them as a checkpoint's); F32 for any
 // other type.
 DType k_quant_dtype(WType t);

@@ -112,6 +112,10 @@ private:
         if (affine && t.dtype == DType::Q4_K && kernels().row_groups.q4_k &&
             repack_q4_k_as_row_groups(t, rows, cols, w, options_.pool))
             return w;
+        // GGUF Q5_K (a Q4_K_M file's Gated DeltaNet QKV) likewise: 5.625 bits a value against Q8_1FX's 10.
+        if (affine && t.dtype == DType::Q5_K && kernels().row_groups.q5_k &&
+            repack_q5_k_as_row_groups(t, rows, cols, w, options_.pool))
+            return w;
         // MLX 4-bit tries Q4_1 first (f16-exact scales: a layout every kernel reads); the rest
         // repack straight from the file's codes, never through a transient f32 copy.
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;

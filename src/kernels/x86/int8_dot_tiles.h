@@ -77,6 +77,21 @@ typename I::Vi q6_step_codes(typename I::Vi low, typename I::Vi high, int s) {
     return I::or_i(nib, I::and_i(moved, I::splat_i8(0x30)));
 }
 
+// Q5_KR (kernels/row_groups.h): bit s (0..7) of each byte of `fifth` moved to bit 4 (step s's
+// fifth code bit), the other bits zero. Call with a constant s (an unrolled loop).
+template <class I>
+typename I::Vi q5_fifth_bits(typename I::Vi fifth, int s) {
+    const typename I::Vi moved = s == 0   ? I::template shl_i16<4>(fifth)
+                                 : s == 1 ? I::template shl_i16<3>(fifth)
+                                 : s == 2 ? I::template shl_i16<2>(fifth)
+                                 : s == 3 ? I::template shl_i16<1>(fifth)
+                                 : s == 4 ? fifth
+                                 : s == 5 ? I::template shr_i16<1>(fifth)
+                                 : s == 6 ? I::template shr_i16<2>(fifth)
+                                          : I::template shr_i16<3>(fifth);
+    return I::and_i(moved, I::splat_i8(0x10));  // 16-bit shifts: what crosses a byte is dropped
+}
+
 // Q6_KX's chunk scaling: ia, ib the exact sub-block sums, sca / scb the sub-block scales.
 template <class I>
 typename I::V scale_chunk_q6(typename I::Vi ia, typename I::Vi ib, typename I::Vi sca,

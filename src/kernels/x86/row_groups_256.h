@@ -1,5 +1,5 @@
 #pragma once
-// Q4_0R, Q8_0R, Q4_KR and Q6_KR (kernels/row_groups.h) in 256-bit form, shared by the AVX2 and AVX-VNNI units
+// Q4_0R, Q8_0R, Q4_KR, Q5_KR and Q6_KR (kernels/row_groups.h) in 256-bit form, shared by the AVX2 and AVX-VNNI units
 // through their Dot policy (x86/int8_dot_256.h describes it). A group's 64-byte code vector holds
 // its 16 rows in 4-byte lanes, so its two 32-byte halves are rows 0..7 and 8..15: a tile is one
 // or both halves of a group times up to 4 columns, over all of the group's blocks. Each code
@@ -165,8 +165,14 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
 #pragma GCC unroll 2
                 for (int i = 0; i < H; ++i) {
                     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + s * 64 + 32 * i));
-                    lo[i] = Dot::template prepare<false>(_mm256_and_si256(v, low_nibbles));
-                    hi[i] = Dot::template prepare<false>(_mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibbles));
+                    __m256i low = _mm256_and_si256(v, low_nibbles), high = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibbles);
+                    if constexpr (T == WType::Q5_KR) {  // steps s and 4 + s's fifth bits
+                        const __m256i fifth = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 256 + 32 * i));
+                        low = _mm256_or_si256(low, q5_fifth_bits<avx2::Isa>(fifth, s));
+                        high = _mm256_or_si256(high, q5_fifth_bits<avx2::Isa>(fifth, 4 + s));
+                    }
+                    lo[i] = Dot::template prepare<false>(low);
+                    hi[i] = Dot::template prepare<false>(high);
                 }
 #pragma GCC unroll 4
                 for (int c = 0; c < C; ++c) {
@@ -201,7 +207,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
             } else {
                 // The half's 8 rows' scales (Q4_KR: d * sc) and offsets (Q4_KR: -(dmin * mn)).
                 __m256 dw, dm = _mm256_setzero_ps();
-                if constexpr (T == WType::Q4_KR) {
+                if constexpr (row_group_affine_k(T)) {
                     const uint8_t* super = group + L.scales + (b / 8) * kQ4KGroupScaleBytes;
                     const uint8_t* sc_mn = super + 64 + (b % 8) * 32 + 8 * half;
                     auto f16_lanes = [](const uint8_t* p) {
@@ -222,7 +228,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                     if constexpr (K == 2) sum = _mm256_add_epi32(sum, isum[i][1][c]);
                     const __m256 dx = _mm256_set1_ps(x.scales_of(j0 + c)[b]);
                     acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dx), acc[i][c]);
-                    if constexpr (T == WType::Q4_KR)  // as the chunked affine types
+                    if constexpr (row_group_affine_k(T))  // as the chunked affine types
                         acc[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(float(x.sums_of(j0 + c)[b])), _mm256_mul_ps(dm, dx),
                                                     acc[i][c]);
                 }
@@ -312,7 +318,7 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
     }
 }
 
-// The row-group product for w's type (Q4_0R, Q8_0R, Q4_KR or Q6_KR).
+// The row-group product for w's type (Q4_0R, Q8_0R, Q4_KR, Q5_KR or Q6_KR).
 template <class Dot>
 void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                          int64_t r1) {
@@ -323,6 +329,8 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
         gemm_row_groups_256<Dot, WType::Q4_KR>(w, x, y, ldy, r0, r1);
     else if (w.type == WType::Q6_KR)
         gemm_row_groups_256<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
+    else if (w.type == WType::Q5_KR)
+        gemm_row_groups_256<Dot, WType::Q5_KR>(w, x, y, ldy, r0, r1);
     else
         gemm_row_groups_256<Dot, WType::Q4_0R>(w, x, y, ldy, r0, r1);
 }

@@ -1,8 +1,9 @@
-// AVX-512 VNNI: Q4_0R, Q8_0R, Q4_KR and Q6_KR weights (16-row groups, one row per int32 lane:
+// AVX-512 VNNI: Q4_0R, Q8_0R, Q4_KR, Q5_KR and Q6_KR weights (16-row groups, one row per int32 lane:
 // kernels/row_groups.h) times int8 activations. A tile is RG groups x C columns: each 64-byte code
 // vector of a group is loaded once and meets every column's broadcast activation codes with one
-// vpdpbusd (Q4_0R, Q4_KR: its low and high nibbles, two), and a block ends with one convert +
-// fused multiply-add per (group, column) (Q4_KR: two, the second for its mins; its 16 rows'
+// vpdpbusd (Q4_0R, Q4_KR, Q5_KR: its low and high nibbles, two; Q5_KR's fifth bits or-ed in
+// first), and a block ends with one convert + fused multiply-add per (group, column) (Q4_KR and
+// Q5_KR: two, the second for their mins; the 16 rows'
 // scales built from the super-block's f16 d, dmin and the block's 6-bit sc, mn first). Q6_KR
 // (q6_k_block): each step's 6-bit codes rebuilt from a low-nibble and a high-bit vector, the two
 // sub-blocks summed apart and joined by their int8 scales before the convert.
@@ -126,15 +127,15 @@ constexpr int64_t ceil_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 // A block's scale bytes in one group: 16 f16 d, or Q4_KR's 40 and Q6_KR's 36 (a super-block's
 // over its 8 blocks).
 template <WType T>
-constexpr int64_t kBlockScaleBytes = T == WType::Q4_KR   ? kQ4KGroupScaleBytes / 8
+constexpr int64_t kBlockScaleBytes = row_group_affine_k(T) ? kQ4KGroupScaleBytes / 8
                                      : T == WType::Q6_KR ? kQ6KGroupScaleBytes / 8
                                                          : 32;
 // A block's codes and scales in one group.
 template <WType T>
 constexpr int64_t kBlockBytes = row_group_block_code_bytes(T) + kBlockScaleBytes<T>;
-// Q4_0R and Q4_KR: 4-bit codes, two nibbles a byte.
+// Q4_0R, Q4_KR and Q5_KR: 4-bit codes, two nibbles a byte (Q5_KR: and a plane of fifth bits).
 template <WType T>
-constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR;
+constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR || T == WType::Q5_KR;
 
 // Group-stream tiles take four groups instead of two at the narrowest widths, three up to 8
 // columns. Four streams of codes in flight instead of two keep more of the memory busy (the read
@@ -309,7 +310,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             for (int c = 0; c < C; ++c) {
                 // -offset * xsum as a broadcast load, a shift and a subtraction (the same int32): in
                 // scalar registers with a broadcast from them, cached width 3-4 took 1.02-1.05x the time.
-                // (Q4_KR: no offset; its mins' term follows the block.)
+                // (Q4_KR, Q5_KR: no offset; their mins' term follows the block.)
                 __m512i start = _mm512_setzero_si512();
                 if constexpr (row_group_code_offset(T) != 0) {
                     constexpr int kShift = std::countr_zero(unsigned(row_group_code_offset(T)));  // 128 or 8
@@ -355,9 +356,15 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                     __m512i vlo[RG], vhi[RG];
 #pragma GCC unroll 4
                     for (int g = 0; g < RG; ++g) {
-                        const __m512i v = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
+                        const uint8_t* codes = group + g * L.group_bytes + b * kCodeBytes;
+                        const __m512i v = _mm512_load_si512(codes + i * 64);
                         vlo[g] = _mm512_and_si512(v, low_mask);
                         vhi[g] = high_nibbles<Gfni>(v, low_mask, shift_matrix);
+                        if constexpr (T == WType::Q5_KR) {  // steps i and 4 + i's fifth bits
+                            const __m512i fifth = _mm512_load_si512(codes + 256);
+                            vlo[g] = _mm512_or_si512(vlo[g], x86::q5_fifth_bits<Isa>(fifth, i));
+                            vhi[g] = _mm512_or_si512(vhi[g], x86::q5_fifth_bits<Isa>(fifth, 4 + i));
+                        }
                     }
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c) {
@@ -374,7 +381,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 const uint8_t* scales = group + g * L.group_bytes + L.scales;
-                if constexpr (T == WType::Q4_KR) {
+                if constexpr (row_group_affine_k(T)) {
                     // dw = d * sc, dm = -(dmin * mn): exact products, the negation by the sign bit.
                     const uint8_t* super = scales + (b / 8) * kQ4KGroupScaleBytes;
                     const uint8_t* sc_mn = super + 64 + (b % 8) * 32;
@@ -499,6 +506,8 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
         gemm<WType::Q6_KR, false>(w, x, y, ldy, r0, r1, fetch);  // its own nibble unpacking
     else if (w.type == WType::Q4_KR)
         gfni ? gemm<WType::Q4_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q4_KR, false>(w, x, y, ldy, r0, r1, fetch);
+    else if (w.type == WType::Q5_KR)
+        gfni ? gemm<WType::Q5_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q5_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (gfni)
         gemm<WType::Q4_0R, true>(w, x, y, ldy, r0, r1, fetch);
     else
