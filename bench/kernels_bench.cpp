@@ -16,6 +16,7 @@
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
+#include "kernels/quant_k.h"
 #include "kernels/measure.h"
 #include "kernels/row_groups.h"
 
@@ -244,35 +245,39 @@ BENCHMARK(BM_GemmQ6K)
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
 
-// GGUF Q4_K (most of a Q4_K_M file): random codes and 6-bit scales and mins, held chunked as
-// Q4_1FX (second argument 0: an f32 scale and offset per 32 values, 6 bits a value) or in 16-row
-// groups as Q4_KR (1: the file's scales, 4.625 bits a value), one matmul of width N as BM_Gemm.
+// GGUF Q4_K (most of a Q4_K_M file; third argument 4) or Q5_K (5; a Q4_K_M file's Gated DeltaNet
+// QKV): random codes and 6-bit scales and mins, held chunked as Q4_1FX / Q8_1FX (second argument
+// 0: an f32 scale and offset per 32 values, 6 / 10 bits a value) or in 16-row groups as Q4_KR /
+// Q5_KR (1: the file's scales, 4.625 / 5.625 bits a value), one matmul of width N as BM_Gemm.
 // GB/s counts the bytes the layout streams; compare fastest_us between the layouts.
 void BM_GemmQ4K(benchmark::State& state) {
     const int n = int(state.range(0));
     const bool rows_layout = state.range(1) != 0;
+    const bool five = state.range(2) == 5;
+    const size_t block_bytes = size_t(five ? kQ5KBlockBytes : kQ4KBlockBytes);
     if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
     std::mt19937 rng(1);
-    std::vector<uint8_t> blocks(size_t(kRows * kCols / 256 * 144));  // [kRows * kCols / 256] blocks
+    std::vector<uint8_t> blocks(size_t(kRows * kCols / 256) * block_bytes);  // [kRows * kCols / 256] blocks
     for (uint8_t& b : blocks) b = uint8_t(rng());
-    for (size_t b = 0; b < blocks.size(); b += 144) {
+    for (size_t b = 0; b < blocks.size(); b += block_bytes) {
         const uint16_t d = f32_to_f16(0.001f), dmin = f32_to_f16(0.002f);
         std::memcpy(&blocks[b], &d, 2);
         std::memcpy(&blocks[b + 2], &dmin, 2);
     }
     RawTensor t;
-    t.name = "q4_k";
-    t.dtype = DType::Q4_K;
+    t.name = five ? "q5_k" : "q4_k";
+    t.dtype = five ? DType::Q5_K : DType::Q4_K;
     t.shape = {kRows, kCols};
     t.data = blocks.data();
     t.nbytes = blocks.size();
     WeightMatrix w;
-    const bool made = rows_layout ? repack_q4_k_as_row_groups(t, kRows, kCols, w)
-                                  : repack_affine_for_int8_dot(t, kRows, kCols, w);
+    const bool made = !rows_layout ? repack_affine_for_int8_dot(t, kRows, kCols, w)
+                      : five       ? repack_q5_k_as_row_groups(t, kRows, kCols, w)
+                                   : repack_q4_k_as_row_groups(t, kRows, kCols, w);
     if (!made) return state.SkipWithError("repack");
     time_matmuls(state, std::move(w), n);
 }
-BENCHMARK(BM_GemmQ4K)->ArgsProduct({{1, 2, 4, 8}, {0, 1}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+BENCHMARK(BM_GemmQ4K)->ArgsProduct({{1, 2, 4, 8}, {0, 1}, {4, 5}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // The Gated-DeltaNet recurrence of one Qwen3.5-0.8B layer (16 key and value heads of 128 x
 // 128) over T tokens into another buffer, writing only the last state (decode at T = 1, a
