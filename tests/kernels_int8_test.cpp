@@ -65,18 +65,7 @@ TEST(KernelsInt8, RepackKeepsEveryValue) {
     EXPECT_EQ(f.data, repack_for_int8_dot(f).data);
 }
 
-// A [rows, cols] tensor of `dtype` over bytes owned by the caller.
-RawTensor tensor_over(const char* name, DType dtype, int64_t rows, int64_t cols,
-                      const std::vector<uint8_t>& bytes) {
-    RawTensor t;
-    t.name = name;
-    t.file = "test";
-    t.dtype = dtype;
-    t.shape = {rows, cols};
-    t.data = bytes.data();
-    t.nbytes = bytes.size();
-    return t;
-}
+using test::tensor_over;
 
 // Random GGUF blocks of `dtype` ([rows, cols]): finite f16 scales at the byte offsets f16_at of
 // each block, random bytes (codes, sub-scales, high bits) everywhere else.

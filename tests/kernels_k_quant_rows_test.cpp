@@ -21,6 +21,7 @@
 #include "core/thread_pool.h"
 #include "formats/dequant.h"
 #include "kernel_test_helpers.h"
+#include "row_group_checks.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -69,12 +70,7 @@ struct KTensor {
             std::memcpy(&bytes[b * k.block_bytes + size_t(k.d_at)], &hd, 2);
             if (k.dmin_at >= 0) std::memcpy(&bytes[b * k.block_bytes + size_t(k.dmin_at)], &hm, 2);
         }
-        t.name = dtype_name(k.dtype);
-        t.file = "test";
-        t.dtype = k.dtype;
-        t.shape = {rows, cols};
-        t.data = bytes.data();
-        t.nbytes = bytes.size();
+        t = test::tensor_over(dtype_name(k.dtype), k.dtype, rows, cols, bytes);
     }
 };
 
@@ -201,39 +197,12 @@ TEST(KernelsKQuantRows, ReferenceAgreesWithTheChunkedLayoutAndTheExactSum) {
         for (Shape s : kShapes) {
             SCOPED_TRACE(std::string(dtype_name(k.dtype)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
             const KTensor q(k, s.rows, s.cols, 3);
-            const WeightMatrix rows = rows_of(k, q);
             WeightMatrix chunked;
             ASSERT_TRUE(repack_chunked(k, q.t, s.rows, s.cols, chunked));
             ASSERT_EQ(k.chunked_type, chunked.type);
-            const int64_t n = 3;
-            const std::vector<float> x = random_normal(size_t(n * s.cols), 4);
-            QuantizedColumns qx;
-            resize_columns(n, s.cols, qx);
-            ref::quantize_columns(x.data(), s.cols, qx, 0, n);
-            std::vector<float> got(size_t(n * s.rows)), other(got.size());
-            ref::gemm_i8_rows(rows, qx, got.data(), s.rows, 0, s.rows);
-            ref::gemm_i8_rows(chunked, qx, other.data(), s.rows, 0, s.rows);
-            std::vector<float> wrow(size_t(s.cols));
-            for (int64_t r = 0; r < s.rows; ++r) {
-                weight_row_f32(rows, r, wrow.data());
-                for (int64_t j = 0; j < n; ++j) {
-                    double exact = 0, magnitude = 0;
-                    for (int64_t c = 0; c < s.cols; ++c) {
-                        const int64_t b = c / 32, e = c % 32;
-                        const int8_t code = qx.codes_of(j)[(b / 16) * 512 + (e / 4) * 64 + 4 * (b % 16) + e % 4];
-                        const double xv = double(code) * qx.scales_of(j)[b];
-                        exact += double(wrow[size_t(c)]) * xv;
-                        magnitude += std::fabs(double(wrow[size_t(c)]) * xv);
-                    }
-                    // Each block adds up to two rounded products and two rounded fmas (Q6_K: its
-                    // integer sum is exact; the rounding of float(i) is the fma's), each a few ulps
-                    // of the running magnitude.
-                    const double tol = 8e-7 * magnitude * double(s.cols / 32 + 2);
-                    const float g = got[size_t(j * s.rows + r)];
-                    EXPECT_NEAR(exact, g, tol) << "row " << r << " col " << j;
-                    EXPECT_NEAR(other[size_t(j * s.rows + r)], g, 2 * tol) << "row " << r << " col " << j;
-                }
-            }
+            // Each block adds up to two rounded products and two rounded fmas (Q6_K: its integer
+            // sum is exact; the rounding of float(i) is the fma's).
+            test::expect_reference_near_exact_sum(rows_of(k, q), chunked, 3, 4, 8e-7);
         }
 }
 
@@ -249,12 +218,7 @@ TEST(KernelsKQuantRows, BuiltFromValuesIsTheEncodedTensorRepacked) {
         for (int64_t r = 0; r < rows; ++r)
             (k.dtype == DType::Q4_K ? quantize_row_q4_k : k.dtype == DType::Q5_K ? quantize_row_q5_k : quantize_row_q6_k)(
                 values.data() + r * cols, cols, blocks.data() + size_t(r * cols / 256) * k.block_bytes);
-        RawTensor t;
-        t.name = "encoded";
-        t.dtype = k.dtype;
-        t.shape = {rows, cols};
-        t.data = blocks.data();
-        t.nbytes = blocks.size();
+        const RawTensor t = test::tensor_over("encoded", k.dtype, rows, cols, blocks);
         for (WType type : {k.rows_type, k.chunked_type}) {
             WeightMatrix want;
             ASSERT_TRUE(type == k.rows_type ? repack_rows(k, t, rows, cols, want) : repack_chunked(k, t, rows, cols, want));
@@ -328,76 +292,26 @@ TEST(KernelsKQuantRows, ExtremeCodesEveryTableEqualsReference) {
 // (the 256-bit kernels take a group's 8-row halves one at a time above 1 or 2 columns, so ranges
 // end in either half): the rows in range get the reference's bits, the others stay untouched.
 TEST(KernelsKQuantRows, EveryTableOnRowRangesInsideGroupsEqualsReference) {
-    for (const KQuant& k : kKQuants) {
-        const KTensor q(k, 70, 512, 9);
-        const WeightMatrix w = rows_of(k, q);
-        for (int64_t n : {1, 2, 3, 4, 5, 8, 9}) {
-            const std::vector<float> x = random_normal(size_t(n * 512), 10);
-            QuantizedColumns qx;
-            resize_columns(n, 512, qx);
-            ref::quantize_columns(x.data(), 512, qx, 0, n);
-            for (const std::string& isa : available_isas())
-                for (auto [r0, r1] : {std::pair<int64_t, int64_t>{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {8, 16},
-                                      {3, 12}, {66, 70}}) {
-                    std::vector<float> want(size_t(n * 70), -1.0f), got(want.size(), -1.0f);
-                    ref::gemm_i8_rows(w, qx, want.data(), 70, r0, r1);
-                    kernels_for(isa).gemm_i8_rows(w, qx, got.data(), 70, r0, r1);
-                    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                        << isa << " " << dtype_name(k.dtype) << " rows " << r0 << ".." << r1 << " n=" << n;
-                }
-        }
-    }
+    for (const KQuant& k : kKQuants)
+        test::expect_every_table_on_ranges(rows_of(k, KTensor(k, 70, 512, 9)), {1, 2, 3, 4, 5, 8, 9},
+                                           {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {8, 16}, {3, 12}, {66, 70}}, 10);
 }
 
 #if defined(__x86_64__)
-bool have_avx512() {
-    const std::vector<std::string> isas = available_isas();
-    return std::find(isas.begin(), isas.end(), "avx512") != isas.end();
-}
+using test::have_avx512;
 
 // The AVX-512 kernel with each way of prefetching forced (the CPU picks one per width) and with
 // and without GFNI, on row ranges inside groups, at widths of one column pass and several.
 TEST(KernelsKQuantRows, Avx512EveryFetchWayEqualsReference) {
     if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
-    for (const KQuant& k : kKQuants) {
-        const KTensor q(k, 70, 768, 11);
-        const WeightMatrix w = rows_of(k, q);
-        for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16}) {
-            const std::vector<float> x = random_normal(size_t(n * 768), 12);
-            QuantizedColumns qx;
-            resize_columns(n, 768, qx);
-            ref::quantize_columns(x.data(), 768, qx, 0, n);
-            for (bool gfni : {false, true}) {
-                if (gfni && !__builtin_cpu_supports("gfni")) continue;
-                for (auto [r0, r1] : {std::pair<int64_t, int64_t>{5, 29}, {0, 70}, {33, 70}, {5, 70}})
-                    for (avx512::RowGroupFetch fetch : {avx512::RowGroupFetch::ForThisCpu, avx512::RowGroupFetch::Cursor,
-                                                     avx512::RowGroupFetch::GroupStreams}) {
-                        std::vector<float> want(size_t(n * 70), -1.0f), got(want.size(), -1.0f);
-                        ref::gemm_i8_rows(w, qx, want.data(), 70, r0, r1);
-                        avx512::gemm_row_groups(w, qx, got.data(), 70, r0, r1, gfni, fetch);
-                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                            << dtype_name(k.dtype) << " rows " << r0 << ".." << r1 << " n=" << n
-                            << (gfni ? " GFNI" : " shift and mask") << " fetch " << int(fetch);
-                    }
-            }
-        }
-    }
+    for (const KQuant& k : kKQuants)
+        test::expect_avx512_every_fetch_way_on_ranges(rows_of(k, KTensor(k, 70, 768, 11)), {1, 2, 3, 4, 5, 8, 9, 16},
+                                                      {{5, 29}, {0, 70}, {33, 70}, {5, 70}}, 12);
 }
 
 // NEXTN_Q4_K_LAYOUT, NEXTN_Q5_K_LAYOUT and NEXTN_Q6_K_LAYOUT choose an int8 table's K-quant layouts
 // once, in a fresh process: row groups by default (Q5_K: on the avx512 table) and for "rows",
 // chunked (Q4_1FX, Q8_1FX, Q6_KX) for "chunked", an error naming an unknown value.
-int k_layouts_in_fresh_table(const std::string& isa, const char* variable, const char* layout) {
-    setenv(variable, layout, 1);
-    try {
-        const RowGroupLayouts groups = kernels_for(isa).row_groups;
-        std::exit(32 + (groups.q4_k ? 4 : 0) + (groups.q6_k ? 8 : 0) + (groups.q5_k ? 16 : 0));
-    } catch (const Error& e) {
-        std::fprintf(stderr, "%s\n", e.what());
-        std::exit(3);
-    }
-}
-
 TEST(KernelsKQuantRowsDeathTest, LayoutsChosenByEnvironment) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");  // fresh process: the table not yet built
     unsetenv("NEXTN_Q4_K_LAYOUT");
@@ -408,18 +322,18 @@ TEST(KernelsKQuantRowsDeathTest, LayoutsChosenByEnvironment) {
         if (isa == "scalar") continue;  // no int8 kernels
         ++tables;
         // Q5_K in row groups by default on the avx512 table only (kernels/dispatch.cpp says why).
-        const int q5 = isa == "avx512" ? 16 : 0, all = 32 + 4 + 8 + q5;
-        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q4_K_LAYOUT", ""), testing::ExitedWithCode(all), "") << isa;
-        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q6_K_LAYOUT", "rows"), testing::ExitedWithCode(all), "") << isa;
-        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q4_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - 4), "")
+        const int all = test::default_layouts_code(isa), q5 = isa == "avx512" ? 16 : 0;
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q4_K_LAYOUT", ""), testing::ExitedWithCode(all), "") << isa;
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q6_K_LAYOUT", "rows"), testing::ExitedWithCode(all), "") << isa;
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q4_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - 4), "")
             << isa;
-        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q6_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - 8), "")
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q6_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - 8), "")
             << isa;
-        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q5_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - q5), "")
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q5_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - q5), "")
             << isa;
-        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q5_K_LAYOUT", "rows"), testing::ExitedWithCode(32 + 4 + 8 + 16), "")
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q5_K_LAYOUT", "rows"), testing::ExitedWithCode(all - q5 + 16), "")
             << isa;
-        EXPECT_EXIT(k_layouts_in_fresh_table(isa, "NEXTN_Q6_K_LAYOUT", "columns"), testing::ExitedWithCode(3),
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q6_K_LAYOUT", "columns"), testing::ExitedWithCode(3),
                     "NEXTN_Q6_K_LAYOUT=columns: unknown weight layout")
             << isa;
     }

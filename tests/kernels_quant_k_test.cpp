@@ -13,21 +13,11 @@
 
 #include "core/half.h"
 #include "formats/dequant.h"
+#include "kernel_test_helpers.h"
 #include "kernels/quant_k.h"
 
 namespace nextn {
 namespace {
-
-RawTensor tensor_over(DType dtype, int64_t rows, int64_t cols, const std::vector<uint8_t>& bytes) {
-    RawTensor t;
-    t.name = "k";
-    t.file = "test";
-    t.dtype = dtype;
-    t.shape = {rows, cols};
-    t.data = bytes.data();
-    t.nbytes = bytes.size();
-    return t;
-}
 
 // Rows of normal values at scales 1e-3..10, and special super-blocks: all positive, all
 // negative, all zero, one spike among zeros.
@@ -60,7 +50,7 @@ void expect_affine_k_within_half_a_step(bool five, double max_relative_rms) {
         (five ? quantize_row_q5_k : quantize_row_q4_k)(x.data() + r * cols, cols,
                                                        blocks.data() + size_t(r * cols / 256 * block_bytes));
     std::vector<float> v(x.size());
-    dequantize_to_f32(tensor_over(dtype, rows, cols, blocks), v.data());
+    dequantize_to_f32(test::tensor_over("k", dtype, rows, cols, blocks), v.data());
     double err2 = 0, sum2 = 0;
     for (size_t b = 0; b < blocks.size() / size_t(block_bytes); ++b) {
         uint8_t codes[256], sc[8], mn[8];
@@ -96,7 +86,7 @@ TEST(KernelsQuantK, Q6KValuesWithinHalfAStep) {
     for (int64_t r = 0; r < rows; ++r)
         quantize_row_q6_k(x.data() + r * cols, cols, blocks.data() + size_t(r * cols / 256 * kQ6KBlockBytes));
     std::vector<float> v(x.size());
-    dequantize_to_f32(tensor_over(DType::Q6_K, rows, cols, blocks), v.data());
+    dequantize_to_f32(test::tensor_over("k", DType::Q6_K, rows, cols, blocks), v.data());
     double err2 = 0, sum2 = 0;
     for (size_t b = 0; b < blocks.size() / kQ6KBlockBytes; ++b) {
         uint8_t codes[256];

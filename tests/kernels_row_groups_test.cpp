@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernel_test_helpers.h"
+#include "row_group_checks.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
 #include "kernels/row_groups.h"
@@ -115,40 +116,12 @@ TEST(KernelsRowGroups, OnlyTheirBlockTypesBecomeThem) {
 // value in double (the activation codes times their scales).
 TEST(KernelsRowGroups, ReferenceAgreesWithTheChunkedLayoutAndTheExactSum) {
     for (WType type : kRowGroupTypes)
-    for (Shape s : kShapes) {
-        SCOPED_TRACE(std::string(wtype_name(type)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
-        const WeightMatrix q = blocks_for(type, s, 3);
-        const WeightMatrix rows = repack_for_int8_dot(q, type);
-        const WeightMatrix chunked = repack_for_int8_dot(q);
-        const int64_t n = 3;
-        const std::vector<float> x = random_normal(size_t(n * s.cols), 4);
-        QuantizedColumns qx;
-        resize_columns(n, s.cols, qx);
-        ref::quantize_columns(x.data(), s.cols, qx, 0, n);
-        std::vector<float> got(size_t(n * s.rows)), other(got.size());
-        ref::gemm_i8_rows(rows, qx, got.data(), s.rows, 0, s.rows);
-        ref::gemm_i8_rows(chunked, qx, other.data(), s.rows, 0, s.rows);
-        std::vector<float> wrow(size_t(s.cols));
-        for (int64_t r = 0; r < s.rows; ++r) {
-            weight_row_f32(q, r, wrow.data());
-            for (int64_t j = 0; j < n; ++j) {
-                double exact = 0, magnitude = 0;
-                for (int64_t k = 0; k < s.cols; ++k) {
-                    const int64_t b = k / 32, e = k % 32;
-                    const int8_t code = qx.codes_of(j)[(b / 16) * 512 + (e / 4) * 64 + 4 * (b % 16) + e % 4];
-                    const double xv = double(code) * qx.scales_of(j)[b];
-                    exact += double(wrow[size_t(k)]) * xv;
-                    magnitude += std::fabs(double(wrow[size_t(k)]) * xv);
-                }
-                // Each block adds one rounded product d_w * d_x and one rounded fma: a few ulps of
-                // the running magnitude per block.
-                const double tol = 4e-7 * magnitude * double(s.cols / 32 + 2);
-                const float g = got[size_t(j * s.rows + r)];
-                EXPECT_NEAR(exact, g, tol) << "row " << r << " col " << j;
-                EXPECT_NEAR(other[size_t(j * s.rows + r)], g, 2 * tol) << "row " << r << " col " << j;
-            }
+        for (Shape s : kShapes) {
+            SCOPED_TRACE(std::string(wtype_name(type)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
+            const WeightMatrix q = blocks_for(type, s, 3);
+            // Each block adds one rounded product d_w * d_x and one rounded fma.
+            test::expect_reference_near_exact_sum(repack_for_int8_dot(q, type), repack_for_int8_dot(q), 3, 4, 4e-7);
         }
-    }
 }
 
 // Every table (the AVX-512 and 256-bit kernels; the scalar table's reference) gives the reference's bits for
@@ -216,32 +189,14 @@ TEST(KernelsRowGroups, NonFiniteActivationsGiveNaNInTheirColumnOnly) {
 // two 8-row halves together up to 2 columns and one at a time above, so ranges end in either half.
 TEST(KernelsRowGroups, EveryTableOnRowRangesInsideGroupsEqualsReference) {
     const Shape s{70, 160};
-    for (WType type : kRowGroupTypes) {
-        const WeightMatrix w = repack_for_int8_dot(blocks_for(type, s, 9), type);
-        for (int64_t n : {1, 2, 3, 4, 5, 8, 9}) {
-            const std::vector<float> x = random_normal(size_t(n * s.cols), 10);
-            QuantizedColumns qx;
-            resize_columns(n, s.cols, qx);
-            ref::quantize_columns(x.data(), s.cols, qx, 0, n);
-            for (const std::string& isa : available_isas()) {
-                for (auto [r0, r1] : {std::pair<int64_t, int64_t>{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64},
-                                      {5, 70}, {8, 16}, {3, 12}, {66, 70}}) {
-                    std::vector<float> want(size_t(n * s.rows), -1.0f), got(want.size(), -1.0f);
-                    ref::gemm_i8_rows(w, qx, want.data(), s.rows, r0, r1);
-                    kernels_for(isa).gemm_i8_rows(w, qx, got.data(), s.rows, r0, r1);
-                    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                        << isa << " " << wtype_name(type) << " rows " << r0 << ".." << r1 << " n=" << n;
-                }
-            }
-        }
-    }
+    for (WType type : kRowGroupTypes)
+        test::expect_every_table_on_ranges(repack_for_int8_dot(blocks_for(type, s, 9), type), {1, 2, 3, 4, 5, 8, 9},
+                                           {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}, {8, 16}, {3, 12}, {66, 70}},
+                                           10);
 }
 
 #if defined(__x86_64__)
-bool have_avx512() {
-    const std::vector<std::string> isas = available_isas();
-    return std::find(isas.begin(), isas.end(), "avx512") != isas.end();
-}
+using test::have_avx512;
 
 // The AVX-512 kernel called directly on row ranges that start and end inside groups (0..70 and
 // 5..70 under group streams: a tile of four or three groups, then the rest), Q4_0R with and
@@ -252,44 +207,14 @@ bool have_avx512() {
 TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {
     if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
     const Shape s{70, 160};
-    for (WType type : kRowGroupTypes) {
-        const WeightMatrix w = repack_for_int8_dot(blocks_for(type, s, 9), type);
-        for (int64_t n : {1, 2, 5, 8, 9, 16}) {
-            const std::vector<float> x = random_normal(size_t(n * s.cols), 10);
-            QuantizedColumns qx;
-            resize_columns(n, s.cols, qx);
-            ref::quantize_columns(x.data(), s.cols, qx, 0, n);
-            for (bool gfni : {false, true}) {
-                if (gfni && !__builtin_cpu_supports("gfni")) continue;
-                for (auto [r0, r1] : {std::pair<int64_t, int64_t>{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}) {
-                    for (avx512::RowGroupFetch fetch : {avx512::RowGroupFetch::ForThisCpu, avx512::RowGroupFetch::Cursor,
-                                                     avx512::RowGroupFetch::GroupStreams}) {
-                        std::vector<float> want(size_t(n * s.rows), -1.0f), got(want.size(), -1.0f);
-                        ref::gemm_i8_rows(w, qx, want.data(), s.rows, r0, r1);
-                        avx512::gemm_row_groups(w, qx, got.data(), s.rows, r0, r1, gfni, fetch);
-                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                            << wtype_name(type) << " rows " << r0 << ".." << r1 << " n=" << n
-                            << (gfni ? " GFNI" : " shift and mask") << " fetch " << int(fetch);
-                    }
-                }
-            }
-        }
-    }
+    for (WType type : kRowGroupTypes)
+        test::expect_avx512_every_fetch_way_on_ranges(repack_for_int8_dot(blocks_for(type, s, 9), type),
+                                                      {1, 2, 5, 8, 9, 16},
+                                                      {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}, 10);
 }
 
 // NEXTN_Q4_0_LAYOUT and NEXTN_Q8_0_LAYOUT choose an int8 table's layouts once, in a fresh
 // process: "rows" and "chunked" set them, an unknown value is an error naming it.
-int layouts_in_fresh_table(const std::string& isa, const char* variable, const char* layout) {
-    setenv(variable, layout, 1);
-    try {
-        const RowGroupLayouts groups = kernels_for(isa).row_groups;
-        std::exit((groups.q4_0 ? 4 : 0) + (groups.q8_0 ? 8 : 0) + 16);
-    } catch (const Error& e) {
-        std::fprintf(stderr, "%s\n", e.what());
-        std::exit(3);
-    }
-}
-
 TEST(KernelsRowGroupsDeathTest, LayoutsChosenByEnvironment) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");  // fresh process: the table not yet built
     unsetenv("NEXTN_Q4_0_LAYOUT");
@@ -299,15 +224,14 @@ TEST(KernelsRowGroupsDeathTest, LayoutsChosenByEnvironment) {
         if (isa == "scalar") continue;  // no int8 kernels: it keeps the block types
         ++tables;
         // Defaults: both in groups.
-        EXPECT_EXIT(layouts_in_fresh_table(isa, "NEXTN_Q8_0_LAYOUT", ""), testing::ExitedWithCode(16 + 4 + 8), "")
+        const int all = test::default_layouts_code(isa);
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q8_0_LAYOUT", ""), testing::ExitedWithCode(all), "") << isa;
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q4_0_LAYOUT", "chunked"), testing::ExitedWithCode(all - 1), "")
             << isa;
-        EXPECT_EXIT(layouts_in_fresh_table(isa, "NEXTN_Q4_0_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 8), "")
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q8_0_LAYOUT", "chunked"), testing::ExitedWithCode(all - 2), "")
             << isa;
-        EXPECT_EXIT(layouts_in_fresh_table(isa, "NEXTN_Q8_0_LAYOUT", "chunked"), testing::ExitedWithCode(16 + 4), "")
-            << isa;
-        EXPECT_EXIT(layouts_in_fresh_table(isa, "NEXTN_Q8_0_LAYOUT", "rows"), testing::ExitedWithCode(16 + 4 + 8), "")
-            << isa;
-        EXPECT_EXIT(layouts_in_fresh_table(isa, "NEXTN_Q4_0_LAYOUT", "diagonal"), testing::ExitedWithCode(3),
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q8_0_LAYOUT", "rows"), testing::ExitedWithCode(all), "") << isa;
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q4_0_LAYOUT", "diagonal"), testing::ExitedWithCode(3),
                     "NEXTN_Q4_0_LAYOUT=diagonal: unknown weight layout")
             << isa;
     }

@@ -1,0 +1,108 @@
+#pragma once
+// Checks shared by the row-group layout tests (kernels_row_groups_test, kernels_k_quant_rows_test):
+// a row-group matrix's int8 product called directly on row ranges that start and end inside
+// 16-row groups (a matmul's row split falls on whole groups, so the width tests never reach
+// them), on every table and, on x86, on the AVX-512 kernel with each way of prefetching and with
+// and without GFNI. The rows in range must get the reference's bits, the others stay untouched.
+// And the layout variables read in a fresh process (a death test's child).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernel_test_helpers.h"
+#include "core/error.h"
+#include "kernels/int8_dot.h"
+#include "kernels/kernels.h"
+#if defined(__x86_64__)
+#include "kernels/x86/x86_kernels.h"
+#endif
+
+namespace nextn::test {
+
+using RowRange = std::pair<int64_t, int64_t>;
+
+// Calls product(qx, y, r0, r1) for each width n and range and compares y (prefilled with -1) with
+// the reference's; `what` names the case in a failure. Returns false after the first failure.
+template <class Product>
+bool ranges_equal_reference(const WeightMatrix& w, std::initializer_list<int64_t> widths,
+                            std::initializer_list<RowRange> ranges, uint32_t seed, const std::string& what,
+                            Product&& product) {
+    for (int64_t n : widths) {
+        const std::vector<float> x = random_normal(size_t(n * w.cols), seed);
+        QuantizedColumns qx;
+        resize_columns(n, w.cols, qx);
+        ref::quantize_columns(x.data(), w.cols, qx, 0, n);
+        for (auto [r0, r1] : ranges) {
+            std::vector<float> want(size_t(n * w.rows), -1.0f), got(want.size(), -1.0f);
+            ref::gemm_i8_rows(w, qx, want.data(), w.rows, r0, r1);
+            product(qx, got.data(), r0, r1);
+            EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << what << " " << wtype_name(w.type) << " rows " << r0 << ".." << r1 << " n=" << n;
+            if (::testing::Test::HasFailure()) return false;
+        }
+    }
+    return true;
+}
+
+// Every table's gemm_i8_rows on those ranges.
+inline void expect_every_table_on_ranges(const WeightMatrix& w, std::initializer_list<int64_t> widths,
+                                         std::initializer_list<RowRange> ranges, uint32_t seed) {
+    for (const std::string& isa : available_isas())
+        if (!ranges_equal_reference(w, widths, ranges, seed, isa,
+                                    [&](const QuantizedColumns& qx, float* y, int64_t r0, int64_t r1) {
+                                        kernels_for(isa).gemm_i8_rows(w, qx, y, w.rows, r0, r1);
+                                    }))
+            return;
+}
+
+#if defined(__x86_64__)
+inline bool have_avx512() {
+    const std::vector<std::string> isas = available_isas();
+    return std::find(isas.begin(), isas.end(), "avx512") != isas.end();
+}
+
+// The AVX-512 row-group kernel on those ranges, with and without GFNI (where the CPU has it),
+// each way of prefetching forced (the CPU picks one per width; the other is some other CPU's).
+inline void expect_avx512_every_fetch_way_on_ranges(const WeightMatrix& w, std::initializer_list<int64_t> widths,
+                                                    std::initializer_list<RowRange> ranges, uint32_t seed) {
+    for (bool gfni : {false, true}) {
+        if (gfni && !__builtin_cpu_supports("gfni")) continue;
+        for (avx512::RowGroupFetch fetch :
+             {avx512::RowGroupFetch::ForThisCpu, avx512::RowGroupFetch::Cursor, avx512::RowGroupFetch::GroupStreams}) {
+            const std::string what =
+                std::string(gfni ? "GFNI" : "shift and mask") + ", fetch " + std::to_string(int(fetch));
+            if (!ranges_equal_reference(w, widths, ranges, seed, what,
+                                        [&](const QuantizedColumns& qx, float* y, int64_t r0, int64_t r1) {
+                                            avx512::gemm_row_groups(w, qx, y, w.rows, r0, r1, gfni, fetch);
+                                        }))
+                return;
+        }
+    }
+}
+#endif
+
+// The layouts table `isa` reads, as an exit code: 64 plus 1 (Q4_0 in row groups), 2 (Q8_0), 4
+// (Q4_K), 8 (Q6_K), 16 (Q5_K). For a death test's child: sets `variable` to `layout` first (the
+// table is built on first use, in the child), and exits 3 with the error when the value is bad.
+[[noreturn]] inline void exit_with_layouts(const std::string& isa, const char* variable, const char* layout) {
+    setenv(variable, layout, 1);
+    try {
+        const RowGroupLayouts g = kernels_for(isa).row_groups;
+        std::exit(64 + (g.q4_0 ? 1 : 0) + (g.q8_0 ? 2 : 0) + (g.q4_k ? 4 : 0) + (g.q6_k ? 8 : 0) + (g.q5_k ? 16 : 0));
+    } catch (const Error& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        std::exit(3);
+    }
+}
+// exit_with_layouts' code for the defaults: every type in row groups, Q5_K only on the avx512
+// table (kernels/dispatch.cpp says why).
+inline int default_layouts_code(const std::string& isa) { return 64 + 1 + 2 + 4 + 8 + (isa == "avx512" ? 16 : 0); }
+
+}  // namespace nextn::test
