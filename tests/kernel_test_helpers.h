@@ -51,11 +51,12 @@ inline RawTensor tensor_over(const char* name, DType dtype, int64_t rows, int64_
 }
 
 // The scalar int8 reference product of w on n random columns (seeded), and of `other` (the same
-// values in another layout), against the exact sum of w's values times the quantized activations:
-// each block adds a few rounded operations, so w's result lies within per_block x the running
-// magnitude x (blocks + 2) of it, and other's within twice that of w's.
-inline void expect_reference_near_exact_sum(const WeightMatrix& w, const WeightMatrix& other, int64_t n,
-                                            uint32_t seed, double per_block) {
+// values in another layout), against the exact sum of the values times the quantized activations,
+// the values read from `values` (a matrix in a layout other than w's, so that w's reader is under
+// test too): each block adds a few rounded operations, so w's result lies within per_block x the
+// running magnitude x (blocks + 2) of it, and other's within twice that of w's.
+inline void expect_reference_near_exact_sum(const WeightMatrix& w, const WeightMatrix& other,
+                                            const WeightMatrix& values, int64_t n, uint32_t seed, double per_block) {
     const int64_t rows = w.rows, cols = w.cols;
     const std::vector<float> x = random_normal(size_t(n * cols), seed);
     QuantizedColumns qx;
@@ -66,7 +67,7 @@ inline void expect_reference_near_exact_sum(const WeightMatrix& w, const WeightM
     ref::gemm_i8_rows(other, qx, theirs.data(), rows, 0, rows);
     std::vector<float> wrow(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r) {
-        weight_row_f32(w, r, wrow.data());
+        weight_row_f32(values, r, wrow.data());
         for (int64_t j = 0; j < n; ++j) {
             double exact = 0, magnitude = 0;
             for (int64_t c = 0; c < cols; ++c) {

@@ -180,7 +180,7 @@ TEST(KernelsKQuantRows, RefuseOtherTensorsAndShapes) {
         short_bytes.nbytes -= 1;
         EXPECT_FALSE(repack_rows(k, short_bytes, 4, 512, w)) << "bytes not whole blocks";
         RawTensor other = q.t;
-        other.dtype = k.dtype == DType::Q6_K ? DType::Q4_K : DType::Q6_K;
+        other.dtype = k.dtype == DType::Q4_K ? DType::Q5_K : DType::Q4_K;
         EXPECT_FALSE(repack_rows(k, other, 4, 512, w)) << "another type";
         EXPECT_TRUE(w.empty());
         // Columns that are not whole super-blocks: no row (GGUF never writes such a K-quant).
@@ -202,7 +202,8 @@ TEST(KernelsKQuantRows, ReferenceAgreesWithTheChunkedLayoutAndTheExactSum) {
             ASSERT_EQ(k.chunked_type, chunked.type);
             // Each block adds up to two rounded products and two rounded fmas (Q6_K: its integer
             // sum is exact; the rounding of float(i) is the fma's).
-            test::expect_reference_near_exact_sum(rows_of(k, q), chunked, 3, 4, 8e-7);
+            // The values: the chunked layout's reader (kernels_int8_test checks it against the decoder).
+            test::expect_reference_near_exact_sum(rows_of(k, q), chunked, chunked, 3, 4, 8e-7);
         }
 }
 
@@ -314,9 +315,6 @@ TEST(KernelsKQuantRows, Avx512EveryFetchWayEqualsReference) {
 // chunked (Q4_1FX, Q8_1FX, Q6_KX) for "chunked", an error naming an unknown value.
 TEST(KernelsKQuantRowsDeathTest, LayoutsChosenByEnvironment) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");  // fresh process: the table not yet built
-    unsetenv("NEXTN_Q4_K_LAYOUT");
-    unsetenv("NEXTN_Q5_K_LAYOUT");
-    unsetenv("NEXTN_Q6_K_LAYOUT");
     int tables = 0;
     for (const std::string& isa : available_isas()) {
         if (isa == "scalar") continue;  // no int8 kernels
@@ -335,6 +333,9 @@ TEST(KernelsKQuantRowsDeathTest, LayoutsChosenByEnvironment) {
             << isa;
         EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q6_K_LAYOUT", "columns"), testing::ExitedWithCode(3),
                     "NEXTN_Q6_K_LAYOUT=columns: unknown weight layout")
+            << isa;
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q5_K_LAYOUT", "packed"), testing::ExitedWithCode(3),
+                    "NEXTN_Q5_K_LAYOUT=packed: unknown weight layout")
             << isa;
     }
     if (tables == 0) GTEST_SKIP() << "no int8 table on this CPU (no AVX2)";

@@ -92,6 +92,10 @@ inline void expect_avx512_every_fetch_way_on_ranges(const WeightMatrix& w, std::
 // (Q4_K), 8 (Q6_K), 16 (Q5_K). For a death test's child: sets `variable` to `layout` first (the
 // table is built on first use, in the child), and exits 3 with the error when the value is bad.
 [[noreturn]] inline void exit_with_layouts(const std::string& isa, const char* variable, const char* layout) {
+    // The other variables unset: the defaults are what the caller expects, whatever the shell set.
+    for (const char* v : {"NEXTN_Q4_0_LAYOUT", "NEXTN_Q8_0_LAYOUT", "NEXTN_Q4_K_LAYOUT", "NEXTN_Q5_K_LAYOUT",
+                          "NEXTN_Q6_K_LAYOUT"})
+        unsetenv(v);
     setenv(variable, layout, 1);
     try {
         const RowGroupLayouts g = kernels_for(isa).row_groups;

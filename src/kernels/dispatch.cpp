@@ -150,7 +150,7 @@ constexpr int64_t kAmxFromWidth = 8;
 
 void gemm_i8_rows_avx512_amx(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                              int64_t r1) {
-    // (Q4_KR and Q6_KR have no AMX form: their wide products stay on the AVX-512 tiles.)
+    // (The K types have no AMX form: their wide products stay on the AVX-512 tiles.)
     const bool amx_type = w.type == WType::Q4_0R || w.type == WType::Q8_0R;
     if (x.n >= kAmxFromWidth && amx_type) return amx::gemm_row_groups(w, x, y, ldy, r0, r1);
     avx512::gemm_i8_rows(w, x, y, ldy, r0, r1);

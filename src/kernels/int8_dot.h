@@ -54,8 +54,8 @@ inline constexpr int64_t kI8ChunkValues = 512;
 inline constexpr int kI8Steps = 8;          // 64-byte activation steps per chunk
 
 // True for the types gemm_i8_rows multiplies: Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX, Q6_KX, and
-// Q4_0R, Q8_0R, Q4_KR, Q6_KR (16-row groups, kernels/row_groups.h: not chunked, but the same
-// activations).
+// the row-group types Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR (16-row groups, kernels/row_groups.h: not
+// chunked, but the same activations).
 bool is_int8_dot_type(WType t);
 // The int8-dot type holding a block type's values: Q8_0 -> Q8_0X (Q8_0R where groups.q8_0),
 // Q4_0 -> Q4_0X (Q4_0R where groups.q4_0), Q4_1 -> Q4_1X; any other type is returned unchanged.
@@ -67,7 +67,7 @@ WType int8_dot_source_type(WType t);
 // For building a chunked type from values (f32, a draft head's rows): its block type, or an
 // Error naming `who` for the types only made from a checkpoint's codes (FX types, Q6_KX).
 WType int8_dot_block_source(WType t, const char* who);
-// Bytes of one row of an int8-dot type (0 when cols % 32 != 0, for Q4_KR and Q6_KR cols % 256 != 0;
+// Bytes of one row of an int8-dot type (0 when cols % 32 != 0, for the K types cols % 256 != 0;
 // the row-group types: a 16-row group's / 16).
 size_t int8_dot_row_bytes(WType t, int64_t cols);
 // Chunks per row.

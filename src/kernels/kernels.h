@@ -36,7 +36,7 @@ struct KernelTable {
                       int64_t r0, int64_t r1) = nullptr;
 
     // Int8-dot weights (Q8_0X, Q4_0X, Q4_1X, Q4_1FX, Q8_1FX, Q6_KX, and the row-group types
-    // Q4_0R, Q8_0R, Q4_KR, Q6_KR) times
+    // Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR) times
     // int8-quantized activations (kernels/int8_dot.h) for rows [r0, r1): y[j, r], y: [n, ldy].
     // Bit-identical to ref::gemm_i8_rows. `int8_dot_fast` says whether this table has a vector
     // int8 dot product (only then are block weights repacked to the chunked or row-group types at load).
@@ -48,11 +48,12 @@ struct KernelTable {
                              int64_t j1) = nullptr;
     bool int8_dot_fast = false;
     // The types held in 16-row groups at load (Q4_0 as Q4_0R, Q8_0 as Q8_0R, GGUF Q4_K as Q4_KR,
-    // Q6_K as Q6_KR: kernels/row_groups.h) rather than chunked, where gemm_i8_rows has a fast
-    // kernel for them. Every table multiplies the row-group types (the scalar one with its
-    // reference), so a matrix built for one table runs on any. The avx2, avxvnni and avx512
-    // tables have that kernel; NEXTN_Q4_0_LAYOUT, NEXTN_Q8_0_LAYOUT, NEXTN_Q4_K_LAYOUT and
-    // NEXTN_Q6_K_LAYOUT (rows or chunked) choose (kernels/dispatch.cpp).
+    // Q5_K as Q5_KR, Q6_K as Q6_KR: kernels/row_groups.h) rather than chunked, where gemm_i8_rows
+    // has a fast kernel for them. Every table multiplies the row-group types (the scalar one with
+    // its reference), so a matrix built for one table runs on any. The avx2, avxvnni and avx512
+    // tables have that kernel; NEXTN_Q4_0_LAYOUT, NEXTN_Q8_0_LAYOUT, NEXTN_Q4_K_LAYOUT,
+    // NEXTN_Q5_K_LAYOUT and NEXTN_Q6_K_LAYOUT (rows or chunked) choose (kernels/dispatch.cpp has
+    // the defaults).
     RowGroupLayouts row_groups;
     // From this many columns on, the row-group types go through AMX int8 tiles (same bits); 0: no
     // AMX (the CPU or OS lacks it, another table, or NEXTN_AMX is not "on": off by default).

@@ -2,7 +2,7 @@
 // Encoders for GGUF's K-quant blocks (256 values; byte-compatible with ggml, decoded by
 // formats/dequant.cpp): used to build synthetic Q4_K_M models (nextn bench --synthetic NAME
 // --quant q4_k_m), which the engine then holds as it holds a Q4_K_M file's tensors (Q4_KR,
-// Q6_KR). Plain min/max rounding, not ggml's iterative search for the best scales: every value
+// Q5_KR, Q6_KR, or chunked). Plain min/max rounding, not ggml's iterative search for the best scales: every value
 // lies within half a step of its code's value, which is what a speed benchmark needs.
 #include <cstdint>
 

@@ -142,7 +142,7 @@ void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
     }
 }
 
-// A K-quant tensor (GGUF Q4_K or Q6_K blocks, block_bytes each) [rows, cols] as `target`, or false.
+// A K-quant tensor (GGUF Q4_K, Q5_K or Q6_K blocks, block_bytes each) [rows, cols] as `target`, or false.
 bool repack_k_quant(const RawTensor& t, DType source, size_t block_bytes, WType target, int64_t rows, int64_t cols,
                     WeightMatrix& out, ThreadPool* pool) {
     if (t.dtype != source || rows <= 0 || !row_group_cols_fit(target, cols) || rows * cols != t.numel() ||

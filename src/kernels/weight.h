@@ -61,8 +61,8 @@ enum class WType {
     Native,
 };
 
-// Q4_0R / Q8_0R / Q4_KR: rows stored in groups of kRowGroupRows (kernels/row_groups.h has the
-// layout).
+// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR: rows stored in groups of kRowGroupRows
+// (kernels/row_groups.h has the layout).
 inline constexpr int64_t kRowGroupRows = 16;
 constexpr bool is_row_group_type(WType t) {
     return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR || t == WType::Q5_KR;

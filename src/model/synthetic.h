@@ -52,8 +52,8 @@ struct SyntheticOptions {
     WType matrix_type = WType::Q8_0;
     // With q4_k_m the matrices take llama.cpp's Q4_K_M mix instead of matrix_type (q4_k_m_type),
     // each built from the random values through the K-quant encoders (kernels/quant_k.h) and
-    // held in these types (Q4_KR or Q4_1FX, Q5_KR or Q8_1FX, Q6_KR or Q6_KX: as the engine holds a
-    // Q4_K_M file's tensors on the table that runs).
+    // held in these types (Q4_KR or Q4_1FX, Q5_KR or Q8_1FX, Q6_KR or Q6_KX; nextn bench sets them
+    // as the engine holds a Q4_K_M file's tensors on the table that runs).
     bool q4_k_m = false;
     WType q4_k_type = WType::Q4_KR;
     WType q5_k_type = WType::Q5_KR;

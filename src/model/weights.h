@@ -79,9 +79,9 @@ struct ModelWeights {
 struct BindOptions {
     // --quant: the type every matrix is converted to. Native (the default) keeps each tensor's
     // own type where a kernel reads it (F32, BF16, F16, Q8_0, Q4_0, Q4_1, MLX 4-bit as Q4_1,
-    // Q5_0 as Q8_0; with int8 activations also Q4_K and Q6_K in 16-row groups with their own
-    // scales where the table reads them (Q4_KR, Q6_KR; else Q4_1FX and Q6_KX), and Q5_K, Q5_1
-    // and MLX 2..8-bit as codes with f32 scales) and widens the rest (those types without int8
+    // Q5_0 as Q8_0; with int8 activations also Q4_K, Q5_K and Q6_K in 16-row groups with their
+    // own scales where the table reads them (Q4_KR, Q5_KR, Q6_KR; else Q4_1FX, Q8_1FX and Q6_KX),
+    // and Q5_1 and MLX 2..8-bit as codes with f32 scales) and widens the rest (those types without int8
     // activations) to F32; the values are the same either way.
     WType matrix_type = WType::Native;
     bool load_mtp = true;

@@ -4,8 +4,8 @@
 // its 16 rows in 4-byte lanes, so its two 32-byte halves are rows 0..7 and 8..15: a tile is one
 // or both halves of a group times up to 4 columns, over all of the group's blocks. Each code
 // vector is loaded once per tile and meets every column's broadcast activation codes, and a
-// block ends with one convert + multiply + fused multiply-add per (half, column) (Q4_KR: a second
-// multiply + fused multiply-add for its mins; Q6_KR: its two sub-block sums joined by their int8
+// block ends with one convert + multiply + fused multiply-add per (half, column) (Q4_KR, Q5_KR: a
+// second multiply + fused multiply-add for their mins; Q6_KR: its two sub-block sums joined by their int8
 // scales first, as Q6_KX's), lane r holding
 // row r's sum: no reduction across lanes, so the results are the scalar reference's bits, as
 // the AVX-512 kernel's are.
@@ -205,7 +205,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                     acc[i][c] = scale_chunk_q6<avx2::Isa>(isum[i][0][c], isum[i][1][c], sca, scb, d,
                                                           _mm256_set1_ps(x.scales_of(j0 + c)[b]), acc[i][c]);
             } else {
-                // The half's 8 rows' scales (Q4_KR: d * sc) and offsets (Q4_KR: -(dmin * mn)).
+                // The half's 8 rows' scales (Q4_KR, Q5_KR: d * sc) and offsets (-(dmin * mn)).
                 __m256 dw, dm = _mm256_setzero_ps();
                 if constexpr (row_group_affine_k(T)) {
                     const uint8_t* super = group + L.scales + (b / 8) * kQ4KGroupScaleBytes;

@@ -90,7 +90,7 @@ enum class RowGroupFetch {
     Cursor,        // one cursor over the call's bytes
     GroupStreams,  // two groups a tile, each prefetched ahead of its own reads
 };
-// The row-group types (Q4_0R, Q8_0R, Q4_KR, Q6_KR: kernels/row_groups.h) for rows [r0, r1);
+// The row-group types (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR: kernels/row_groups.h) for rows [r0, r1);
 // gemm_i8_rows sends those types here. gfni: unpack the 4-bit types' high nibbles with GFNI
 // (the caller checks that the CPU has it).
 void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,

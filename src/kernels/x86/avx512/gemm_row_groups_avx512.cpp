@@ -12,9 +12,8 @@
 // Prefetch: on AMD a call first fetches its first kPrefetchAheadBytes into L1 at once; then the first
 // column group of each tile fetches the lines kPrefetchAheadBytes ahead of where it reads, a
 // cursor that moves as fast as the tile consumes its groups (kBlockBytes a block a group: 288
-// for Q4_0R) and
-// stops at the end of the call's rows. A call covers a share of the rows that the pool hands out
-// (shrinking shares, so the next rows in memory usually go to the other thread).
+// for Q4_0R) and stops at the end of the call's rows. A call covers a share of the rows that the
+// pool hands out (shrinking shares, so the next rows in memory usually go to the other thread).
 //
 // Measured with tools/layout_ab (the 0.8B model chunked and in row groups, forwards alternating
 // in one process) on the 2-core Zen 5, row-group time over chunked time:
