@@ -311,7 +311,7 @@ TEST(KernelsKQuantRows, Avx512EveryFetchWayEqualsReference) {
 }
 
 // NEXTN_Q4_K_LAYOUT, NEXTN_Q5_K_LAYOUT and NEXTN_Q6_K_LAYOUT choose an int8 table's K-quant layouts
-// once, in a fresh process: row groups by default (Q5_K: on the avx512 table) and for "rows",
+// once, in a fresh process: row groups by default and for "rows",
 // chunked (Q4_1FX, Q8_1FX, Q6_KX) for "chunked", an error naming an unknown value.
 TEST(KernelsKQuantRowsDeathTest, LayoutsChosenByEnvironment) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");  // fresh process: the table not yet built
@@ -319,17 +319,16 @@ TEST(KernelsKQuantRowsDeathTest, LayoutsChosenByEnvironment) {
     for (const std::string& isa : available_isas()) {
         if (isa == "scalar") continue;  // no int8 kernels
         ++tables;
-        // Q5_K in row groups by default on the avx512 table only (kernels/dispatch.cpp says why).
-        const int all = test::default_layouts_code(isa), q5 = isa == "avx512" ? 16 : 0;
+        const int all = test::kDefaultLayoutsCode;
         EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q4_K_LAYOUT", ""), testing::ExitedWithCode(all), "") << isa;
         EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q6_K_LAYOUT", "rows"), testing::ExitedWithCode(all), "") << isa;
         EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q4_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - 4), "")
             << isa;
         EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q6_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - 8), "")
             << isa;
-        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q5_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - q5), "")
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q5_K_LAYOUT", "chunked"), testing::ExitedWithCode(all - 16), "")
             << isa;
-        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q5_K_LAYOUT", "rows"), testing::ExitedWithCode(all - q5 + 16), "")
+        EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q5_K_LAYOUT", "rows"), testing::ExitedWithCode(all), "")
             << isa;
         EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q6_K_LAYOUT", "columns"), testing::ExitedWithCode(3),
                     "NEXTN_Q6_K_LAYOUT=columns: unknown weight layout")

@@ -222,7 +222,7 @@ TEST(KernelsRowGroupsDeathTest, LayoutsChosenByEnvironment) {
         if (isa == "scalar") continue;  // no int8 kernels: it keeps the block types
         ++tables;
         // Defaults: both in groups.
-        const int all = test::default_layouts_code(isa);
+        const int all = test::kDefaultLayoutsCode;
         EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q8_0_LAYOUT", ""), testing::ExitedWithCode(all), "") << isa;
         EXPECT_EXIT(test::exit_with_layouts(isa, "NEXTN_Q4_0_LAYOUT", "chunked"), testing::ExitedWithCode(all - 1), "")
             << isa;

@@ -105,8 +105,7 @@ inline void expect_avx512_every_fetch_way_on_ranges(const WeightMatrix& w, std::
         std::exit(3);
     }
 }
-// exit_with_layouts' code for the defaults: every type in row groups, Q5_K only on the avx512
-// table (kernels/dispatch.cpp says why).
-inline int default_layouts_code(const std::string& isa) { return 64 + 1 + 2 + 4 + 8 + (isa == "avx512" ? 16 : 0); }
+// exit_with_layouts' code for the defaults: every type in row groups.
+inline constexpr int kDefaultLayoutsCode = 64 + 1 + 2 + 4 + 8 + 16;
 
 }  // namespace nextn::test

@@ -62,25 +62,25 @@ bool row_groups_from_env(const char* name, bool fallback) {
     fail(name, "=", layout, ": unknown weight layout (known: chunked, rows)");
 }
 
-// The int8 tables' layouts (avx2, avxvnni, avx512): Q4_0, Q8_0, and GGUF Q4_K and Q6_K in 16-row
-// groups by default (and Q5_K on the avx512 table). The K-quants: kernels_bench BM_GemmQ4K / BM_GemmQ6K on the 2-core Xeon VM,
+// The int8 tables' layouts (avx2, avxvnni, avx512): Q4_0, Q8_0, and GGUF Q4_K, Q5_K and Q6_K in
+// 16-row groups by default. The K-quants: kernels_bench BM_GemmQ4K / BM_GemmQ6K on the 2-core Xeon VM,
 // 16-row groups over chunked, 0.44-0.90x the time at widths 1-8 (README, "GGUF Q4_K and Q6_K in
 // 16-row groups").
 // AVX-512: in the 0.8B model on the 2-core Zen 5 (tools/layout_ab) they took 0.89-1.00x the
 // chunked layouts' time at widths 1, 2 and 4, and 0.83-0.92x for a 128-token prefill
 // (gemm_row_groups_avx512.cpp; README, "Q4_0 in 16-row groups"). The 256-bit kernels
 // (x86/row_groups_256.h) on the 2-core Xeon VM: 0.78-0.97x at every width measured (README,
-// "Row groups for the 256-bit tables"). Q5_K only on the avx512 table (avx512): kernels_bench
-// BM_GemmQ4K/N/1/5 against Q8_1FX, AVX-512 widths 1/2/4/8 0.56/0.58/0.65/0.54x the time; the
-// 256-bit kernels, which unpack the fifth bits at half the width, took longer at width 1
-// (avxvnni 1.13x, avx2 1.24x; width 4 0.92x, 0.73x), so those tables keep Q8_1FX for decode's sake.
-RowGroupLayouts row_group_layouts(bool avx512 = false) {
+// "Row groups for the 256-bit tables"). Q5_K: kernels_bench BM_GemmQ4K/N/1/5 against Q8_1FX,
+// widths 1/2/4/8, avx512 0.56/0.58/0.65/0.54x the time, avxvnni 0.66/0.61/0.59/0.84x, avx2
+// 0.56/0.58/0.55/0.64x (the 256-bit kernels took 1.13-1.24x at width 1 until the fifth-bit
+// unpacking, x86/int8_dot_tiles.h q5_fifth_bits, was forced inline).
+RowGroupLayouts row_group_layouts() {
     RowGroupLayouts groups;
     groups.q4_0 = row_groups_from_env("NEXTN_Q4_0_LAYOUT", true);
     groups.q8_0 = row_groups_from_env("NEXTN_Q8_0_LAYOUT", true);
     groups.q4_k = row_groups_from_env("NEXTN_Q4_K_LAYOUT", true);
     groups.q6_k = row_groups_from_env("NEXTN_Q6_K_LAYOUT", true);
-    groups.q5_k = row_groups_from_env("NEXTN_Q5_K_LAYOUT", avx512);
+    groups.q5_k = row_groups_from_env("NEXTN_Q5_K_LAYOUT", true);
     return groups;
 }
 
@@ -164,7 +164,7 @@ const KernelTable* avx512_table() {
         t.gemm_i8_rows = avx512::gemm_i8_rows;
         t.quantize_columns = avx512::quantize_columns;
         t.int8_dot_fast = true;
-        t.row_groups = row_group_layouts(/*avx512=*/true);
+        t.row_groups = row_group_layouts();
         if (amx_from_env() && x86::cpu_supports_amx_int8()) {
             t.gemm_i8_rows = gemm_i8_rows_avx512_amx;
             t.amx_from_width = kAmxFromWidth;
