@@ -290,7 +290,7 @@ TEST(KernelsKQuantRows, ExtremeCodesEveryTableEqualsReference) {
 }
 
 // Every table's int8 product called directly on row ranges that start and end inside groups
-// (the 256-bit kernels take a group's 8-row halves one at a time above 1 or 2 columns, so ranges
+// (the 256-bit kernels take a group's 8-row halves one at a time above 2 columns, so ranges
 // end in either half): the rows in range get the reference's bits, the others stay untouched.
 TEST(KernelsKQuantRows, EveryTableOnRowRangesInsideGroupsEqualsReference) {
     for (const KQuant& k : kKQuants)

@@ -72,10 +72,9 @@ int q6_low_shift(int e) { return 4 * (e / 4 % 2); }
 size_t q6_high_byte(int lane, int e) { return 256 + size_t(e / 16) * 64 + size_t(4 * lane + e % 4); }
 int q6_high_shift(int e) { return 2 * (e / 4 % 4); }
 
-
-// Row `row` of a Q4_K (Q6_K) tensor, its GGUF blocks at `blocks`, into its lane of a Q4_KR
-// (Q6_KR) group at base. Every byte of the lane is written.
-// Q4_KR, or with `five` Q5_KR (a Q5_K row: its codes' fifth bits in vector 4).
+// The store_*_row functions: row `row` of a K-quant tensor, its GGUF blocks at `blocks`, into its
+// lane of its group at base; every byte of the lane is written. store_affine_k_row: Q4_KR, or
+// with `five` Q5_KR (a Q5_K row: its codes' fifth bits in vector 4).
 void store_affine_k_row(bool five, const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
     const WType t = five ? WType::Q5_KR : WType::Q4_KR;
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
