@@ -81,8 +81,7 @@ bool repack_rows(const KQuant& k, const RawTensor& t, int64_t rows, int64_t cols
                                     : repack_q6_k_as_row_groups(t, rows, cols, out, pool);
 }
 bool repack_chunked(const KQuant& k, const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out) {
-    return k.dtype == DType::Q6_K ? repack_q6_k_for_int8_dot(t, rows, cols, out)
-                                  : repack_affine_for_int8_dot(t, rows, cols, out);
+    return repack_k_quant_tensor(t, rows, cols, k.chunked_type, out);
 }
 
 struct Shape {
@@ -182,7 +181,14 @@ TEST(KernelsKQuantRows, RefuseOtherTensorsAndShapes) {
         RawTensor other = q.t;
         other.dtype = k.dtype == DType::Q4_K ? DType::Q5_K : DType::Q4_K;
         EXPECT_FALSE(repack_rows(k, other, 4, 512, w)) << "another type";
+        EXPECT_FALSE(repack_k_quant_tensor(q.t, 4, 512, WType::Q4_0R, w)) << "a target of no K-quant";
+        EXPECT_FALSE(repack_k_quant_tensor(other, 4, 512, k.rows_type, w)) << "a target of another K-quant";
         EXPECT_TRUE(w.empty());
+        // The layout the loader holds the type in: row groups where the table reads them.
+        RowGroupLayouts all;
+        all.q4_k = all.q5_k = all.q6_k = true;
+        EXPECT_EQ(k.rows_type, k_quant_storage_type(k.dtype, all));
+        EXPECT_EQ(k.chunked_type, k_quant_storage_type(k.dtype, RowGroupLayouts{}));
         // Columns that are not whole super-blocks: no row (GGUF never writes such a K-quant).
         EXPECT_EQ(0u, row_group_bytes(k.rows_type, 288));
         EXPECT_EQ(0u, int8_dot_row_bytes(k.rows_type, 288));

@@ -127,9 +127,9 @@ BenchModel open_bench_model(const Args& a) {
             throw UsageError("--quant q4_k_m needs the int8 kernels (a CPU with AVX2, without --f32-activations): "
                              "elsewhere a Q4_K_M file's matrices are widened to f32");
         so.q4_k_m = true;
-        so.q4_k_type = kernels().row_groups.q4_k ? WType::Q4_KR : WType::Q4_1FX;
-        so.q6_k_type = kernels().row_groups.q6_k ? WType::Q6_KR : WType::Q6_KX;
-        so.q5_k_type = kernels().row_groups.q5_k ? WType::Q5_KR : WType::Q8_1FX;
+        so.q4_k_type = k_quant_storage_type(DType::Q4_K, kernels().row_groups);
+        so.q5_k_type = k_quant_storage_type(DType::Q5_K, kernels().row_groups);
+        so.q6_k_type = k_quant_storage_type(DType::Q6_K, kernels().row_groups);
     }
     if (a.has("no-mtp") && a.has("draft")) throw UsageError("--no-mtp and --draft contradict each other");
     try {

@@ -323,16 +323,32 @@ WeightMatrix build_k_quant_weight(int64_t rows, int64_t cols, WType type, Thread
     t.data = blocks.data();
     t.nbytes = blocks.size();
     WeightMatrix w;
-    const bool made = type == WType::Q4_KR   ? repack_q4_k_as_row_groups(t, rows, cols, w, pool)
-                      : type == WType::Q6_KR ? repack_q6_k_as_row_groups(t, rows, cols, w, pool)
-                      : type == WType::Q5_KR ? repack_q5_k_as_row_groups(t, rows, cols, w, pool)
-                      : type == WType::Q6_KX ? repack_q6_k_for_int8_dot(t, rows, cols, w, pool)
-                                             : repack_affine_for_int8_dot(t, rows, cols, w, pool);
-    if (!made || w.type != type) fail("build_weight: ", wtype_name(type), " from ", t.name, " failed");
+    if (!repack_k_quant_tensor(t, rows, cols, type, w, pool)) fail("build_weight: ", wtype_name(type), " from ", t.name, " failed");
     return w;
 }
 
 }  // namespace
+
+WType k_quant_storage_type(DType d, RowGroupLayouts groups) {
+    switch (d) {
+        case DType::Q4_K: return groups.q4_k ? WType::Q4_KR : WType::Q4_1FX;
+        case DType::Q5_K: return groups.q5_k ? WType::Q5_KR : WType::Q8_1FX;
+        case DType::Q6_K: return groups.q6_k ? WType::Q6_KR : WType::Q6_KX;
+        default: return WType::F32;
+    }
+}
+
+bool repack_k_quant_tensor(const RawTensor& t, int64_t rows, int64_t cols, WType target, WeightMatrix& out,
+                           ThreadPool* pool) {
+    if (t.dtype != k_quant_dtype(target)) return false;
+    switch (target) {
+        case WType::Q4_KR: return repack_q4_k_as_row_groups(t, rows, cols, out, pool);
+        case WType::Q5_KR: return repack_q5_k_as_row_groups(t, rows, cols, out, pool);
+        case WType::Q6_KR: return repack_q6_k_as_row_groups(t, rows, cols, out, pool);
+        case WType::Q6_KX: return repack_q6_k_for_int8_dot(t, rows, cols, out, pool);
+        default: return repack_affine_for_int8_dot(t, rows, cols, out, pool);  // Q4_1FX, Q8_1FX
+    }
+}
 
 DType k_quant_dtype(WType t) {
     switch (t) {

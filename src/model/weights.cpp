@@ -100,21 +100,12 @@ private:
         const bool int8_native = options_.matrix_type == WType::Native && int8;
         const bool affine = int8_native && affine_code_bits(t, rows, cols) != 0;
         WeightMatrix w;
-        // GGUF Q6_K (e.g. the output and half the FFN-down tensors of a Q4_K_M file) keeps its
-        // 6-bit codes and 16-value scales: in 16-row groups where the table's kernel reads them
-        // (Q6_KR, the file's 6.5625 bits a value), else chunked (Q6_KX, 7).
-        if (int8_native && t.dtype == DType::Q6_K &&
-            ((kernels().row_groups.q6_k && repack_q6_k_as_row_groups(t, rows, cols, w, options_.pool)) ||
-             repack_q6_k_for_int8_dot(t, rows, cols, w, options_.pool)))
-            return w;
-        // GGUF Q4_K (most of a Q4_K_M file) in 16-row groups where the table's kernel reads them:
-        // its scales as the file has them, 4.625 bits a value against Q4_1FX's 6.
-        if (affine && t.dtype == DType::Q4_K && kernels().row_groups.q4_k &&
-            repack_q4_k_as_row_groups(t, rows, cols, w, options_.pool))
-            return w;
-        // GGUF Q5_K (a Q4_K_M file's Gated DeltaNet QKV) likewise: 5.625 bits a value against Q8_1FX's 10.
-        if (affine && t.dtype == DType::Q5_K && kernels().row_groups.q5_k &&
-            repack_q5_k_as_row_groups(t, rows, cols, w, options_.pool))
+        // GGUF Q4_K, Q5_K and Q6_K (a Q4_K_M file: Q4_K for most matrices, Q6_K for the output and
+        // some attention V and FFN down ones, Q5_K for the Gated DeltaNet's QKV) keep their codes:
+        // in 16-row groups with the file's scales where the table's kernel reads them (Q4_KR,
+        // Q5_KR, Q6_KR: 4.625, 5.625, 6.5625 bits a value), else chunked (Q4_1FX, Q8_1FX, Q6_KX).
+        const WType k_quant = k_quant_storage_type(t.dtype, kernels().row_groups);
+        if (int8_native && k_quant != WType::F32 && repack_k_quant_tensor(t, rows, cols, k_quant, w, options_.pool))
             return w;
         // MLX 4-bit tries Q4_1 first (f16-exact scales: a layout every kernel reads); the rest
         // repack straight from the file's codes, never through a transient f32 copy.
