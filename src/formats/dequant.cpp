@@ -344,6 +344,31 @@ int affine_code_bits(const RawTensor& t, int64_t rows, int64_t cols) {
     }
 }
 
+namespace {
+
+// Q4_K (five false) or Q5_K codes, scales and mins, as block_q4_k / block_q5_k read them.
+void affine_k_block_codes(const uint8_t* block, bool five, uint8_t* codes, uint8_t* scales, uint8_t* mins,
+                          uint16_t* d, uint16_t* dmin) {
+    *d = load_u16(block);
+    *dmin = load_u16(block + 2);
+    const uint8_t* qh = block + 16;
+    const uint8_t* qs = block + (five ? 48 : 16);
+    for (int s = 0; s < 8; ++s) {  // sub-block s is one nibble half of 32 bytes (and bit s of qh)
+        int sc, mn;
+        k_scale_min(s, block + 4, &sc, &mn);
+        scales[s] = uint8_t(sc);
+        mins[s] = uint8_t(mn);
+        const uint8_t* q = qs + 32 * (s / 2);
+        for (int l = 0; l < 32; ++l) {
+            int code = s % 2 ? q[l] >> 4 : q[l] & 0x0F;
+            if (five) code |= ((qh[l] >> s) & 1) << 4;
+            codes[s * 32 + l] = uint8_t(code);
+        }
+    }
+}
+
+}  // namespace
+
 void affine_row(const RawTensor& t, int64_t row, int64_t cols, uint8_t* codes, float* d, float* m) {
     if (t.dtype == DType::Q4_K || t.dtype == DType::Q5_K) {
         // As block_q4_k / block_q5_k: sub-block s of a 256-value super-block is 32 values of
@@ -351,21 +376,13 @@ void affine_row(const RawTensor& t, int64_t row, int64_t cols, uint8_t* codes, f
         const bool five = t.dtype == DType::Q5_K;
         const size_t block_bytes = five ? 176 : 144;
         for (int64_t sb = 0; sb < cols / 256; ++sb) {
-            const uint8_t* b = t.data + size_t(row * cols / 256 + sb) * block_bytes;
-            const float dd = load_f16(b), dmin = load_f16(b + 2);
-            const uint8_t* qh = b + 16;
-            const uint8_t* qs = b + (five ? 48 : 16);
+            uint8_t sc[8], mn[8];
+            uint16_t dd, dmin;
+            affine_k_block_codes(t.data + size_t(row * cols / 256 + sb) * block_bytes, five, codes + sb * 256, sc, mn,
+                                 &dd, &dmin);
             for (int s = 0; s < 8; ++s) {
-                int sc, mn;
-                k_scale_min(s, b + 4, &sc, &mn);
-                d[sb * 8 + s] = dd * float(sc);
-                m[sb * 8 + s] = -(dmin * float(mn));
-                const uint8_t* q = qs + 32 * (s / 2);
-                for (int l = 0; l < 32; ++l) {
-                    int code = s % 2 ? q[l] >> 4 : q[l] & 0x0F;
-                    if (five) code += ((qh[l] >> s) & 1) << 4;
-                    codes[sb * 256 + s * 32 + l] = uint8_t(code);
-                }
+                d[sb * 8 + s] = f16_to_f32(dd) * float(sc[s]);
+                m[sb * 8 + s] = -(f16_to_f32(dmin) * float(mn[s]));
             }
         }
         return;
@@ -427,30 +444,6 @@ void q6_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint
             }
 }
 
-namespace {
-
-// Q4_K (five false) or Q5_K codes, scales and mins, as block_q4_k / block_q5_k read them.
-void affine_k_block_codes(const uint8_t* block, bool five, uint8_t* codes, uint8_t* scales, uint8_t* mins,
-                          uint16_t* d, uint16_t* dmin) {
-    *d = load_u16(block);
-    *dmin = load_u16(block + 2);
-    const uint8_t* qh = block + 16;
-    const uint8_t* qs = block + (five ? 48 : 16);
-    for (int s = 0; s < 8; ++s) {  // sub-block s is one nibble half of 32 bytes (and bit s of qh)
-        int sc, mn;
-        k_scale_min(s, block + 4, &sc, &mn);
-        scales[s] = uint8_t(sc);
-        mins[s] = uint8_t(mn);
-        const uint8_t* q = qs + 32 * (s / 2);
-        for (int l = 0; l < 32; ++l) {
-            int code = s % 2 ? q[l] >> 4 : q[l] & 0x0F;
-            if (five) code |= ((qh[l] >> s) & 1) << 4;
-            codes[s * 32 + l] = uint8_t(code);
-        }
-    }
-}
-
-}  // namespace
 
 void q4_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint8_t* mins,
                       uint16_t* d, uint16_t* dmin) {
