@@ -144,17 +144,27 @@ TEST(KernelsRowGroups, EveryTableEqualsReferenceBitwiseForEveryWidth) {
 }
 
 // Codes at their extremes (Q8_0's -127 and 127 next to -128's absence; Q4_0's 0 and 15) against
-// activations at +-127: the integer sums stay exact, every table equals the reference.
+// activations at +-127: the integer sums stay exact, every table equals the reference. Mixed
+// signs, and whole rows of one value against columns of one sign: the sums at their largest
+// (the AVX2 kernel adds a Q4_0 block's 8 steps in int16 lanes, 16 * 15 * 127 = 30480 at most).
 TEST(KernelsRowGroups, ExtremeCodesEveryTableEqualsReference) {
     const Shape s{21, 512};
-    std::vector<float> wv(size_t(s.rows * s.cols)), xv(size_t(3 * s.cols));
-    for (size_t i = 0; i < wv.size(); ++i) wv[i] = (i / 7) % 2 ? 1.0f : -1.0f;  // whole blocks at +-max
-    for (size_t i = 0; i < xv.size(); ++i) xv[i] = (i / 5) % 2 ? 3.0f : -3.0f;
+    std::vector<float> wv(size_t(s.rows * s.cols)), xv(size_t(5 * s.cols));
+    for (size_t i = 0; i < wv.size(); ++i) {
+        const size_t row = i / size_t(s.cols);
+        // Row 3k: each block's first value -1 (Q4_0 code 0, its scale's sign), the rest 1 (code
+        // 15); row 3k + 1: every value 1 (code 0); row 3k + 2: signs in runs of 7.
+        wv[i] = row % 3 == 0 ? (i % 32 == 0 ? -1.0f : 1.0f) : row % 3 == 1 ? 1.0f : (i / 7) % 2 ? 1.0f : -1.0f;
+    }
+    for (size_t i = 0; i < xv.size(); ++i) {
+        const size_t col = i / size_t(s.cols);
+        xv[i] = col == 0 ? 3.0f : col == 1 ? -3.0f : (i / (col + 3)) % 2 ? 3.0f : -3.0f;
+    }
     for (WType type : kRowGroupTypes) {
         const WeightMatrix w = make_weight_f32(wv.data(), s.rows, s.cols, type);
-        const std::vector<float> want = matmul_on(reference_kernels(), w, xv, 3, 1);
+        const std::vector<float> want = matmul_on(reference_kernels(), w, xv, 5, 1);
         for (const std::string& isa : available_isas()) {
-            const std::vector<float> got = matmul_on(kernels_for(isa), w, xv, 3, 2);
+            const std::vector<float> got = matmul_on(kernels_for(isa), w, xv, 5, 2);
             ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
                 << isa << " " << wtype_name(type);
         }

@@ -45,19 +45,21 @@ using namespace nextn;
 
 int main(int argc, char** argv) {
     if (argc != 5) {
-        std::fprintf(stderr, "usage: kernel_ab MODEL q8|q4 WIDTH TOKENS\n");
+        std::fprintf(stderr, "usage: kernel_ab MODEL q8|q4|q4_k_m WIDTH TOKENS\n");
         return 2;
     }
     const std::string name = argv[1], quant = argv[2];
     const int width = std::atoi(argv[3]), tokens = std::atoi(argv[4]);
-    if ((quant != "q8" && quant != "q4") || width < 1 || tokens < 1) {
-        std::fprintf(stderr, "kernel_ab: bad arguments (QUANT q8|q4, WIDTH >= 1, TOKENS >= 1)\n");
+    if ((quant != "q8" && quant != "q4" && quant != "q4_k_m") || width < 1 || tokens < 1) {
+        std::fprintf(stderr, "kernel_ab: bad arguments (QUANT q8|q4|q4_k_m, WIDTH >= 1, TOKENS >= 1)\n");
         return 2;
     }
     SyntheticOptions so;
     // The layout the engine holds the block type in on this table (Q4_0R / Q8_0R on every int8
     // table unless NEXTN_Q4_0_LAYOUT / NEXTN_Q8_0_LAYOUT say chunked).
     so.matrix_type = kernel_storage_type(quant == "q4" ? WType::Q4_0 : WType::Q8_0, /*int8_activations=*/true);
+    // q4_k_m: llama.cpp's Q4_K_M mix, held as the loader holds such a file (nextn bench --quant q4_k_m).
+    so.q4_k_m = quant == "q4_k_m";
     so.draft = SyntheticDraft::None;
     LoadedModel lm = load_synthetic_model(name, so, 0);
     Qwen35Model& model = *lm.model;

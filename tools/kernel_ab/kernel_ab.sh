@@ -2,8 +2,8 @@
 # Times the int8 matrix kernel of git revision REV (a) against the working tree's (b) on a
 # synthetic model, alternating token by token in one process (kernel_ab.cpp says why).
 #   tools/kernel_ab/kernel_ab.sh REV [MODEL] [QUANT] [WIDTH] [TOKENS]
-#   defaults: qwen3.5-0.8b q8 1 150; ISA=avx2 or ISA=avxvnni for the 256-bit kernels (NEXTN_ISA is
-#   set to match)
+#   QUANT q8, q4 or q4_k_m (llama.cpp's Q4_K_M mix); defaults: qwen3.5-0.8b q8 1 150;
+#   ISA=avx2 or ISA=avxvnni for the 256-bit kernels (NEXTN_ISA is set to match)
 # B_FLAGS (optional): extra compiler flags for the working tree's side only, e.g. -DSOME_VARIANT=1
 # to time a variant the working tree guards with a macro against REV.
 # Needs a built tree (make build). Both kernels must use the current WeightMatrix /

@@ -19,6 +19,10 @@
 //                                             chunk's sum starts 128 * xsum higher
 //   Dot::kLatencyBound                        each dot product waits on the last one into the
 //                                             same sum (x86/row_groups_256.h then splits sums)
+//   Dot::kWidensLate                          products are int16 pair sums first: then
+//   __m256i Dot::pairs(pw, x)                   the int16 pair sums of one step (no widening)
+//   __m256i Dot::widen(pairs16)                 their int32 lane sums (x86/row_groups_256.h adds
+//                                               several steps of small codes before one widen)
 #include <immintrin.h>
 
 #include <limits>

@@ -52,6 +52,28 @@ struct RowGroupFetchShare256 {
     int64_t base = 0, step = 0;
 };
 
+// factor * sum in every int32 lane, a block's start: one pmaddwd of the broadcast sum (|sum| <=
+// 32 * 127 is its low int16; the high int16 meets 0) with factor in each lane's low int16. The
+// scalar product and its broadcast took three to five instructions a column and block, the
+// broadcast from memory none (it is a load).
+template <int32_t Factor>
+__m256i block_start_256(const int32_t* sum) {
+    if constexpr (Factor == 0) return _mm256_setzero_si256();
+    static_assert(Factor >= -32768 && Factor <= 32767, "the factor is an int16");
+    return _mm256_madd_epi16(_mm256_set1_epi32(*sum), _mm256_set1_epi32(Factor & 0xffff));
+}
+
+// Steps of the 4- and 5-bit types a policy that widens late (AVX2's pmaddubsw) adds in int16
+// before one widen: each step's pair sums are at most 2 * m * 127 for codes up to m, so 8 steps
+// of 4-bit codes (30480) and 4 of Q5_K's 5-bit ones (31496) stay under 32767. A Q4_0R block then
+// takes 8 pmaddubsw and 2 pmaddwd (its sum and its start) a column where it took 8 and 5, the
+// pmaddwd a pair of steps and the scalar start. On the 2-core Xeon VM (tools/kernel_ab ISA=avx2,
+// 0.8B forwards, against the pair-by-pair widen) q4 width 1, 4, 8 took 0.99, 0.94, 0.925x the
+// time, q4_k_m widths 4 and 8 0.97-0.98x. The block start's pmaddwd alone (avxvnni): 0.99x at
+// width 4, 0.975x at 8. (A loop of one step at a time, which holds one code vector instead of a
+// low and a high one, spilled as much and took 1.01-1.02x the time of this: not kept.)
+constexpr int row_group_int16_steps(WType t) { return t == WType::Q5_KR ? 4 : 8; }
+
 // H halves (1: half `h` alone; 2: both) of the group at `group` times columns j0 .. j0+C-1.
 // lanes: the rows of this call in the group (bit r: row r). K independent sums per (half,
 // column): 2 splits a block's dot products over two chains (the low and the high nibbles, or
@@ -67,6 +89,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
     constexpr bool kSixBit = T == WType::Q6_KR;
     static_assert(!kSixBit || K == 2, "Q6_KR sums its sub-blocks apart");
     constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
+    // The 4- and 5-bit types' products add in int16 lanes first on a policy that widens late.
+    constexpr bool kInt16Sums = Dot::kWidensLate && !kEight && !kSixBit;
     // The sums start at -offset * xsum (the codes are stored offset), plus what the policy's
     // product leaves out: 8-bit codes it multiplies as w - 128 need 128 * xsum more.
     constexpr int32_t kStartFactor =
@@ -110,8 +134,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                 const __m256i second = q6_start_second<avx2::Isa>(_mm256_set1_epi32(x.sums_of(j0 + c)[b]), half);
 #pragma GCC unroll 2
                 for (int i = 0; i < H; ++i) isum[i][0][c] = first, isum[i][1][c] = second;
-            } else {
-                const __m256i start = _mm256_set1_epi32(kStartFactor * x.sums_of(j0 + c)[b]);
+            } else if constexpr (!kInt16Sums) {  // (those begin at their first widen)
+                const __m256i start = block_start_256<kStartFactor>(x.sums_of(j0 + c) + b);
 #pragma GCC unroll 2
                 for (int i = 0; i < H; ++i) {
                     isum[i][0][c] = start;
@@ -159,6 +183,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                 }
             }
         } else {
+            [[maybe_unused]] __m256i narrow[H][C];  // [half, column] int16 pair sums since the last widen
 #pragma GCC unroll 4
             for (int s = 0; s < 4; ++s) {  // low nibbles: step s; high nibbles: step 4 + s
                 typename Dot::W lo[H], hi[H];
@@ -179,7 +204,16 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                     const __m256i xlo = step(c, xoff, s), xhi = step(c, xoff, 4 + s);
 #pragma GCC unroll 2
                     for (int i = 0; i < H; ++i) {
-                        if constexpr (K == 2) {
+                        if constexpr (kInt16Sums) {  // widened every kWiden iterations (2 steps each)
+                            constexpr int kWiden = row_group_int16_steps(T) / 2;
+                            const __m256i p = _mm256_add_epi16(Dot::pairs(lo[i], xlo), Dot::pairs(hi[i], xhi));
+                            narrow[i][c] = s % kWiden == 0 ? p : _mm256_add_epi16(narrow[i][c], p);
+                            if (s == kWiden - 1)  // the start joins at the first widen: no register held for it
+                                isum[i][0][c] = _mm256_add_epi32(block_start_256<kStartFactor>(x.sums_of(j0 + c) + b),
+                                                                 Dot::widen(narrow[i][c]));
+                            else if (s % kWiden == kWiden - 1)
+                                isum[i][0][c] = _mm256_add_epi32(isum[i][0][c], Dot::widen(narrow[i][c]));
+                        } else if constexpr (K == 2) {
                             isum[i][0][c] = Dot::template dot<false>(isum[i][0][c], lo[i], xlo);
                             isum[i][1][c] = Dot::template dot<false>(isum[i][1][c], hi[i], xhi);
                         } else {
@@ -228,9 +262,11 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                     if constexpr (K == 2) sum = _mm256_add_epi32(sum, isum[i][1][c]);
                     const __m256 dx = _mm256_set1_ps(x.scales_of(j0 + c)[b]);
                     acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dx), acc[i][c]);
-                    if constexpr (row_group_affine_k(T))  // as the chunked affine types
-                        acc[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(float(x.sums_of(j0 + c)[b])), _mm256_mul_ps(dm, dx),
-                                                    acc[i][c]);
+                    // As the chunked affine types. The sum converted in the vector (a broadcast
+                    // load, then one convert) where a scalar convert and broadcast took three.
+                    if constexpr (row_group_affine_k(T))
+                        acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_set1_epi32(x.sums_of(j0 + c)[b])),
+                                                    _mm256_mul_ps(dm, dx), acc[i][c]);
                 }
             }
         }

@@ -42,10 +42,13 @@ struct MaddubsDot {
     // Two steps of codes up to 63 (the 4-bit and Q6_K codes): their int16 pairs add without
     // overflow (2 * 2 * 63 * 127 = 32004 < 32767), so one pmaddwd serves both.
     static __m256i dot_pair(__m256i acc, W w0, __m256i x0, W w1, __m256i x1) {
-        const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(w0.magnitude, x0),
-                                               _mm256_maddubs_epi16(w1.magnitude, x1));
-        return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+        return _mm256_add_epi32(acc, widen(_mm256_add_epi16(pairs(w0, x0), pairs(w1, x1))));
     }
+    // The row-group tiles add more steps of small codes in int16 before one pmaddwd (pairs, then
+    // widen): steps of codes up to m fit 32767 / (2 * m * 127) at a time, 8 of 4-bit codes.
+    static constexpr bool kWidensLate = true;
+    static __m256i pairs(W w, __m256i x) { return _mm256_maddubs_epi16(w.magnitude, x); }
+    static __m256i widen(__m256i pairs16) { return _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)); }
 };
 
 }  // namespace

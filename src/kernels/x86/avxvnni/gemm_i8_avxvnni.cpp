@@ -18,6 +18,8 @@ struct VnniDot {
     static constexpr bool kSignedEightBit = false;
     // Each product waits on the last (vpdpbusd accumulates): a sum is a chain of its latencies.
     static constexpr bool kLatencyBound = true;
+    // Its products widen to int32 as they are made: nothing to gain by adding them in int16.
+    static constexpr bool kWidensLate = false;
     template <bool EightBit>
     static W prepare(__m256i w) { return w; }
     template <bool EightBit>
