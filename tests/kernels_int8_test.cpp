@@ -265,6 +265,13 @@ QuantizedColumns expect_quantizer_matches_reference(const std::string& isa, cons
         << isa << " cols " << cols;
     EXPECT_EQ(head(want.sums, blocks), head(got.sums, blocks)) << isa << " cols " << cols;
     EXPECT_EQ(head(want.half_sums, blocks), head(got.half_sums, blocks)) << isa << " cols " << cols;
+    EXPECT_EQ(head(want.half_pairs, blocks), head(got.half_pairs, blocks)) << isa << " cols " << cols;
+    for (size_t b = 0; b < blocks; ++b) {  // the two halves as int16s
+        const int16_t first = int16_t(uint32_t(want.half_pairs[b]) & 0xffff);
+        const int16_t second = int16_t(uint32_t(want.half_pairs[b]) >> 16);
+        EXPECT_EQ(want.half_sums[b], first) << "block " << b;
+        EXPECT_EQ(want.sums[b] - want.half_sums[b], second) << "block " << b;
+    }
     return got;
 }
 

@@ -134,6 +134,10 @@ struct QuantizedColumns {
     std::vector<float> scales;   // [n, chunks * 16] one per block
     std::vector<int32_t> sums;   // [n, chunks * 16] sum of the block's codes
     std::vector<int32_t> half_sums;  // [n, chunks * 16] sum of the block's first 16 codes
+    // [n, chunks * 16] the block's two half sums as int16s (each at most 16 * 127): the first 16
+    // codes' sum in the low half, the last 16's in the high half. One pmaddwd with two int16
+    // factors then forms a * first + b * second (Q6_K's two sub-block starts, scaled).
+    std::vector<int32_t> half_pairs;
 
     const int8_t* codes_of(int64_t j) const { return codes.data() + j * chunks * kI8ChunkValues; }
     const float* scales_of(int64_t j) const { return scales.data() + j * chunks * kI8ChunkBlocks; }
@@ -141,6 +145,7 @@ struct QuantizedColumns {
     const int32_t* half_sums_of(int64_t j) const {
         return half_sums.data() + j * chunks * kI8ChunkBlocks;
     }
+    const int32_t* half_pairs_of(int64_t j) const { return half_pairs.data() + j * chunks * kI8ChunkBlocks; }
 };
 
 // Sizes out for n columns of `cols` values (no allocation once it is large enough).
@@ -223,6 +228,9 @@ void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, 
             sums[b] = sum;
             half_sums[b] = half;
         }
+        int32_t* half_pairs = out.half_pairs.data() + j * blocks;
+        for (int64_t b = 0; b < blocks; ++b)
+            half_pairs[b] = int32_t(uint32_t(uint16_t(half_sums[b])) | (uint32_t(sums[b] - half_sums[b]) << 16));
     }
 }
 
