@@ -5,8 +5,8 @@
 // or both halves of a group times up to 4 columns, over all of the group's blocks. Each code
 // vector is loaded once per tile and meets every column's broadcast activation codes, and a
 // block ends with one convert + multiply + fused multiply-add per (half, column) (Q4_KR, Q5_KR: a
-// second multiply + fused multiply-add for their mins; Q6_KR: its two sub-block sums joined by their int8
-// scales first, as Q6_KX's), lane r holding
+// second multiply + fused multiply-add for their mins; Q6_KR: its two sub-block sums joined by
+// their int8 scales first, as Q6_KX's, or on AVX2 its sums scaled as they widen), lane r holding
 // row r's sum: no reduction across lanes, so the results are the scalar reference's bits, as
 // the AVX-512 kernel's are.
 //
@@ -74,6 +74,23 @@ __m256i block_start_256(const int32_t* sum) {
 // low and a high one, spilled as much and took 1.01-1.02x the time of this: not kept.)
 constexpr int row_group_int16_steps(WType t) { return t == WType::Q5_KR ? 4 : 8; }
 
+// Q6_KR, 8 rows' sub-block scales (int8, at p) as int16s, each twice: the two int16 halves of
+// lane r both hold row r's, so pmaddwd of a pair of steps' int16 pair sums by them is the
+// scaled int32 sum.
+inline __m256i q6_pair_scales_256(const uint8_t* p) {
+    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(v, v));
+}
+
+// Q6_KR, 8 rows' start factors: -32 (the codes' offset) x the first sub-block's scale (at a) in
+// lane r's low int16, x the second's (at b) in its high int16 (at most 32 * 128). pmaddwd of a
+// block's half_pairs by them is both sub-blocks' scaled start.
+inline __m256i q6_start_factors_256(const uint8_t* a, const uint8_t* b) {
+    const __m128i va = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a));
+    const __m128i vb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b));
+    return _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(va, vb)), _mm256_set1_epi16(-32));
+}
+
 // H halves (1: half `h` alone; 2: both) of the group at `group` times columns j0 .. j0+C-1.
 // lanes: the rows of this call in the group (bit r: row r). K independent sums per (half,
 // column): 2 splits a block's dot products over two chains (the low and the high nibbles, or
@@ -87,7 +104,16 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                         const RowGroupFetchShare256& share) {
     constexpr bool kEight = T == WType::Q8_0R;
     constexpr bool kSixBit = T == WType::Q6_KR;
-    static_assert(!kSixBit || K == 2, "Q6_KR sums its sub-blocks apart");
+    // Q6_KR on a policy that widens late: each pair of steps' int16 sums widened by pmaddwd with
+    // the rows' sub-block scales, into one sum a (half, column), its start one pmaddwd of the
+    // block's half_pairs; else two sums, a sub-block each, scaled by pmulld at the block's end. A
+    // column's block then takes 5 pmaddwd where it took 4, two pmulld (two uops each) and two
+    // starts of three instructions. On the 2-core Xeon VM (tools/kernel_ab ISA=avx2 q4_k_m, whose
+    // Q6_K LM head this is, 0.8B forwards) widths 1, 2, 4, 8 took 1.00, 1.00, 0.96-0.97,
+    // 0.93-0.95x the time. AVX-VNNI's sums widen as they are made; its starts from half_pairs
+    // alone (one pmaddwd after the pmulld) took 1.015-1.02x at width 1, 0.99x at 4: not kept.
+    constexpr bool kScaledSixBit = kSixBit && Dot::kWidensLate;
+    static_assert(!kSixBit || K == (kScaledSixBit ? 1 : 2), "Q6_KR's sums: one scaled, or a sub-block each");
     constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
     // The 4- and 5-bit types' products add in int16 lanes first on a policy that widens late.
     constexpr bool kInt16Sums = Dot::kWidensLate && !kEight && !kSixBit;
@@ -128,7 +154,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
         __m256i isum[H][K][C];
 #pragma GCC unroll 4
         for (int c = 0; c < C; ++c) {
-            if constexpr (kSixBit) {  // -32 x each sub-block's activation code sum
+            if constexpr (kScaledSixBit) {  // (its start joins at the first widen)
+            } else if constexpr (kSixBit) {  // -32 x each sub-block's activation code sum
                 const __m256i half = _mm256_set1_epi32(x.half_sums_of(j0 + c)[b]);
                 const __m256i first = q6_start_first<avx2::Isa>(half);
                 const __m256i second = q6_start_second<avx2::Isa>(_mm256_set1_epi32(x.sums_of(j0 + c)[b]), half);
@@ -144,7 +171,45 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
             }
         }
         const uint8_t* codes = group + b * kCodeBytes + (H == 1 ? 32 * h : 0);
-        if constexpr (kSixBit) {
+        // Q6_KR: the block's sub-block scales of half `half` (first at +0, second at +16).
+        auto q6_scales_of = [&](int half) {
+            return group + L.scales + (b / 8) * kQ6KGroupScaleBytes + 32 + (b % 8) * 32 + 8 * half;
+        };
+        if constexpr (kScaledSixBit) {
+#pragma GCC unroll 4
+            for (int s = 0; s < 8; s += 2) {  // steps s and s + 1: one sub-block
+                typename Dot::W w0[H], w1[H];
+                __m256i scales[H];  // [half] sub-block s / 4's, twice in each lane
+#pragma GCC unroll 2
+                for (int i = 0; i < H; ++i) {
+                    auto load = [&](int64_t at) {
+                        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at + 32 * i));
+                    };
+                    const __m256i low = load((s / 2) * 64), high = load(256 + (s / 4) * 64);
+                    w0[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s));
+                    w1[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s + 1));
+                    scales[i] = q6_pair_scales_256(q6_scales_of(H == 1 ? h : i) + 16 * (s / 4));
+                }
+#pragma GCC unroll 4
+                for (int c = 0; c < C; ++c) {
+                    const __m256i x0 = step(c, xoff, s), x1 = step(c, xoff, s + 1);
+#pragma GCC unroll 2
+                    for (int i = 0; i < H; ++i) {
+                        // Two steps of codes up to 63: 2 * 2 * 63 * 127 = 32004 fits the int16 lanes.
+                        const __m256i scaled = _mm256_madd_epi16(
+                            _mm256_add_epi16(Dot::pairs(w0[i], x0), Dot::pairs(w1[i], x1)), scales[i]);
+                        if (s == 0) {  // the start: -32 x (first scale x first half sum + second x second)
+                            const uint8_t* sc = q6_scales_of(H == 1 ? h : i);
+                            const __m256i start = _mm256_madd_epi16(_mm256_set1_epi32(x.half_pairs_of(j0 + c)[b]),
+                                                                    q6_start_factors_256(sc, sc + 16));
+                            isum[i][0][c] = _mm256_add_epi32(start, scaled);
+                        } else {
+                            isum[i][0][c] = _mm256_add_epi32(isum[i][0][c], scaled);
+                        }
+                    }
+                }
+            }
+        } else if constexpr (kSixBit) {
 #pragma GCC unroll 4
             for (int s = 0; s < 8; s += 2) {  // steps s and s + 1: one sub-block
                 typename Dot::W w0[H], w1[H];
@@ -226,7 +291,14 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
 #pragma GCC unroll 2
         for (int i = 0; i < H; ++i) {
             const int half = H == 1 ? h : i;
-            if constexpr (kSixBit) {
+            if constexpr (kScaledSixBit) {  // the sums are scaled: the super-block scale d alone
+                const uint8_t* super = group + L.scales + (b / 8) * kQ6KGroupScaleBytes;
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 16 * half)));
+#pragma GCC unroll 4
+                for (int c = 0; c < C; ++c)
+                    acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][0][c]),
+                                                _mm256_mul_ps(d, _mm256_set1_ps(x.scales_of(j0 + c)[b])), acc[i][c]);
+            } else if constexpr (kSixBit) {
                 const uint8_t* super = group + L.scales + (b / 8) * kQ6KGroupScaleBytes;
                 const uint8_t* sc = super + 32 + (b % 8) * 32 + 8 * half;
                 auto i8_lanes = [](const uint8_t* p) {
@@ -302,15 +374,16 @@ template <class Dot, WType T, int C>
 void row_group_columns_256(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
                            unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch,
                            const RowGroupFetchShare256 (&shares)[2]) {
-    constexpr bool kSixBit = T == WType::Q6_KR;  // two sums a (half, column) always: one a sub-block
+    // Q6_KR: two sums a (half, column), one a sub-block, unless its sums are scaled as they widen.
+    constexpr bool kSubBlockSums = T == WType::Q6_KR && !Dot::kWidensLate;
     if constexpr (C <= 2) {
-        constexpr int K = kSixBit || (Dot::kLatencyBound && C == 1) ? 2 : 1;
+        constexpr int K = kSubBlockSums || (Dot::kLatencyBound && C == 1) ? 2 : 1;
         row_group_tile_256<Dot, T, 2, K, C>(L, group, 0, x, j0, lanes, y, ldy, fetch, shares[0]);
     } else {
         for (int h = 0; h < 2; ++h)
             if ((lanes >> (8 * h)) & 0xffu)
-                row_group_tile_256<Dot, T, 1, kSixBit || Dot::kLatencyBound ? 2 : 1, C>(L, group, h, x, j0, lanes, y,
-                                                                                       ldy, fetch, shares[h]);
+                row_group_tile_256<Dot, T, 1, kSubBlockSums || Dot::kLatencyBound ? 2 : 1, C>(L, group, h, x, j0, lanes,
+                                                                                             y, ldy, fetch, shares[h]);
     }
 }
 
