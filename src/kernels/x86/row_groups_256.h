@@ -68,10 +68,13 @@ __m256i block_start_256(const int32_t* sum) {
 // of 4-bit codes (30480) and 4 of Q5_K's 5-bit ones (31496) stay under 32767. A Q4_0R block then
 // takes 8 pmaddubsw and 2 pmaddwd (its sum and its start) a column where it took 8 and 5, the
 // pmaddwd a pair of steps and the scalar start. On the 2-core Xeon VM (tools/kernel_ab ISA=avx2,
-// 0.8B forwards, against the pair-by-pair widen) q4 width 1, 4, 8 took 0.99, 0.94, 0.925x the
-// time, q4_k_m widths 4 and 8 0.97-0.98x. The block start's pmaddwd alone (avxvnni): 0.99x at
-// width 4, 0.975x at 8. (A loop of one step at a time, which holds one code vector instead of a
-// low and a high one, spilled as much and took 1.01-1.02x the time of this: not kept.)
+// 0.8B forwards, against the pair-by-pair widen) q4 width 1, 2, 3, 4, 8 took 0.99, 0.98-0.99,
+// 0.97-0.98, 0.94, 0.925x the time, prefill 128 0.96x (its thirds 0.99 and 1.01); q4_k_m widths
+// 3-8 0.96-0.98x, prefill 1.00x. The block start's pmaddwd alone (avxvnni): 0.99x at width 4,
+// 0.975x at 8, prefill 0.96x. Session 34 had tried the int16 sums with the start held in a
+// register through the steps: width 3 1.02x, prefill 1.06x. (A loop of one step at a time, which
+// holds one code vector instead of a low and a high one, spilled as much and took 1.01-1.02x the
+// time of this: not kept.)
 constexpr int row_group_int16_steps(WType t) { return t == WType::Q5_KR ? 4 : 8; }
 
 // Q6_KR, 8 rows' sub-block scales (int8, at p) as int16s, each twice: the two int16 halves of
