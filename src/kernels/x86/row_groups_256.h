@@ -178,11 +178,11 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
         auto q6_scales_of = [&](int half) {
             return group + L.scales + (b / 8) * kQ6KGroupScaleBytes + 32 + (b % 8) * 32 + 8 * half;
         };
-        if constexpr (kScaledSixBit) {
+        if constexpr (kSixBit) {
 #pragma GCC unroll 4
             for (int s = 0; s < 8; s += 2) {  // steps s and s + 1: one sub-block
                 typename Dot::W w0[H], w1[H];
-                __m256i scales[H];  // [half] sub-block s / 4's, twice in each lane
+                [[maybe_unused]] __m256i scales[H];  // [half] sub-block s / 4's, twice in each lane (scaled sums)
 #pragma GCC unroll 2
                 for (int i = 0; i < H; ++i) {
                     auto load = [&](int64_t at) {
@@ -191,45 +191,29 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                     const __m256i low = load((s / 2) * 64), high = load(256 + (s / 4) * 64);
                     w0[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s));
                     w1[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s + 1));
-                    scales[i] = q6_pair_scales_256(q6_scales_of(H == 1 ? h : i) + 16 * (s / 4));
+                    if constexpr (kScaledSixBit) scales[i] = q6_pair_scales_256(q6_scales_of(H == 1 ? h : i) + 16 * (s / 4));
                 }
 #pragma GCC unroll 4
                 for (int c = 0; c < C; ++c) {
                     const __m256i x0 = step(c, xoff, s), x1 = step(c, xoff, s + 1);
 #pragma GCC unroll 2
                     for (int i = 0; i < H; ++i) {
-                        // Two steps of codes up to 63: 2 * 2 * 63 * 127 = 32004 fits the int16 lanes.
-                        const __m256i scaled = _mm256_madd_epi16(
-                            _mm256_add_epi16(Dot::pairs(w0[i], x0), Dot::pairs(w1[i], x1)), scales[i]);
-                        if (s == 0) {  // the start: -32 x (first scale x first half sum + second x second)
-                            const uint8_t* sc = q6_scales_of(H == 1 ? h : i);
-                            const __m256i start = _mm256_madd_epi16(_mm256_set1_epi32(x.half_pairs_of(j0 + c)[b]),
-                                                                    q6_start_factors_256(sc, sc + 16));
-                            isum[i][0][c] = _mm256_add_epi32(start, scaled);
+                        if constexpr (kScaledSixBit) {
+                            // Two steps of codes up to 63: 2 * 2 * 63 * 127 = 32004 fits the int16 lanes.
+                            const __m256i scaled = _mm256_madd_epi16(
+                                _mm256_add_epi16(Dot::pairs(w0[i], x0), Dot::pairs(w1[i], x1)), scales[i]);
+                            if (s == 0) {  // the start: -32 x (first scale x first half sum + second x second)
+                                const uint8_t* sc = q6_scales_of(H == 1 ? h : i);
+                                const __m256i start = _mm256_madd_epi16(_mm256_set1_epi32(x.half_pairs_of(j0 + c)[b]),
+                                                                        q6_start_factors_256(sc, sc + 16));
+                                isum[i][0][c] = _mm256_add_epi32(start, scaled);
+                            } else {
+                                isum[i][0][c] = _mm256_add_epi32(isum[i][0][c], scaled);
+                            }
                         } else {
-                            isum[i][0][c] = _mm256_add_epi32(isum[i][0][c], scaled);
+                            isum[i][s / 4][c] = Dot::dot_pair(isum[i][s / 4][c], w0[i], x0, w1[i], x1);
                         }
                     }
-                }
-            }
-        } else if constexpr (kSixBit) {
-#pragma GCC unroll 4
-            for (int s = 0; s < 8; s += 2) {  // steps s and s + 1: one sub-block
-                typename Dot::W w0[H], w1[H];
-#pragma GCC unroll 2
-                for (int i = 0; i < H; ++i) {
-                    auto load = [&](int64_t at) {
-                        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at + 32 * i));
-                    };
-                    const __m256i low = load((s / 2) * 64), high = load(256 + (s / 4) * 64);
-                    w0[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s));
-                    w1[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s + 1));
-                }
-#pragma GCC unroll 4
-                for (int c = 0; c < C; ++c) {
-                    const __m256i x0 = step(c, xoff, s), x1 = step(c, xoff, s + 1);
-#pragma GCC unroll 2
-                    for (int i = 0; i < H; ++i) isum[i][s / 4][c] = Dot::dot_pair(isum[i][s / 4][c], w0[i], x0, w1[i], x1);
                 }
             }
         } else if constexpr (kEight) {
