@@ -66,8 +66,8 @@ __m256i block_start_256(const int32_t* sum) {
 // Steps of the 4- and 5-bit types a policy that widens late (AVX2's pmaddubsw) adds in int16
 // before one widen: each step's pair sums are at most 2 * m * 127 for codes up to m, so 8 steps
 // of 4-bit codes (30480) and 4 of Q5_K's 5-bit ones (31496) stay under 32767. A Q4_0R block then
-// takes 8 pmaddubsw and 2 pmaddwd (its sum and its start) a column where it took 8 and 5, the
-// pmaddwd a pair of steps and the scalar start. On the 2-core Xeon VM (tools/kernel_ab ISA=avx2,
+// takes 8 pmaddubsw and 2 pmaddwd (its sum and its start) a column where it took 8 pmaddubsw, 4
+// pmaddwd (one a pair of steps) and a scalar start. On the 2-core Xeon VM (tools/kernel_ab ISA=avx2,
 // 0.8B forwards, against the pair-by-pair widen) q4 width 1, 2, 3, 4, 8 took 0.99, 0.98-0.99,
 // 0.97-0.98, 0.94, 0.925x the time, prefill 128 0.96x (its thirds 0.99 and 1.01); q4_k_m widths
 // 3-8 0.96-0.98x, prefill 1.00x. The block start's pmaddwd alone (avxvnni): 0.99x at width 4,
