@@ -444,7 +444,6 @@ void q6_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint
             }
 }
 
-
 void q4_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint8_t* mins,
                       uint16_t* d, uint16_t* dmin) {
     affine_k_block_codes(block, false, codes, scales, mins, d, dmin);

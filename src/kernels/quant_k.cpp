@@ -45,10 +45,6 @@ void pack_q4_k_scales(const int* sc, const int* mn, uint8_t* s) {
     }
 }
 
-}  // namespace
-
-namespace {
-
 // Q4_K (Bits 4) or Q5_K (Bits 5) blocks: the same scales and mins, codes of Bits bits.
 template <int Bits>
 void quantize_row_affine_k(const float* x, int64_t n, uint8_t* out) {

@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "kernels/int8_dot.h"
 #include "formats/dequant.h"
+#include "formats/ggml_types.h"
 #include "kernels/quant.h"
 #include "kernels/quant_k.h"
 
@@ -108,13 +109,6 @@ void store_affine_k_row(bool five, const uint8_t* blocks, int64_t cols, int64_t 
     }
 }
 
-void store_q4_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
-    store_affine_k_row(false, blocks, cols, row, base);
-}
-void store_q5_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
-    store_affine_k_row(true, blocks, cols, row, base);
-}
-
 void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(WType::Q6_KR, cols);
     const size_t scales = row_group_scales_offset(WType::Q6_KR, cols);
@@ -141,15 +135,18 @@ void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
     }
 }
 
-// A K-quant tensor (GGUF Q4_K, Q5_K or Q6_K blocks, block_bytes each) [rows, cols] as `target`, or false.
-bool repack_k_quant(const RawTensor& t, DType source, size_t block_bytes, WType target, int64_t rows, int64_t cols,
-                    WeightMatrix& out, ThreadPool* pool) {
-    if (t.dtype != source || rows <= 0 || !row_group_cols_fit(target, cols) || rows * cols != t.numel() ||
-        t.nbytes != size_t(rows * cols / kKQuantValues) * block_bytes)
+// A K-quant tensor (GGUF Q4_K, Q5_K or Q6_K blocks: k_quant_dtype(target)) [rows, cols] as the
+// row-group type `target`, or false.
+bool repack_k_quant(const RawTensor& t, WType target, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
+    int64_t block_values = 0;
+    size_t block_bytes = 0;
+    if (t.dtype != k_quant_dtype(target) || !dtype_block_layout(t.dtype, &block_values, &block_bytes) || rows <= 0 ||
+        !row_group_cols_fit(target, cols) || rows * cols != t.numel() ||
+        t.nbytes != size_t(rows * cols / block_values) * block_bytes)
         return false;
     WeightMatrix w = allocate_row_groups(target, rows, cols, t.name);
     auto* base = const_cast<uint8_t*>(w.data);
-    const size_t row_blocks = size_t(cols / kKQuantValues) * block_bytes;
+    const size_t row_blocks = size_t(cols / block_values) * block_bytes;
     // Whole groups per task, so each group's lines are written by one thread.
     run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
         for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r)
@@ -162,8 +159,7 @@ bool repack_k_quant(const RawTensor& t, DType source, size_t block_bytes, WType 
 }  // namespace
 
 void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64_t row, uint8_t* base) {
-    if (t == WType::Q4_KR) return store_q4_k_row(block_row, cols, row, base);
-    if (t == WType::Q5_KR) return store_q5_k_row(block_row, cols, row, base);
+    if (row_group_affine_k(t)) return store_affine_k_row(t == WType::Q5_KR, block_row, cols, row, base);
     if (t == WType::Q6_KR) return store_q6_k_row(block_row, cols, row, base);
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
     const int lane = int(row % kRowGroupRows);
@@ -184,15 +180,15 @@ void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64
 }
 
 bool repack_q4_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
-    return repack_k_quant(t, DType::Q4_K, kQ4KBlockBytes, WType::Q4_KR, rows, cols, out, pool);
+    return repack_k_quant(t, WType::Q4_KR, rows, cols, out, pool);
 }
 
 bool repack_q6_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
-    return repack_k_quant(t, DType::Q6_K, kQ6KBlockBytes, WType::Q6_KR, rows, cols, out, pool);
+    return repack_k_quant(t, WType::Q6_KR, rows, cols, out, pool);
 }
 
 bool repack_q5_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
-    return repack_k_quant(t, DType::Q5_K, kQ5KBlockBytes, WType::Q5_KR, rows, cols, out, pool);
+    return repack_k_quant(t, WType::Q5_KR, rows, cols, out, pool);
 }
 
 namespace {

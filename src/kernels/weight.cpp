@@ -12,6 +12,7 @@
 #include "core/memory_info.h"
 #include "core/thread_pool.h"
 #include "formats/dequant.h"
+#include "formats/ggml_types.h"
 #include "kernels/int8_dot.h"
 #include "kernels/row_groups.h"
 #include "kernels/quant.h"
@@ -299,11 +300,11 @@ namespace {
 // repacks read a tensor), then repacked as a checkpoint's tensor of that type is (cols % 256 == 0).
 WeightMatrix build_k_quant_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool, const RowFill& fill) {
     const DType source = k_quant_dtype(type);
-    const size_t block_bytes = size_t(source == DType::Q4_K   ? kQ4KBlockBytes
-                                      : source == DType::Q5_K ? kQ5KBlockBytes
-                                                              : kQ6KBlockBytes);
+    int64_t block_values = 0;
+    size_t block_bytes = 0;
+    dtype_block_layout(source, &block_values, &block_bytes);
     const auto encode = source == DType::Q4_K ? quantize_row_q4_k : source == DType::Q5_K ? quantize_row_q5_k : quantize_row_q6_k;
-    const size_t row_blocks = size_t(cols / kKQuantValues) * block_bytes;
+    const size_t row_blocks = size_t(cols / block_values) * block_bytes;
     const std::string name = std::to_string(rows) + "x" + std::to_string(cols) + " " + dtype_name(source) + " weight";
     require_weight_memory(size_t(rows) * row_blocks + wtype_matrix_bytes(type, rows, cols), name);
     std::vector<uint8_t> blocks(size_t(rows) * row_blocks);  // [rows, cols / 256] GGUF blocks
