@@ -9,11 +9,12 @@
 // sub-blocks summed apart and joined by their int8 scales before the convert.
 // No lane reduction: lane r of a group's accumulator is row r's sum, stored as it is.
 //
-// Prefetch: on AMD a call first fetches its first kPrefetchAheadBytes into L1 at once; then the first
-// column group of each tile fetches the lines kPrefetchAheadBytes ahead of where it reads, a
-// cursor that moves as fast as the tile consumes its groups (kBlockBytes a block a group: 288
-// for Q4_0R) and stops at the end of the call's rows. A call covers a share of the rows that the
-// pool hands out (shrinking shares, so the next rows in memory usually go to the other thread).
+// Prefetch: on AMD a call first fetches its first kPrefetchAheadBytes into L1 at once; then the
+// column passes over each tile fetch the lines kPrefetchAheadBytes ahead of where it reads, a
+// cursor that moves as fast as the passes consume the tile (kBlockBytes a block a group: 288
+// for Q4_0R, shared among a verify's passes: kCursorSpreadUpTo) and stops at the end of the
+// call's rows. A call covers a share of the rows that the pool hands out (shrinking shares, so
+// the next rows in memory usually go to the other thread).
 //
 // Measured with tools/layout_ab (the 0.8B model chunked and in row groups, forwards alternating
 // in one process) on the 2-core Zen 5, row-group time over chunked time:
@@ -95,6 +96,15 @@ constexpr int64_t kWideTileCols = 8;
 template <WType T>
 constexpr int64_t kPairedGroupsAbove = T == WType::Q8_0R ? 8 : 3;
 constexpr int64_t kPrefetchAheadBytes = 24576;
+// Up to this many columns every column pass over a tile moves the cursor, each through its share
+// of the tile's bytes; above it (a prefill) only the first pass does. When the first pass alone
+// fetched, memory idled while a verify's later passes computed, the fault the 256-bit kernels had
+// (x86/row_groups_256.h). The cursor runs on AMD, which was not available to measure this; on the
+// 2-core Xeon VM with the cursor forced at every width (tools/kernel_ab, 0.8B forwards, shares
+// over the first pass alone): Q4_0R width 5 0.950, 6 0.917, 8 0.871, 12 0.923, 16 0.924; Q8_0R
+// width 5 0.942, 8 0.876; Q4_K_M width 8 0.853; width 4 (one pass) 1.007. A prefill of 128 with
+// the first two of its 32 passes sharing took 1.010x.
+constexpr int64_t kCursorSpreadUpTo = 16;
 
 // How the tiles of a call prefetch (header): Cursor kPrefetchAheadBytes ahead, GroupStreams
 // each group's own codes and scales kGroupStreamAheadBytes of codes ahead (and its codes
@@ -229,12 +239,20 @@ template <int RG, int C>
     }
 }
 
+// What one column pass over a tile prefetches. end: the end of the call's groups (null: this
+// pass fetches nothing). Cursor: the pass moves the cursor through its share of the tile's bytes,
+// span bytes from base (past the tile's start, plus kPrefetchAheadBytes), step bytes a block and
+// the rest of the span at its last block.
+struct PassFetch {
+    const uint8_t* end = nullptr;
+    int64_t base = 0, span = 0, step = 0;
+};
+
 // Groups g .. g+RG-1 (at `group`) times columns j0 .. j0+C-1. store[i]: the lanes of group i
-// that are rows of this call. fetch_end: the end of this call's groups when this tile prefetches
-// (the first column group), else null.
+// that are rows of this call. share: what this pass prefetches.
 template <WType T, int RG, int C, bool Gfni, Fetch F>
 void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
-          const __mmask16 (&store)[RG], float* y, int64_t ldy, const uint8_t* fetch_end) {
+          const __mmask16 (&store)[RG], float* y, int64_t ldy, const PassFetch& share) {
     constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
     const __m512i low_mask = _mm512_set1_epi8(15);
     const __m512i shift_matrix = _mm512_set1_epi64(kHighNibblesToLow);
@@ -266,10 +284,11 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
     constexpr bool kWholeGroupsAhead = kFourBit<T> && RG == 4;
     const int64_t far_bytes = kWholeGroupsAhead ? ceil_to(kGroupStreamFarBytes<RG>, int64_t(L.group_bytes))
                                                 : kGroupStreamFarBytes<RG>;
-    const char* fetch = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes;  // next line to fetch
-    const char* stop = reinterpret_cast<const char*>(fetch_end);
+    const char* const fetch_base = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes + share.base;
+    const char* fetch = fetch_base;  // next line to fetch
+    const char* stop = reinterpret_cast<const char*>(share.end);
     for (int64_t b = 0; b < L.blocks; ++b) {
-        if (F == Fetch::GroupStreams && fetch_end) {
+        if (F == Fetch::GroupStreams && stop) {
             // Each group: the code lines kGroupStreamAheadBytesFor on into L1 and kGroupStreamFarBytes
             // on into L2, and every other block the scale line as many bytes of codes on (32 bytes
             // a block; the K-quants' 36-40 take a line every block). Past a group's codes the lines are its
@@ -293,8 +312,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                 const char* scale = codes + L.scales + (b + kAheadBlocks) * kBlockScaleBytes<T>;
                 if (b % kScaleLineEvery == 0 && scale < stop) _mm_prefetch(scale, _MM_HINT_T0);
             }
-        } else if (fetch_end) {
-            const char* until = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes + (b + 1) * kBlockBytes<T> * RG;
+        } else if (stop) {
+            const char* until = fetch_base + (b + 1 == L.blocks ? share.span : (b + 1) * share.step);
             for (; fetch < until && fetch < stop; fetch += 64) _mm_prefetch(fetch, _MM_HINT_T0);
         }
         if constexpr (T == WType::Q6_KR) {
@@ -417,21 +436,21 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
 
 template <WType T, int RG, bool Gfni, Fetch F>
 void tile_cols(int c, const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
-               const __mmask16 (&store)[RG], float* y, int64_t ldy, const uint8_t* fetch_end) {
+               const __mmask16 (&store)[RG], float* y, int64_t ldy, const PassFetch& share) {
     if constexpr (F == Fetch::GroupStreams) {  // wide tiles (kWideTileCols) only there
         switch (c) {
-            case 8: return tile<T, RG, 8, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
-            case 7: return tile<T, RG, 7, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
-            case 6: return tile<T, RG, 6, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
-            case 5: return tile<T, RG, 5, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
+            case 8: return tile<T, RG, 8, Gfni, F>(L, group, x, j0, store, y, ldy, share);
+            case 7: return tile<T, RG, 7, Gfni, F>(L, group, x, j0, store, y, ldy, share);
+            case 6: return tile<T, RG, 6, Gfni, F>(L, group, x, j0, store, y, ldy, share);
+            case 5: return tile<T, RG, 5, Gfni, F>(L, group, x, j0, store, y, ldy, share);
             default: break;
         }
     }
     switch (c) {
-        case 4: return tile<T, RG, 4, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
-        case 3: return tile<T, RG, 3, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
-        case 2: return tile<T, RG, 2, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
-        default: return tile<T, RG, 1, Gfni, F>(L, group, x, j0, store, y, ldy, fetch_end);
+        case 4: return tile<T, RG, 4, Gfni, F>(L, group, x, j0, store, y, ldy, share);
+        case 3: return tile<T, RG, 3, Gfni, F>(L, group, x, j0, store, y, ldy, share);
+        case 2: return tile<T, RG, 2, Gfni, F>(L, group, x, j0, store, y, ldy, share);
+        default: return tile<T, RG, 1, Gfni, F>(L, group, x, j0, store, y, ldy, share);
     }
 }
 
@@ -443,6 +462,7 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
+    const int64_t fetching_passes = x.n <= kCursorSpreadUpTo ? (x.n + cols_per_pass - 1) / cols_per_pass : 1;
     for (int64_t g = g0; g < g1;) {
         const int64_t left = g1 - g;
         // One group more than a tile takes goes as a smaller tile and a pair, not a tile and a
@@ -452,15 +472,23 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
         // (three left as one tile: Q4_0R width 1 1.004, Q8_0R 1.002: the same, and simpler).
         const int64_t n_groups = tile_groups >= 3 && left == tile_groups + 1 ? tile_groups - 1
                                                                              : std::min(left, tile_groups);
+        const int64_t tile_bytes = n_groups * int64_t(L.group_bytes);
         for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
-            const uint8_t* fetch_end = j0 == 0 ? at(g1) : nullptr;
+            PassFetch share;
+            if (F == Fetch::GroupStreams && j0 == 0) share.end = at(g1);
+            if (F == Fetch::Cursor && j0 < fetching_passes * cols_per_pass) {
+                const int64_t pass = j0 / cols_per_pass;
+                const int64_t base = pass * tile_bytes / fetching_passes;
+                const int64_t span = (pass + 1) * tile_bytes / fetching_passes - base;
+                share = {at(g1), base, span, span / L.blocks};
+            }
             auto run = [&]<int RG>() {
                 __mmask16 store[RG];  // the lanes of each group that are rows of this call
 #pragma GCC unroll 4
                 for (int i = 0; i < RG; ++i) store[i] = row_group_lanes(g + i, r0, r1);
-                tile_cols<T, RG, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, fetch_end);
+                tile_cols<T, RG, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, share);
             };
             switch (n_groups) {
                 case 4: run.template operator()<4>(); break;
