@@ -198,6 +198,32 @@ void BM_TilesInL1(benchmark::State& state) {
 }
 BENCHMARK(BM_TilesInL1)->ArgsProduct({{8, 4}, {1, 2, 3, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
+// A prefill's int8 tiles on one thread: a 1024 x 1024 matrix in 16-row groups (Q4_0R 576 KB,
+// Q8_0R 1.1 MB: in L2; the tiles reread each group from L1 for every pass of columns), width N,
+// the activations quantized once outside the timing. peak_pct as BM_TilesInL1's.
+void BM_RowGroupsPrefill(benchmark::State& state) {
+    const WType type = state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R;
+    const int64_t n = state.range(1), rows = 1024, cols = 1024;
+    const KernelTable& k = kernels();
+    if (!k.int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
+    const WeightMatrix w = random_weight(rows, cols, type);
+    const std::vector<float> x = uniform_values(size_t(n * cols), 3, -1.0f, 1.0f);
+    QuantizedColumns q;
+    resize_columns(n, cols, q);
+    k.quantize_columns(x.data(), cols, q, 0, n);
+    std::vector<float> y(size_t(n * rows));
+    FastestCall fastest;
+    for (auto _ : state) {
+        fastest.time([&] { k.gemm_i8_rows(w, q, y.data(), rows, 0, rows); });
+        benchmark::ClobberMemory();
+    }
+    const double ops = 2.0 * double(rows * cols * n);
+    state.counters["fastest_us"] = fastest.seconds() * 1e6;
+    state.counters["peak_pct"] = 100.0 * ops / fastest.seconds() / int8_peak_one_thread();
+    state.SetLabel(std::string(k.isa) + " " + wtype_name(w.type));
+}
+BENCHMARK(BM_RowGroupsPrefill)->ArgsProduct({{8, 4}, {16, 128}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+
 // The fixed cost of one thread-pool job that does nothing (a decode token runs a few hundred).
 void BM_PoolDispatch(benchmark::State& state) {
     int64_t items_seen = 0;
