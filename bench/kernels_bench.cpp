@@ -170,9 +170,10 @@ double int8_peak_one_thread() {
     return ops;
 }
 
-void BM_TilesInL1(benchmark::State& state) {
-    const WType type = state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X;
-    const int64_t n = state.range(1), rows = 8, cols = 2048;
+// One thread's int8 product of a rows x cols matrix of `type` (random values) and n columns,
+// the activations quantized once outside the timing, `calls` calls timed together (the fastest
+// kept): fastest_ns a call, and peak_pct, the multiply-adds' rate over int8_peak_one_thread.
+void time_int8_tiles(benchmark::State& state, WType type, int64_t rows, int64_t cols, int64_t n, int calls) {
     const KernelTable& k = kernels();
     if (!k.int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
     const WeightMatrix w = random_weight(rows, cols, type);
@@ -181,46 +182,33 @@ void BM_TilesInL1(benchmark::State& state) {
     resize_columns(n, cols, q);
     k.quantize_columns(x.data(), cols, q, 0, n);
     std::vector<float> y(size_t(n * rows));
-    constexpr int kCallsTimedTogether = 64;  // one call is a few hundred ns: too short to time alone
     FastestCall fastest;
     for (auto _ : state) {
         fastest.time([&] {
-            for (int rep = 0; rep < kCallsTimedTogether; ++rep) k.gemm_i8_rows(w, q, y.data(), rows, 0, rows);
+            for (int rep = 0; rep < calls; ++rep) k.gemm_i8_rows(w, q, y.data(), rows, 0, rows);
         });
         benchmark::ClobberMemory();
     }
-    const double seconds = fastest.seconds() / kCallsTimedTogether;
+    const double seconds = fastest.seconds() / calls;
     const double ops = 2.0 * double(rows * cols * n);
     state.counters["fastest_ns"] = seconds * 1e9;
     state.counters["peak_pct"] = 100.0 * ops / seconds / int8_peak_one_thread();
     state.counters["peak_g"] = int8_peak_one_thread() / 1e9;
-    state.SetLabel(std::string(k.isa) + " " + wtype_name(type));
+    state.SetLabel(std::string(k.isa) + " " + wtype_name(w.type));
+}
+
+void BM_TilesInL1(benchmark::State& state) {
+    constexpr int kCallsTimedTogether = 64;  // one call is a few hundred ns: too short to time alone
+    time_int8_tiles(state, state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X, 8, 2048, state.range(1),
+                    kCallsTimedTogether);
 }
 BENCHMARK(BM_TilesInL1)->ArgsProduct({{8, 4}, {1, 2, 3, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // A prefill's int8 tiles on one thread: a 1024 x 1024 matrix in 16-row groups (Q4_0R 576 KB,
-// Q8_0R 1.1 MB: in L2; the tiles reread each group from L1 for every pass of columns), width N,
-// the activations quantized once outside the timing. peak_pct as BM_TilesInL1's.
+// Q8_0R 1.1 MB: in L2; the tiles reread each group from L1 for every pass of columns), width N.
+// peak_pct as BM_TilesInL1's.
 void BM_RowGroupsPrefill(benchmark::State& state) {
-    const WType type = state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R;
-    const int64_t n = state.range(1), rows = 1024, cols = 1024;
-    const KernelTable& k = kernels();
-    if (!k.int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
-    const WeightMatrix w = random_weight(rows, cols, type);
-    const std::vector<float> x = uniform_values(size_t(n * cols), 3, -1.0f, 1.0f);
-    QuantizedColumns q;
-    resize_columns(n, cols, q);
-    k.quantize_columns(x.data(), cols, q, 0, n);
-    std::vector<float> y(size_t(n * rows));
-    FastestCall fastest;
-    for (auto _ : state) {
-        fastest.time([&] { k.gemm_i8_rows(w, q, y.data(), rows, 0, rows); });
-        benchmark::ClobberMemory();
-    }
-    const double ops = 2.0 * double(rows * cols * n);
-    state.counters["fastest_us"] = fastest.seconds() * 1e6;
-    state.counters["peak_pct"] = 100.0 * ops / fastest.seconds() / int8_peak_one_thread();
-    state.SetLabel(std::string(k.isa) + " " + wtype_name(w.type));
+    time_int8_tiles(state, state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R, 1024, 1024, state.range(1), 1);
 }
 BENCHMARK(BM_RowGroupsPrefill)->ArgsProduct({{8, 4}, {16, 128}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
