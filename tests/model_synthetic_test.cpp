@@ -400,6 +400,37 @@ TEST(SyntheticForward, RealWidthForwardIsTheSameForAnyThreadCount) {
     EXPECT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * sizeof(float)));
 }
 
+// A prefill long enough that its norms, residual adds and FFN activations run on the pool
+// (Qwen35Model::over_positions: 600 x 128 values >= kMinElementwiseParallel) gives the same bits
+// as the same prompt in chunks short enough to run them in the calling thread.
+TEST(SyntheticForward, LongPrefillEqualsChunkedPrefillBitwise) {
+    for (bool moe : {false, true}) {
+        const ModelConfig c = tiny_config(moe);
+        SyntheticOptions o;
+        o.matrix_type = WType::Q8_0;
+        LoadedModel lm = load_synthetic_model(c, "tiny", o, 2);
+        const Qwen35Model& m = *lm.model;
+        const int64_t T = 600, chunk = 40, V = c.vocab_size, H = c.hidden_size;
+        ASSERT_GE(T * H, 64 * 1024) << "the whole prompt must take the pool's path";
+        ASSERT_LT(chunk * c.ffn_size, 64 * 1024) << "a chunk must take the calling thread's path";
+        std::vector<int32_t> tokens(static_cast<size_t>(T));
+        for (int64_t t = 0; t < T; ++t) tokens[size_t(t)] = int32_t((t * 7919 + 13) % V);
+        auto run = [&](int64_t step) {
+            SequenceState s = m.new_state(T + 1, 1);
+            std::vector<float> out(size_t(T * H + V));  // [T, H] hidden, then the last logits
+            for (int64_t t0 = 0; t0 < T; t0 += step) {
+                const int64_t n = std::min(step, T - t0);
+                const bool last = t0 + n == T;
+                m.forward(s, tokens.data() + t0, n, {out.data() + t0 * H, last ? out.data() + T * H : nullptr, last ? 1 : 0});
+            }
+            return out;
+        };
+        const std::vector<float> whole = run(T), chunked = run(chunk);
+        EXPECT_TRUE(all_finite(whole));
+        EXPECT_EQ(0, std::memcmp(whole.data(), chunked.data(), whole.size() * sizeof(float))) << "moe " << moe;
+    }
+}
+
 // The perfect variant at real width: every draft accepted, every generated token inside the
 // perfect token range, with a margin that a differently quantized or vocabulary-limited draft
 // head could not overturn.

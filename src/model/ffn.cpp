@@ -15,7 +15,7 @@ void Qwen35Model::swiglu(const WeightMatrix& gate, const WeightMatrix& up,
     float* g = ForwardScratch::take(s.gate, size_t(T * I));  // [T, I]
     float* u = ForwardScratch::take(s.up, size_t(T * I));    // [T, I]
     matmul_shared_input(*kernels_, {{&gate, g}, {&up, u}}, x, T, pool_);
-    kernels_->swiglu(g, u, g, T * I);
+    over_positions(T, I, [&](int64_t t0, int64_t t1) { kernels_->swiglu(g + t0 * I, u + t0 * I, g + t0 * I, (t1 - t0) * I); });
     matmul(*kernels_, down, g, T, y, pool_);
 }
 

@@ -116,16 +116,21 @@ void Qwen35Model::decoder_layer(const LayerWeights& lw, AttentionCache* attn,
     const int64_t H = config_.hidden_size;
     float* xn = ForwardScratch::take(s.xn, size_t(T * H));    // [T, H]
     float* out = ForwardScratch::take(s.out, size_t(T * H));  // [T, H]
-    kernels_->rmsnorm(x, lw.input_norm.data(), T, H, config_.rms_eps, xn);
+    over_positions(T, H, [&](int64_t t0, int64_t t1) {
+        kernels_->rmsnorm(x + t0 * H, lw.input_norm.data(), t1 - t0, H, config_.rms_eps, xn + t0 * H);
+    });
     if (lw.linear) {
         gated_deltanet(lw, *rec, s, xn, T, keep_open, out);
     } else {
         attention(lw, *attn, s, xn, T, pos0, out);
     }
-    ops::add_in_place(x, out, T * H);
-    kernels_->rmsnorm(x, lw.post_norm.data(), T, H, config_.rms_eps, xn);
+    // The residual add and the next norm, a position at a time.
+    over_positions(T, H, [&](int64_t t0, int64_t t1) {
+        ops::add_in_place(x + t0 * H, out + t0 * H, (t1 - t0) * H);
+        kernels_->rmsnorm(x + t0 * H, lw.post_norm.data(), t1 - t0, H, config_.rms_eps, xn + t0 * H);
+    });
     ffn(lw.ffn, s, xn, T, out);
-    ops::add_in_place(x, out, T * H);
+    over_positions(T, H, [&](int64_t t0, int64_t t1) { ops::add_in_place(x + t0 * H, out + t0 * H, (t1 - t0) * H); });
 }
 
 void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T,

@@ -96,6 +96,19 @@ private:
     void swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
                 ForwardScratch& s, const float* x, int64_t T, float* y) const;
     void logits(const float* hidden, int64_t n, float* out) const;
+    // fn(t0, t1) over positions [0, T) of per-position work (norms, residual adds, activations),
+    // on the pool when the T * per_position values are a prefill's (kMinElementwiseParallel),
+    // else in this thread (decode, verify). Each position's values are the same bits either way.
+    template <class Fn>
+    void over_positions(int64_t T, int64_t per_position, Fn&& fn) const {
+        if (T * per_position < kMinElementwiseParallel)
+            fn(int64_t(0), T);
+        else
+            pool_.run(T, fn);
+    }
+    // Values of per-position work worth a pool dispatch: 64 positions of a 1024-wide hidden
+    // state, 19 of a 3584-wide FFN (a dispatch costs a few microseconds, BM_PoolDispatch).
+    static constexpr int64_t kMinElementwiseParallel = 64 * 1024;
 
     ModelConfig config_;
     ModelWeights weights_;
