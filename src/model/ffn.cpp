@@ -104,8 +104,9 @@ void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, i
         jobs.push_back({&f.shared_expert_gate, xn, T, shared_gate});
     }
     matmul_batch(*kernels_, jobs, pool_);
-    kernels_->swiglu(g, u, g, T * K * I);
-    if (has_shared) kernels_->swiglu(sg, su, sg, T * Is);
+    over_positions(T * K, I, [&](int64_t r0, int64_t r1) { kernels_->swiglu(g + r0 * I, u + r0 * I, g + r0 * I, (r1 - r0) * I); });
+    if (has_shared)
+        over_positions(T, Is, [&](int64_t t0, int64_t t1) { kernels_->swiglu(sg + t0 * Is, su + t0 * Is, sg + t0 * Is, (t1 - t0) * Is); });
     jobs.clear();
     for (int e = 0; e < E; ++e) {
         const int64_t row0 = first_row[e], n = first_row[e + 1] - row0;
