@@ -173,7 +173,8 @@ double int8_peak_one_thread() {
 // One thread's int8 product of a rows x cols matrix of `type` (random values) and n columns,
 // the activations quantized once outside the timing, `calls` calls timed together (the fastest
 // kept): fastest_ns a call, and peak_pct, the multiply-adds' rate over int8_peak_one_thread.
-void time_int8_tiles(benchmark::State& state, WType type, int64_t rows, int64_t cols, int64_t n, int calls) {
+void time_int8_tiles(benchmark::State& state, WType type, int64_t rows, int64_t cols, int64_t n,
+                     int calls) {
     const KernelTable& k = kernels();
     if (!k.int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
     const WeightMatrix w = random_weight(rows, cols, type);
@@ -198,9 +199,10 @@ void time_int8_tiles(benchmark::State& state, WType type, int64_t rows, int64_t 
 }
 
 void BM_TilesInL1(benchmark::State& state) {
-    constexpr int kCallsTimedTogether = 64;  // one call is a few hundred ns: too short to time alone
-    time_int8_tiles(state, state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X, 8, 2048, state.range(1),
-                    kCallsTimedTogether);
+    // One call is a few hundred ns: too short to time alone.
+    constexpr int kCallsTimedTogether = 64;
+    time_int8_tiles(state, state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X, 8, 2048,
+                    state.range(1), kCallsTimedTogether);
 }
 BENCHMARK(BM_TilesInL1)->ArgsProduct({{8, 4}, {1, 2, 3, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
@@ -208,9 +210,13 @@ BENCHMARK(BM_TilesInL1)->ArgsProduct({{8, 4}, {1, 2, 3, 4}})->Unit(benchmark::kM
 // Q8_0R 1.1 MB: in L2; the tiles reread each group from L1 for every pass of columns), width N.
 // peak_pct as BM_TilesInL1's.
 void BM_RowGroupsPrefill(benchmark::State& state) {
-    time_int8_tiles(state, state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R, 1024, 1024, state.range(1), 1);
+    time_int8_tiles(state, state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R, 1024, 1024,
+                    state.range(1), 1);
 }
-BENCHMARK(BM_RowGroupsPrefill)->ArgsProduct({{8, 4}, {16, 128}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+BENCHMARK(BM_RowGroupsPrefill)
+    ->ArgsProduct({{8, 4}, {16, 128}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.3);
 
 // The fixed cost of one thread-pool job that does nothing (a decode token runs a few hundred).
 void BM_PoolDispatch(benchmark::State& state) {

@@ -421,13 +421,15 @@ TEST(SyntheticForward, LongPrefillEqualsChunkedPrefillBitwise) {
             for (int64_t t0 = 0; t0 < T; t0 += step) {
                 const int64_t n = std::min(step, T - t0);
                 const bool last = t0 + n == T;
-                m.forward(s, tokens.data() + t0, n, {out.data() + t0 * H, last ? out.data() + T * H : nullptr, last ? 1 : 0});
+                m.forward(s, tokens.data() + t0, n,
+                          {out.data() + t0 * H, last ? out.data() + T * H : nullptr, last ? 1 : 0});
             }
             return out;
         };
         const std::vector<float> whole = run(T), chunked = run(chunk);
         EXPECT_TRUE(all_finite(whole));
-        EXPECT_EQ(0, std::memcmp(whole.data(), chunked.data(), whole.size() * sizeof(float))) << "moe " << moe;
+        EXPECT_EQ(0, std::memcmp(whole.data(), chunked.data(), whole.size() * sizeof(float)))
+            << "moe " << moe;
     }
 }
 

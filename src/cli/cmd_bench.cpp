@@ -164,9 +164,13 @@ BenchModel open_bench_model(const Args& a) {
 int cmd_bench(const std::vector<std::string>& argv) {
     std::vector<FlagSpec> specs = {
         {"json", "", false, "print the results as one JSON object"},
-        {"prompt-tokens", "", true, "prefill length (default 128); the verify cost curve, rollback, decode and MTP runs continue from that context, so a long prompt measures them all at long context", "N"},
+        {"prompt-tokens", "", true,
+         "prefill length (default 128); the verify cost curve, rollback, decode and MTP runs "
+         "continue from that context, so a long prompt measures them all at long context",
+         "N"},
         {"decode-tokens", "", true, "tokens per decode measurement (default 64)", "N"},
-        {"repeat", "", true, "runs per prefill and decode measurement, the fastest reported (default 3)", "R"},
+        {"repeat", "", true,
+         "runs per prefill and decode measurement, the fastest reported (default 3)", "R"},
         {"synthetic", "", true,
          "benchmark a model with random weights and real shapes instead of MODEL: qwen3.5-0.8b, "
          "qwen3.5-2b, qwen3.5-9b, qwen3.5-35b-a3b (--quant defaults to q8_0 here)",
@@ -270,15 +274,16 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // The scalar table (the oracle) has no peak worth the name: its probe's std::fma chains run
     // slower than the compiler's code for its plain loops.
     if (&kernels() == &reference_kernels()) {
-        say("prefill (fastest of %d): %.1f tok/s; its matmuls %.3g G %s ops/s (the scalar table: no compute "
-            "peak to compare with)\n", int(repeat), double(n_prompt) / prefill_s, prefill_ops / 1e9, activations);
+        say("prefill (fastest of %d): %.1f tok/s; its matmuls %.3g G %s ops/s (the scalar table: "
+            "no compute peak to compare with)\n",
+            int(repeat), double(n_prompt) / prefill_s, prefill_ops / 1e9, activations);
     } else {
         const double peak_ops = measure_compute_peak_ops(kernels(), *lm.pool, peak_kind);
-        say("prefill (fastest of %d): %.1f tok/s; its matmuls %.3g G %s ops/s = %.0f%% of the cores' %s peak "
-            "(%.3g G ops/s, measured with this ISA's %s on %d threads)\n",
+        say("prefill (fastest of %d): %.1f tok/s; its matmuls %.3g G %s ops/s = %.0f%% of the "
+            "cores' %s peak (%.3g G ops/s, measured with this ISA's %s on %d threads)\n",
             int(repeat), double(n_prompt) / prefill_s, prefill_ops / 1e9, activations,
-            100.0 * prefill_ops / peak_ops, activations, peak_ops / 1e9,
-            peak_probe_name(peak_kind), lm.pool->size());
+            100.0 * prefill_ops / peak_ops, activations, peak_ops / 1e9, peak_probe_name(peak_kind),
+            lm.pool->size());
         out["compute_peak_kind"] = activations;
         out["compute_peak_ops_per_s"] = peak_ops;
         out["prefill_peak_pct"] = 100.0 * prefill_ops / peak_ops;

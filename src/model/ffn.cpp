@@ -15,8 +15,14 @@ void Qwen35Model::swiglu(const WeightMatrix& gate, const WeightMatrix& up,
     float* g = ForwardScratch::take(s.gate, size_t(T * I));  // [T, I]
     float* u = ForwardScratch::take(s.up, size_t(T * I));    // [T, I]
     matmul_shared_input(*kernels_, {{&gate, g}, {&up, u}}, x, T, pool_);
-    over_positions(T, I, [&](int64_t t0, int64_t t1) { kernels_->swiglu(g + t0 * I, u + t0 * I, g + t0 * I, (t1 - t0) * I); });
+    swiglu_rows(g, u, T, I);
     matmul(*kernels_, down, g, T, y, pool_);
+}
+
+void Qwen35Model::swiglu_rows(float* g, const float* u, int64_t rows, int64_t width) const {
+    over_positions(rows, width, [&](int64_t r0, int64_t r1) {
+        kernels_->swiglu(g + r0 * width, u + r0 * width, g + r0 * width, (r1 - r0) * width);
+    });
 }
 
 void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, int64_t T,
@@ -104,9 +110,8 @@ void Qwen35Model::ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, i
         jobs.push_back({&f.shared_expert_gate, xn, T, shared_gate});
     }
     matmul_batch(*kernels_, jobs, pool_);
-    over_positions(T * K, I, [&](int64_t r0, int64_t r1) { kernels_->swiglu(g + r0 * I, u + r0 * I, g + r0 * I, (r1 - r0) * I); });
-    if (has_shared)
-        over_positions(T, Is, [&](int64_t t0, int64_t t1) { kernels_->swiglu(sg + t0 * Is, su + t0 * Is, sg + t0 * Is, (t1 - t0) * Is); });
+    swiglu_rows(g, u, T * K, I);
+    if (has_shared) swiglu_rows(sg, su, T, Is);
     jobs.clear();
     for (int e = 0; e < E; ++e) {
         const int64_t row0 = first_row[e], n = first_row[e + 1] - row0;

@@ -117,7 +117,8 @@ void Qwen35Model::decoder_layer(const LayerWeights& lw, AttentionCache* attn,
     float* xn = ForwardScratch::take(s.xn, size_t(T * H));    // [T, H]
     float* out = ForwardScratch::take(s.out, size_t(T * H));  // [T, H]
     over_positions(T, H, [&](int64_t t0, int64_t t1) {
-        kernels_->rmsnorm(x + t0 * H, lw.input_norm.data(), t1 - t0, H, config_.rms_eps, xn + t0 * H);
+        kernels_->rmsnorm(x + t0 * H, lw.input_norm.data(), t1 - t0, H, config_.rms_eps,
+                          xn + t0 * H);
     });
     if (lw.linear) {
         gated_deltanet(lw, *rec, s, xn, T, keep_open, out);
@@ -127,10 +128,13 @@ void Qwen35Model::decoder_layer(const LayerWeights& lw, AttentionCache* attn,
     // The residual add and the next norm, a position at a time.
     over_positions(T, H, [&](int64_t t0, int64_t t1) {
         ops::add_in_place(x + t0 * H, out + t0 * H, (t1 - t0) * H);
-        kernels_->rmsnorm(x + t0 * H, lw.post_norm.data(), t1 - t0, H, config_.rms_eps, xn + t0 * H);
+        kernels_->rmsnorm(x + t0 * H, lw.post_norm.data(), t1 - t0, H, config_.rms_eps,
+                          xn + t0 * H);
     });
     ffn(lw.ffn, s, xn, T, out);
-    over_positions(T, H, [&](int64_t t0, int64_t t1) { ops::add_in_place(x + t0 * H, out + t0 * H, (t1 - t0) * H); });
+    over_positions(T, H, [&](int64_t t0, int64_t t1) {
+        ops::add_in_place(x + t0 * H, out + t0 * H, (t1 - t0) * H);
+    });
 }
 
 void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T,

@@ -95,6 +95,8 @@ private:
     void ffn(const FfnWeights& f, ForwardScratch& s, const float* xn, int64_t T, float* out) const;
     void swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
                 ForwardScratch& s, const float* x, int64_t T, float* y) const;
+    // g = silu(g) * u over rows [rows, width], split by rows as over_positions splits.
+    void swiglu_rows(float* g, const float* u, int64_t rows, int64_t width) const;
     void logits(const float* hidden, int64_t n, float* out) const;
     // fn(t0, t1) over positions [0, T) of per-position work (norms, residual adds, activations),
     // on the pool when the T * per_position values are a prefill's (kMinElementwiseParallel),
