@@ -183,6 +183,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
             for (int s = 0; s < 8; s += 2) {  // steps s and s + 1: one sub-block
                 typename Dot::W w0[H], w1[H];
                 [[maybe_unused]] __m256i scales[H];  // [half] sub-block s / 4's, twice in each lane (scaled sums)
+                [[maybe_unused]] __m256i start_factors[H];  // [half] (s == 0) -32 x both sub-blocks' scales
 #pragma GCC unroll 2
                 for (int i = 0; i < H; ++i) {
                     auto load = [&](int64_t at) {
@@ -191,7 +192,11 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                     const __m256i low = load((s / 2) * 64), high = load(256 + (s / 4) * 64);
                     w0[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s));
                     w1[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s + 1));
-                    if constexpr (kScaledSixBit) scales[i] = q6_pair_scales_256(q6_scales_of(H == 1 ? h : i) + 16 * (s / 4));
+                    if constexpr (kScaledSixBit) {
+                        const uint8_t* sc = q6_scales_of(H == 1 ? h : i);
+                        scales[i] = q6_pair_scales_256(sc + 16 * (s / 4));
+                        if (s == 0) start_factors[i] = q6_start_factors_256(sc, sc + 16);  // once a block, not a column
+                    }
                 }
 #pragma GCC unroll 4
                 for (int c = 0; c < C; ++c) {
@@ -203,9 +208,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                             const __m256i scaled = _mm256_madd_epi16(
                                 _mm256_add_epi16(Dot::pairs(w0[i], x0), Dot::pairs(w1[i], x1)), scales[i]);
                             if (s == 0) {  // the start: -32 x (first scale x first half sum + second x second)
-                                const uint8_t* sc = q6_scales_of(H == 1 ? h : i);
                                 const __m256i start = _mm256_madd_epi16(_mm256_set1_epi32(x.half_pairs_of(j0 + c)[b]),
-                                                                        q6_start_factors_256(sc, sc + 16));
+                                                                        start_factors[i]);
                                 isum[i][0][c] = _mm256_add_epi32(start, scaled);
                             } else {
                                 isum[i][0][c] = _mm256_add_epi32(isum[i][0][c], scaled);
