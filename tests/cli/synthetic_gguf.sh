@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# tools/synthetic_gguf (the file both nextn and llama.cpp's llama-bench time for README Speed's
+# same-machine comparison) writes a GGUF that nextn loads with the shapes asked for, and that
+# runs a forward. SKIPPED (77) where Debian's python3-numpy is missing: the tool needs it.
+# Usage: synthetic_gguf.sh NEXTN_BINARY
+set -u
+NEXTN=$1
+source tests/cli_expect.sh
+
+if ! /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+    echo "SKIPPED: /usr/bin/python3 with numpy (Debian's python3-numpy) is needed to run tools/synthetic_gguf"
+    exit 77
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+expect 2 "invalid choice: 'qwen9'" -- tools/synthetic_gguf/synthetic_gguf.py "$dir/x.gguf" --model qwen9
+
+for type in q8_0 q4_0; do
+    file="$dir/tiny-$type.gguf"
+    if ! tools/synthetic_gguf/synthetic_gguf.py "$file" --model tiny --type "$type" >/dev/null; then
+        echo "FAIL: synthetic_gguf.py --model tiny --type $type exited non-zero"
+        failures=$((failures + 1))
+        continue
+    fi
+    # The tool's "tiny" shapes, as nextn's GGUF reader finds them.
+    info=$("$NEXTN" inspect "$file" 2>/dev/null)
+    for want in "vocab: +512" "hidden: +128" "layers: +4 \(LLLA;" \
+                "attention: +4 q heads, 2 kv heads, head_dim 64, rotary dims 16" \
+                "gated deltanet: +2 k heads x 32, 4 v heads x 32, conv 4" "ffn: +dense SwiGLU, width 256" \
+                "lm head: +separate" "mtp head: +inline" "tensor types: +F32 x30 ${type^^} x41"; do
+        if grep -qE -- "$want" <<<"$info"; then
+            passes=$((passes + 1))
+        else
+            echo "FAIL: nextn inspect of the $type file lacks /$want/; it printed:"
+            echo "$info"
+            failures=$((failures + 1))
+        fi
+    done
+    # Forwards over it, the MTP head's (the file's last block) included.
+    expect 0 "acceptance by depth: +d1 [0-9]+/[0-9]+" -- "$NEXTN" run "$file" -p "hello" -n 4
+done
+
+echo "synthetic_gguf: $passes passed, $failures failed"
+[ "$failures" -eq 0 ]
