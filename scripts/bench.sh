@@ -19,7 +19,8 @@ for draft in random perfect; do
 done
 # The issue's comparison points: Q4_0 decode with the perfect head, and a 512-token Q8_0 prefill
 # (llama.cpp 34af94cd9 in the issue, on its Zen 5 VM: decode Q8_0 28.4, Q4_0 42.3, prefill 512
-# Q8_0 157 tok/s; on the Zen 4 VM, same GGUF files as nextn: 28.9, 50.6, 143; README, Speed).
+# Q8_0 157 tok/s; on the Zen 4 VM, same GGUF files as nextn: 28.9, 50.6, 143; on the 2-core
+# Xeon VM, same files from tools/synthetic_gguf: 17.5, 25.7, 115; README, Speed).
 echo "== nextn bench --synthetic qwen3.5-0.8b --quant q4 --draft perfect"
 "$BUILD/nextn" bench --synthetic qwen3.5-0.8b --quant q4 --draft perfect --decode-tokens 32 --json
 echo "== nextn bench --synthetic qwen3.5-0.8b --quant q8_0 --no-mtp --prompt-tokens 512"

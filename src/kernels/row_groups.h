@@ -4,8 +4,8 @@
 // of an AVX-512 vector are 16 rows. The chunked layouts (kernels/int8_dot.h) put a row's 16
 // blocks in the lanes, so every row's sum ends in a 16-lane reduction, and a tile must fetch
 // several rows' streams; here a row's sum builds up in its own lane and a group is one stream.
-// README ("A layout that removes the reduction", "Q4_0 in 16-row groups in the engine") has the
-// measurements.
+// docs/speed-log.md ("A layout that removes the reduction", "Q4_0 in 16-row groups in the
+// engine") has the measurements.
 //
 // Group g (rows 16g .. 16g+15) starts at data + g * group_bytes, group_bytes = 16 * row_bytes:
 //   codes  [blocks, V, 64] with V = 4 (Q4_0R) or 8 (Q8_0R) vectors a block: vector i, lane r

@@ -13,6 +13,9 @@ if ! /usr/bin/python3 -c "import numpy" 2>/dev/null; then
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+# The adaptive depth is remembered per model under $XDG_CACHE_HOME: keep this test's out of the
+# user's cache.
+export XDG_CACHE_HOME="$dir/cache"
 
 expect 2 "invalid choice: 'qwen9'" -- tools/synthetic_gguf/synthetic_gguf.py "$dir/x.gguf" --model qwen9
 
