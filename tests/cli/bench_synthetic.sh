@@ -58,6 +58,8 @@ assert r["rollback_cost"]["keep_1_of_5"] > 0 and r["rollback_cost"]["keep_4_of_5
 assert [m["depth"] for m in r["mtp"]] == [1, 2, 3, 4, "auto", "auto-warm"]
 for m in r["mtp"]:
     assert m["acceptance_d1"] == 1.0 or m["depth"] in ("auto", "auto-warm"), m
+    # The speed-ups divide by the plain decode timed as the MTP runs are: back to back.
+    assert abs(m["speedup"] * r["decode_back_to_back_tok_s"] - m["decode_tok_s"]) < 1e-6 * m["decode_tok_s"], (m, r["decode_back_to_back_tok_s"])
 # The modelled speed-up of each fixed depth: with every draft accepted a round commits depth + 1
 # tokens, and costs its verify plus the depth's draft steps.
 head_cost = r["draft_head"]["draft_step_cost"]
