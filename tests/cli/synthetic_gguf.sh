@@ -18,6 +18,9 @@ trap 'rm -rf "$dir"' EXIT
 export XDG_CACHE_HOME="$dir/cache"
 
 expect 2 "invalid choice: 'qwen9'" -- tools/synthetic_gguf/synthetic_gguf.py "$dir/x.gguf" --model qwen9
+# The comparison script wants a llama-bench binary (none is built here): refused, saying so.
+expect 2 "LLAMA_BENCH must be an executable llama-bench" -- tools/synthetic_gguf/compare_llama.sh
+expect 2 "LLAMA_BENCH must be an executable llama-bench" -- tools/synthetic_gguf/compare_llama.sh "$dir"
 
 for type in q8_0 q4_0; do
     file="$dir/tiny-$type.gguf"
