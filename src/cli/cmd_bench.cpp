@@ -432,8 +432,9 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // Plain decode again, runs back to back with no probe between them, just before the MTP
     // runs and timed as they are: the MTP speed-ups divide by this. Over the probed runs they
     // mixed two ways of timing and two moments of a VM whose rate drifts: on the 2-core Xeon VM
-    // auto at depth 0 (plain decoding, with a head that never drafted right) read 1.02-1.12x
-    // "plain" in four benches. The two plain figures of one bench differ by 0.92-1.07x there.
+    // auto settled on depth 0 (plain decoding, with a head that never drafted right) read
+    // 0.99-1.12x "plain", median 1.03, in five benches. The two plain figures of one bench
+    // differ by 0.92-1.07x there.
     // The probed rate stays the one the bandwidth shares above divide, since those pair a
     // decode with the machine's read rate at that moment.
     const double back_to_back_tps = decode(0).decode_tokens_per_second();
