@@ -492,8 +492,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
                           int depth = 0) {
             const double acc = acceptance_d1(s);
             say("mtp %s: %.1f tok/s (%.2fx plain), %.2f tokens/round, depth-1 acceptance %.0f%%\n",
-                label.c_str(), s.decode_tokens_per_second(), s.decode_tokens_per_second() / back_to_back_tps,
-                s.tokens_per_round(), 100.0 * acc);
+                label.c_str(), s.decode_tokens_per_second(),
+                s.decode_tokens_per_second() / back_to_back_tps, s.tokens_per_round(), 100.0 * acc);
             row["decode_tok_s"] = s.decode_tokens_per_second();
             row["speedup"] = s.decode_tokens_per_second() / back_to_back_tps;
             row["tokens_per_round"] = s.tokens_per_round();
@@ -539,9 +539,9 @@ int cmd_bench(const std::vector<std::string>& argv) {
             DecodeStats with_full = decode(2);
             head["full_head_depth2_tok_s"] = with_full.decode_tokens_per_second();
             head["full_head_depth2_acceptance_d1"] = acceptance_d1(with_full);
+            const double full_tps = with_full.decode_tokens_per_second();
             say("mtp depth 2 with the full LM head: %.1f tok/s (%.2fx plain), depth-1 acceptance %.0f%%\n",
-                with_full.decode_tokens_per_second(), with_full.decode_tokens_per_second() / back_to_back_tps,
-                100.0 * acceptance_d1(with_full));
+                full_tps, full_tps / back_to_back_tps, 100.0 * acceptance_d1(with_full));
             apply_model_options(m, bm.options);
         }
         out["draft_head"] = head;
