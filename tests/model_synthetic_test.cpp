@@ -11,13 +11,16 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/memory_info.h"
 #include "core/thread_pool.h"
+#include "formats/model_config.h"
 #include "kernel_test_helpers.h"
 #include "kernels/kernels.h"
 #include "model/synthetic.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
+#include "test_paths.h"
 
 namespace nextn {
 namespace {
@@ -299,41 +302,62 @@ TEST(SyntheticForward, RowGroupModelsSpeculateExactly) {
     }
 }
 
-// --quant q4_k_m: the Q4_K_M mix (llama.cpp's use_more_bits over the 0.8B's 24 layers and MTP
-// layer: FFN down in layers 0-2, 5, 8, 11, 14, 17, 20 and 21-24, attention V in attention layers 2,
-// 5 and 6 of 7 (layers 11, 23 and the MTP one), and the tied LM head in Q6_K; the Gated DeltaNet's
-// fused QKV in Q5_K; the MoE routers F32; the rest in Q4_K).
+// --quant q4_k_m: llama.cpp's Q4_K_M mix at the commit 34af94cd9. Two independent
+// records of which matrices it gives Q6_K: llama-quantize's own 0.8B Q4_K_M (run in session 38 on
+// a tools/synthetic_gguf Q8_0 file, `llama-quantize --allow-requantize ... Q4_K_M`: Q6_K for the
+// tied embedding, attn_qkv of blocks 0-2, 5, 8, 14, 17 and 20-22, attn_v of 11, 23 and the MTP
+// block 24, ffn_down of 0-2, 5, 8, 11, 14, 17 and 20-24, the other 168 matrices Q4_K), and the
+// tiny dense fixture (../shared/fixtures/README.md section 12: the Q6_K choices are ffn_down of
+// blocks 0/3/6/7/8, attn_qkv of 0/6 and attn_v of 3/7/8, stored as Q8_0 where a row is not a
+// multiple of 256). A layer's Gated DeltaNet QKV and attention V share one count.
 TEST(SyntheticBuild, Q4KMixFollowsLlamaCppsRule) {
-    const ModelConfig c = synthetic_config("qwen3.5-0.8b");
     SyntheticOptions o;
     o.q4_k_m = true;
-    o.q4_k_type = WType::Q4_1FX;  // any three distinct types
-    o.q5_k_type = WType::Q8_1FX;
+    o.q4_k_type = WType::Q4_1FX;  // any two distinct types
     o.q6_k_type = WType::Q6_KX;
-    std::vector<int> q6_down, q6_v;
-    for (int i = 0; i <= c.n_layers; ++i) {
-        const std::string p = i < c.n_layers ? "layers." + std::to_string(i) + "." : "mtp.layers.0.";
-        if (q4_k_m_type(c, o, p + "mlp.down_proj.weight") == WType::Q6_KX) q6_down.push_back(i);
-        EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, p + "mlp.gate_proj.weight"));
-        EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, p + "linear_attn.out_proj.weight"));
-        EXPECT_EQ(WType::Q8_1FX, q4_k_m_type(c, o, p + "linear_attn.in_proj_qkv.weight"));
-        EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, p + "linear_attn.in_proj_z.weight"));
-        if (i == c.n_layers || !c.is_linear[size_t(i)])
-            if (q4_k_m_type(c, o, p + "self_attn.v_proj.weight") == WType::Q6_KX) q6_v.push_back(i);
-    }
-    EXPECT_EQ((std::vector<int>{0, 1, 2, 5, 8, 11, 14, 17, 20, 21, 22, 23, 24}), q6_down);
-    // Attention layers 3, 7, 11, ..., 23 (every fourth) and the MTP layer: indices 2, 5, 6.
-    EXPECT_EQ((std::vector<int>{11, 23, 24}), q6_v);
+    // The blocks whose FFN down and whose QKV / V are Q6_K, by q4_k_m_type.
+    auto more_bits = [&o](const ModelConfig& c, std::vector<int>& down, std::vector<int>& v_like) {
+        for (int i = 0; i <= c.n_layers; ++i) {
+            const std::string p = i < c.n_layers ? "layers." + std::to_string(i) + "." : "mtp.layers.0.";
+            if (q4_k_m_type(c, o, p + "mlp.down_proj.weight") == WType::Q6_KX) down.push_back(i);
+            const bool linear = i < c.n_layers && c.is_linear[size_t(i)];
+            const std::string v = linear ? "linear_attn.in_proj_qkv.weight" : "self_attn.v_proj.weight";
+            if (q4_k_m_type(c, o, p + v) == WType::Q6_KX) v_like.push_back(i);
+            for (const char* rest : {"mlp.gate_proj.weight", "mlp.up_proj.weight", "linear_attn.out_proj.weight",
+                                     "linear_attn.in_proj_z.weight", "linear_attn.in_proj_a.weight",
+                                     "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.o_proj.weight"})
+                EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, p + rest)) << p << rest;
+        }
+    };
+    const ModelConfig c = synthetic_config("qwen3.5-0.8b");
+    std::vector<int> down, v_like;
+    more_bits(c, down, v_like);
+    EXPECT_EQ((std::vector<int>{0, 1, 2, 5, 8, 11, 14, 17, 20, 21, 22, 23, 24}), down);
+    EXPECT_EQ((std::vector<int>{0, 1, 2, 5, 8, 11, 14, 17, 20, 21, 22, 23, 24}), v_like);
+    for (int attention : {3, 7, 15, 19}) EXPECT_TRUE(std::count(v_like.begin(), v_like.end(), attention) == 0);
     ASSERT_TRUE(c.tied_embeddings);
     EXPECT_EQ(WType::Q6_KX, q4_k_m_type(c, o, "embed_tokens.weight"));
+
+    const ModelConfig tiny =
+        parse_hf_config_text(read_text_file(test::data_dir() + "/qwen35-dense-tiny/config.json"), "tiny");
+    ASSERT_EQ(8, tiny.n_layers);
+    std::vector<int> tiny_down, tiny_v;
+    more_bits(tiny, tiny_down, tiny_v);
+    EXPECT_EQ((std::vector<int>{0, 3, 6, 7, 8}), tiny_down);
+    EXPECT_EQ((std::vector<int>{0, 3, 6, 7, 8}), tiny_v);
+    ASSERT_TRUE(tiny.is_linear[0] && !tiny.is_linear[3] && tiny.is_linear[6] && !tiny.is_linear[7]);
+
     const ModelConfig moe = synthetic_config("qwen3.5-35b-a3b");
     EXPECT_EQ(WType::F32, q4_k_m_type(moe, o, "layers.0.mlp.gate.weight"));
     EXPECT_EQ(WType::F32, q4_k_m_type(moe, o, "layers.0.mlp.shared_expert_gate.weight"));
     EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(moe, o, "layers.0.mlp.experts.5.gate_proj.weight"));
+    EXPECT_EQ(WType::Q6_KX, q4_k_m_type(moe, o, "layers.0.mlp.experts.5.down_proj.weight"));
+    EXPECT_EQ(WType::Q6_KX, q4_k_m_type(moe, o, "layers.0.mlp.shared_expert.down_proj.weight"));
     // Without an MTP head the counts shrink by one.
     o.draft = SyntheticDraft::None;
     EXPECT_EQ(WType::Q6_KX, q4_k_m_type(c, o, "layers.23.mlp.down_proj.weight"));
     EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, "layers.4.mlp.down_proj.weight"));
+    EXPECT_EQ(WType::Q6_KX, q4_k_m_type(c, o, "layers.21.linear_attn.in_proj_qkv.weight"));
 }
 
 // A Q4_K_M synthetic model, in either layout a table holds such a file's tensors in, is what the
@@ -343,16 +367,18 @@ TEST(SyntheticForward, Q4KMModelsSpeculateExactly) {
         SyntheticOptions o;
         o.q4_k_m = true;
         o.q4_k_type = rows ? WType::Q4_KR : WType::Q4_1FX;
-        o.q5_k_type = rows ? WType::Q5_KR : WType::Q8_1FX;
         o.q6_k_type = rows ? WType::Q6_KR : WType::Q6_KX;
         o.draft = SyntheticDraft::Perfect;
         const ModelConfig c = narrow_0_8b(true);
         LoadedModel lm = load_synthetic_model(c, "narrow-0.8b", o, 2);
         const ModelWeights& w = lm.model->weights();
         EXPECT_EQ(o.q6_k_type, w.lm_head.type);
-        EXPECT_EQ(o.q5_k_type, w.layers[0].in_qkv.type);
+        EXPECT_EQ(o.q4_k_type, w.layers[0].in_qkv.type);
         EXPECT_EQ(o.q4_k_type, w.layers[0].in_z.type);
-        // use_more_bits over 4 layers and the MTP one: layer 2's and the MTP layer's FFN down.
+        // use_more_bits over 4 layers and the MTP one: layer 2's and the MTP layer's FFN down,
+        // and the QKV / V of the same two.
+        EXPECT_EQ(o.q6_k_type, w.layers[2].in_qkv.type);
+        EXPECT_EQ(o.q6_k_type, w.mtp.layer.v_proj.type);
         EXPECT_EQ(o.q4_k_type, w.layers[0].ffn.down.type);
         EXPECT_EQ(o.q6_k_type, w.layers[2].ffn.down.type);
         EXPECT_EQ(o.q6_k_type, w.mtp.layer.ffn.down.type);

@@ -128,7 +128,6 @@ BenchModel open_bench_model(const Args& a) {
                              "elsewhere a Q4_K_M file's matrices are widened to f32");
         so.q4_k_m = true;
         so.q4_k_type = k_quant_storage_type(DType::Q4_K, kernels().row_groups);
-        so.q5_k_type = k_quant_storage_type(DType::Q5_K, kernels().row_groups);
         so.q6_k_type = k_quant_storage_type(DType::Q6_K, kernels().row_groups);
     }
     if (a.has("no-mtp") && a.has("draft")) throw UsageError("--no-mtp and --draft contradict each other");
@@ -145,8 +144,8 @@ BenchModel open_bench_model(const Args& a) {
     } catch (const Error& e) {
         throw UsageError(std::string("--synthetic: ") + e.what());
     }
-    const std::string types = so.q4_k_m ? std::string("q4_k_m: ") + wtype_name(so.q4_k_type) + ", " +
-                                              wtype_name(so.q5_k_type) + " and " + wtype_name(so.q6_k_type)
+    const std::string types = so.q4_k_m ? std::string("q4_k_m: ") + wtype_name(so.q4_k_type) + " and " +
+                                              wtype_name(so.q6_k_type)
                                         : wtype_name(so.matrix_type);
     so.progress = progress_printer("building " + name + " (" + types + ", " +
                                        synthetic_draft_name(so.draft) + " draft head)",

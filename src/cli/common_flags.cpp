@@ -23,8 +23,8 @@ std::vector<FlagSpec> model_flags() {
         {"quant", "", true,
          "convert every weight matrix at load: native (default: keep the file's values in a "
          "layout a kernel reads, widening to f32 only where none does; `inspect` shows which), "
-         "f32, bf16, q8_0, q4; for `bench --synthetic` also q4_k_m (llama.cpp's Q4_K_M mix of Q4_K, "
-         "Q5_K and Q6_K, held as a Q4_K_M file's tensors are)",
+         "f32, bf16, q8_0, q4; for `bench --synthetic` also q4_k_m (llama.cpp's Q4_K_M mix of Q4_K "
+         "and Q6_K, held as a Q4_K_M file's tensors are)",
          "TYPE"},
         {"f32-activations", "", false,
          "multiply quantized weights with f32 activations (the arithmetic of dequantized weights; "

@@ -423,20 +423,13 @@ WType q4_k_m_type(const ModelConfig& c, const SyntheticOptions& o, const std::st
     const bool mtp = o.draft != SyntheticDraft::None;
     auto has = [&name](const char* part) { return name.find(part) != std::string::npos; };
     if (name == "lm_head.weight" || (name == "embed_tokens.weight" && c.tied_embeddings)) return o.q6_k_type;
-    if (has("linear_attn.in_proj_qkv")) return o.q5_k_type;
     if (has("mlp.gate.weight") || has("shared_expert_gate")) return WType::F32;
-    const int64_t layer = layer_of(c, name);
-    if (layer >= 0 && has("down_proj"))
-        return use_more_bits(layer, c.n_layers + (mtp ? 1 : 0)) ? o.q6_k_type : o.q4_k_type;
-    if (layer >= 0 && has("self_attn.v_proj")) {
-        int64_t attention = 0, index = 0;  // attention layers in all, and before this one
-        for (int64_t i = 0; i < c.n_layers; ++i) {
-            if (c.is_linear[size_t(i)]) continue;
-            index += i < layer;
-            ++attention;
-        }
-        return use_more_bits(index, attention + (mtp ? 1 : 0)) ? o.q6_k_type : o.q4_k_type;
-    }
+    const int64_t layer = layer_of(c, name), layers = c.n_layers + (mtp ? 1 : 0);
+    // Every layer holds one "attention V" tensor: a Gated DeltaNet layer its fused QKV, an
+    // attention layer (the MTP one too) its V. So llama.cpp's count of them is the layer index.
+    const bool v_like = has("linear_attn.in_proj_qkv") || has("self_attn.v_proj");
+    if (layer >= 0 && (has("down_proj") || v_like))
+        return use_more_bits(layer, layers) ? o.q6_k_type : o.q4_k_type;
     return o.q4_k_type;
 }
 

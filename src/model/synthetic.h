@@ -52,11 +52,10 @@ struct SyntheticOptions {
     WType matrix_type = WType::Q8_0;
     // With q4_k_m the matrices take llama.cpp's Q4_K_M mix instead of matrix_type (q4_k_m_type),
     // each built from the random values through the K-quant encoders (kernels/quant_k.h) and
-    // held in these types (Q4_KR or Q4_1FX, Q5_KR or Q8_1FX, Q6_KR or Q6_KX; nextn bench sets them
-    // as the engine holds a Q4_K_M file's tensors on the table that runs).
+    // held in these types (Q4_KR or Q4_1FX, Q6_KR or Q6_KX; nextn bench sets them as the engine
+    // holds a Q4_K_M file's tensors on the table that runs).
     bool q4_k_m = false;
     WType q4_k_type = WType::Q4_KR;
-    WType q5_k_type = WType::Q5_KR;
     WType q6_k_type = WType::Q6_KR;
     SyntheticDraft draft = SyntheticDraft::Random;
     uint64_t seed = 0x5EED;
@@ -69,12 +68,15 @@ SyntheticSize synthetic_size(const ModelConfig& c, const SyntheticOptions& o);
 SyntheticSize synthetic_size(const ModelConfig& c, WType type, bool with_mtp);
 // The type o.q4_k_m gives matrix `name` (a Hugging Face name: "layers.3.mlp.down_proj.weight",
 // "mtp.layers.0.self_attn.v_proj.weight", "lm_head.weight", "embed_tokens.weight") of c.
-// llama.cpp's rule for Q4_K_M as it meets Qwen3.5's tensors (llama-quant.cpp): the output (with
-// tied embeddings the embedding, which is the output) in Q6_K; attention V and FFN down (dense,
-// routed and shared experts alike) in Q6_K where use_more_bits(i, n) holds, i the layer's index
-// among those with such a tensor (the MTP layer last) and n their count: i < n / 8, i >= 7n / 8,
-// or (i - n / 8) % 3 == 2; the Gated DeltaNet's fused in_proj_qkv (GGUF attn_qkv) in Q5_K; the
-// MoE routers and the shared-expert gate (ffn_gate_inp*) kept F32; the rest in Q4_K.
+// llama.cpp's rule for Q4_K_M as it meets Qwen3.5's tensors (llama-quant.cpp at 34af94cd9, the
+// issue's commit): the output (with tied embeddings the embedding, which is the output) in Q6_K;
+// FFN down (dense, routed and shared experts alike) and the "attention V" tensors in Q6_K where
+// use_more_bits(i, n) holds: i < n / 8, i >= 7n / 8, or (i - n / 8) % 3 == 2. For FFN down i is
+// the layer's index, n the layers' count (the MTP layer last). llama.cpp counts the Gated
+// DeltaNet's fused in_proj_qkv (GGUF attn_qkv) with attention's v_proj, and every layer holds
+// one of the two: i is again the layer's index. The MoE routers and the shared-expert gate
+// (ffn_gate_inp*) stay F32; the rest is Q4_K. (Checked against the Q4_K_M GGUF fixtures'
+// types and llama-quantize's own 0.8B Q4_K_M: tests/model_synthetic_test.cpp.)
 WType q4_k_m_type(const ModelConfig& c, const SyntheticOptions& o, const std::string& name);
 
 // Builds every weight of `c` tensor by tensor, each matrix encoded row by row from an f32 row
