@@ -353,6 +353,13 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
     }
 }
 
+// Q6_KR takes both halves at once up to 4 columns, though its sums then spill: a tile of one
+// half reads the group twice (session 38, tools/kernel_ab q4_k_m, where Q6_K holds ffn_down, a
+// share of attn_qkv and the LM head; 0.8B forwards: avx2 width 4 0.987, width 5 1.012 and 0.961;
+// avxvnni width 4 0.966, width 5 0.954).
+template <WType T>
+constexpr int64_t row_group_both_halves_up_to_256 = T == WType::Q6_KR ? 4 : 2;
+
 // Both halves at once where the tile's sums fit the registers (up to 2 columns), else one half
 // at a time (the second half then reads the group again, from L1 or L2). Chains: a policy bound
 // by the dot product's latency (AVX-VNNI) takes two a (half, column) where a tile has a single
@@ -367,7 +374,7 @@ void row_group_columns_256(const RowGroupGeometry& L, const uint8_t* group, cons
                            const RowGroupFetchShare256 (&shares)[2]) {
     // Q6_KR: two sums a (half, column), one a sub-block, unless its sums are scaled as they widen.
     constexpr bool kSubBlockSums = T == WType::Q6_KR && !Dot::kWidensLate;
-    if constexpr (C <= 2) {
+    if constexpr (C <= row_group_both_halves_up_to_256<T>) {
         constexpr int K = kSubBlockSums || (Dot::kLatencyBound && C == 1) ? 2 : 1;
         row_group_tile_256<Dot, T, 2, K, C>(L, group, 0, x, j0, lanes, y, ldy, fetch, shares[0]);
     } else {
@@ -384,7 +391,8 @@ void row_group_columns_256(const RowGroupGeometry& L, const uint8_t* group, cons
 constexpr int64_t kRowGroupFetchingCols256 = 8;
 
 // Passes over a group a tile of c columns makes: both halves at once up to 2 columns.
-constexpr int row_group_passes_256(int64_t c) { return c <= 2 ? 1 : 2; }
+template <WType T>
+constexpr int row_group_passes_256(int64_t c) { return c <= row_group_both_halves_up_to_256<T> ? 1 : 2; }
 
 // Rows [r0, r1) of a row-group matrix of type T times x's columns: y[j * ldy + r].
 template <class Dot, WType T>
@@ -396,7 +404,7 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
     const uint8_t* fetch = at(g0);
     int64_t passes = 0;  // per group, that fetch
     for (int64_t j0 = 0; j0 < std::min(x.n, kRowGroupFetchingCols256); j0 += kRowGroupTileCols256)
-        passes += row_group_passes_256(std::min<int64_t>(kRowGroupTileCols256, x.n - j0));
+        passes += row_group_passes_256<T>(std::min<int64_t>(kRowGroupTileCols256, x.n - j0));
     const int64_t step = int64_t(L.group_bytes) / (L.blocks * passes);
     for (int64_t g = g0; g < g1; ++g) {
         const unsigned lanes = row_group_lanes(g, r0, r1);
@@ -405,7 +413,7 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
             const int64_t c = std::min<int64_t>(kRowGroupTileCols256, x.n - j0);
             RowGroupFetchShare256 shares[2];
             if (j0 < kRowGroupFetchingCols256)
-                for (int i = 0; i < row_group_passes_256(c); ++i, ++pass)
+                for (int i = 0; i < row_group_passes_256<T>(c); ++i, ++pass)
                     shares[i] = {at(g1), pass * int64_t(L.group_bytes) / passes, step};
             float* yt = y + j0 * ldy + g * kRowGroupRows;
             switch (c) {
