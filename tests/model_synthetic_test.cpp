@@ -4,8 +4,6 @@
 // small builds, and the perfect / random draft variants on a model of real width.
 #include <gtest/gtest.h>
 
-#include "decode_helpers.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,6 +12,7 @@
 #include "core/mapped_file.h"
 #include "core/memory_info.h"
 #include "core/thread_pool.h"
+#include "decode_helpers.h"
 #include "formats/model_config.h"
 #include "kernel_test_helpers.h"
 #include "kernels/kernels.h"
@@ -318,14 +317,17 @@ TEST(SyntheticBuild, Q4KMixFollowsLlamaCppsRule) {
     // The blocks whose FFN down and whose QKV / V are Q6_K, by q4_k_m_type.
     auto more_bits = [&o](const ModelConfig& c, std::vector<int>& down, std::vector<int>& v_like) {
         for (int i = 0; i <= c.n_layers; ++i) {
-            const std::string p = i < c.n_layers ? "layers." + std::to_string(i) + "." : "mtp.layers.0.";
+            const std::string p =
+                i < c.n_layers ? "layers." + std::to_string(i) + "." : "mtp.layers.0.";
             if (q4_k_m_type(c, o, p + "mlp.down_proj.weight") == WType::Q6_KX) down.push_back(i);
             const bool linear = i < c.n_layers && c.is_linear[size_t(i)];
-            const std::string v = linear ? "linear_attn.in_proj_qkv.weight" : "self_attn.v_proj.weight";
+            const std::string v =
+                linear ? "linear_attn.in_proj_qkv.weight" : "self_attn.v_proj.weight";
             if (q4_k_m_type(c, o, p + v) == WType::Q6_KX) v_like.push_back(i);
-            for (const char* rest : {"mlp.gate_proj.weight", "mlp.up_proj.weight", "linear_attn.out_proj.weight",
-                                     "linear_attn.in_proj_z.weight", "linear_attn.in_proj_a.weight",
-                                     "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.o_proj.weight"})
+            for (const char* rest :
+                 {"mlp.gate_proj.weight", "mlp.up_proj.weight", "linear_attn.out_proj.weight",
+                  "linear_attn.in_proj_z.weight", "linear_attn.in_proj_a.weight",
+                  "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.o_proj.weight"})
                 EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, p + rest)) << p << rest;
         }
     };
@@ -334,12 +336,13 @@ TEST(SyntheticBuild, Q4KMixFollowsLlamaCppsRule) {
     more_bits(c, down, v_like);
     EXPECT_EQ((std::vector<int>{0, 1, 2, 5, 8, 11, 14, 17, 20, 21, 22, 23, 24}), down);
     EXPECT_EQ((std::vector<int>{0, 1, 2, 5, 8, 11, 14, 17, 20, 21, 22, 23, 24}), v_like);
-    for (int attention : {3, 7, 15, 19}) EXPECT_TRUE(std::count(v_like.begin(), v_like.end(), attention) == 0);
+    for (int attention : {3, 7, 15, 19})
+        EXPECT_TRUE(std::count(v_like.begin(), v_like.end(), attention) == 0);
     ASSERT_TRUE(c.tied_embeddings);
     EXPECT_EQ(WType::Q6_KX, q4_k_m_type(c, o, "embed_tokens.weight"));
 
-    const ModelConfig tiny =
-        parse_hf_config_text(read_text_file(test::data_dir() + "/qwen35-dense-tiny/config.json"), "tiny");
+    const ModelConfig tiny = parse_hf_config_text(
+        read_text_file(test::data_dir() + "/qwen35-dense-tiny/config.json"), "tiny");
     ASSERT_EQ(8, tiny.n_layers);
     std::vector<int> tiny_down, tiny_v;
     more_bits(tiny, tiny_down, tiny_v);

@@ -144,8 +144,8 @@ BenchModel open_bench_model(const Args& a) {
     } catch (const Error& e) {
         throw UsageError(std::string("--synthetic: ") + e.what());
     }
-    const std::string types = so.q4_k_m ? std::string("q4_k_m: ") + wtype_name(so.q4_k_type) + " and " +
-                                              wtype_name(so.q6_k_type)
+    const std::string types = so.q4_k_m ? std::string("q4_k_m: ") + wtype_name(so.q4_k_type) +
+                                              " and " + wtype_name(so.q6_k_type)
                                         : wtype_name(so.matrix_type);
     so.progress = progress_printer("building " + name + " (" + types + ", " +
                                        synthetic_draft_name(so.draft) + " draft head)",

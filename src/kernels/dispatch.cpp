@@ -70,10 +70,10 @@ bool row_groups_from_env(const char* name, bool fallback) {
 // chunked layouts' time at widths 1, 2 and 4, and 0.83-0.92x for a 128-token prefill
 // (gemm_row_groups_avx512.cpp; docs/speed-log.md, "Q4_0 in 16-row groups"). The 256-bit kernels
 // (x86/row_groups_256.h) on the 2-core Xeon VM: 0.78-0.97x at every width measured
-// (docs/speed-log.md, "row groups for the 256-bit tables"). Q5_K: kernels_bench BM_GemmQ4K/N/1/5 against Q8_1FX,
-// widths 1/2/4/8, avx512 0.56/0.58/0.65/0.54x the time, avxvnni 0.66/0.61/0.59/0.84x, avx2
-// 0.56/0.58/0.55/0.64x (the 256-bit kernels took 1.13-1.24x at width 1 until the fifth-bit
-// unpacking, x86/int8_dot_tiles.h q5_fifth_bits, was forced inline).
+// (docs/speed-log.md, "row groups for the 256-bit tables"). Q5_K: kernels_bench BM_GemmQ4K/N/1/5
+// against Q8_1FX, widths 1/2/4/8, avx512 0.56/0.58/0.65/0.54x the time, avxvnni
+// 0.66/0.61/0.59/0.84x, avx2 0.56/0.58/0.55/0.64x (the 256-bit kernels took 1.13-1.24x at width 1
+// until the fifth-bit unpacking, x86/int8_dot_tiles.h q5_fifth_bits, was forced inline).
 RowGroupLayouts row_group_layouts() {
     RowGroupLayouts groups;
     groups.q4_0 = row_groups_from_env("NEXTN_Q4_0_LAYOUT", true);

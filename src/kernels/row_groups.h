@@ -1,11 +1,10 @@
 #pragma once
-// Q4_0R and Q8_0R (and the GGUF K-quants Q4_KR, Q5_KR, Q6_KR below): Q4_0 / Q8_0 weights in groups of
-// 16 rows, laid out so that the 16 int32 lanes
-// of an AVX-512 vector are 16 rows. The chunked layouts (kernels/int8_dot.h) put a row's 16
-// blocks in the lanes, so every row's sum ends in a 16-lane reduction, and a tile must fetch
-// several rows' streams; here a row's sum builds up in its own lane and a group is one stream.
-// docs/speed-log.md ("A layout that removes the reduction", "Q4_0 in 16-row groups in the
-// engine") has the measurements.
+// Q4_0R and Q8_0R (and the GGUF K-quants Q4_KR, Q5_KR, Q6_KR below): Q4_0 / Q8_0 weights in groups
+// of 16 rows, laid out so that the 16 int32 lanes of an AVX-512 vector are 16 rows. The chunked
+// layouts (kernels/int8_dot.h) put a row's 16 blocks in the lanes, so every row's sum ends in a
+// 16-lane reduction, and a tile must fetch several rows' streams; here a row's sum builds up in its
+// own lane and a group is one stream. docs/speed-log.md ("A layout that removes the reduction",
+// "Q4_0 in 16-row groups in the engine") has the measurements.
 //
 // Group g (rows 16g .. 16g+15) starts at data + g * group_bytes, group_bytes = 16 * row_bytes:
 //   codes  [blocks, V, 64] with V = 4 (Q4_0R) or 8 (Q8_0R) vectors a block: vector i, lane r
@@ -42,15 +41,16 @@
 // broadcasts them to every row (Q4_0R: vector i's low nibbles meet step i, its high ones step
 // 4 + i; Q8_0R: vector i meets step i). Output (r, j):
 //   acc = 0; for each block b in order:
-//     isum = -offset * xsum[b] + sum over the block's 32 elements of wcode * xcode  (exact in int32;
+//     isum = -offset * xsum[b] + sum over the block's 32 elements of wcode * xcode  (exact in
+//     int32;
 //            offset 8 for Q4_0R, 128 for Q8_0R)
 //     acc  = fma(float(isum), dw * dx, acc)
 // Q6_KR, as Q6_KX (kernels/int8_dot.h): isum_a, isum_b over steps 0..3 and 4..7 of the codes q,
 // xhalf the block's first 16 activation codes' sum:
 //     i = sc_a * (isum_a - 32 * xhalf) + sc_b * (isum_b - 32 * (xsum - xhalf))  (exact in int32)
 //     acc = fma(float(i), d * dx, acc)
-// Q4_KR and Q5_KR, as the chunked affine types (kernels/int8_dot.h): dw = d * sc and dm = -(dmin * mn), both
-// exact in f32 (11 bits times 6), so the values are Q4_1FX's bit for bit; per block
+// Q4_KR and Q5_KR, as the chunked affine types (kernels/int8_dot.h): dw = d * sc and dm = -(dmin *
+// mn), both exact in f32 (11 bits times 6), so the values are Q4_1FX's bit for bit; per block
 //     isum = sum of wcode * xcode;  acc = fma(float(isum), dw * dx, acc);
 //     acc  = fma(float(xsum[b]), dm * dx, acc)
 // with no reduction across lanes, so the scalar reference and the vector kernel agree bit for

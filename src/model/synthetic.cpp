@@ -422,7 +422,8 @@ int64_t layer_of(const ModelConfig& c, const std::string& name) {
 WType q4_k_m_type(const ModelConfig& c, const SyntheticOptions& o, const std::string& name) {
     const bool mtp = o.draft != SyntheticDraft::None;
     auto has = [&name](const char* part) { return name.find(part) != std::string::npos; };
-    if (name == "lm_head.weight" || (name == "embed_tokens.weight" && c.tied_embeddings)) return o.q6_k_type;
+    if (name == "lm_head.weight" || (name == "embed_tokens.weight" && c.tied_embeddings))
+        return o.q6_k_type;
     if (has("mlp.gate.weight") || has("shared_expert_gate")) return WType::F32;
     const int64_t layer = layer_of(c, name), layers = c.n_layers + (mtp ? 1 : 0);
     // Every layer holds one "attention V" tensor: a Gated DeltaNet layer its fused QKV, an

@@ -392,7 +392,9 @@ constexpr int64_t kRowGroupFetchingCols256 = 8;
 
 // Passes over a group a tile of c columns makes: both halves at once up to 2 columns.
 template <WType T>
-constexpr int row_group_passes_256(int64_t c) { return c <= row_group_both_halves_up_to_256<T> ? 1 : 2; }
+constexpr int row_group_passes_256(int64_t c) {
+    return c <= row_group_both_halves_up_to_256<T> ? 1 : 2;
+}
 
 // Rows [r0, r1) of a row-group matrix of type T times x's columns: y[j * ldy + r].
 template <class Dot, WType T>
