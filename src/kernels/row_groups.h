@@ -41,16 +41,16 @@
 // broadcasts them to every row (Q4_0R: vector i's low nibbles meet step i, its high ones step
 // 4 + i; Q8_0R: vector i meets step i). Output (r, j):
 //   acc = 0; for each block b in order:
-//     isum = -offset * xsum[b] + sum over the block's 32 elements of wcode * xcode  (exact in
-//     int32;
-//            offset 8 for Q4_0R, 128 for Q8_0R)
+//     isum = -offset * xsum[b] + sum over the block's 32 elements of wcode * xcode
+//            (exact in int32; offset 8 for Q4_0R, 128 for Q8_0R)
 //     acc  = fma(float(isum), dw * dx, acc)
 // Q6_KR, as Q6_KX (kernels/int8_dot.h): isum_a, isum_b over steps 0..3 and 4..7 of the codes q,
 // xhalf the block's first 16 activation codes' sum:
 //     i = sc_a * (isum_a - 32 * xhalf) + sc_b * (isum_b - 32 * (xsum - xhalf))  (exact in int32)
 //     acc = fma(float(i), d * dx, acc)
-// Q4_KR and Q5_KR, as the chunked affine types (kernels/int8_dot.h): dw = d * sc and dm = -(dmin *
-// mn), both exact in f32 (11 bits times 6), so the values are Q4_1FX's bit for bit; per block
+// Q4_KR and Q5_KR, as the chunked affine types (kernels/int8_dot.h): dw = d * sc and
+// dm = -(dmin * mn), both exact in f32 (11 bits times 6), so the values are Q4_1FX's bit for bit;
+// per block
 //     isum = sum of wcode * xcode;  acc = fma(float(isum), dw * dx, acc);
 //     acc  = fma(float(xsum[b]), dm * dx, acc)
 // with no reduction across lanes, so the scalar reference and the vector kernel agree bit for

@@ -360,14 +360,15 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
 template <WType T>
 constexpr int64_t row_group_both_halves_up_to_256 = T == WType::Q6_KR ? 4 : 2;
 
-// Both halves at once where the tile's sums fit the registers (up to 2 columns), else one half
-// at a time (the second half then reads the group again, from L1 or L2). Chains: a policy bound
-// by the dot product's latency (AVX-VNNI) takes two a (half, column) where a tile has a single
-// column, or one half: on the 2-core Xeon VM (tools/kernel_ab ISA=avxvnni, 0.8B forwards) two
-// chains in the one-half tiles took 0.985-0.991x the time at widths 3 and 4 (q4_0 and q8_0), and
-// at width 2 (both halves, two columns) 1.001-1.002x: left at one. Q6_KR always takes two, one
-// a sub-block; its both-halves tiles of 2 columns then spill a few sums and still gain (kernels_bench
-// BM_GemmQ6K 2048 x 6144, width 2, against one half at a time: avxvnni 0.85x the time, avx2 0.84x).
+// Both halves at once where the tile's sums fit the registers (up to 2 columns; Q6_KR up to 4,
+// above), else one half at a time (the second half then reads the group again, from L1 or L2).
+// Chains: a policy bound by the dot product's latency (AVX-VNNI) takes two a (half, column) where
+// a tile has a single column, or one half: on the 2-core Xeon VM (tools/kernel_ab ISA=avxvnni,
+// 0.8B forwards) two chains in the one-half tiles took 0.985-0.991x the time at widths 3 and 4
+// (q4_0 and q8_0), and at width 2 (both halves, two columns) 1.001-1.002x: left at one. Q6_KR
+// always takes two, one a sub-block; its both-halves tiles of 2 columns then spill a few sums and
+// still gain (kernels_bench BM_GemmQ6K 2048 x 6144, width 2, against one half at a time: avxvnni
+// 0.85x the time, avx2 0.84x).
 template <class Dot, WType T, int C>
 void row_group_columns_256(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
                            unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch,
@@ -390,7 +391,7 @@ void row_group_columns_256(const RowGroupGeometry& L, const uint8_t* group, cons
 // first passes' reads.
 constexpr int64_t kRowGroupFetchingCols256 = 8;
 
-// Passes over a group a tile of c columns makes: both halves at once up to 2 columns.
+// Passes over a group a tile of c columns makes: one while it takes both halves at once.
 template <WType T>
 constexpr int row_group_passes_256(int64_t c) {
     return c <= row_group_both_halves_up_to_256<T> ? 1 : 2;
