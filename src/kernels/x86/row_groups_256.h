@@ -355,8 +355,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
 
 // Q6_KR takes both halves at once up to 4 columns, though its sums then spill: a tile of one
 // half reads the group twice (session 38, tools/kernel_ab q4_k_m, where Q6_K holds ffn_down, a
-// share of attn_qkv and the LM head; 0.8B forwards: avx2 width 4 0.987, width 5 1.012 and 0.961;
-// avxvnni width 4 0.966, width 5 0.954).
+// share of attn_qkv and the LM head; 0.8B forwards: avx2 width 4 0.987, width 5 1.012 and 0.961,
+// width 8 0.993 (an A/A run 0.992); avxvnni width 4 0.966, width 5 0.954).
 template <WType T>
 constexpr int64_t row_group_both_halves_up_to_256 = T == WType::Q6_KR ? 4 : 2;
 
