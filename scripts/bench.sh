@@ -3,6 +3,8 @@
 # synthetic Qwen3.5-0.8B (real shapes, random weights, q8_0) with a random MTP head (drafts
 # rejected: the cost of speculating for nothing) and a perfect one (every draft accepted: the
 # ceiling of MTP speed-up on this machine), then q4 decode and a 512-token prefill.
+# LLAMA_BENCH=/path/to/llama-bench (a llama.cpp you built) adds the same-machine comparison on
+# one synthetic file per type (tools/synthetic_gguf/compare_llama.sh).
 set -euo pipefail
 BUILD=${1:-build}
 MODEL=${MODEL:-$( [ -f models/nextn-tiny/config.json ] && echo models/nextn-tiny || echo tests/data/qwen35-dense-tiny )}
@@ -25,3 +27,9 @@ echo "== nextn bench --synthetic qwen3.5-0.8b --quant q4 --draft perfect"
 "$BUILD/nextn" bench --synthetic qwen3.5-0.8b --quant q4 --draft perfect --decode-tokens 32 --json
 echo "== nextn bench --synthetic qwen3.5-0.8b --quant q8_0 --no-mtp --prompt-tokens 512"
 "$BUILD/nextn" bench --synthetic qwen3.5-0.8b --quant q8_0 --no-mtp --prompt-tokens 512 --json
+if [ -n "${LLAMA_BENCH:-}" ]; then
+    for type in q8_0 q4_0; do
+        echo "== tools/synthetic_gguf/compare_llama.sh $LLAMA_BENCH qwen3.5-0.8b $type"
+        BUILD_DIR="$BUILD" tools/synthetic_gguf/compare_llama.sh "$LLAMA_BENCH" qwen3.5-0.8b "$type"
+    done
+fi

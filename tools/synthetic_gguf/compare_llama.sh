@@ -5,9 +5,11 @@
 # LLAMA_BENCH: a llama-bench binary you built (a llama.cpp that knows the qwen35 architecture).
 # Defaults: qwen3.5-0.8b, q4_0, one thread per core. Prompt 512 and 128 decoded tokens (the 9B:
 # 128 and 32). The file is written to a temporary directory and removed at the end; it needs
-# the model's size free there (0.44 GB for the 0.8B at q4_0, 5.2 GB for the 9B).
+# the model's size free there (0.44 GB for the 0.8B at q4_0, 5.2 GB for the 9B). BUILD_DIR: where
+# nextn is built (default build). `LLAMA_BENCH=... make bench` runs it for q8_0 and q4_0.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+nextn=${BUILD_DIR:-build}/nextn
 if [ $# -lt 1 ] || [ ! -x "$1" ] || [ -d "$1" ]; then
     echo "usage: $0 LLAMA_BENCH [MODEL] [TYPE] [THREADS]: LLAMA_BENCH must be an executable llama-bench" >&2
     exit 2
@@ -16,8 +18,8 @@ llama_bench=$1
 model=${2:-qwen3.5-0.8b}
 type=${3:-q4_0}
 threads=${4:-$(nproc)}
-if [ ! -x build/nextn ]; then
-    echo "$0: build/nextn is missing: run make build first" >&2
+if [ ! -x "$nextn" ]; then
+    echo "$0: $nextn is missing: run make build first" >&2
     exit 2
 fi
 prompt=512
@@ -35,7 +37,7 @@ echo "llama-bench: prefill $prompt, decode $decode, batches of 1, 4 and 8 (its v
 "$llama_bench" -m "$file" -t "$threads" -p "$prompt" -n "$decode" -r 3 -o json >"$dir/llama.json"
 "$llama_bench" -m "$file" -t "$threads" -p 1,4,8 -n 0 -r 3 -o json >"$dir/llama_cost.json"
 echo "nextn bench ..." >&2
-build/nextn bench "$file" -t "$threads" --prompt-tokens "$prompt" --decode-tokens "$decode" \
+"$nextn" bench "$file" -t "$threads" --prompt-tokens "$prompt" --decode-tokens "$decode" \
     --no-mtp --json >"$dir/nextn.json"
 
 python3 - "$dir" "$prompt" "$decode" "$model" "$type" "$threads" <<'PY'
