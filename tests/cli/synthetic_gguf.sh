@@ -18,6 +18,8 @@ trap 'rm -rf "$dir"' EXIT
 export XDG_CACHE_HOME="$dir/cache"
 
 expect 2 "invalid choice: 'qwen9'" -- tools/synthetic_gguf/synthetic_gguf.py "$dir/x.gguf" --model qwen9
+expect 1 "cannot write $dir/no/such/dir/x.gguf: No such file or directory" -- \
+    tools/synthetic_gguf/synthetic_gguf.py "$dir/no/such/dir/x.gguf" --model tiny
 # The comparison script wants a llama-bench binary (none is built here): refused, saying so.
 expect 2 "LLAMA_BENCH must be an executable llama-bench" -- tools/synthetic_gguf/compare_llama.sh
 expect 2 "LLAMA_BENCH must be an executable llama-bench" -- tools/synthetic_gguf/compare_llama.sh "$dir"

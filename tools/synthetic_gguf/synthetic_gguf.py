@@ -20,6 +20,7 @@ Layout and keys follow the GGUF v3 specification (ggml's docs/gguf.md) and the q
 the GGUF fixtures in ../shared/fixtures (written by an independent converter).
 """
 import argparse
+import os
 import struct
 import sys
 
@@ -59,11 +60,14 @@ def gguf_string(s):
 
 
 class Writer:
-    """Collects key-values and tensors, then writes header, tensor infos and aligned data."""
+    """Collects key-values and tensors, then writes header, tensor infos and aligned data.
+
+    A tensor's bytes are made only as it is written (make() returns them), so memory holds one
+    tensor at a time: the 9B at q8_0 is 9.6 GB."""
 
     def __init__(self):
         self.kv = []       # encoded key-value records
-        self.tensors = []  # (name, ggml dims ne0-first, ggml type, bytes)
+        self.tensors = []  # (name, ggml dims ne0-first, ggml type, byte count, make)
 
     def u32(self, key, v):
         self.kv.append(gguf_string(key) + struct.pack("<II", GGUF_U32, v))
@@ -85,8 +89,8 @@ class Writer:
         body = b"".join(gguf_string(v) for v in values)
         self.kv.append(gguf_string(key) + struct.pack("<IIQ", GGUF_ARRAY, GGUF_STRING, len(values)) + body)
 
-    def tensor(self, name, dims, ggml_type, data):
-        self.tensors.append((name, dims, ggml_type, data))
+    def tensor(self, name, dims, ggml_type, nbytes, make):
+        self.tensors.append((name, dims, ggml_type, nbytes, make))
 
     def write(self, path):
         with open(path, "wb") as f:
@@ -94,15 +98,17 @@ class Writer:
             for record in self.kv:
                 f.write(record)
             offset = 0
-            for name, dims, ggml_type, data in self.tensors:
+            for name, dims, ggml_type, nbytes, _ in self.tensors:
                 f.write(gguf_string(name) + struct.pack("<I", len(dims)))
                 f.write(struct.pack(f"<{len(dims)}Q", *dims))
                 f.write(struct.pack("<IQ", ggml_type, offset))
-                offset += -(-len(data) // ALIGNMENT) * ALIGNMENT
+                offset += -(-nbytes // ALIGNMENT) * ALIGNMENT
             f.write(b"\0" * (-f.tell() % ALIGNMENT))
-            for _, _, _, data in self.tensors:
+            for name, _, _, nbytes, make in self.tensors:
+                data = make()
+                assert len(data) == nbytes, name
                 f.write(data)
-                f.write(b"\0" * (-len(data) % ALIGNMENT))
+                f.write(b"\0" * (-nbytes % ALIGNMENT))
 
 
 def gpt2_byte_tokens():
@@ -178,16 +184,22 @@ def main():
     def matrix(name, n_in, n_out):
         # [n_out, n_in / 32 blocks]: each block an f16 scale then random codes.
         blocks = n_in // 32
-        raw = rng.integers(0, 256, size=(n_out, blocks, block_bytes), dtype=np.uint8)
-        raw[:, :, 0:2] = np.frombuffer(np.float16(0.002).tobytes(), dtype=np.uint8)
-        w.tensor(name, [n_in, n_out], ggml_type, raw.tobytes())
+
+        def make():
+            raw = rng.integers(0, 256, size=(n_out, blocks, block_bytes), dtype=np.uint8)
+            raw[:, :, 0:2] = np.frombuffer(np.float16(0.002).tobytes(), dtype=np.uint8)
+            return raw.tobytes()
+        w.tensor(name, [n_in, n_out], ggml_type, n_out * blocks * block_bytes, make)
 
     def vector(name, shape, value=None):
         # shape ne0-first, as GGUF lists it
         n = int(np.prod(shape))
-        a = np.full(n, value, np.float32) if value is not None else \
-            rng.standard_normal(n).astype(np.float32) * 0.1
-        w.tensor(name, list(shape), GGML_F32, a.tobytes())
+
+        def make():
+            a = np.full(n, value, np.float32) if value is not None else \
+                rng.standard_normal(n).astype(np.float32) * 0.1
+            return a.tobytes()
+        w.tensor(name, list(shape), GGML_F32, 4 * n, make)
 
     matrix("token_embd.weight", hidden, vocab)
     if not m["tied"]:
@@ -223,9 +235,20 @@ def main():
             vector(p + "nextn.enorm.weight", [hidden], 1.0)
             vector(p + "nextn.hnorm.weight", [hidden], 1.0)
             vector(p + "nextn.shared_head_norm.weight", [hidden], 1.0)
-    w.write(args.out)
-    size = sum(len(t[3]) for t in w.tensors)
+    # Written beside OUT and renamed over it at the end: an interrupted run leaves no half file.
+    part = args.out + ".part"
+    try:
+        w.write(part)
+        os.replace(part, args.out)
+    except OSError as e:
+        print(f"synthetic_gguf.py: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    finally:
+        if os.path.exists(part):  # a failed or interrupted write
+            os.remove(part)
+    size = sum(t[3] for t in w.tensors)
     print(f"wrote {args.out}: {args.model} shapes, {args.type}, {size / 1e9:.2f} GB of tensors")
+    return 0
 
 
 if __name__ == "__main__":
