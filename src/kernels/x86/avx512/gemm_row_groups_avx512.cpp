@@ -162,18 +162,17 @@ constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR || T == WType::
 // and it still gains): kernel_ab against two groups, Q4_0R width 4 0.958-0.970, 5 0.990, 8
 // 0.975; Q8_0R width 2 0.955, 4 0.954, 5 0.960, 8 0.968; at width 16 (passes of 8) Q4_0R 1.009,
 // and at width 3 Q4_0R 1.019 against four.
-template <WType T>
-constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R ? 1 : 3;
-constexpr int64_t kThreeGroupsUpTo = 8;
 // Q6_KR keeps two sums a (group, column), one per sub-block, next to the accumulator, so from
-// width 4 three groups' sums spill to the stack; still, four groups at width 1 and three up to 8
-// columns, as the other types, beat tiles sized to the 32 registers (two groups up to 4 columns,
-// then one). Session 38, tools/kernel_ab q4_k_m (llama.cpp's mix, its Q6_K ffn_down, attn_qkv
-// and LM head), 0.8B forwards: width 3 0.989, 4 0.982, 5 0.923 (two groups 0.938), 8 0.957 (two
-// 0.958). Above 8 columns one group: two measured 0.998 at width 12.
+// width 4 three groups' sums spill to the stack; still, the same rule with four groups at width
+// 1 beats tiles sized to the 32 registers (two groups up to 4 columns, then one). Session 38,
+// tools/kernel_ab q4_k_m (llama.cpp's mix, its Q6_K ffn_down, attn_qkv and LM head), 0.8B
+// forwards: width 3 0.989, 4 0.982, 5 0.923 (two groups 0.938), 8 0.957 (two 0.958); two groups
+// against one at width 12 0.998, at width 16 0.972.
+template <WType T>
+constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R || T == WType::Q6_KR ? 1 : 3;
+constexpr int64_t kThreeGroupsUpTo = 8;
 template <WType T>
 constexpr int64_t group_stream_tile_groups(int64_t n) {
-    if constexpr (T == WType::Q6_KR) return n <= 1 ? 4 : n <= 8 ? 3 : 1;
     return n <= kFourGroupsUpTo<T> ? 4 : n <= kThreeGroupsUpTo ? 3 : 2;
 }
 
