@@ -22,7 +22,8 @@ namespace {
 
 // What differs between the releases; the rest is common to all (see synthetic_config).
 // Source: the checkpoints' config.json as recorded in docs/qwen35-architecture.md §1.3
-// (cross-checked with the SLIME launch scripts for 0.8B and 35B-A3B).
+// (cross-checked with the SLIME launch scripts for 0.8B and 35B-A3B). The dense rows are copied
+// in tools/synthetic_gguf/synthetic_gguf.py; tests/cli/synthetic_gguf_shapes.py keeps them equal.
 struct ReleaseShape {
     const char* name;
     int layers;

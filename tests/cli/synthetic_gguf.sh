@@ -11,6 +11,9 @@ if ! /usr/bin/python3 -c "import numpy" 2>/dev/null; then
     echo "SKIPPED: /usr/bin/python3 with numpy (Debian's python3-numpy) is needed to run tools/synthetic_gguf"
     exit 77
 fi
+# Its release shapes are a copy of src/model/synthetic.cpp's: the two must agree.
+expect 0 "synthetic_gguf shapes: [0-9]+ values of 3 releases compared, 0 differ" -- \
+    /usr/bin/python3 tests/cli/synthetic_gguf_shapes.py
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # The adaptive depth is remembered per model under $XDG_CACHE_HOME: keep this test's out of the
@@ -46,7 +49,7 @@ for type in q8_0 q4_0; do
         fi
     done
     # Forwards over it, the MTP head's (the file's last block) included.
-    expect 0 "acceptance by depth: +d1 [0-9]+/[0-9]+" -- "$NEXTN" run "$file" -p "hello" -n 4
+    expect 0 "acceptance by depth: +d1 [0-9]+/[0-9]+" -- "$NEXTN" run "$file" -p "hello" -n 8
 done
 
 echo "synthetic_gguf: $passes passed, $failures failed"

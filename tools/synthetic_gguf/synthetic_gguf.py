@@ -26,10 +26,11 @@ import sys
 
 import numpy as np
 
-# The dense releases' text-model shapes (docs/qwen35-architecture.md section 1.3; the same
-# table as src/model/synthetic.cpp), and "tiny", a few-MB model of the same structure for the
-# tool's own test (tests/cli/synthetic_gguf.sh). Every fourth layer is full attention; one MTP
-# layer follows the trunk.
+# The dense releases' text-model shapes (docs/qwen35-architecture.md section 1.3), a copy of
+# src/model/synthetic.cpp's table (tests/cli/synthetic_gguf_shapes.py checks that the two agree),
+# and "tiny", a few-MB model of the same structure for the tool's own test
+# (tests/cli/synthetic_gguf.sh). Every fourth layer is full attention; one MTP layer follows the
+# trunk.
 RELEASE = dict(vocab=248320, head_dim=256, rotary_dims=64, gdn_dim=128, conv_kernel=4,
                rope_sections=[11, 11, 10, 0])  # rope_sections: mrope_section of config.json
 MODELS = {
