@@ -76,8 +76,14 @@ int DepthController::choose() {
     return chosen_;
 }
 
-void DepthController::observe(int depth, int accepted, double seconds) {
-    if (depth < 0 || depth > max_depth_ || seconds <= 0) return;
+void DepthController::observe(int depth, int accepted, double seconds, bool timed) {
+    if (depth < 0 || depth > max_depth_) return;
+    // Position i was tested when drafts 1..i-1 were accepted.
+    for (int i = 1; i <= std::min(depth, accepted + 1); ++i)
+        update_average(accept_[size_t(i - 1)], accept_samples_[size_t(i - 1)],
+                       i <= accepted ? 1.0 : 0.0, ewma_);
+    // An untimed round leaves the costs, and a probe goes on to a timed round.
+    if (!timed || seconds <= 0) return;
     // A round's time only ever grows with interference (other processes, a cold first round:
     // fresh pages, caches), so the first few samples keep their minimum before the EWMA.
     double& cost = cost_[size_t(depth)];
@@ -88,10 +94,6 @@ void DepthController::observe(int depth, int accepted, double seconds) {
     } else {
         update_average(cost, samples, seconds, ewma_);
     }
-    // Position i was tested when drafts 1..i-1 were accepted.
-    for (int i = 1; i <= std::min(depth, accepted + 1); ++i)
-        update_average(accept_[size_t(i - 1)], accept_samples_[size_t(i - 1)],
-                       i <= accepted ? 1.0 : 0.0, ewma_);
     if (probing_ == depth) {
         const double rate = expected_tokens(depth) / cost_[size_t(depth)];
         if (rate > rate_before_probe_) {

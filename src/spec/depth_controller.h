@@ -29,7 +29,10 @@ public:
     // Depth for the next round.
     int choose();
     // After a round at `depth` that accepted `accepted` drafts and took `seconds` end to end.
-    void observe(int depth, int accepted, double seconds);
+    // A round that is not `timed` counts for acceptance only: a request's first round, which
+    // in `nextn bench` ran 1.2-1.9x slow (caches and pages cold after the prefill) and, as plain
+    // decoding's only cost, kept a never-accepted head at depth 1 until a probe came back down.
+    void observe(int depth, int accepted, double seconds, bool timed = true);
 
     double acceptance(int position) const { return accept_[size_t(position - 1)]; }
     double cost(int depth) const { return cost_[size_t(depth)]; }

@@ -197,7 +197,8 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         if (open) model.commit(state, m);  // (a round of one position has m = 1: kept)
         if (drafter) drafter->on_commit(round_hidden.data(), emitted.data(), m, pos0);
         if (options.controller && depth > 0)
-            options.controller->observe(k, verdict.n_accepted, seconds_since(round_start));
+            options.controller->observe(k, verdict.n_accepted, seconds_since(round_start),
+                                        /*timed=*/stats.rounds > 0);
         history.insert(history.end(), emitted.begin(), emitted.begin() + m);
         stats.tokens.insert(stats.tokens.end(), emitted.begin(), emitted.begin() + m);
         stats.rounds++;
