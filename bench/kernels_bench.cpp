@@ -170,14 +170,13 @@ double int8_peak_one_thread() {
     return ops;
 }
 
-// One thread's int8 product of a rows x cols matrix of `type` (random values) and n columns,
+// One thread's int8 product of w (rows x cols) and n columns,
 // the activations quantized once outside the timing, `calls` calls timed together (the fastest
 // kept): fastest_ns a call, and peak_pct, the multiply-adds' rate over int8_peak_one_thread.
-void time_int8_tiles(benchmark::State& state, WType type, int64_t rows, int64_t cols, int64_t n,
-                     int calls) {
+void time_int8_tiles(benchmark::State& state, const WeightMatrix& w, int64_t n, int calls) {
     const KernelTable& k = kernels();
     if (!k.int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
-    const WeightMatrix w = random_weight(rows, cols, type);
+    const int64_t rows = w.rows, cols = w.cols;
     const std::vector<float> x = uniform_values(size_t(n * cols), 3, -1.0f, 1.0f);
     QuantizedColumns q;
     resize_columns(n, cols, q);
@@ -201,7 +200,8 @@ void time_int8_tiles(benchmark::State& state, WType type, int64_t rows, int64_t 
 void BM_TilesInL1(benchmark::State& state) {
     // One call is a few hundred ns: too short to time alone.
     constexpr int kCallsTimedTogether = 64;
-    time_int8_tiles(state, state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X, 8, 2048,
+    if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
+    time_int8_tiles(state, random_weight(8, 2048, state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X),
                     state.range(1), kCallsTimedTogether);
 }
 BENCHMARK(BM_TilesInL1)->ArgsProduct({{8, 4}, {1, 2, 3, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
@@ -210,7 +210,8 @@ BENCHMARK(BM_TilesInL1)->ArgsProduct({{8, 4}, {1, 2, 3, 4}})->Unit(benchmark::kM
 // Q8_0R 1.1 MB: in L2; the tiles reread each group from L1 for every pass of columns), width N.
 // peak_pct as BM_TilesInL1's.
 void BM_RowGroupsPrefill(benchmark::State& state) {
-    time_int8_tiles(state, state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R, 1024, 1024,
+    if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
+    time_int8_tiles(state, random_weight(1024, 1024, state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R),
                     state.range(1), 1);
 }
 BENCHMARK(BM_RowGroupsPrefill)
@@ -231,33 +232,58 @@ void BM_PoolDispatch(benchmark::State& state) {
 }
 BENCHMARK(BM_PoolDispatch)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
-// GGUF Q6_K held chunked as Q6_KX (third argument 0: 7 bits a value) or in 16-row groups as
-// Q6_KR (1: the file's 6.5625): random codes and sub-scales, one matmul of width N as BM_Gemm;
-// GB/s counts the bytes the layout streams (compare fastest_us between the layouts).
-// Second argument 1: the short rows of BM_GemmShortRows (32768 x 1024), the shape of a
-// Qwen3.5-0.8B LM head, which GGUF Q4_0 / Q4_K_M files store as Q6_K.
-void BM_GemmQ6K(benchmark::State& state) {
-    const int n = int(state.range(0));
-    const bool rows_layout = state.range(2) != 0;
-    const int64_t rows = state.range(1) ? 32768 : kRows, cols = state.range(1) ? 1024 : kCols;
-    if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
+// [rows, cols] GGUF K-quant blocks of `dtype` (Q4_K, Q5_K or Q6_K) with random codes and
+// sub-scales (super-block scale 0.001, Q4_K / Q5_K min 0.002), held as the kernels hold them:
+// in 16-row groups (Q4_KR, Q5_KR, Q6_KR: the file's bits) or chunked (Q4_1FX, Q8_1FX: an f32
+// scale and offset per 32 values; Q6_KX). Empty if the repack refuses.
+WeightMatrix random_k_quant(DType dtype, int64_t rows, int64_t cols, bool row_groups) {
+    const size_t block_bytes = size_t(dtype == DType::Q6_K   ? kQ6KBlockBytes
+                                      : dtype == DType::Q5_K ? kQ5KBlockBytes
+                                                             : kQ4KBlockBytes);
     std::mt19937 rng(1);
-    std::vector<uint8_t> blocks(size_t(rows * cols / 256 * 210));  // [rows * cols / 256] blocks
+    std::vector<uint8_t> blocks(size_t(rows * cols / 256) * block_bytes);  // [rows * cols / 256] blocks
     for (uint8_t& b : blocks) b = uint8_t(rng());
-    for (size_t b = 0; b < blocks.size(); b += 210) {
-        const uint16_t d = f32_to_f16(0.001f);
-        std::memcpy(&blocks[b + 208], &d, 2);
+    for (size_t b = 0; b < blocks.size(); b += block_bytes) {
+        const uint16_t d = f32_to_f16(0.001f), dmin = f32_to_f16(0.002f);
+        if (dtype == DType::Q6_K) {
+            std::memcpy(&blocks[b + 208], &d, 2);  // Q6_K's scale ends its block
+        } else {
+            std::memcpy(&blocks[b], &d, 2);
+            std::memcpy(&blocks[b + 2], &dmin, 2);
+        }
     }
     RawTensor t;
-    t.name = "q6_k";
-    t.dtype = DType::Q6_K;
+    t.name = dtype_name(dtype);
+    t.dtype = dtype;
     t.shape = {rows, cols};
     t.data = blocks.data();
     t.nbytes = blocks.size();
-    WeightMatrix w;
-    const bool made = rows_layout ? repack_q6_k_as_row_groups(t, rows, cols, w) : repack_q6_k_for_int8_dot(t, rows, cols, w);
-    if (!made) return state.SkipWithError("repack");
-    time_matmuls(state, std::move(w), n);
+    WeightMatrix w;  // the repacks copy: w owns its bytes
+    bool made = false;
+    switch (dtype) {
+    case DType::Q6_K:
+        made = row_groups ? repack_q6_k_as_row_groups(t, rows, cols, w) : repack_q6_k_for_int8_dot(t, rows, cols, w);
+        break;
+    case DType::Q5_K:
+        made = row_groups ? repack_q5_k_as_row_groups(t, rows, cols, w) : repack_affine_for_int8_dot(t, rows, cols, w);
+        break;
+    default:
+        made = row_groups ? repack_q4_k_as_row_groups(t, rows, cols, w) : repack_affine_for_int8_dot(t, rows, cols, w);
+    }
+    return made ? w : WeightMatrix{};
+}
+
+// GGUF Q6_K held chunked as Q6_KX (third argument 0: 7 bits a value) or in 16-row groups as
+// Q6_KR (1: the file's 6.5625), one matmul of width N as BM_Gemm; GB/s counts the bytes the
+// layout streams (compare fastest_us between the layouts).
+// Second argument 1: the short rows of BM_GemmShortRows (32768 x 1024), the shape of a
+// Qwen3.5-0.8B LM head, which GGUF Q4_0 / Q4_K_M files store as Q6_K.
+void BM_GemmQ6K(benchmark::State& state) {
+    if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
+    const int64_t rows = state.range(1) ? 32768 : kRows, cols = state.range(1) ? 1024 : kCols;
+    WeightMatrix w = random_k_quant(DType::Q6_K, rows, cols, state.range(2) != 0);
+    if (w.empty()) return state.SkipWithError("repack");
+    time_matmuls(state, std::move(w), int(state.range(0)));
 }
 BENCHMARK(BM_GemmQ6K)
     ->ArgsProduct({{1, 2, 4, 8}, {0}, {0, 1}})
@@ -265,39 +291,33 @@ BENCHMARK(BM_GemmQ6K)
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
 
-// GGUF Q4_K (most of a Q4_K_M file; third argument 4) or Q5_K (5; a Q4_K_M file's Gated DeltaNet
-// QKV): random codes and 6-bit scales and mins, held chunked as Q4_1FX / Q8_1FX (second argument
-// 0: an f32 scale and offset per 32 values, 6 / 10 bits a value) or in 16-row groups as Q4_KR /
-// Q5_KR (1: the file's scales, 4.625 / 5.625 bits a value), one matmul of width N as BM_Gemm.
-// GB/s counts the bytes the layout streams; compare fastest_us between the layouts.
+// GGUF Q4_K (most of a Q4_K_M file; third argument 4) or Q5_K (5), held chunked as Q4_1FX /
+// Q8_1FX (second argument 0: 6 / 10 bits a value) or in 16-row groups as Q4_KR / Q5_KR (1:
+// 4.625 / 5.625 bits a value), one matmul of width N as BM_Gemm. GB/s counts the bytes the
+// layout streams; compare fastest_us between the layouts.
 void BM_GemmQ4K(benchmark::State& state) {
-    const int n = int(state.range(0));
-    const bool rows_layout = state.range(1) != 0;
-    const bool five = state.range(2) == 5;
-    const size_t block_bytes = size_t(five ? kQ5KBlockBytes : kQ4KBlockBytes);
     if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
-    std::mt19937 rng(1);
-    std::vector<uint8_t> blocks(size_t(kRows * kCols / 256) * block_bytes);  // [kRows * kCols / 256] blocks
-    for (uint8_t& b : blocks) b = uint8_t(rng());
-    for (size_t b = 0; b < blocks.size(); b += block_bytes) {
-        const uint16_t d = f32_to_f16(0.001f), dmin = f32_to_f16(0.002f);
-        std::memcpy(&blocks[b], &d, 2);
-        std::memcpy(&blocks[b + 2], &dmin, 2);
-    }
-    RawTensor t;
-    t.name = five ? "q5_k" : "q4_k";
-    t.dtype = five ? DType::Q5_K : DType::Q4_K;
-    t.shape = {kRows, kCols};
-    t.data = blocks.data();
-    t.nbytes = blocks.size();
-    WeightMatrix w;
-    const bool made = !rows_layout ? repack_affine_for_int8_dot(t, kRows, kCols, w)
-                      : five       ? repack_q5_k_as_row_groups(t, kRows, kCols, w)
-                                   : repack_q4_k_as_row_groups(t, kRows, kCols, w);
-    if (!made) return state.SkipWithError("repack");
-    time_matmuls(state, std::move(w), n);
+    const DType dtype = state.range(2) == 5 ? DType::Q5_K : DType::Q4_K;
+    WeightMatrix w = random_k_quant(dtype, kRows, kCols, state.range(1) != 0);
+    if (w.empty()) return state.SkipWithError("repack");
+    time_matmuls(state, std::move(w), int(state.range(0)));
 }
 BENCHMARK(BM_GemmQ4K)->ArgsProduct({{1, 2, 4, 8}, {0, 1}, {4, 5}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+
+// A Q4_K_M prefill's tiles on one thread, as BM_RowGroupsPrefill's: a 1024 x 1024 matrix of
+// Q4_KR (first argument 4: 592 KB), Q5_KR (5) or Q6_KR (6: 840 KB) in 16-row groups, width N;
+// peak_pct as BM_TilesInL1's (the int8 products the tiles do, over one thread's peak).
+void BM_KQuantRowGroupsPrefill(benchmark::State& state) {
+    if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
+    const DType dtype = state.range(0) == 6 ? DType::Q6_K : state.range(0) == 5 ? DType::Q5_K : DType::Q4_K;
+    const WeightMatrix w = random_k_quant(dtype, 1024, 1024, /*row_groups=*/true);
+    if (w.empty()) return state.SkipWithError("repack");
+    time_int8_tiles(state, w, state.range(1), 1);
+}
+BENCHMARK(BM_KQuantRowGroupsPrefill)
+    ->ArgsProduct({{4, 5, 6}, {16, 128}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.3);
 
 // The Gated-DeltaNet recurrence of one Qwen3.5-0.8B layer (16 key and value heads of 128 x
 // 128) over T tokens into another buffer, writing only the last state (decode at T = 1, a
