@@ -159,6 +159,38 @@ void BM_GemmCached(benchmark::State& state) {
 }
 BENCHMARK(BM_GemmCached)->ArgsProduct({{8, 4}, {1, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
+// Whether a decode's matmul keeps up with faster memory: width-N products of a 3584 x 1024 matrix
+// in 16-row groups (first argument 8: Q8_0R, 4: Q4_0R; the shape of a 0.8B FFN gate), copies
+// rotated through a working set of the second argument's MB, GB/s against `probe`, the read probe
+// (measure_read_bandwidth_gbs) over as many bytes. A working set the last-level cache holds
+// stands in for a faster memory: on a machine whose memory reads faster than this one's (the Zen 5
+// VM's swings to 75 GB/s), a kernel that falls behind the probe from cache would fall behind there.
+// The 1024 MB case is BM_Gemm's situation.
+void BM_RowGroupsWorkingSet(benchmark::State& state) {
+    if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
+    const WType type = state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R;
+    std::vector<WeightMatrix> weights{random_weight(3584, 1024, type)};
+    const size_t working_set = size_t(state.range(1)) << 20;
+    while (weights.size() * weights[0].nbytes() < working_set) weights.push_back(clone_weight(weights[0]));
+    const int n = int(state.range(2));
+    const std::vector<float> x = uniform_values(size_t(n * 1024), 2, -1.0f, 1.0f);
+    std::vector<float> y(size_t(n * 3584));
+    size_t next = 0;
+    for (auto _ : state) {
+        matmul(weights[next], x.data(), n, y.data(), pool());
+        next = (next + 1) % weights.size();
+        benchmark::ClobberMemory();
+    }
+    const double gb = double(weights[0].nbytes()) * double(state.iterations()) / 1e9;
+    state.counters["GB/s"] = benchmark::Counter(gb, benchmark::Counter::kIsRate);
+    state.counters["probe"] = measure_read_bandwidth_gbs(pool(), weights.size() * weights[0].nbytes());
+    state.SetLabel(std::string(kernels().isa) + " " + wtype_name(type));
+}
+BENCHMARK(BM_RowGroupsWorkingSet)
+    ->ArgsProduct({{8, 4}, {8, 32, 96, 1024}, {1, 4}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.5);
+
 // The int8 tiles alone on one thread, weights and activations in L1 (8 rows x 2048 values:
 // 17 KB of Q8_0X, 9 KB of Q4_0X; the activations quantized once, outside the timing), width N:
 // peak_pct is the multiply-adds' rate over one thread's int8 dot-product peak (peak_g, G ops/s:
