@@ -171,7 +171,8 @@ void BM_RowGroupsWorkingSet(benchmark::State& state) {
     const WType type = state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R;
     std::vector<WeightMatrix> weights{random_weight(3584, 1024, type)};
     const size_t working_set = size_t(state.range(1)) << 20;
-    while (weights.size() * weights[0].nbytes() < working_set) weights.push_back(clone_weight(weights[0]));
+    while (weights.size() * weights[0].nbytes() < working_set)
+        weights.push_back(clone_weight(weights[0]));
     const int n = int(state.range(2));
     const std::vector<float> x = uniform_values(size_t(n * 1024), 2, -1.0f, 1.0f);
     std::vector<float> y(size_t(n * 3584));
@@ -183,7 +184,8 @@ void BM_RowGroupsWorkingSet(benchmark::State& state) {
     }
     const double gb = double(weights[0].nbytes()) * double(state.iterations()) / 1e9;
     state.counters["GB/s"] = benchmark::Counter(gb, benchmark::Counter::kIsRate);
-    state.counters["probe"] = measure_read_bandwidth_gbs(pool(), weights.size() * weights[0].nbytes());
+    state.counters["probe"] =
+        measure_read_bandwidth_gbs(pool(), weights.size() * weights[0].nbytes());
     state.SetLabel(std::string(kernels().isa) + " " + wtype_name(type));
 }
 BENCHMARK(BM_RowGroupsWorkingSet)
@@ -233,7 +235,8 @@ void BM_TilesInL1(benchmark::State& state) {
     // One call is a few hundred ns: too short to time alone.
     constexpr int kCallsTimedTogether = 64;
     if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
-    time_int8_tiles(state, random_weight(8, 2048, state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X),
+    time_int8_tiles(state,
+                    random_weight(8, 2048, state.range(0) == 8 ? WType::Q8_0X : WType::Q4_0X),
                     state.range(1), kCallsTimedTogether);
 }
 BENCHMARK(BM_TilesInL1)->ArgsProduct({{8, 4}, {1, 2, 3, 4}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
@@ -243,7 +246,8 @@ BENCHMARK(BM_TilesInL1)->ArgsProduct({{8, 4}, {1, 2, 3, 4}})->Unit(benchmark::kM
 // peak_pct as BM_TilesInL1's.
 void BM_RowGroupsPrefill(benchmark::State& state) {
     if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
-    time_int8_tiles(state, random_weight(1024, 1024, state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R),
+    time_int8_tiles(state,
+                    random_weight(1024, 1024, state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R),
                     state.range(1), 1);
 }
 BENCHMARK(BM_RowGroupsPrefill)
@@ -273,7 +277,8 @@ WeightMatrix random_k_quant(DType dtype, int64_t rows, int64_t cols, bool row_gr
                                       : dtype == DType::Q5_K ? kQ5KBlockBytes
                                                              : kQ4KBlockBytes);
     std::mt19937 rng(1);
-    std::vector<uint8_t> blocks(size_t(rows * cols / 256) * block_bytes);  // [rows * cols / 256] blocks
+    // [rows * cols / 256] blocks
+    std::vector<uint8_t> blocks(size_t(rows * cols / 256) * block_bytes);
     for (uint8_t& b : blocks) b = uint8_t(rng());
     for (size_t b = 0; b < blocks.size(); b += block_bytes) {
         const uint16_t d = f32_to_f16(0.001f), dmin = f32_to_f16(0.002f);
@@ -293,14 +298,17 @@ WeightMatrix random_k_quant(DType dtype, int64_t rows, int64_t cols, bool row_gr
     WeightMatrix w;  // the repacks copy: w owns its bytes
     bool made = false;
     switch (dtype) {
-    case DType::Q6_K:
-        made = row_groups ? repack_q6_k_as_row_groups(t, rows, cols, w) : repack_q6_k_for_int8_dot(t, rows, cols, w);
-        break;
-    case DType::Q5_K:
-        made = row_groups ? repack_q5_k_as_row_groups(t, rows, cols, w) : repack_affine_for_int8_dot(t, rows, cols, w);
-        break;
-    default:
-        made = row_groups ? repack_q4_k_as_row_groups(t, rows, cols, w) : repack_affine_for_int8_dot(t, rows, cols, w);
+        case DType::Q6_K:
+            made = row_groups ? repack_q6_k_as_row_groups(t, rows, cols, w)
+                              : repack_q6_k_for_int8_dot(t, rows, cols, w);
+            break;
+        case DType::Q5_K:
+            made = row_groups ? repack_q5_k_as_row_groups(t, rows, cols, w)
+                              : repack_affine_for_int8_dot(t, rows, cols, w);
+            break;
+        default:
+            made = row_groups ? repack_q4_k_as_row_groups(t, rows, cols, w)
+                              : repack_affine_for_int8_dot(t, rows, cols, w);
     }
     return made ? w : WeightMatrix{};
 }
@@ -341,7 +349,9 @@ BENCHMARK(BM_GemmQ4K)->ArgsProduct({{1, 2, 4, 8}, {0, 1}, {4, 5}})->Unit(benchma
 // peak_pct as BM_TilesInL1's (the int8 products the tiles do, over one thread's peak).
 void BM_KQuantRowGroupsPrefill(benchmark::State& state) {
     if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
-    const DType dtype = state.range(0) == 6 ? DType::Q6_K : state.range(0) == 5 ? DType::Q5_K : DType::Q4_K;
+    const DType dtype = state.range(0) == 6   ? DType::Q6_K
+                        : state.range(0) == 5 ? DType::Q5_K
+                                              : DType::Q4_K;
     const WeightMatrix w = random_k_quant(dtype, 1024, 1024, /*row_groups=*/true);
     if (w.empty()) return state.SkipWithError("repack");
     time_int8_tiles(state, w, state.range(1), 1);

@@ -5,12 +5,13 @@
 //   rate(N) = E(N) / cost(N)                     cost(N): EWMA wall time of a round at depth N
 // Depth 0 is plain decoding. Every `probe_interval` rounds it tries a neighbour of its choice,
 // first one deeper; a probe that wins becomes the choice and the next probe goes one further
-// the same way, in the next round (the interval resets to 4). A probe that loses goes on until the depth's cost
-// rests on 2 rounds (a cold first round only ever looks slow), then turns the direction around
-// and doubles the interval (up to 512). Acceptance starts as a running mean (the 0.5 prior
-// counts as one sample) and becomes an EWMA once it holds 1/ewma samples; a depth's cost starts
-// as the minimum of its first 3 rounds (interference only slows a round), then follows an EWMA.
-// The state persists across requests and can be saved as a small JSON file per model.
+// the same way, in the next round (the interval resets to 4). A probe that loses goes on until the
+// depth's cost rests on 2 rounds (a cold first round only ever looks slow), then turns the
+// direction around and doubles the interval (up to 512). Acceptance starts as a running mean (the
+// 0.5 prior counts as one sample) and becomes an EWMA once it holds 1/ewma samples; a depth's cost
+// starts as the minimum of its first 3 rounds (interference only slows a round), then follows an
+// EWMA; a request's first round counts for acceptance only (observe's `timed`). The state
+// persists across requests and can be saved as a small JSON file per model.
 #include <string>
 #include <vector>
 
