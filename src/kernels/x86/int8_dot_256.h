@@ -184,8 +184,10 @@ void tile_q6_256(const uint8_t* const* wrow, const TilePrefetchPlan& plan, int64
                     }
                 }
                 const __m256 dw = load_scales_256<WType::Q6_KX>(wrow[r] + d_off, boff, h);
-                const __m256i sca = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8 * h)));
-                const __m256i scb = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 + 8 * h)));
+                const __m256 sca = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                    _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8 * h))));
+                const __m256 scb = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                    _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 + 8 * h))));
 #pragma GCC unroll 8
                 for (int c = 0; c < C; ++c) {
                     const __m256 dx = _mm256_loadu_ps(x.scales_of(j0 + c) + boff + 8 * h);

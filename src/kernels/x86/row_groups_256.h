@@ -296,7 +296,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                     return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
                 };
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 16 * half)));
-                const __m256i sca = i8_lanes(sc), scb = i8_lanes(sc + 16);
+                const __m256 sca = _mm256_cvtepi32_ps(i8_lanes(sc)),
+                             scb = _mm256_cvtepi32_ps(i8_lanes(sc + 16));
 #pragma GCC unroll 4
                 for (int c = 0; c < C; ++c)
                     acc[i][c] = scale_chunk_q6<avx2::Isa>(isum[i][0][c], isum[i][1][c], sca, scb, d,

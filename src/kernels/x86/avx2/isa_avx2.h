@@ -55,7 +55,6 @@ struct Isa {
     static Vi shl_i16(Vi a) { return _mm256_slli_epi16(a, K); }
     template <int K>
     static Vi shr_i16(Vi a) { return _mm256_srli_epi16(a, K); }
-    static Vi mul_i32(Vi a, Vi b) { return _mm256_mullo_epi32(a, b); }  // low 32 bits
 
     // Fixed tree: halves of 256, of 128, then lane pairs.
     static float hsum(V v) {

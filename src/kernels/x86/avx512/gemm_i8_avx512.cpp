@@ -214,8 +214,10 @@ void tile_q6(const uint8_t* const* wrow, const x86::TilePrefetchPlan& plan, int6
             const __m512 dw = _mm512_cvtph_ps(
                 _mm256_load_si256(reinterpret_cast<const __m256i*>(wrow[r] + d_off + boff * 2)));
             const uint8_t* sc = wrow[r] + sc_off + ch * 32;
-            const __m512i sca = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
-            const __m512i scb = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
+            const __m512 sca = _mm512_cvtepi32_ps(
+                _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))));
+            const __m512 scb = _mm512_cvtepi32_ps(
+                _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16))));
 #pragma GCC unroll 8
             for (int c = 0; c < C; ++c) {
                 const __m512 dx = _mm512_loadu_ps(x.scales_of(j0 + c) + boff);

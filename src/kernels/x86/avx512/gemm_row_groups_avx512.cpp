@@ -233,8 +233,10 @@ template <int RG, int C>
         const uint8_t* super = group + g * L.group_bytes + L.scales + (b / 8) * kQ6KGroupScaleBytes;
         const uint8_t* sc = super + 32 + (b % 8) * 32;
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super)));
-        const __m512i sca = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
-        const __m512i scb = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
+        const __m512 sca = _mm512_cvtepi32_ps(
+            _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))));
+        const __m512 scb = _mm512_cvtepi32_ps(
+            _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16))));
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c)
             acc[g][c] = x86::scale_chunk_q6<Isa>(isum[0][g][c], isum[1][g][c], sca, scb, dw, _mm512_set1_ps(xd[c][b]),

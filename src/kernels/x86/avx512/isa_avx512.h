@@ -78,7 +78,6 @@ struct Isa {
     static Vi shl_i16(Vi a) { return _mm512_slli_epi16(a, K); }
     template <int K>
     static Vi shr_i16(Vi a) { return _mm512_srli_epi16(a, K); }
-    static Vi mul_i32(Vi a, Vi b) { return _mm512_mullo_epi32(a, b); }  // low 32 bits
 
     // Fixed tree: halves of 512, of 256, of 128, then lane pairs.
     static float hsum(V v) {
