@@ -57,6 +57,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <vector>
 
 #include "kernels/int8_dot.h"
 #include "kernels/row_groups.h"
@@ -194,10 +195,12 @@ template <int K, int RG, int C>
 // xsum and first-half sums xhalf, scales xd): each step's codes are rebuilt once per group and
 // meet every column; steps 0..3 and 4..7 (the sub-blocks) sum apart, from -32 x their activation
 // code sums, and are joined exactly by their int8 scales (Q6_KX's arithmetic, x86/int8_dot_tiles.h).
-template <int RG, int C>
-[[gnu::always_inline]] inline void q6_k_block(const RowGroupGeometry& L, const uint8_t* group, int64_t b,
-                                              const int8_t* const (&xc)[C], const int32_t* const (&xsum)[C],
-                                              const int32_t* const (&xhalf)[C], const float* const (&xd)[C],
+template <int RG, int C, bool kUnpacked>
+[[gnu::always_inline]] inline void q6_k_block(const RowGroupGeometry& L, const uint8_t* group,
+                                              int64_t b, const int8_t* const (&xc)[C],
+                                              const int32_t* const (&xsum)[C],
+                                              const int32_t* const (&xhalf)[C],
+                                              const float* const (&xd)[C], const uint8_t* unpacked,
                                               __m512 (&acc)[RG][C]) {
     constexpr int64_t kCodeBytes = row_group_block_code_bytes(WType::Q6_KR);
     __m512i isum[2][RG][C];
@@ -215,9 +218,13 @@ template <int RG, int C>
         __m512i code[RG];
 #pragma GCC unroll 4
         for (int g = 0; g < RG; ++g) {
-            const uint8_t* codes = group + g * L.group_bytes + b * kCodeBytes;
-            code[g] = x86::q6_step_codes<Isa>(_mm512_load_si512(codes + (s / 2) * 64),
-                                              _mm512_load_si512(codes + 256 + (s / 4) * 64), s);
+            if constexpr (kUnpacked) {
+                code[g] = _mm512_load_si512(unpacked + ((g * L.blocks + b) * kI8Steps + s) * 64);
+            } else {
+                const uint8_t* codes = group + g * L.group_bytes + b * kCodeBytes;
+                code[g] = x86::q6_step_codes<Isa>(_mm512_load_si512(codes + (s / 2) * 64),
+                                                  _mm512_load_si512(codes + 256 + (s / 4) * 64), s);
+            }
         }
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
@@ -255,9 +262,11 @@ struct PassFetch {
 
 // Groups g .. g+RG-1 (at `group`) times columns j0 .. j0+C-1. store[i]: the lanes of group i
 // that are rows of this call. share: what this pass prefetches.
-template <WType T, int RG, int C, bool Gfni, Fetch F>
+// kUnpacked (Q6_KR): the tile's codes come unpacked from `unpacked` (unpack_q6_k_tile).
+template <WType T, int RG, int C, bool Gfni, Fetch F, bool kUnpacked = false>
 void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
-          const __mmask16 (&store)[RG], float* y, int64_t ldy, const PassFetch& share) {
+          const __mmask16 (&store)[RG], float* y, int64_t ldy, const PassFetch& share,
+          const uint8_t* unpacked = nullptr) {
     constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
     const __m512i low_mask = _mm512_set1_epi8(15);
     const __m512i shift_matrix = _mm512_set1_epi64(kHighNibblesToLow);
@@ -322,7 +331,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             for (; fetch < until && fetch < stop; fetch += 64) _mm_prefetch(fetch, _MM_HINT_T0);
         }
         if constexpr (T == WType::Q6_KR) {
-            q6_k_block<RG, C>(L, group, b, xc, xsum, xhalf, xd, acc);
+            q6_k_block<RG, C, kUnpacked>(L, group, b, xc, xsum, xhalf, xd, unpacked, acc);
         } else {
             // The sums start at the codes' offset correction, -offset * (the block's activation code
             // sum). A block's 8 dot products per (group, column) form kChains independent chains
@@ -439,9 +448,46 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
         for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(y + c * ldy + g * 16, store[g], acc[g][c]);
 }
 
-template <WType T, int RG, bool Gfni, Fetch F>
-void tile_cols(int c, const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
-               const __mmask16 (&store)[RG], float* y, int64_t ldy, const PassFetch& share) {
+// Above this many columns (a prefill: passes of kMaxTileCols over each tile) a Q6_KR tile's codes
+// are unpacked once into a scratch buffer that every pass reads, instead of by every pass: the
+// unpacking (about 26 operations a group and block, against 8 dot products a column) ran on the
+// ports the dot products need. The same codes, so the same sums and bits.
+constexpr int64_t kUnpackQ6KOnceAbove = kCursorSpreadUpTo;
+
+// This thread's scratch of at least `bytes` (64-byte aligned), kept between calls: a prefill
+// allocates it once.
+uint8_t* unpacked_q6_k_scratch(int64_t bytes) {
+    struct alignas(64) Line {
+        uint8_t bytes[64];
+    };
+    thread_local std::vector<Line> scratch;  // [bytes / 64]
+    const size_t vectors = size_t((bytes + 63) / 64);
+    if (scratch.size() < vectors) scratch.resize(vectors);
+    return reinterpret_cast<uint8_t*>(scratch.data());
+}
+
+// The codes of Q6_KR groups at `group` .. n_groups on, unpacked: [n_groups, blocks, kI8Steps, 64]
+// bytes, each step's 64 bytes as q6_k_block reads them.
+void unpack_q6_k_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n_groups,
+                      uint8_t* out) {
+    constexpr int64_t kCodeBytes = row_group_block_code_bytes(WType::Q6_KR);
+    for (int64_t g = 0; g < n_groups; ++g)
+        for (int64_t b = 0; b < L.blocks; ++b) {
+            const uint8_t* codes = group + g * L.group_bytes + b * kCodeBytes;
+            uint8_t* to = out + (g * L.blocks + b) * kI8Steps * 64;
+#pragma GCC unroll 8
+            for (int s = 0; s < kI8Steps; ++s)
+                _mm512_store_si512(
+                    to + s * 64,
+                    x86::q6_step_codes<Isa>(_mm512_load_si512(codes + (s / 2) * 64),
+                                            _mm512_load_si512(codes + 256 + (s / 4) * 64), s));
+        }
+}
+
+template <WType T, int RG, bool Gfni, Fetch F, bool kUnpacked = false>
+void tile_cols(int c, const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x,
+               int64_t j0, const __mmask16 (&store)[RG], float* y, int64_t ldy,
+               const PassFetch& share, const uint8_t* unpacked = nullptr) {
     if constexpr (F == Fetch::GroupStreams) {  // wide tiles (kWideTileCols) only there
         switch (c) {
             case 8: return tile<T, RG, 8, Gfni, F>(L, group, x, j0, store, y, ldy, share);
@@ -452,10 +498,18 @@ void tile_cols(int c, const RowGroupGeometry& L, const uint8_t* group, const Qua
         }
     }
     switch (c) {
-        case 4: return tile<T, RG, 4, Gfni, F>(L, group, x, j0, store, y, ldy, share);
-        case 3: return tile<T, RG, 3, Gfni, F>(L, group, x, j0, store, y, ldy, share);
-        case 2: return tile<T, RG, 2, Gfni, F>(L, group, x, j0, store, y, ldy, share);
-        default: return tile<T, RG, 1, Gfni, F>(L, group, x, j0, store, y, ldy, share);
+        case 4:
+            return tile<T, RG, 4, Gfni, F, kUnpacked>(L, group, x, j0, store, y, ldy, share,
+                                                      unpacked);
+        case 3:
+            return tile<T, RG, 3, Gfni, F, kUnpacked>(L, group, x, j0, store, y, ldy, share,
+                                                      unpacked);
+        case 2:
+            return tile<T, RG, 2, Gfni, F, kUnpacked>(L, group, x, j0, store, y, ldy, share,
+                                                      unpacked);
+        default:
+            return tile<T, RG, 1, Gfni, F, kUnpacked>(L, group, x, j0, store, y, ldy, share,
+                                                      unpacked);
     }
 }
 
@@ -466,6 +520,10 @@ template <WType T, bool Gfni, Fetch F>
 void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
+    // A prefill's Q6_KR tiles unpack their codes once for all their passes (unpack_q6_k_tile).
+    const bool unpack_once = T == WType::Q6_KR && F == Fetch::Cursor && x.n > kUnpackQ6KOnceAbove;
+    uint8_t* unpacked = nullptr;
+    if (unpack_once) unpacked = unpacked_q6_k_scratch(tile_groups * L.blocks * kI8Steps * 64);
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
     const int64_t fetching_passes = x.n <= kCursorSpreadUpTo ? (x.n + cols_per_pass - 1) / cols_per_pass : 1;
     for (int64_t g = g0; g < g1;) {
@@ -478,6 +536,7 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
         const int64_t n_groups = tile_groups >= 3 && left == tile_groups + 1 ? tile_groups - 1
                                                                              : std::min(left, tile_groups);
         const int64_t tile_bytes = n_groups * int64_t(L.group_bytes);
+        if (unpack_once) unpack_q6_k_tile(L, at(g), n_groups, unpacked);
         for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
@@ -493,6 +552,11 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
                 __mmask16 store[RG];  // the lanes of each group that are rows of this call
 #pragma GCC unroll 4
                 for (int i = 0; i < RG; ++i) store[i] = row_group_lanes(g + i, r0, r1);
+                if constexpr (T == WType::Q6_KR && F == Fetch::Cursor) {
+                    if (unpack_once)
+                        return tile_cols<T, RG, Gfni, F, true>(c, L, at(g), x, j0, store, yt, ldy,
+                                                               share, unpacked);
+                }
                 tile_cols<T, RG, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, share);
             };
             switch (n_groups) {
