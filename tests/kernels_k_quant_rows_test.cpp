@@ -264,24 +264,12 @@ TEST(KernelsKQuantRows, EveryTableEqualsReferenceBitwiseForEveryWidth) {
         }
 }
 
-// A prefill's widths (above the 16 of a verify: the cursor's passes of four columns, only the
-// first one fetching) give the reference's bits on every table too.
+// A prefill's width gives the reference's bits on every table too.
 TEST(KernelsKQuantRows, EveryTableEqualsReferenceBitwiseAtPrefillWidths) {
-    constexpr int64_t kWidth = 40;  // 10 passes of 4 columns
     for (const KQuant& k : kKQuants)
-        for (Shape s : {Shape{150, 512}, Shape{19, 768}}) {
-            const WeightMatrix w = rows_of(k, KTensor(k, s.rows, s.cols, 12));
-            const std::vector<float> x = random_normal(size_t(kWidth * s.cols), 13);
-            const std::vector<float> want = matmul_on(reference_kernels(), w, x, kWidth, 1);
-            for (const std::string& isa : available_isas())
-                for (int threads : {1, 2}) {
-                    const std::vector<float> got =
-                        matmul_on(kernels_for(isa), w, x, kWidth, threads);
-                    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                        << isa << " " << dtype_name(k.dtype) << " " << s.rows << "x" << s.cols
-                        << " threads=" << threads;
-                }
-        }
+        for (Shape s : {Shape{150, 512}, Shape{19, 768}})
+            test::expect_every_table_bitwise_at_prefill_width(
+                rows_of(k, KTensor(k, s.rows, s.cols, 12)), 13);
 }
 
 // The extremes against activations at +-127, of one sign (the integer sums at their largest) and

@@ -143,24 +143,12 @@ TEST(KernelsRowGroups, EveryTableEqualsReferenceBitwiseForEveryWidth) {
         }
 }
 
-// A prefill's widths (above the 16 of a verify: the cursor's passes of four columns, only the
-// first one fetching) give the reference's bits too.
+// A prefill's width gives the reference's bits on every table too.
 TEST(KernelsRowGroups, EveryTableEqualsReferenceBitwiseAtPrefillWidths) {
-    constexpr int64_t kWidth = 40;  // 10 passes of 4 columns
     for (WType type : kRowGroupTypes)
-        for (Shape s : kShapes) {
-            const WeightMatrix w = repack_for_int8_dot(blocks_for(type, s, 12), type);
-            const std::vector<float> x = random_normal(size_t(kWidth * s.cols), 13);
-            const std::vector<float> want = matmul_on(reference_kernels(), w, x, kWidth, 1);
-            for (const std::string& isa : available_isas())
-                for (int threads : {1, 2}) {
-                    const std::vector<float> got =
-                        matmul_on(kernels_for(isa), w, x, kWidth, threads);
-                    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                        << isa << " " << wtype_name(type) << " " << s.rows << "x" << s.cols
-                        << " threads=" << threads;
-                }
-        }
+        for (Shape s : kShapes)
+            test::expect_every_table_bitwise_at_prefill_width(
+                repack_for_int8_dot(blocks_for(type, s, 12), type), 13);
 }
 
 // Codes at their extremes (Q8_0's -127 and 127 next to -128's absence; Q4_0's 0 and 15) against

@@ -62,6 +62,23 @@ inline void expect_every_table_on_ranges(const WeightMatrix& w, std::initializer
             return;
 }
 
+// A prefill's width (above the 16 of a verify: the cursor's passes of four columns, only the
+// first one fetching, Q6_KR's codes unpacked once a tile): every table's matmul of w with
+// kPrefillWidth random columns gives the reference's bits, on one thread and on two.
+inline constexpr int64_t kPrefillWidth = 40;  // 10 passes of 4 columns
+inline void expect_every_table_bitwise_at_prefill_width(const WeightMatrix& w, uint32_t seed) {
+    const std::vector<float> x = random_normal(size_t(kPrefillWidth * w.cols), seed);
+    const std::vector<float> want = matmul_on(reference_kernels(), w, x, kPrefillWidth, 1);
+    for (const std::string& isa : available_isas())
+        for (int threads : {1, 2}) {
+            const std::vector<float> got =
+                matmul_on(kernels_for(isa), w, x, kPrefillWidth, threads);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << isa << " " << wtype_name(w.type) << " " << w.rows << "x" << w.cols
+                << " threads=" << threads;
+        }
+}
+
 #if defined(__x86_64__)
 inline bool have_avx512() {
     const std::vector<std::string> isas = available_isas();
