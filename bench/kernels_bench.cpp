@@ -90,12 +90,14 @@ private:
     double seconds_ = 1e30;
 };
 
-// Times matmuls of width n with w, rotating copies of it (as many bytes as the read probe reads:
-// at least 1 GB, far beyond the last-level cache) so that none stays in cache; GB/s counts w's
-// bytes, pct_bw that as a share of the measured read bandwidth.
-void time_matmuls(benchmark::State& state, WeightMatrix w, int n) {
+// Times matmuls of width n with w, rotating copies of it through rotated_bytes (by default as many
+// bytes as the read probe reads: at least 1 GB, far beyond the last-level cache, so that none
+// stays in cache); GB/s counts w's bytes, pct_bw that as a share of the measured read bandwidth.
+// Returns the bytes rotated.
+size_t time_matmuls(benchmark::State& state, WeightMatrix w, int n, size_t rotated_bytes = 0) {
     std::vector<WeightMatrix> weights{std::move(w)};
-    const size_t rotated_bytes = read_probe_bytes();  // once: it shrinks as the copies take memory
+    if (rotated_bytes == 0)
+        rotated_bytes = read_probe_bytes();  // once: it shrinks as copies take memory
     while (weights.size() * weights[0].nbytes() < rotated_bytes)
         weights.push_back(clone_weight(weights[0]));
     const WeightMatrix& first = weights[0];
@@ -113,6 +115,7 @@ void time_matmuls(benchmark::State& state, WeightMatrix w, int n) {
     state.counters["pct_bw"] = benchmark::Counter(100.0 * gb / bandwidth_gbs(), benchmark::Counter::kIsRate);
     fastest.report(state, first.nbytes());
     state.SetLabel(std::string(kernels().isa) + " " + wtype_name(first.type));
+    return weights.size() * first.nbytes();
 }
 
 // [rows, cols] uniform(-1, 1) values as `type`.
@@ -169,24 +172,10 @@ BENCHMARK(BM_GemmCached)->ArgsProduct({{8, 4}, {1, 4}})->Unit(benchmark::kMicros
 void BM_RowGroupsWorkingSet(benchmark::State& state) {
     if (!kernels().int8_dot_fast) return state.SkipWithError("no int8 kernels on this ISA");
     const WType type = state.range(0) == 8 ? WType::Q8_0R : WType::Q4_0R;
-    std::vector<WeightMatrix> weights{random_weight(3584, 1024, type)};
-    const size_t working_set = size_t(state.range(1)) << 20;
-    while (weights.size() * weights[0].nbytes() < working_set)
-        weights.push_back(clone_weight(weights[0]));
-    const int n = int(state.range(2));
-    const std::vector<float> x = uniform_values(size_t(n * 1024), 2, -1.0f, 1.0f);
-    std::vector<float> y(size_t(n * 3584));
-    size_t next = 0;
-    for (auto _ : state) {
-        matmul(weights[next], x.data(), n, y.data(), pool());
-        next = (next + 1) % weights.size();
-        benchmark::ClobberMemory();
-    }
-    const double gb = double(weights[0].nbytes()) * double(state.iterations()) / 1e9;
-    state.counters["GB/s"] = benchmark::Counter(gb, benchmark::Counter::kIsRate);
-    state.counters["probe"] =
-        measure_read_bandwidth_gbs(pool(), weights.size() * weights[0].nbytes());
-    state.SetLabel(std::string(kernels().isa) + " " + wtype_name(type));
+    const size_t rotated = time_matmuls(state, random_weight(3584, 1024, type), int(state.range(2)),
+                                        size_t(state.range(1)) << 20);
+    state.counters.erase("pct_bw");  // against the 1 GB probe: `probe` is this working set's
+    state.counters["probe"] = measure_read_bandwidth_gbs(pool(), rotated);
 }
 BENCHMARK(BM_RowGroupsWorkingSet)
     ->ArgsProduct({{8, 4}, {8, 32, 96, 1024}, {1, 4}})

@@ -194,7 +194,14 @@ template <int K, int RG, int C>
 // Block b of a tile of Q6_KR groups g .. g+RG-1 (at `group`) times C columns (codes xc, code sums
 // xsum and first-half sums xhalf, scales xd): each step's codes are rebuilt once per group and
 // meet every column; steps 0..3 and 4..7 (the sub-blocks) sum apart, from -32 x their activation
-// code sums, and are joined exactly by their int8 scales (Q6_KX's arithmetic, x86/int8_dot_tiles.h).
+// code sums, and are joined exactly by their int8 scales (Q6_KX's arithmetic,
+// x86/int8_dot_tiles.h). Step s (0..7) of a Q6_KR block's codes (at `codes`: 256 bytes of low
+// nibbles, then 128 of high bits) as 64 bytes of 6-bit codes.
+[[gnu::always_inline]] inline __m512i q6_k_step(const uint8_t* codes, int s) {
+    return x86::q6_step_codes<Isa>(_mm512_load_si512(codes + (s / 2) * 64),
+                                   _mm512_load_si512(codes + 256 + (s / 4) * 64), s);
+}
+
 template <int RG, int C, bool kUnpacked>
 [[gnu::always_inline]] inline void q6_k_block(const RowGroupGeometry& L, const uint8_t* group,
                                               int64_t b, const int8_t* const (&xc)[C],
@@ -221,9 +228,7 @@ template <int RG, int C, bool kUnpacked>
             if constexpr (kUnpacked) {
                 code[g] = _mm512_load_si512(unpacked + ((g * L.blocks + b) * kI8Steps + s) * 64);
             } else {
-                const uint8_t* codes = group + g * L.group_bytes + b * kCodeBytes;
-                code[g] = x86::q6_step_codes<Isa>(_mm512_load_si512(codes + (s / 2) * 64),
-                                                  _mm512_load_si512(codes + 256 + (s / 4) * 64), s);
+                code[g] = q6_k_step(group + g * L.group_bytes + b * kCodeBytes, s);
             }
         }
 #pragma GCC unroll 8
@@ -476,11 +481,7 @@ void unpack_q6_k_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n
             const uint8_t* codes = group + g * L.group_bytes + b * kCodeBytes;
             uint8_t* to = out + (g * L.blocks + b) * kI8Steps * 64;
 #pragma GCC unroll 8
-            for (int s = 0; s < kI8Steps; ++s)
-                _mm512_store_si512(
-                    to + s * 64,
-                    x86::q6_step_codes<Isa>(_mm512_load_si512(codes + (s / 2) * 64),
-                                            _mm512_load_si512(codes + 256 + (s / 4) * 64), s));
+            for (int s = 0; s < kI8Steps; ++s) _mm512_store_si512(to + s * 64, q6_k_step(codes, s));
         }
 }
 
@@ -521,7 +522,8 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
     // A prefill's Q6_KR tiles unpack their codes once for all their passes (unpack_q6_k_tile).
-    const bool unpack_once = T == WType::Q6_KR && F == Fetch::Cursor && x.n > kUnpackQ6KOnceAbove;
+    constexpr bool kUnpackable = T == WType::Q6_KR && F == Fetch::Cursor;
+    const bool unpack_once = kUnpackable && x.n > kUnpackQ6KOnceAbove;
     uint8_t* unpacked = nullptr;
     if (unpack_once) unpacked = unpacked_q6_k_scratch(tile_groups * L.blocks * kI8Steps * 64);
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
@@ -552,7 +554,7 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
                 __mmask16 store[RG];  // the lanes of each group that are rows of this call
 #pragma GCC unroll 4
                 for (int i = 0; i < RG; ++i) store[i] = row_group_lanes(g + i, r0, r1);
-                if constexpr (T == WType::Q6_KR && F == Fetch::Cursor) {
+                if constexpr (kUnpackable) {
                     if (unpack_once)
                         return tile_cols<T, RG, Gfni, F, true>(c, L, at(g), x, j0, store, yt, ldy,
                                                                share, unpacked);
