@@ -333,7 +333,7 @@ constexpr int64_t kMinColumnsHeld = 16;
 void resize_columns(int64_t n, int64_t cols, QuantizedColumns& out) {
     out.n = n;
     out.chunks = int8_dot_chunks(cols);
-    // codes and the four per-block planes always hold the same number of columns.
+    // codes and every per-block plane always hold the same number of columns.
     const int64_t per_column = out.chunks * kI8ChunkBlocks;
     if (per_column == 0 || int64_t(out.scales.size()) / per_column >= n) return;
     const int64_t grow = std::max(n, kMinColumnsHeld);
@@ -342,6 +342,8 @@ void resize_columns(int64_t n, int64_t cols, QuantizedColumns& out) {
     out.sums.resize(out.scales.size());
     out.half_sums.resize(out.scales.size());
     out.half_pairs.resize(out.scales.size());
+    out.starts8.resize(out.scales.size());
+    out.starts128.resize(out.scales.size());
 }
 
 void quantize_activations(const KernelTable& k, const float* x, int64_t n, int64_t cols,

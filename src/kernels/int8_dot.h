@@ -138,6 +138,11 @@ struct QuantizedColumns {
     // codes' sum in the low half, the last 16's in the high half. One pmaddwd with two int16
     // factors then forms a * first + b * second (Q6_K's two sub-block starts, scaled).
     std::vector<int32_t> half_pairs;
+    // [n, chunks * 16] -8 and -128 times the block's code sum: the start of a block's sums
+    // against Q4_0 / Q8_0 codes stored with that offset added. A broadcast load, where computing
+    // it from the sum took a shift and a subtraction per (column, block) on the ports that run
+    // the dot products.
+    std::vector<int32_t> starts8, starts128;
 
     const int8_t* codes_of(int64_t j) const { return codes.data() + j * chunks * kI8ChunkValues; }
     const float* scales_of(int64_t j) const { return scales.data() + j * chunks * kI8ChunkBlocks; }
@@ -146,6 +151,10 @@ struct QuantizedColumns {
         return half_sums.data() + j * chunks * kI8ChunkBlocks;
     }
     const int32_t* half_pairs_of(int64_t j) const { return half_pairs.data() + j * chunks * kI8ChunkBlocks; }
+    // The starts for codes stored with `offset` (8 or 128) added.
+    const int32_t* offset_starts_of(int64_t j, int offset) const {
+        return (offset == 8 ? starts8 : starts128).data() + j * chunks * kI8ChunkBlocks;
+    }
 };
 
 // Sizes out for n columns of `cols` values (no allocation once it is large enough).
@@ -229,8 +238,13 @@ void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, 
             half_sums[b] = half;
         }
         int32_t* half_pairs = out.half_pairs.data() + j * blocks;
-        for (int64_t b = 0; b < blocks; ++b)
+        int32_t* starts8 = out.starts8.data() + j * blocks;
+        int32_t* starts128 = out.starts128.data() + j * blocks;
+        for (int64_t b = 0; b < blocks; ++b) {
             half_pairs[b] = int32_t(uint32_t(uint16_t(half_sums[b])) | (uint32_t(sums[b] - half_sums[b]) << 16));
+            starts8[b] = -8 * sums[b];  // |sums| <= 32 * 127: exact
+            starts128[b] = -128 * sums[b];
+        }
     }
 }
 
