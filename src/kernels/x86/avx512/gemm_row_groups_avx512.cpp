@@ -284,10 +284,12 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
     const int32_t* xsum[C];   // [blocks]
     const int32_t* xhalf[C];  // [blocks] (Q6_KR: the first 16 codes' sums)
     const float* xd[C];       // [blocks]
+    const int32_t* xstart[C];  // [blocks] -offset * xsum (Q4_0R, Q8_0R)
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
         xc[c] = x.codes_of(j0 + c);
         xsum[c] = x.sums_of(j0 + c);
+        if constexpr (row_group_code_offset(T) != 0) xstart[c] = x.offset_starts_of(j0 + c, row_group_code_offset(T));
         xhalf[c] = x.half_sums_of(j0 + c);
         xd[c] = x.scales_of(j0 + c);
     }
@@ -345,15 +347,14 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             __m512i isum[kChains<RG>][RG][C];
 #pragma GCC unroll 8
             for (int c = 0; c < C; ++c) {
-                // -offset * xsum as a broadcast load, a shift and a subtraction (the same int32): in
-                // scalar registers with a broadcast from them, cached width 3-4 took 1.02-1.05x the time.
+                // -offset * xsum, made when the activations were quantized, as a broadcast load (a
+                // load port's work; a shift and a subtraction here took the dot products' ports).
+                // Session 40, Xeon: BM_RowGroupsPrefill width 16 / 128, Q8_0R 0.91x / 0.91x the
+                // time, Q4_0R 0.87x / 0.93x; kernel_ab prefill 128 Q8 0.939, 0.956, Q4 0.959,
+                // 1.007; widths 1 and 4 from memory the same (0.989-1.004).
                 // (Q4_KR, Q5_KR: no offset; their mins' term follows the block.)
                 __m512i start = _mm512_setzero_si512();
-                if constexpr (row_group_code_offset(T) != 0) {
-                    constexpr int kShift = std::countr_zero(unsigned(row_group_code_offset(T)));  // 128 or 8
-                    static_assert((1 << kShift) == row_group_code_offset(T), "the offset is a power of two");
-                    start = _mm512_sub_epi32(start, _mm512_slli_epi32(_mm512_set1_epi32(xsum[c][b]), kShift));
-                }
+                if constexpr (row_group_code_offset(T) != 0) start = _mm512_set1_epi32(xstart[c][b]);
 #pragma GCC unroll 4
                 for (int g = 0; g < RG; ++g) {
                     isum[0][g][c] = start;
