@@ -191,10 +191,10 @@ template <int K, int RG, int C>
     return isum[0][g][c];
 }
 
-// Block b of a tile of Q6_KR groups g .. g+RG-1 (at `group`) times C columns (codes xc, code sums
-// xsum and first-half sums xhalf, scales xd): each step's codes are rebuilt once per group and
-// meet every column; steps 0..3 and 4..7 (the sub-blocks) sum apart, from -32 x their activation
-// code sums, and are joined exactly by their int8 scales (Q6_KX's arithmetic,
+// Block b of a tile of Q6_KR groups g .. g+RG-1 (at `group`) times C columns (codes xc, the two
+// sub-blocks' starts xstart and xstart_second, scales xd): each step's codes are rebuilt once per
+// group and meet every column; steps 0..3 and 4..7 (the sub-blocks) sum apart, from -32 x their
+// activation code sums, and are joined exactly by their int8 scales (Q6_KX's arithmetic,
 // x86/int8_dot_tiles.h). Step s (0..7) of a Q6_KR block's codes (at `codes`: 256 bytes of low
 // nibbles, then 128 of high bits) as 64 bytes of 6-bit codes.
 [[gnu::always_inline]] inline __m512i q6_k_step(const uint8_t* codes, int s) {
@@ -205,17 +205,20 @@ template <int K, int RG, int C>
 template <int RG, int C, bool kUnpacked>
 [[gnu::always_inline]] inline void q6_k_block(const RowGroupGeometry& L, const uint8_t* group,
                                               int64_t b, const int8_t* const (&xc)[C],
-                                              const int32_t* const (&xsum)[C],
-                                              const int32_t* const (&xhalf)[C],
+                                              const int32_t* const (&xstart)[C],
+                                              const int32_t* const (&xstart_second)[C],
                                               const float* const (&xd)[C], const uint8_t* unpacked,
                                               __m512 (&acc)[RG][C]) {
     constexpr int64_t kCodeBytes = row_group_block_code_bytes(WType::Q6_KR);
     __m512i isum[2][RG][C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
-        const __m512i half = _mm512_set1_epi32(xhalf[c][b]);
-        const __m512i first = x86::q6_start_first<Isa>(half);
-        const __m512i second = x86::q6_start_second<Isa>(_mm512_set1_epi32(xsum[c][b]), half);
+        // Broadcast loads of the starts made at quantization (computing them here took five
+        // operations on the dot products' ports; session 40, Xeon, BM_KQuantRowGroupsPrefill
+        // Q6_KR width 16 / 128 0.89x / 0.88x the time, kernel_ab q4_k_m prefill 128 0.977, width 4
+        // from memory 1.003).
+        const __m512i first = _mm512_set1_epi32(xstart[c][b]);
+        const __m512i second = _mm512_set1_epi32(xstart_second[c][b]);
 #pragma GCC unroll 4
         for (int g = 0; g < RG; ++g) isum[0][g][c] = first, isum[1][g][c] = second;
     }
@@ -282,16 +285,22 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
         for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
     const int8_t* xc[C];     // [chunks, 8 steps, 16 lanes, 4] per column
     const int32_t* xsum[C];   // [blocks]
-    const int32_t* xhalf[C];  // [blocks] (Q6_KR: the first 16 codes' sums)
     const float* xd[C];       // [blocks]
-    const int32_t* xstart[C];  // [blocks] -offset * xsum (Q4_0R, Q8_0R)
+    // [blocks] where the sums start: -offset * xsum (Q4_0R, Q8_0R), or Q6_KR's first sub-block's
+    // start and its second's (xstart_second).
+    const int32_t* xstart[C];
+    const int32_t* xstart_second[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
         xc[c] = x.codes_of(j0 + c);
         xsum[c] = x.sums_of(j0 + c);
-        if constexpr (row_group_code_offset(T) != 0) xstart[c] = x.offset_starts_of(j0 + c, row_group_code_offset(T));
-        xhalf[c] = x.half_sums_of(j0 + c);
         xd[c] = x.scales_of(j0 + c);
+        if constexpr (T == WType::Q6_KR) {
+            xstart[c] = x.q6_starts_of(j0 + c, false);
+            xstart_second[c] = x.q6_starts_of(j0 + c, true);
+        } else if constexpr (row_group_code_offset(T) != 0) {
+            xstart[c] = x.offset_starts_of(j0 + c, row_group_code_offset(T));
+        }
     }
     // Group streams, Q4_0R four-group tiles: the far distance rounded up to whole groups, so
     // each group's far stream covers the codes of a later group from their first line, and that
@@ -338,7 +347,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             for (; fetch < until && fetch < stop; fetch += 64) _mm_prefetch(fetch, _MM_HINT_T0);
         }
         if constexpr (T == WType::Q6_KR) {
-            q6_k_block<RG, C, kUnpacked>(L, group, b, xc, xsum, xhalf, xd, unpacked, acc);
+            q6_k_block<RG, C, kUnpacked>(L, group, b, xc, xstart, xstart_second, xd, unpacked, acc);
         } else {
             // The sums start at the codes' offset correction, -offset * (the block's activation code
             // sum). A block's 8 dot products per (group, column) form kChains independent chains
