@@ -52,15 +52,17 @@ struct RowGroupFetchShare256 {
     int64_t base = 0, step = 0;
 };
 
-// factor * sum in every int32 lane, a block's start: one pmaddwd of the broadcast sum (|sum| <=
-// 32 * 127 is its low int16; the high int16 meets 0) with factor in each lane's low int16. The
-// scalar product and its broadcast took three to five instructions a column and block, the
-// broadcast from memory none (it is a load).
+// A block's start, factor * (column j's code sum of block b), in every int32 lane: a broadcast
+// load of the product made at quantization (a load, no vector instruction; a pmaddwd of the
+// broadcast sum took one, the scalar product and its broadcast three to five). Session 40, Xeon,
+// one thread, BM_RowGroupsPrefill width 16 / 128 against that pmaddwd: AVX-VNNI Q8_0R 0.99 /
+// 0.97x the time, Q4_0R 0.96 / 0.94x (the K-quant types, unchanged, 0.97-1.035x); AVX2 Q8_0R 1.02
+// / 0.96x, Q4_0R 0.97 / 0.96x.
 template <int32_t Factor>
-__m256i block_start_256(const int32_t* sum) {
+__m256i block_start_256(const QuantizedColumns& x, int64_t j, int64_t b) {
+    static_assert(Factor == 0 || Factor == -8 || Factor == -128, "the starts made at quantization");
     if constexpr (Factor == 0) return _mm256_setzero_si256();
-    static_assert(Factor >= -32768 && Factor <= 32767, "the factor is an int16");
-    return _mm256_madd_epi16(_mm256_set1_epi32(*sum), _mm256_set1_epi32(Factor & 0xffff));
+    return _mm256_set1_epi32(x.offset_starts_of(j, -Factor)[b]);
 }
 
 // Steps of the 4- and 5-bit types a policy that widens late (AVX2's pmaddubsw) adds in int16
@@ -159,13 +161,12 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
         for (int c = 0; c < C; ++c) {
             if constexpr (kScaledSixBit) {  // (its start joins at the first widen)
             } else if constexpr (kSixBit) {  // -32 x each sub-block's activation code sum
-                const __m256i half = _mm256_set1_epi32(x.half_sums_of(j0 + c)[b]);
-                const __m256i first = q6_start_first<avx2::Isa>(half);
-                const __m256i second = q6_start_second<avx2::Isa>(_mm256_set1_epi32(x.sums_of(j0 + c)[b]), half);
+                const __m256i first = _mm256_set1_epi32(x.q6_starts_of(j0 + c, false)[b]);
+                const __m256i second = _mm256_set1_epi32(x.q6_starts_of(j0 + c, true)[b]);
 #pragma GCC unroll 2
                 for (int i = 0; i < H; ++i) isum[i][0][c] = first, isum[i][1][c] = second;
             } else if constexpr (!kInt16Sums) {  // (those begin at their first widen)
-                const __m256i start = block_start_256<kStartFactor>(x.sums_of(j0 + c) + b);
+                const __m256i start = block_start_256<kStartFactor>(x, j0 + c, b);
 #pragma GCC unroll 2
                 for (int i = 0; i < H; ++i) {
                     isum[i][0][c] = start;
@@ -265,7 +266,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                             const __m256i p = _mm256_add_epi16(Dot::pairs(lo[i], xlo), Dot::pairs(hi[i], xhi));
                             narrow[i][c] = s % kWiden == 0 ? p : _mm256_add_epi16(narrow[i][c], p);
                             if (s == kWiden - 1)  // the start joins at the first widen: no register held for it
-                                isum[i][0][c] = _mm256_add_epi32(block_start_256<kStartFactor>(x.sums_of(j0 + c) + b),
+                                isum[i][0][c] = _mm256_add_epi32(block_start_256<kStartFactor>(x, j0 + c, b),
                                                                  Dot::widen(narrow[i][c]));
                             else if (s % kWiden == kWiden - 1)
                                 isum[i][0][c] = _mm256_add_epi32(isum[i][0][c], Dot::widen(narrow[i][c]));
