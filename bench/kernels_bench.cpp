@@ -434,7 +434,10 @@ void BM_WeightedRows(benchmark::State& state) {
     }
     HeadCaches::report(state, n, f16);
 }
-BENCHMARK(BM_WeightedRows)->ArgsProduct({{512, 4096, 32768}, {0, 1}, {4, 20, 32}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+BENCHMARK(BM_WeightedRows)
+    ->ArgsProduct({{512, 4096, 32768}, {0, 1}, {4, 20, 32}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.3);
 
 // Attention's scores for the same kv head: the 4 query heads against the head's key rows, one
 // gemm_rows of width 4 as a decode step calls it (third argument 32: a prefill's block of 8
@@ -461,7 +464,10 @@ void BM_AttentionScores(benchmark::State& state) {
     }
     HeadCaches::report(state, n, f16);
 }
-BENCHMARK(BM_AttentionScores)->ArgsProduct({{512, 4096, 32768}, {0, 1}, {4, 32}})->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+BENCHMARK(BM_AttentionScores)
+    ->ArgsProduct({{512, 4096, 32768}, {0, 1}, {4, 32}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.3);
 
 // cost(N)/cost(1) for N = 1..8 and the N=1 streaming rate as a share of measured bandwidth.
 void BM_VerifyCostCurve(benchmark::State& state) {

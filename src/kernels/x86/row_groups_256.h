@@ -266,8 +266,9 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                             const __m256i p = _mm256_add_epi16(Dot::pairs(lo[i], xlo), Dot::pairs(hi[i], xhi));
                             narrow[i][c] = s % kWiden == 0 ? p : _mm256_add_epi16(narrow[i][c], p);
                             if (s == kWiden - 1)  // the start joins at the first widen: no register held for it
-                                isum[i][0][c] = _mm256_add_epi32(block_start_256<kStartFactor>(x, j0 + c, b),
-                                                                 Dot::widen(narrow[i][c]));
+                                isum[i][0][c] =
+                                    _mm256_add_epi32(block_start_256<kStartFactor>(x, j0 + c, b),
+                                                     Dot::widen(narrow[i][c]));
                             else if (s % kWiden == kWiden - 1)
                                 isum[i][0][c] = _mm256_add_epi32(isum[i][0][c], Dot::widen(narrow[i][c]));
                         } else if constexpr (K == 2) {

@@ -284,8 +284,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
     const int8_t* xc[C];     // [chunks, 8 steps, 16 lanes, 4] per column
-    const int32_t* xsum[C];   // [blocks]
-    const float* xd[C];       // [blocks]
+    const int32_t* xsum[C];  // [blocks]
+    const float* xd[C];      // [blocks]
     // [blocks] where the sums start: -offset * xsum (Q4_0R, Q8_0R), or Q6_KR's first sub-block's
     // start and its second's (xstart_second).
     const int32_t* xstart[C];
@@ -363,7 +363,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                 // 1.007; widths 1 and 4 from memory the same (0.989-1.004).
                 // (Q4_KR, Q5_KR: no offset; their mins' term follows the block.)
                 __m512i start = _mm512_setzero_si512();
-                if constexpr (row_group_code_offset(T) != 0) start = _mm512_set1_epi32(xstart[c][b]);
+                if constexpr (row_group_code_offset(T) != 0)
+                    start = _mm512_set1_epi32(xstart[c][b]);
 #pragma GCC unroll 4
                 for (int g = 0; g < RG; ++g) {
                     isum[0][g][c] = start;
