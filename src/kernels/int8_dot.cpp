@@ -346,6 +346,7 @@ void resize_columns(int64_t n, int64_t cols, QuantizedColumns& out) {
     out.starts128.resize(out.scales.size());
     out.q6_starts_first.resize(out.scales.size());
     out.q6_starts_second.resize(out.scales.size());
+    out.float_sums.resize(out.scales.size());
 }
 
 void quantize_activations(const KernelTable& k, const float* x, int64_t n, int64_t cols,

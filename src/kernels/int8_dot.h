@@ -146,6 +146,10 @@ struct QuantizedColumns {
     // [n, chunks * 16] the same for Q6_K's two sub-blocks (codes stored with 32 added): -32 times
     // the sum of the block's first 16 codes, and of its last 16.
     std::vector<int32_t> q6_starts_first, q6_starts_second;
+    // [n, chunks * 16] the code sums as floats (exact), for the affine types' mins term: a
+    // broadcast load, where converting the sum in the tile took a scalar convert and a broadcast
+    // from a register.
+    std::vector<float> float_sums;
 
     const int8_t* codes_of(int64_t j) const { return codes.data() + j * chunks * kI8ChunkValues; }
     const float* scales_of(int64_t j) const { return scales.data() + j * chunks * kI8ChunkBlocks; }
@@ -158,6 +162,7 @@ struct QuantizedColumns {
     const int32_t* offset_starts_of(int64_t j, int offset) const {
         return (offset == 8 ? starts8 : starts128).data() + j * chunks * kI8ChunkBlocks;
     }
+    const float* float_sums_of(int64_t j) const { return float_sums.data() + j * chunks * kI8ChunkBlocks; }
     const int32_t* q6_starts_of(int64_t j, bool second) const {
         return (second ? q6_starts_second : q6_starts_first).data() + j * chunks * kI8ChunkBlocks;
     }
@@ -248,12 +253,14 @@ void quantize_columns_with(const float* x, int64_t cols, QuantizedColumns& out, 
         int32_t* starts128 = out.starts128.data() + j * blocks;
         int32_t* q6_first = out.q6_starts_first.data() + j * blocks;
         int32_t* q6_second = out.q6_starts_second.data() + j * blocks;
+        float* float_sums = out.float_sums.data() + j * blocks;
         for (int64_t b = 0; b < blocks; ++b) {
             half_pairs[b] = int32_t(uint32_t(uint16_t(half_sums[b])) | (uint32_t(sums[b] - half_sums[b]) << 16));
             starts8[b] = -8 * sums[b];  // |sums| <= 32 * 127: exact
             starts128[b] = -128 * sums[b];
             q6_first[b] = -32 * half_sums[b];
             q6_second[b] = -32 * (sums[b] - half_sums[b]);
+            float_sums[b] = float(sums[b]);
         }
     }
 }
