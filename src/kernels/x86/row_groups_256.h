@@ -328,11 +328,13 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                     if constexpr (K == 2) sum = _mm256_add_epi32(sum, isum[i][1][c]);
                     const __m256 dx = _mm256_set1_ps(x.scales_of(j0 + c)[b]);
                     acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dx), acc[i][c]);
-                    // As the chunked affine types. The sum converted in the vector (a broadcast
-                    // load, then one convert) where a scalar convert and broadcast took three.
+                    // As the chunked affine types. The sum converted at quantization (a broadcast
+                    // load), where one convert in the vector took one operation and a scalar
+                    // convert and broadcast three (session 40, Xeon, BM_KQuantRowGroupsPrefill
+                    // on AVX2 and AVX-VNNI: the same time, within the runs' 3-5%).
                     if constexpr (row_group_affine_k(T))
-                        acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_set1_epi32(x.sums_of(j0 + c)[b])),
-                                                    _mm256_mul_ps(dm, dx), acc[i][c]);
+                        acc[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(x.float_sums_of(j0 + c)[b]), _mm256_mul_ps(dm, dx),
+                                                    acc[i][c]);
                 }
             }
         }
