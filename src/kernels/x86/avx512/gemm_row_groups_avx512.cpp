@@ -259,6 +259,27 @@ template <int RG, int C, bool kUnpacked>
     }
 }
 
+// Q4_KR / Q5_KR block b of the group whose scale bytes start at `scales`: its 16 rows' weight
+// scales dw = d * sc and their mins' factors dm = -(dmin * mn) (exact products, the negation by
+// the sign bit).
+struct AffineScales {
+    __m512 dw, dm;
+};
+[[gnu::always_inline]] inline AffineScales affine_k_scales(const uint8_t* scales, int64_t b) {
+    const uint8_t* super = scales + (b / 8) * kQ4KGroupScaleBytes;
+    const uint8_t* sc_mn = super + 64 + (b % 8) * 32;
+    auto u8_lanes = [](const uint8_t* p) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p))));
+    };
+    const __m512 dw =
+        _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super))), u8_lanes(sc_mn));
+    const __m512 dm = _mm512_xor_ps(
+        _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super + 32))),
+                      u8_lanes(sc_mn + 16)),
+        _mm512_set1_ps(-0.0f));
+    return {dw, dm};
+}
+
 // What one column pass over a tile prefetches. end: the end of the call's groups (null: this
 // pass fetches nothing). Cursor: the pass moves the cursor through its share of the tile's bytes,
 // span bytes from base (past the tile's start, plus kPrefetchAheadBytes), step bytes a block and
@@ -270,7 +291,8 @@ struct PassFetch {
 
 // Groups g .. g+RG-1 (at `group`) times columns j0 .. j0+C-1. store[i]: the lanes of group i
 // that are rows of this call. share: what this pass prefetches.
-// kUnpacked (Q6_KR): the tile's codes come unpacked from `unpacked` (unpack_q6_k_tile).
+// kUnpacked: the tile's codes (Q6_KR: unpack_q6_k_tile) or its scales (Q4_KR, Q5_KR:
+// unpack_affine_k_scales_tile) come unpacked from `unpacked`.
 template <WType T, int RG, int C, bool Gfni, Fetch F, bool kUnpacked = false>
 void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
           const __mmask16 (&store)[RG], float* y, int64_t ldy, const PassFetch& share,
@@ -430,18 +452,15 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             for (int g = 0; g < RG; ++g) {
                 const uint8_t* scales = group + g * L.group_bytes + L.scales;
                 if constexpr (row_group_affine_k(T)) {
-                    // dw = d * sc, dm = -(dmin * mn): exact products, the negation by the sign bit.
-                    const uint8_t* super = scales + (b / 8) * kQ4KGroupScaleBytes;
-                    const uint8_t* sc_mn = super + 64 + (b % 8) * 32;
-                    auto u8_lanes = [](const uint8_t* p) {
-                        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p))));
-                    };
-                    const __m512 dw = _mm512_mul_ps(
-                        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super))), u8_lanes(sc_mn));
-                    const __m512 dm = _mm512_xor_ps(
-                        _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super + 32))),
-                                      u8_lanes(sc_mn + 16)),
-                        _mm512_set1_ps(-0.0f));
+                    __m512 dw, dm;
+                    if constexpr (kUnpacked) {  // [groups, blocks, dw | dm, 16] floats
+                        const float* made = reinterpret_cast<const float*>(unpacked) + (g * L.blocks + b) * 32;
+                        dw = _mm512_load_ps(made);
+                        dm = _mm512_load_ps(made + 16);
+                    } else {
+                        const AffineScales a = affine_k_scales(scales, b);
+                        dw = a.dw, dm = a.dm;
+                    }
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c) {
                         const __m512 dx = _mm512_set1_ps(xd[c][b]);
@@ -471,12 +490,15 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
 // Above this many columns (a prefill: passes of kMaxTileCols over each tile) a Q6_KR tile's codes
 // are unpacked once into a scratch buffer that every pass reads, instead of by every pass: the
 // unpacking (about 26 operations a group and block, against 8 dot products a column) ran on the
-// ports the dot products need. The same codes, so the same sums and bits.
-constexpr int64_t kUnpackQ6KOnceAbove = kCursorSpreadUpTo;
+// ports the dot products need. The same codes, so the same sums and bits. Likewise the scales of
+// Q4_KR and Q5_KR tiles (about 11 operations a group and block): session 40, Xeon,
+// BM_KQuantRowGroupsPrefill width 128, Q4_KR 0.73-0.81x the time, Q5_KR 0.84-0.89x; kernel_ab
+// q4_k_m prefill 128 0.918 (width 4, which does not unpack, 0.996).
+constexpr int64_t kUnpackOnceAbove = kCursorSpreadUpTo;
 
 // This thread's scratch of at least `bytes` (64-byte aligned), kept between calls: a prefill
 // allocates it once.
-uint8_t* unpacked_q6_k_scratch(int64_t bytes) {
+uint8_t* unpacked_scratch(int64_t bytes) {
     struct alignas(64) Line {
         uint8_t bytes[64];
     };
@@ -484,6 +506,18 @@ uint8_t* unpacked_q6_k_scratch(int64_t bytes) {
     const size_t vectors = size_t((bytes + 63) / 64);
     if (scratch.size() < vectors) scratch.resize(vectors);
     return reinterpret_cast<uint8_t*>(scratch.data());
+}
+
+// The scales of Q4_KR / Q5_KR groups at `group` .. n_groups on, as the tile reads them unpacked:
+// [n_groups, blocks, dw | dm, 16] floats (affine_k_scales).
+void unpack_affine_k_scales_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n_groups, uint8_t* out) {
+    float* to = reinterpret_cast<float*>(out);
+    for (int64_t g = 0; g < n_groups; ++g)
+        for (int64_t b = 0; b < L.blocks; ++b) {
+            const AffineScales a = affine_k_scales(group + g * L.group_bytes + L.scales, b);
+            _mm512_store_ps(to + (g * L.blocks + b) * 32, a.dw);
+            _mm512_store_ps(to + (g * L.blocks + b) * 32 + 16, a.dm);
+        }
 }
 
 // The codes of Q6_KR groups at `group` .. n_groups on, unpacked: [n_groups, blocks, kI8Steps, 64]
@@ -536,11 +570,13 @@ template <WType T, bool Gfni, Fetch F>
 void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
-    // A prefill's Q6_KR tiles unpack their codes once for all their passes (unpack_q6_k_tile).
-    constexpr bool kUnpackable = T == WType::Q6_KR && F == Fetch::Cursor;
-    const bool unpack_once = kUnpackable && x.n > kUnpackQ6KOnceAbove;
+    // A prefill's Q6_KR tiles unpack their codes once for all their passes (unpack_q6_k_tile),
+    // Q4_KR and Q5_KR tiles their scales (unpack_affine_k_scales_tile).
+    constexpr bool kUnpackable = (T == WType::Q6_KR || row_group_affine_k(T)) && F == Fetch::Cursor;
+    const bool unpack_once = kUnpackable && x.n > kUnpackOnceAbove;
+    constexpr int64_t kUnpackedBytesPerBlock = T == WType::Q6_KR ? kI8Steps * 64 : 2 * 64;
     uint8_t* unpacked = nullptr;
-    if (unpack_once) unpacked = unpacked_q6_k_scratch(tile_groups * L.blocks * kI8Steps * 64);
+    if (unpack_once) unpacked = unpacked_scratch(tile_groups * L.blocks * kUnpackedBytesPerBlock);
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
     const int64_t fetching_passes = x.n <= kCursorSpreadUpTo ? (x.n + cols_per_pass - 1) / cols_per_pass : 1;
     for (int64_t g = g0; g < g1;) {
@@ -553,7 +589,12 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
         const int64_t n_groups = tile_groups >= 3 && left == tile_groups + 1 ? tile_groups - 1
                                                                              : std::min(left, tile_groups);
         const int64_t tile_bytes = n_groups * int64_t(L.group_bytes);
-        if (unpack_once) unpack_q6_k_tile(L, at(g), n_groups, unpacked);
+        if (unpack_once) {
+            if constexpr (T == WType::Q6_KR)
+                unpack_q6_k_tile(L, at(g), n_groups, unpacked);
+            else
+                unpack_affine_k_scales_tile(L, at(g), n_groups, unpacked);
+        }
         for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
