@@ -272,6 +272,23 @@ QuantizedColumns expect_quantizer_matches_reference(const std::string& isa, cons
         EXPECT_EQ(want.half_sums[b], first) << "block " << b;
         EXPECT_EQ(want.sums[b] - want.half_sums[b], second) << "block " << b;
     }
+    // The planes the row-group tiles read instead of computing from the sums.
+    EXPECT_EQ(head(want.starts8, blocks), head(got.starts8, blocks)) << isa << " cols " << cols;
+    EXPECT_EQ(head(want.starts128, blocks), head(got.starts128, blocks)) << isa << " cols " << cols;
+    EXPECT_EQ(head(want.q6_starts_first, blocks), head(got.q6_starts_first, blocks))
+        << isa << " cols " << cols;
+    EXPECT_EQ(head(want.q6_starts_second, blocks), head(got.q6_starts_second, blocks))
+        << isa << " cols " << cols;
+    EXPECT_EQ(head(want.float_sums, blocks), head(got.float_sums, blocks))
+        << isa << " cols " << cols;
+    for (size_t b = 0; b < blocks; ++b) {
+        EXPECT_EQ(-8 * want.sums[b], want.starts8[b]) << "block " << b;
+        EXPECT_EQ(-128 * want.sums[b], want.starts128[b]) << "block " << b;
+        EXPECT_EQ(-32 * want.half_sums[b], want.q6_starts_first[b]) << "block " << b;
+        EXPECT_EQ(-32 * (want.sums[b] - want.half_sums[b]), want.q6_starts_second[b])
+            << "block " << b;
+        EXPECT_EQ(double(want.sums[b]), double(want.float_sums[b])) << "block " << b;
+    }
     return got;
 }
 

@@ -158,9 +158,11 @@ struct QuantizedColumns {
         return half_sums.data() + j * chunks * kI8ChunkBlocks;
     }
     const int32_t* half_pairs_of(int64_t j) const { return half_pairs.data() + j * chunks * kI8ChunkBlocks; }
-    // The starts for codes stored with `offset` (8 or 128) added.
-    const int32_t* offset_starts_of(int64_t j, int offset) const {
-        return (offset == 8 ? starts8 : starts128).data() + j * chunks * kI8ChunkBlocks;
+    // The starts for codes stored with Offset (8 or 128) added.
+    template <int Offset>
+    const int32_t* offset_starts_of(int64_t j) const {
+        static_assert(Offset == 8 || Offset == 128, "starts are made for offsets 8 and 128");
+        return (Offset == 8 ? starts8 : starts128).data() + j * chunks * kI8ChunkBlocks;
     }
     const float* float_sums_of(int64_t j) const { return float_sums.data() + j * chunks * kI8ChunkBlocks; }
     const int32_t* q6_starts_of(int64_t j, bool second) const {

@@ -61,8 +61,10 @@ struct RowGroupFetchShare256 {
 template <int32_t Factor>
 __m256i block_start_256(const QuantizedColumns& x, int64_t j, int64_t b) {
     static_assert(Factor == 0 || Factor == -8 || Factor == -128, "the starts made at quantization");
-    if constexpr (Factor == 0) return _mm256_setzero_si256();
-    return _mm256_set1_epi32(x.offset_starts_of(j, -Factor)[b]);
+    if constexpr (Factor == 0)
+        return _mm256_setzero_si256();
+    else
+        return _mm256_set1_epi32(x.offset_starts_of<-Factor>(j)[b]);
 }
 
 // Steps of the 4- and 5-bit types a policy that widens late (AVX2's pmaddubsw) adds in int16

@@ -321,7 +321,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             xstart[c] = x.q6_starts_of(j0 + c, false);
             xstart_second[c] = x.q6_starts_of(j0 + c, true);
         } else if constexpr (row_group_code_offset(T) != 0) {
-            xstart[c] = x.offset_starts_of(j0 + c, row_group_code_offset(T));
+            xstart[c] = x.offset_starts_of<row_group_code_offset(T)>(j0 + c);
         }
     }
     // Group streams, Q4_0R four-group tiles: the far distance rounded up to whole groups, so
