@@ -46,6 +46,12 @@ for side in a b; do
     side_flags=""; [ $side = b ] && side_flags=${B_FLAGS:-}
     $CXX -O2 -std=c++20 $FLAGS $side_flags -Dnextn=nextn_$side -I"$root/src" -c "$root/$TU" -o "$work/$side.o"
     objects+=("$work/$side.o")
+    # The tiles' scratch (a generic unit, where the revision has it) goes into each side's namespace.
+    if [ -f "$root/src/kernels/x86/tile_scratch.cpp" ]; then
+        $CXX -O2 -std=c++20 -Dnextn=nextn_$side -I"$root/src" -c "$root/src/kernels/x86/tile_scratch.cpp" \
+            -o "$work/${side}_scratch.o"
+        objects+=("$work/${side}_scratch.o")
+    fi
     for extra in $EXTRAS; do
         if [ "$ISA" = avx512 ] && [ -f "$root/$extra" ]; then
             $CXX -O2 -std=c++20 $FLAGS $side_flags -Dnextn=nextn_$side -I"$root/src" -c "$root/$extra" -o "$work/${side}_groups.o"

@@ -21,6 +21,7 @@
 #include "kernels/row_groups.h"
 #include "kernels/x86/avx2/isa_avx2.h"
 #include "kernels/x86/int8_dot_tiles.h"
+#include "kernels/x86/x86_kernels.h"
 
 namespace nextn::x86 {
 namespace {
@@ -98,17 +99,97 @@ inline __m256i q6_start_factors_256(const uint8_t* a, const uint8_t* b) {
     return _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(va, vb)), _mm256_set1_epi16(-32));
 }
 
+// Q4_KR / Q5_KR block b of the group at `group`, the 8 rows of half `half`: their weight scales
+// dw = d * sc and their mins' factors dm = -(dmin * mn) (exact products, negated by the sign bit).
+struct AffineScales256 {
+    __m256 dw, dm;
+};
+[[gnu::always_inline]] inline AffineScales256 affine_k_scales_256(const RowGroupGeometry& L,
+                                                                  const uint8_t* group, int64_t b,
+                                                                  int half) {
+    const uint8_t* super = group + L.scales + (b / 8) * kQ4KGroupScaleBytes;
+    const uint8_t* sc_mn = super + 64 + (b % 8) * 32 + 8 * half;
+    auto f16_lanes = [](const uint8_t* p) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    };
+    auto u8_lanes = [](const uint8_t* p) {
+        return _mm256_cvtepi32_ps(
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    };
+    return {_mm256_mul_ps(f16_lanes(super + 16 * half), u8_lanes(sc_mn)),
+            _mm256_xor_ps(_mm256_mul_ps(f16_lanes(super + 32 + 16 * half), u8_lanes(sc_mn + 16)),
+                          _mm256_set1_ps(-0.0f))};
+}
+
+// Above this many columns (a prefill) a group's Q4_KR / Q5_KR scales or Q6_KR codes are made
+// once into the thread's scratch for all the column passes over it (unpack_row_group_256), where
+// every pass had made them again on the ports its dot products need (Q4_KR and Q5_KR about 11
+// operations a half and block; Q6_KR 5 a step and half). The same values, so the same sums and
+// bits. Session 41, 2-core Xeon VM, unpacked over made by every pass: tools/kernel_ab q4_k_m
+// (0.8B forwards) prefill 128 avx2 0.944, avxvnni 0.961; kernels_bench BM_KQuantRowGroupsPrefill
+// width 128 (one thread) avx2 Q4_KR 0.915, Q5_KR 0.954, Q6_KR 0.852, avxvnni 0.90, 0.91, 0.817.
+// A verify's second column pass (widths 5 to 8) gained nothing measurable (avx2 width 8 0.968,
+// 0.997, 0.998, width 5 0.994-1.007; avxvnni widths 5, 8 with the scales alone 1.004, 1.003),
+// and on AVX-VNNI unpacking Q6_KR's codes there took longer (1.045, 1.019: the unpacking reads the
+// group before the passes' prefetches run ahead of it).
+constexpr int64_t kRowGroupUnpackOnceAbove256 = 16;
+
+template <WType T>
+constexpr bool row_group_unpackable_256 = T == WType::Q6_KR || row_group_affine_k(T);
+
+// Bytes a block of a group takes unpacked: Q6_KR [kI8Steps, 64] code bytes, Q4_KR and Q5_KR [2
+// halves, dw | dm, 8] floats.
+template <WType T>
+constexpr int64_t row_group_unpacked_block_bytes_256 =
+    T == WType::Q6_KR ? kI8Steps * 64 : 2 * 2 * 8 * 4;
+
+// The group at `group` unpacked into `out` (64-byte aligned), as the tiles read it with
+// kUnpacked: Q6_KR [blocks, kI8Steps, 64] bytes, step s's codes of rows 0..7 then 8..15
+// (q6_step_codes); Q4_KR and Q5_KR [blocks, 2 halves, dw | dm, 8] floats (affine_k_scales_256).
+template <WType T>
+void unpack_row_group_256(const RowGroupGeometry& L, const uint8_t* group, uint8_t* out) {
+    static_assert(row_group_unpackable_256<T>);
+    constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
+    for (int64_t b = 0; b < L.blocks; ++b) {
+        uint8_t* to = out + b * row_group_unpacked_block_bytes_256<T>;
+        if constexpr (T == WType::Q6_KR) {
+            const uint8_t* codes = group + b * kCodeBytes;
+            auto load = [&](int64_t at) {
+                return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at));
+            };
+#pragma GCC unroll 8
+            for (int s = 0; s < kI8Steps; ++s)
+#pragma GCC unroll 2
+                for (int half = 0; half < 2; ++half)
+                    _mm256_store_si256(
+                        reinterpret_cast<__m256i*>(to + s * 64 + 32 * half),
+                        q6_step_codes<avx2::Isa>(load((s / 2) * 64 + 32 * half),
+                                                 load(256 + (s / 4) * 64 + 32 * half), s));
+        } else {
+#pragma GCC unroll 2
+            for (int half = 0; half < 2; ++half) {
+                const AffineScales256 a = affine_k_scales_256(L, group, b, half);
+                float* made = reinterpret_cast<float*>(to) + half * 16;
+                _mm256_store_ps(made, a.dw);
+                _mm256_store_ps(made + 8, a.dm);
+            }
+        }
+    }
+}
+
 // H halves (1: half `h` alone; 2: both) of the group at `group` times columns j0 .. j0+C-1.
 // lanes: the rows of this call in the group (bit r: row r). K independent sums per (half,
 // column): 2 splits a block's dot products over two chains (the low and the high nibbles, or
 // even and odd steps), which a policy bound by the dot product's latency needs when a tile has
 // few sums; the sums are exact, so the split never changes the bits (Q6_KR: K is 2, the two
 // sub-blocks, steps 0..3 and 4..7, which its scales join). fetch: the call's prefetch cursor,
-// share: how far this pass moves it.
-template <class Dot, WType T, int H, int K, int C>
-void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, const QuantizedColumns& x,
-                        int64_t j0, unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch,
-                        const RowGroupFetchShare256& share) {
+// share: how far this pass moves it. kUnpacked: the group's Q6_KR codes or Q4_KR / Q5_KR scales
+// come made from `unpacked` (unpack_row_group_256).
+template <class Dot, WType T, int H, int K, int C, bool kUnpacked>
+void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
+                        const QuantizedColumns& x, int64_t j0, unsigned lanes, float* y,
+                        int64_t ldy, const uint8_t*& fetch, const RowGroupFetchShare256& share,
+                        const uint8_t* unpacked) {
     constexpr bool kEight = T == WType::Q8_0R;
     constexpr bool kSixBit = T == WType::Q6_KR;
     // Q6_KR on a policy that widens late: each pair of steps' int16 sums widened by pmaddwd with
@@ -192,9 +273,20 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
                     auto load = [&](int64_t at) {
                         return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at + 32 * i));
                     };
-                    const __m256i low = load((s / 2) * 64), high = load(256 + (s / 4) * 64);
-                    w0[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s));
-                    w1[i] = Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s + 1));
+                    if constexpr (kUnpacked) {  // [blocks, kI8Steps, 64]
+                        const uint8_t* made =
+                            unpacked + (b * kI8Steps + s) * 64 + 32 * (H == 1 ? h : i);
+                        w0[i] = Dot::template prepare<false>(
+                            _mm256_load_si256(reinterpret_cast<const __m256i*>(made)));
+                        w1[i] = Dot::template prepare<false>(
+                            _mm256_load_si256(reinterpret_cast<const __m256i*>(made + 64)));
+                    } else {
+                        const __m256i low = load((s / 2) * 64), high = load(256 + (s / 4) * 64);
+                        w0[i] =
+                            Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s));
+                        w1[i] = Dot::template prepare<false>(
+                            q6_step_codes<avx2::Isa>(low, high, s + 1));
+                    }
                     if constexpr (kScaledSixBit) {
                         const uint8_t* sc = q6_scales_of(H == 1 ? h : i);
                         scales[i] = q6_pair_scales_256(sc + 16 * (s / 4));
@@ -309,18 +401,15 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h, 
             } else {
                 // The half's 8 rows' scales (Q4_KR, Q5_KR: d * sc) and offsets (-(dmin * mn)).
                 __m256 dw, dm = _mm256_setzero_ps();
-                if constexpr (row_group_affine_k(T)) {
-                    const uint8_t* super = group + L.scales + (b / 8) * kQ4KGroupScaleBytes;
-                    const uint8_t* sc_mn = super + 64 + (b % 8) * 32 + 8 * half;
-                    auto f16_lanes = [](const uint8_t* p) {
-                        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-                    };
-                    auto u8_lanes = [](const uint8_t* p) {
-                        return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-                    };
-                    dw = _mm256_mul_ps(f16_lanes(super + 16 * half), u8_lanes(sc_mn));
-                    dm = _mm256_xor_ps(_mm256_mul_ps(f16_lanes(super + 32 + 16 * half), u8_lanes(sc_mn + 16)),
-                                       _mm256_set1_ps(-0.0f));
+                if constexpr (row_group_affine_k(T) &&
+                              kUnpacked) {  // [blocks, 2 halves, dw | dm, 8]
+                    const float* made =
+                        reinterpret_cast<const float*>(unpacked) + (b * 2 + half) * 16;
+                    dw = _mm256_load_ps(made);
+                    dm = _mm256_load_ps(made + 8);
+                } else if constexpr (row_group_affine_k(T)) {
+                    const AffineScales256 a = affine_k_scales_256(L, group, b, half);
+                    dw = a.dw, dm = a.dm;
                 } else {
                     dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + L.scales + b * 32 + 16 * half)));
                 }
@@ -376,20 +465,23 @@ constexpr int64_t row_group_both_halves_up_to_256 = T == WType::Q6_KR ? 4 : 2;
 // always takes two, one a sub-block; its both-halves tiles of 2 columns then spill a few sums and
 // still gain (kernels_bench BM_GemmQ6K 2048 x 6144, width 2, against one half at a time: avxvnni
 // 0.85x the time, avx2 0.84x).
-template <class Dot, WType T, int C>
-void row_group_columns_256(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
-                           unsigned lanes, float* y, int64_t ldy, const uint8_t*& fetch,
-                           const RowGroupFetchShare256 (&shares)[2]) {
+template <class Dot, WType T, int C, bool kUnpacked>
+void row_group_columns_256(const RowGroupGeometry& L, const uint8_t* group,
+                           const QuantizedColumns& x, int64_t j0, unsigned lanes, float* y,
+                           int64_t ldy, const uint8_t*& fetch,
+                           const RowGroupFetchShare256 (&shares)[2], const uint8_t* unpacked) {
     // Q6_KR: two sums a (half, column), one a sub-block, unless its sums are scaled as they widen.
     constexpr bool kSubBlockSums = T == WType::Q6_KR && !Dot::kWidensLate;
     if constexpr (C <= row_group_both_halves_up_to_256<T>) {
         constexpr int K = kSubBlockSums || (Dot::kLatencyBound && C == 1) ? 2 : 1;
-        row_group_tile_256<Dot, T, 2, K, C>(L, group, 0, x, j0, lanes, y, ldy, fetch, shares[0]);
+        row_group_tile_256<Dot, T, 2, K, C, kUnpacked>(L, group, 0, x, j0, lanes, y, ldy, fetch,
+                                                       shares[0], unpacked);
     } else {
         for (int h = 0; h < 2; ++h)
             if ((lanes >> (8 * h)) & 0xffu)
-                row_group_tile_256<Dot, T, 1, kSubBlockSums || Dot::kLatencyBound ? 2 : 1, C>(L, group, h, x, j0, lanes,
-                                                                                             y, ldy, fetch, shares[h]);
+                row_group_tile_256<Dot, T, 1, kSubBlockSums || Dot::kLatencyBound ? 2 : 1, C,
+                                   kUnpacked>(L, group, h, x, j0, lanes, y, ldy, fetch, shares[h],
+                                              unpacked);
     }
 }
 
@@ -416,8 +508,16 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
     for (int64_t j0 = 0; j0 < std::min(x.n, kRowGroupFetchingCols256); j0 += kRowGroupTileCols256)
         passes += row_group_passes_256<T>(std::min<int64_t>(kRowGroupTileCols256, x.n - j0));
     const int64_t step = int64_t(L.group_bytes) / (L.blocks * passes);
+    bool unpack_once = false;
+    uint8_t* unpacked = nullptr;  // [blocks, row_group_unpacked_block_bytes_256<T>]
+    if constexpr (row_group_unpackable_256<T>) {
+        unpack_once = x.n > kRowGroupUnpackOnceAbove256;
+        if (unpack_once) unpacked = tile_scratch(L.blocks * row_group_unpacked_block_bytes_256<T>);
+    }
     for (int64_t g = g0; g < g1; ++g) {
         const unsigned lanes = row_group_lanes(g, r0, r1);
+        if constexpr (row_group_unpackable_256<T>)
+            if (unpack_once) unpack_row_group_256<T>(L, at(g), unpacked);
         int64_t pass = 0;
         for (int64_t j0 = 0; j0 < x.n; j0 += kRowGroupTileCols256) {
             const int64_t c = std::min<int64_t>(kRowGroupTileCols256, x.n - j0);
@@ -426,12 +526,29 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
                 for (int i = 0; i < row_group_passes_256<T>(c); ++i, ++pass)
                     shares[i] = {at(g1), pass * int64_t(L.group_bytes) / passes, step};
             float* yt = y + j0 * ldy + g * kRowGroupRows;
-            switch (c) {
-                case 4: row_group_columns_256<Dot, T, 4>(L, at(g), x, j0, lanes, yt, ldy, fetch, shares); break;
-                case 3: row_group_columns_256<Dot, T, 3>(L, at(g), x, j0, lanes, yt, ldy, fetch, shares); break;
-                case 2: row_group_columns_256<Dot, T, 2>(L, at(g), x, j0, lanes, yt, ldy, fetch, shares); break;
-                default: row_group_columns_256<Dot, T, 1>(L, at(g), x, j0, lanes, yt, ldy, fetch, shares); break;
+            auto columns = [&]<bool kUnpacked>() {
+                switch (c) {
+                    case 4:
+                        return row_group_columns_256<Dot, T, 4, kUnpacked>(
+                            L, at(g), x, j0, lanes, yt, ldy, fetch, shares, unpacked);
+                    case 3:
+                        return row_group_columns_256<Dot, T, 3, kUnpacked>(
+                            L, at(g), x, j0, lanes, yt, ldy, fetch, shares, unpacked);
+                    case 2:
+                        return row_group_columns_256<Dot, T, 2, kUnpacked>(
+                            L, at(g), x, j0, lanes, yt, ldy, fetch, shares, unpacked);
+                    default:
+                        return row_group_columns_256<Dot, T, 1, kUnpacked>(
+                            L, at(g), x, j0, lanes, yt, ldy, fetch, shares, unpacked);
+                }
+            };
+            if constexpr (row_group_unpackable_256<T>) {
+                if (unpack_once) {
+                    columns.template operator()<true>();
+                    continue;
+                }
             }
+            columns.template operator()<false>();
         }
     }
 }

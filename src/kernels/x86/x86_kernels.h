@@ -20,6 +20,11 @@ bool cpu_supports_avx512bf16();
 // once Linux has granted this process the tile data state (asked for on the first call).
 bool cpu_supports_amx_int8();
 
+// This thread's scratch of at least `bytes`, 64-byte aligned, kept between calls (a prefill
+// allocates it once): where a prefill's row-group tiles unpack a tile's codes or scales once for
+// all their column passes. Each call may move it; a caller holds one at a time.
+uint8_t* tile_scratch(int64_t bytes);
+
 }  // namespace nextn::x86
 
 // Same signatures as KernelTable (kernels/kernels.h).

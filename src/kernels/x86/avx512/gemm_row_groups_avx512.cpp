@@ -496,18 +496,6 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
 // q4_k_m prefill 128 0.918 (width 4, which does not unpack, 0.996).
 constexpr int64_t kUnpackOnceAbove = kCursorSpreadUpTo;
 
-// This thread's scratch of at least `bytes` (64-byte aligned), kept between calls: a prefill
-// allocates it once.
-uint8_t* unpacked_scratch(int64_t bytes) {
-    struct alignas(64) Line {
-        uint8_t bytes[64];
-    };
-    thread_local std::vector<Line> scratch;  // [bytes / 64]
-    const size_t vectors = size_t((bytes + 63) / 64);
-    if (scratch.size() < vectors) scratch.resize(vectors);
-    return reinterpret_cast<uint8_t*>(scratch.data());
-}
-
 // The scales of Q4_KR / Q5_KR groups at `group` .. n_groups on, as the tile reads them unpacked:
 // [n_groups, blocks, dw | dm, 16] floats (affine_k_scales).
 void unpack_affine_k_scales_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n_groups, uint8_t* out) {
@@ -576,7 +564,7 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
     const bool unpack_once = kUnpackable && x.n > kUnpackOnceAbove;
     constexpr int64_t kUnpackedBytesPerBlock = T == WType::Q6_KR ? kI8Steps * 64 : 2 * 64;
     uint8_t* unpacked = nullptr;
-    if (unpack_once) unpacked = unpacked_scratch(tile_groups * L.blocks * kUnpackedBytesPerBlock);
+    if (unpack_once) unpacked = x86::tile_scratch(tile_groups * L.blocks * kUnpackedBytesPerBlock);
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
     const int64_t fetching_passes = x.n <= kCursorSpreadUpTo ? (x.n + cols_per_pass - 1) / cols_per_pass : 1;
     for (int64_t g = g0; g < g1;) {
