@@ -320,8 +320,9 @@ using test::have_avx512;
 TEST(KernelsKQuantRows, Avx512EveryFetchWayEqualsReference) {
     if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
     for (const KQuant& k : kKQuants)
-        test::expect_avx512_every_fetch_way_on_ranges(rows_of(k, KTensor(k, 70, 768, 11)), {1, 2, 3, 4, 5, 8, 9, 16},
-                                                      {{5, 29}, {0, 70}, {33, 70}, {5, 70}}, 12);
+        test::expect_avx512_every_fetch_way_on_ranges(
+            rows_of(k, KTensor(k, 70, 768, 11)), {1, 2, 3, 4, 5, 8, 9, 16, test::kPrefillWidth},
+            {{5, 29}, {0, 70}, {33, 70}, {5, 70}}, 12);
 }
 
 // NEXTN_Q4_K_LAYOUT, NEXTN_Q5_K_LAYOUT and NEXTN_Q6_K_LAYOUT choose an int8 table's K-quant layouts

@@ -226,9 +226,10 @@ TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {
     if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
     const Shape s{70, 160};
     for (WType type : kRowGroupTypes)
-        test::expect_avx512_every_fetch_way_on_ranges(repack_for_int8_dot(blocks_for(type, s, 9), type),
-                                                      {1, 2, 5, 8, 9, 16},
-                                                      {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}, 10);
+        test::expect_avx512_every_fetch_way_on_ranges(
+            repack_for_int8_dot(blocks_for(type, s, 9), type),
+            {1, 2, 5, 8, 9, 16, test::kPrefillWidth},
+            {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}, 10);
 }
 
 // NEXTN_Q4_0_LAYOUT and NEXTN_Q8_0_LAYOUT choose an int8 table's layouts once, in a fresh

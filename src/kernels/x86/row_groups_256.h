@@ -121,34 +121,61 @@ struct AffineScales256 {
                           _mm256_set1_ps(-0.0f))};
 }
 
-// Above this many columns (a prefill) a group's Q4_KR / Q5_KR scales or Q6_KR codes are made
-// once into the thread's scratch for all the column passes over it (unpack_row_group_256), where
-// every pass had made them again on the ports its dot products need (Q4_KR and Q5_KR about 11
-// operations a half and block; Q6_KR 5 a step and half). The same values, so the same sums and
-// bits. Session 41, 2-core Xeon VM, unpacked over made by every pass: tools/kernel_ab q4_k_m
-// (0.8B forwards) prefill 128 avx2 0.944, avxvnni 0.961; kernels_bench BM_KQuantRowGroupsPrefill
-// width 128 (one thread) avx2 Q4_KR 0.915, Q5_KR 0.954, Q6_KR 0.852, avxvnni 0.90, 0.91, 0.817.
-// A verify's second column pass (widths 5 to 8) gained nothing measurable (avx2 width 8 0.968,
-// 0.997, 0.998, width 5 0.994-1.007; avxvnni widths 5, 8 with the scales alone 1.004, 1.003),
-// and on AVX-VNNI unpacking Q6_KR's codes there took longer (1.045, 1.019: the unpacking reads the
-// group before the passes' prefetches run ahead of it).
+// Steps s (the low nibbles, 0..3) and 4 + s (the high ones) of the 8 rows of a Q4_0R, Q4_KR or
+// Q5_KR block whose half's codes start at `codes` (Q5_KR: its fifth bits, 256 bytes on, or-ed in).
+template <WType T>
+[[gnu::always_inline]] inline void nibble_steps_256(const uint8_t* codes, int s, __m256i& low,
+                                                    __m256i& high) {
+    const __m256i low_nibbles = _mm256_set1_epi8(15);
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + s * 64));
+    low = _mm256_and_si256(v, low_nibbles);
+    high = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibbles);
+    if constexpr (T == WType::Q5_KR) {
+        const __m256i fifth = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 256));
+        low = _mm256_or_si256(low, q5_fifth_bits<avx2::Isa>(fifth, s));
+        high = _mm256_or_si256(high, q5_fifth_bits<avx2::Isa>(fifth, 4 + s));
+    }
+}
+
+// Above this many columns (a prefill) a group's codes (Q4_0R, Q4_KR, Q5_KR: each step's nibbles,
+// Q5_KR's fifth bits or-ed in; Q6_KR: q6_step_codes) and its Q4_KR / Q5_KR scales are made once
+// into the thread's scratch for all the column passes over it (unpack_row_group_256), where
+// every pass had made them again on the ports its dot products need (nibbles 3 operations a code
+// vector, Q5_KR's 7, Q6_KR's 5 a step; the scales about 11 a half and block). The same values, so
+// the same sums and bits. Session 41, 2-core Xeon VM, unpacked over made by every pass,
+// tools/kernel_ab (0.8B forwards, prefill 128):
+// - the scales and Q6_KR's codes: q4_k_m avx2 0.944, avxvnni 0.961; kernels_bench
+//   BM_KQuantRowGroupsPrefill width 128 (one thread) avx2 Q4_KR 0.915, Q5_KR 0.954, Q6_KR 0.852,
+//   avxvnni 0.90, 0.91, 0.817;
+// - then the 4- and 5-bit codes too: q4_k_m avxvnni 0.942, avx2 0.993; q4 avxvnni 0.958;
+//   kernels_bench avx2 Q4_KR 0.97, Q5_KR 0.78, avxvnni Q4_0R 0.885, Q4_KR 0.96, Q5_KR 0.83. Not
+//   Q4_0R on AVX2 (row_group_unpackable_256), where pmaddubsw is what bounds the tiles: kernel_ab
+//   q4 1.009, kernels_bench 0.99.
+// A verify's second column pass (widths 5 to 8) gained nothing measurable from the scales or
+// Q6_KR's codes (avx2 width 8 0.968, 0.997, 0.998, width 5 0.994-1.007; avxvnni widths 5, 8 with
+// the scales alone 1.004, 1.003), and on AVX-VNNI unpacking Q6_KR's codes there took longer
+// (1.045, 1.019: the unpacking reads the group before the passes' prefetches run ahead of it).
 constexpr int64_t kRowGroupUnpackOnceAbove256 = 16;
 
-template <WType T>
-constexpr bool row_group_unpackable_256 = T == WType::Q6_KR || row_group_affine_k(T);
+template <class Dot, WType T>
+constexpr bool row_group_unpackable_256 =
+    T != WType::Q8_0R && !(T == WType::Q4_0R && Dot::kWidensLate);
 
-// Bytes a block of a group takes unpacked: Q6_KR [kI8Steps, 64] code bytes, Q4_KR and Q5_KR [2
+// Where a block's Q4_KR / Q5_KR scales start among its unpacked bytes: after its codes.
+constexpr int64_t kRowGroupUnpackedScales256 = kI8Steps * 64;
+
+// Bytes a block of a group takes unpacked: [kI8Steps, 64] code bytes, then (Q4_KR and Q5_KR) [2
 // halves, dw | dm, 8] floats.
 template <WType T>
-constexpr int64_t row_group_unpacked_block_bytes_256 =
-    T == WType::Q6_KR ? kI8Steps * 64 : 2 * 2 * 8 * 4;
+constexpr int64_t row_group_unpacked_block_bytes_256 = kRowGroupUnpackedScales256 +
+                                                       (row_group_affine_k(T) ? 2 * 2 * 8 * 4 : 0);
 
 // The group at `group` unpacked into `out` (64-byte aligned), as the tiles read it with
 // kUnpacked: Q6_KR [blocks, kI8Steps, 64] bytes, step s's codes of rows 0..7 then 8..15
 // (q6_step_codes); Q4_KR and Q5_KR [blocks, 2 halves, dw | dm, 8] floats (affine_k_scales_256).
 template <WType T>
 void unpack_row_group_256(const RowGroupGeometry& L, const uint8_t* group, uint8_t* out) {
-    static_assert(row_group_unpackable_256<T>);
+    static_assert(T != WType::Q8_0R);
     constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
     for (int64_t b = 0; b < L.blocks; ++b) {
         uint8_t* to = out + b * row_group_unpacked_block_bytes_256<T>;
@@ -166,10 +193,23 @@ void unpack_row_group_256(const RowGroupGeometry& L, const uint8_t* group, uint8
                         q6_step_codes<avx2::Isa>(load((s / 2) * 64 + 32 * half),
                                                  load(256 + (s / 4) * 64 + 32 * half), s));
         } else {
+            const uint8_t* codes = group + b * kCodeBytes;
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; ++s)
+#pragma GCC unroll 2
+                for (int half = 0; half < 2; ++half) {
+                    __m256i low, high;
+                    nibble_steps_256<T>(codes + 32 * half, s, low, high);
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(to + s * 64 + 32 * half), low);
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(to + (4 + s) * 64 + 32 * half),
+                                       high);
+                }
+        }
+        if constexpr (row_group_affine_k(T)) {
 #pragma GCC unroll 2
             for (int half = 0; half < 2; ++half) {
                 const AffineScales256 a = affine_k_scales_256(L, group, b, half);
-                float* made = reinterpret_cast<float*>(to) + half * 16;
+                float* made = reinterpret_cast<float*>(to + kRowGroupUnpackedScales256) + half * 16;
                 _mm256_store_ps(made, a.dw);
                 _mm256_store_ps(made + 8, a.dm);
             }
@@ -207,9 +247,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
     constexpr bool kInt16Sums = Dot::kWidensLate && !kEight && !kSixBit;
     // The sums start at -offset * xsum (the codes are stored offset), plus what the policy's
     // product leaves out: 8-bit codes it multiplies as w - 128 need 128 * xsum more.
-    constexpr int32_t kStartFactor =
-        kEight && Dot::kSignedEightBit ? 0 : -row_group_code_offset(T);
-    const __m256i low_nibbles = _mm256_set1_epi8(15);
+    constexpr int32_t kStartFactor = kEight && Dot::kSignedEightBit ? 0 : -row_group_code_offset(T);
     __m256 acc[H][C];
 #pragma GCC unroll 2
     for (int i = 0; i < H; ++i)
@@ -340,12 +378,14 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                 typename Dot::W lo[H], hi[H];
 #pragma GCC unroll 2
                 for (int i = 0; i < H; ++i) {
-                    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + s * 64 + 32 * i));
-                    __m256i low = _mm256_and_si256(v, low_nibbles), high = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibbles);
-                    if constexpr (T == WType::Q5_KR) {  // steps s and 4 + s's fifth bits
-                        const __m256i fifth = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 256 + 32 * i));
-                        low = _mm256_or_si256(low, q5_fifth_bits<avx2::Isa>(fifth, s));
-                        high = _mm256_or_si256(high, q5_fifth_bits<avx2::Isa>(fifth, 4 + s));
+                    __m256i low, high;
+                    if constexpr (kUnpacked) {  // [blocks, kI8Steps, 64] first in each block
+                        const uint8_t* made = unpacked + b * row_group_unpacked_block_bytes_256<T> +
+                                              s * 64 + 32 * (H == 1 ? h : i);
+                        low = _mm256_load_si256(reinterpret_cast<const __m256i*>(made));
+                        high = _mm256_load_si256(reinterpret_cast<const __m256i*>(made + 4 * 64));
+                    } else {
+                        nibble_steps_256<T>(codes + 32 * i, s, low, high);
                     }
                     lo[i] = Dot::template prepare<false>(low);
                     hi[i] = Dot::template prepare<false>(high);
@@ -402,9 +442,11 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                 // The half's 8 rows' scales (Q4_KR, Q5_KR: d * sc) and offsets (-(dmin * mn)).
                 __m256 dw, dm = _mm256_setzero_ps();
                 if constexpr (row_group_affine_k(T) &&
-                              kUnpacked) {  // [blocks, 2 halves, dw | dm, 8]
-                    const float* made =
-                        reinterpret_cast<const float*>(unpacked) + (b * 2 + half) * 16;
+                              kUnpacked) {  // [2 halves, dw | dm, 8] after the codes
+                    const float* made = reinterpret_cast<const float*>(
+                                            unpacked + b * row_group_unpacked_block_bytes_256<T> +
+                                            kRowGroupUnpackedScales256) +
+                                        half * 16;
                     dw = _mm256_load_ps(made);
                     dm = _mm256_load_ps(made + 8);
                 } else if constexpr (row_group_affine_k(T)) {
@@ -510,13 +552,13 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
     const int64_t step = int64_t(L.group_bytes) / (L.blocks * passes);
     bool unpack_once = false;
     uint8_t* unpacked = nullptr;  // [blocks, row_group_unpacked_block_bytes_256<T>]
-    if constexpr (row_group_unpackable_256<T>) {
+    if constexpr (row_group_unpackable_256<Dot, T>) {
         unpack_once = x.n > kRowGroupUnpackOnceAbove256;
         if (unpack_once) unpacked = tile_scratch(L.blocks * row_group_unpacked_block_bytes_256<T>);
     }
     for (int64_t g = g0; g < g1; ++g) {
         const unsigned lanes = row_group_lanes(g, r0, r1);
-        if constexpr (row_group_unpackable_256<T>)
+        if constexpr (row_group_unpackable_256<Dot, T>)
             if (unpack_once) unpack_row_group_256<T>(L, at(g), unpacked);
         int64_t pass = 0;
         for (int64_t j0 = 0; j0 < x.n; j0 += kRowGroupTileCols256) {
@@ -542,7 +584,7 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
                             L, at(g), x, j0, lanes, yt, ldy, fetch, shares, unpacked);
                 }
             };
-            if constexpr (row_group_unpackable_256<T>) {
+            if constexpr (row_group_unpackable_256<Dot, T>) {
                 if (unpack_once) {
                     columns.template operator()<true>();
                     continue;

@@ -259,6 +259,21 @@ template <int RG, int C, bool kUnpacked>
     }
 }
 
+// Steps i (the low nibbles, 0..3) and 4 + i (the high ones) of the Q4_0R, Q4_KR or Q5_KR block
+// whose codes start at `codes`, 16 rows x 4 codes each (Q5_KR: its fifth bits or-ed in).
+template <WType T, bool Gfni>
+[[gnu::always_inline]] inline void nibble_steps(const uint8_t* codes, int i, __m512i low_mask,
+                                                __m512i shift_matrix, __m512i& lo, __m512i& hi) {
+    const __m512i v = _mm512_load_si512(codes + i * 64);
+    lo = _mm512_and_si512(v, low_mask);
+    hi = high_nibbles<Gfni>(v, low_mask, shift_matrix);
+    if constexpr (T == WType::Q5_KR) {
+        const __m512i fifth = _mm512_load_si512(codes + 256);
+        lo = _mm512_or_si512(lo, x86::q5_fifth_bits<Isa>(fifth, i));
+        hi = _mm512_or_si512(hi, x86::q5_fifth_bits<Isa>(fifth, 4 + i));
+    }
+}
+
 // Q4_KR / Q5_KR block b of the group whose scale bytes start at `scales`: its 16 rows' weight
 // scales dw = d * sc and their mins' factors dm = -(dmin * mn) (exact products, the negation by
 // the sign bit).
@@ -426,14 +441,14 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                     __m512i vlo[RG], vhi[RG];
 #pragma GCC unroll 4
                     for (int g = 0; g < RG; ++g) {
-                        const uint8_t* codes = group + g * L.group_bytes + b * kCodeBytes;
-                        const __m512i v = _mm512_load_si512(codes + i * 64);
-                        vlo[g] = _mm512_and_si512(v, low_mask);
-                        vhi[g] = high_nibbles<Gfni>(v, low_mask, shift_matrix);
-                        if constexpr (T == WType::Q5_KR) {  // steps i and 4 + i's fifth bits
-                            const __m512i fifth = _mm512_load_si512(codes + 256);
-                            vlo[g] = _mm512_or_si512(vlo[g], x86::q5_fifth_bits<Isa>(fifth, i));
-                            vhi[g] = _mm512_or_si512(vhi[g], x86::q5_fifth_bits<Isa>(fifth, 4 + i));
+                        if constexpr (kUnpacked) {  // [groups, blocks, kI8Steps, 64]
+                            const uint8_t* made =
+                                unpacked + ((g * L.blocks + b) * kI8Steps + i) * 64;
+                            vlo[g] = _mm512_load_si512(made);
+                            vhi[g] = _mm512_load_si512(made + 4 * 64);
+                        } else {
+                            nibble_steps<T, Gfni>(group + g * L.group_bytes + b * kCodeBytes, i,
+                                                  low_mask, shift_matrix, vlo[g], vhi[g]);
                         }
                     }
 #pragma GCC unroll 8
@@ -453,8 +468,11 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                 const uint8_t* scales = group + g * L.group_bytes + L.scales;
                 if constexpr (row_group_affine_k(T)) {
                     __m512 dw, dm;
-                    if constexpr (kUnpacked) {  // [groups, blocks, dw | dm, 16] floats
-                        const float* made = reinterpret_cast<const float*>(unpacked) + (g * L.blocks + b) * 32;
+                    if constexpr (kUnpacked) {  // [groups, blocks, dw | dm, 16] floats after the
+                                                // codes
+                        const float* made = reinterpret_cast<const float*>(
+                                                unpacked + RG * L.blocks * kI8Steps * 64) +
+                                            (g * L.blocks + b) * 32;
                         dw = _mm512_load_ps(made);
                         dm = _mm512_load_ps(made + 16);
                     } else {
@@ -505,6 +523,29 @@ void unpack_affine_k_scales_tile(const RowGroupGeometry& L, const uint8_t* group
             const AffineScales a = affine_k_scales(group + g * L.group_bytes + L.scales, b);
             _mm512_store_ps(to + (g * L.blocks + b) * 32, a.dw);
             _mm512_store_ps(to + (g * L.blocks + b) * 32 + 16, a.dm);
+        }
+}
+
+// The codes of Q4_0R, Q4_KR or Q5_KR groups at `group` .. n_groups on, unpacked: [n_groups,
+// blocks, kI8Steps, 64] bytes, step s's codes (the low nibbles for s < 4, the high ones, and
+// Q5_KR's fifth bits, after) as tile reads them.
+template <WType T, bool Gfni>
+void unpack_nibble_codes_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n_groups,
+                              uint8_t* out) {
+    constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
+    const __m512i low_mask = _mm512_set1_epi8(15);
+    const __m512i shift_matrix = _mm512_set1_epi64(kHighNibblesToLow);
+    for (int64_t g = 0; g < n_groups; ++g)
+        for (int64_t b = 0; b < L.blocks; ++b) {
+            const uint8_t* codes = group + g * L.group_bytes + b * kCodeBytes;
+            uint8_t* to = out + (g * L.blocks + b) * kI8Steps * 64;
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; ++i) {
+                __m512i lo, hi;
+                nibble_steps<T, Gfni>(codes, i, low_mask, shift_matrix, lo, hi);
+                _mm512_store_si512(to + i * 64, lo);
+                _mm512_store_si512(to + (4 + i) * 64, hi);
+            }
         }
 }
 
@@ -560,9 +601,11 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
     auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
     // A prefill's Q6_KR tiles unpack their codes once for all their passes (unpack_q6_k_tile),
     // Q4_KR and Q5_KR tiles their scales (unpack_affine_k_scales_tile).
-    constexpr bool kUnpackable = (T == WType::Q6_KR || row_group_affine_k(T)) && F == Fetch::Cursor;
+    constexpr bool kUnpackable = T != WType::Q8_0R && F == Fetch::Cursor;
     const bool unpack_once = kUnpackable && x.n > kUnpackOnceAbove;
-    constexpr int64_t kUnpackedBytesPerBlock = T == WType::Q6_KR ? kI8Steps * 64 : 2 * 64;
+    // [tile groups, blocks, kI8Steps, 64] codes, then (Q4_KR, Q5_KR) [tile groups, blocks, 32]
+    // scales
+    constexpr int64_t kUnpackedBytesPerBlock = kI8Steps * 64 + (row_group_affine_k(T) ? 2 * 64 : 0);
     uint8_t* unpacked = nullptr;
     if (unpack_once) unpacked = x86::tile_scratch(tile_groups * L.blocks * kUnpackedBytesPerBlock);
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
@@ -581,7 +624,10 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
             if constexpr (T == WType::Q6_KR)
                 unpack_q6_k_tile(L, at(g), n_groups, unpacked);
             else
-                unpack_affine_k_scales_tile(L, at(g), n_groups, unpacked);
+                unpack_nibble_codes_tile<T, Gfni>(L, at(g), n_groups, unpacked);
+            if constexpr (row_group_affine_k(T))
+                unpack_affine_k_scales_tile(L, at(g), n_groups,
+                                            unpacked + n_groups * L.blocks * kI8Steps * 64);
         }
         for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
