@@ -306,8 +306,8 @@ struct PassFetch {
 
 // Groups g .. g+RG-1 (at `group`) times columns j0 .. j0+C-1. store[i]: the lanes of group i
 // that are rows of this call. share: what this pass prefetches.
-// kUnpacked: the tile's codes (Q6_KR: unpack_q6_k_tile) or its scales (Q4_KR, Q5_KR:
-// unpack_affine_k_scales_tile) come unpacked from `unpacked`.
+// kUnpacked: the tile's codes (unpack_nibble_codes_tile, unpack_q6_k_tile) and Q4_KR / Q5_KR
+// scales after them (unpack_affine_k_scales_tile) come unpacked from `unpacked`.
 template <WType T, int RG, int C, bool Gfni, Fetch F, bool kUnpacked = false>
 void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x, int64_t j0,
           const __mmask16 (&store)[RG], float* y, int64_t ldy, const PassFetch& share,
@@ -511,7 +511,11 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
 // ports the dot products need. The same codes, so the same sums and bits. Likewise the scales of
 // Q4_KR and Q5_KR tiles (about 11 operations a group and block): session 40, Xeon,
 // BM_KQuantRowGroupsPrefill width 128, Q4_KR 0.73-0.81x the time, Q5_KR 0.84-0.89x; kernel_ab
-// q4_k_m prefill 128 0.918 (width 4, which does not unpack, 0.996).
+// q4_k_m prefill 128 0.918 (width 4, which does not unpack, 0.996). And the 4- and 5-bit codes
+// (unpack_nibble_codes_tile: 2 operations a code line with GFNI, 8 for Q5_KR's fifth bits, against
+// 8 dot products a group): session 41, same Xeon, BM_RowGroupsPrefill / BM_KQuantRowGroupsPrefill
+// width 128, Q4_0R 0.94x, Q4_KR 0.92-0.94x, Q5_KR 0.75-0.76x; kernel_ab prefill 128 q4 0.961,
+// q4_k_m 0.977.
 constexpr int64_t kUnpackOnceAbove = kCursorSpreadUpTo;
 
 // The scales of Q4_KR / Q5_KR groups at `group` .. n_groups on, as the tile reads them unpacked:
@@ -599,8 +603,9 @@ template <WType T, bool Gfni, Fetch F>
 void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     auto at = [&](int64_t g) { return data + size_t(g) * L.group_bytes; };
-    // A prefill's Q6_KR tiles unpack their codes once for all their passes (unpack_q6_k_tile),
-    // Q4_KR and Q5_KR tiles their scales (unpack_affine_k_scales_tile).
+    // A prefill's tiles of 4-, 5- and 6-bit codes unpack them once for all their passes
+    // (unpack_nibble_codes_tile, unpack_q6_k_tile), Q4_KR and Q5_KR tiles their scales too
+    // (unpack_affine_k_scales_tile).
     constexpr bool kUnpackable = T != WType::Q8_0R && F == Fetch::Cursor;
     const bool unpack_once = kUnpackable && x.n > kUnpackOnceAbove;
     // [tile groups, blocks, kI8Steps, 64] codes, then (Q4_KR, Q5_KR) [tile groups, blocks, 32]
