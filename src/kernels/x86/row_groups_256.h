@@ -171,16 +171,17 @@ constexpr int64_t row_group_unpacked_block_bytes_256 = kRowGroupUnpackedScales25
                                                        (row_group_affine_k(T) ? 2 * 2 * 8 * 4 : 0);
 
 // The group at `group` unpacked into `out` (64-byte aligned), as the tiles read it with
-// kUnpacked: Q6_KR [blocks, kI8Steps, 64] bytes, step s's codes of rows 0..7 then 8..15
-// (q6_step_codes); Q4_KR and Q5_KR [blocks, 2 halves, dw | dm, 8] floats (affine_k_scales_256).
+// kUnpacked: per block, [kI8Steps, 64] bytes, step s's codes of rows 0..7 then 8..15
+// (nibble_steps_256, q6_step_codes), then (Q4_KR, Q5_KR) [2 halves, dw | dm, 8] floats
+// (affine_k_scales_256).
 template <WType T>
 void unpack_row_group_256(const RowGroupGeometry& L, const uint8_t* group, uint8_t* out) {
     static_assert(T != WType::Q8_0R);
     constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
     for (int64_t b = 0; b < L.blocks; ++b) {
         uint8_t* to = out + b * row_group_unpacked_block_bytes_256<T>;
+        const uint8_t* codes = group + b * kCodeBytes;
         if constexpr (T == WType::Q6_KR) {
-            const uint8_t* codes = group + b * kCodeBytes;
             auto load = [&](int64_t at) {
                 return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at));
             };
@@ -193,7 +194,6 @@ void unpack_row_group_256(const RowGroupGeometry& L, const uint8_t* group, uint8
                         q6_step_codes<avx2::Isa>(load((s / 2) * 64 + 32 * half),
                                                  load(256 + (s / 4) * 64 + 32 * half), s));
         } else {
-            const uint8_t* codes = group + b * kCodeBytes;
 #pragma GCC unroll 4
             for (int s = 0; s < 4; ++s)
 #pragma GCC unroll 2
@@ -223,8 +223,8 @@ void unpack_row_group_256(const RowGroupGeometry& L, const uint8_t* group, uint8
 // even and odd steps), which a policy bound by the dot product's latency needs when a tile has
 // few sums; the sums are exact, so the split never changes the bits (Q6_KR: K is 2, the two
 // sub-blocks, steps 0..3 and 4..7, which its scales join). fetch: the call's prefetch cursor,
-// share: how far this pass moves it. kUnpacked: the group's Q6_KR codes or Q4_KR / Q5_KR scales
-// come made from `unpacked` (unpack_row_group_256).
+// share: how far this pass moves it. kUnpacked: the group's codes (and Q4_KR / Q5_KR scales) come
+// made from `unpacked` (unpack_row_group_256).
 template <class Dot, WType T, int H, int K, int C, bool kUnpacked>
 void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                         const QuantizedColumns& x, int64_t j0, unsigned lanes, float* y,
