@@ -296,6 +296,9 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
             }
         }
         const uint8_t* codes = group + b * kCodeBytes + (H == 1 ? 32 * h : 0);
+        // kUnpacked: the block's made codes and scales (unpack_row_group_256).
+        [[maybe_unused]] const uint8_t* made_block =
+            kUnpacked ? unpacked + b * row_group_unpacked_block_bytes_256<T> : nullptr;
         // Q6_KR: the block's sub-block scales of half `half` (first at +0, second at +16).
         auto q6_scales_of = [&](int half) {
             return group + L.scales + (b / 8) * kQ6KGroupScaleBytes + 32 + (b % 8) * 32 + 8 * half;
@@ -311,9 +314,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                     auto load = [&](int64_t at) {
                         return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at + 32 * i));
                     };
-                    if constexpr (kUnpacked) {  // [blocks, kI8Steps, 64]
-                        const uint8_t* made =
-                            unpacked + (b * kI8Steps + s) * 64 + 32 * (H == 1 ? h : i);
+                    if constexpr (kUnpacked) {
+                        const uint8_t* made = made_block + s * 64 + 32 * (H == 1 ? h : i);
                         w0[i] = Dot::template prepare<false>(
                             _mm256_load_si256(reinterpret_cast<const __m256i*>(made)));
                         w1[i] = Dot::template prepare<false>(
@@ -379,9 +381,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
 #pragma GCC unroll 2
                 for (int i = 0; i < H; ++i) {
                     __m256i low, high;
-                    if constexpr (kUnpacked) {  // [blocks, kI8Steps, 64] first in each block
-                        const uint8_t* made = unpacked + b * row_group_unpacked_block_bytes_256<T> +
-                                              s * 64 + 32 * (H == 1 ? h : i);
+                    if constexpr (kUnpacked) {
+                        const uint8_t* made = made_block + s * 64 + 32 * (H == 1 ? h : i);
                         low = _mm256_load_si256(reinterpret_cast<const __m256i*>(made));
                         high = _mm256_load_si256(reinterpret_cast<const __m256i*>(made + 4 * 64));
                     } else {
@@ -441,12 +442,10 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
             } else {
                 // The half's 8 rows' scales (Q4_KR, Q5_KR: d * sc) and offsets (-(dmin * mn)).
                 __m256 dw, dm = _mm256_setzero_ps();
-                if constexpr (row_group_affine_k(T) &&
-                              kUnpacked) {  // [2 halves, dw | dm, 8] after the codes
-                    const float* made = reinterpret_cast<const float*>(
-                                            unpacked + b * row_group_unpacked_block_bytes_256<T> +
-                                            kRowGroupUnpackedScales256) +
-                                        half * 16;
+                if constexpr (row_group_affine_k(T) && kUnpacked) {
+                    const float* made =
+                        reinterpret_cast<const float*>(made_block + kRowGroupUnpackedScales256) +
+                        half * 16;
                     dw = _mm256_load_ps(made);
                     dm = _mm256_load_ps(made + 8);
                 } else if constexpr (row_group_affine_k(T)) {

@@ -57,7 +57,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <vector>
 
 #include "kernels/int8_dot.h"
 #include "kernels/row_groups.h"
@@ -295,6 +294,12 @@ struct AffineScales {
     return {dw, dm};
 }
 
+// The bytes of a tile of n_groups groups' unpacked codes ([n_groups, blocks, kI8Steps, 64]), after
+// which its unpacked Q4_KR / Q5_KR scales start.
+constexpr int64_t unpacked_codes_bytes(const RowGroupGeometry& L, int64_t n_groups) {
+    return n_groups * L.blocks * kI8Steps * 64;
+}
+
 // What one column pass over a tile prefetches. end: the end of the call's groups (null: this
 // pass fetches nothing). Cursor: the pass moves the cursor through its share of the tile's bytes,
 // span bytes from base (past the tile's start, plus kPrefetchAheadBytes), step bytes a block and
@@ -468,11 +473,10 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                 const uint8_t* scales = group + g * L.group_bytes + L.scales;
                 if constexpr (row_group_affine_k(T)) {
                     __m512 dw, dm;
-                    if constexpr (kUnpacked) {  // [groups, blocks, dw | dm, 16] floats after the
-                                                // codes
-                        const float* made = reinterpret_cast<const float*>(
-                                                unpacked + RG * L.blocks * kI8Steps * 64) +
-                                            (g * L.blocks + b) * 32;
+                    if constexpr (kUnpacked) {  // [groups, blocks, dw | dm, 16] floats
+                        const float* made =
+                            reinterpret_cast<const float*>(unpacked + unpacked_codes_bytes(L, RG)) +
+                            (g * L.blocks + b) * 32;
                         dw = _mm512_load_ps(made);
                         dm = _mm512_load_ps(made + 16);
                     } else {
@@ -632,7 +636,7 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
                 unpack_nibble_codes_tile<T, Gfni>(L, at(g), n_groups, unpacked);
             if constexpr (row_group_affine_k(T))
                 unpack_affine_k_scales_tile(L, at(g), n_groups,
-                                            unpacked + n_groups * L.blocks * kI8Steps * 64);
+                                            unpacked + unpacked_codes_bytes(L, n_groups));
         }
         for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
