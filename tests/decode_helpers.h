@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/qwen35.h"
+#include "spec/drafter.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
 
@@ -20,6 +21,63 @@ inline std::vector<int32_t> greedy_decode(const Qwen35Model& model, const std::v
     o.draft_depth = depth;
     std::vector<int32_t> out;
     DecodeStats st = generate(model, s, d.get(), prompt, o, [&](const EmittedToken& t) {
+        out.push_back(t.id);
+        return true;
+    });
+    if (stats) *stats = st;
+    return out;
+}
+
+// Proposes the known plain-greedy continuation `truth` of `prompt` (one-hot q over `vocab`),
+// corrupting every `corrupt_every`-th draft (0: none), so rounds see full accepts, partial
+// accepts and immediate rejections whatever the model's own head would draft: on the random
+// fixture models a real MTP head is almost never accepted, and then a parity test would check
+// only the verify's first column and full rollbacks.
+class ScriptedDrafter : public Drafter {
+  public:
+    ScriptedDrafter(std::vector<int32_t> prompt, std::vector<int32_t> truth, int corrupt_every,
+                    int64_t vocab)
+        : prompt_(std::move(prompt)),
+          truth_(std::move(truth)),
+          corrupt_every_(corrupt_every),
+          vocab_(vocab) {}
+    void on_commit(const float*, const int32_t*, int64_t n, int64_t pos0) override {
+        committed_end_ = pos0 + n;  // the token after position committed_end_ - 1 is known
+    }
+    void draft(const DraftRequest& request, DraftProposal& d) override {
+        d.clear();
+        // Position committed_end_ holds generated token (committed_end_ - prompt), the "current"
+        // one; drafts continue after it.
+        const int64_t next_index = committed_end_ - int64_t(prompt_.size()) + 1;
+        for (int i = 0; i < request.k && next_index + i < int64_t(truth_.size()); ++i) {
+            int32_t t = truth_[size_t(next_index + i)];
+            if (corrupt_every_ > 0 && (++calls_ % corrupt_every_) == 0)
+                t = int32_t((t + 1) % vocab_);
+            d.next_q() = Distribution::one_hot(vocab_, t);
+            d.add(t);
+        }
+    }
+    void reset() override {}
+
+  private:
+    std::vector<int32_t> prompt_, truth_;
+    int corrupt_every_;
+    int64_t vocab_;
+    int64_t committed_end_ = 0;
+    int64_t calls_ = 0;
+};
+
+// Greedy decoding with `drafter` proposing up to `depth` tokens a round.
+inline std::vector<int32_t> decode_with_drafter(const Qwen35Model& model,
+                                                const std::vector<int32_t>& prompt,
+                                                Drafter& drafter, int depth, int64_t n,
+                                                DecodeStats* stats = nullptr) {
+    SequenceState s = model.new_state(int64_t(prompt.size()) + n + 8, depth + 1);
+    DecodeOptions o;
+    o.max_new_tokens = n;
+    o.draft_depth = depth;
+    std::vector<int32_t> out;
+    DecodeStats st = generate(model, s, &drafter, prompt, o, [&](const EmittedToken& t) {
         out.push_back(t.id);
         return true;
     });

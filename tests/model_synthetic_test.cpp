@@ -291,12 +291,20 @@ TEST(SyntheticForward, RowGroupModelsSpeculateExactly) {
                                          size_t(draft_rows) * sizeof(float)))
                     << wtype_name(type) << " column " << j;
         }
+        // With either KV cache type: an f16 cache is rounded once, when written, so it too must
+        // give a verify's columns the bits of decode steps.
         std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
-        std::vector<int32_t> plain = decode(*lm.model, prompt, 0, 33, nullptr);
-        for (int depth = 1; depth <= 3; ++depth) {
-            DecodeStats spec;
-            EXPECT_EQ(plain, decode(*lm.model, prompt, depth, 33, &spec)) << wtype_name(type) << " depth " << depth;
-            ASSERT_GT(spec.drafted[0], 0);
+        for (KvCacheType kv : {KvCacheType::F32, KvCacheType::F16}) {
+            lm.model->set_kv_cache_type(kv);
+            std::vector<int32_t> plain = decode(*lm.model, prompt, 0, 33, nullptr);
+            for (int depth = 1; depth <= 3; ++depth) {
+                DecodeStats spec;
+                EXPECT_EQ(plain, decode(*lm.model, prompt, depth, 33, &spec))
+                    << wtype_name(type) << " " << kv_cache_type_name(kv) << " KV depth " << depth;
+                ASSERT_GT(spec.drafted[0], 0);
+                EXPECT_EQ(spec.drafted[0], spec.accepted[0])
+                    << "a perfect head's drafts are all accepted";
+            }
         }
     }
 }
@@ -389,12 +397,18 @@ TEST(SyntheticForward, Q4KMModelsSpeculateExactly) {
         for (const WeightMatrix* m : matrices(w)) bytes += m->nbytes();
         EXPECT_EQ(synthetic_size(c, o).bytes, bytes);
         std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
-        std::vector<int32_t> plain = decode(*lm.model, prompt, 0, 33, nullptr);
-        for (int depth = 1; depth <= 3; ++depth) {
-            DecodeStats spec;
-            EXPECT_EQ(plain, decode(*lm.model, prompt, depth, 33, &spec)) << (rows ? "rows" : "chunked") << " depth " << depth;
-            ASSERT_GT(spec.drafted[0], 0);
-            EXPECT_EQ(spec.drafted[0], spec.accepted[0]) << "a perfect head's drafts are all accepted";
+        for (KvCacheType kv : {KvCacheType::F32, KvCacheType::F16}) {
+            lm.model->set_kv_cache_type(kv);
+            std::vector<int32_t> plain = decode(*lm.model, prompt, 0, 33, nullptr);
+            for (int depth = 1; depth <= 3; ++depth) {
+                DecodeStats spec;
+                EXPECT_EQ(plain, decode(*lm.model, prompt, depth, 33, &spec))
+                    << (rows ? "rows" : "chunked") << " " << kv_cache_type_name(kv) << " KV depth "
+                    << depth;
+                ASSERT_GT(spec.drafted[0], 0);
+                EXPECT_EQ(spec.drafted[0], spec.accepted[0])
+                    << "a perfect head's drafts are all accepted";
+            }
         }
     }
 }

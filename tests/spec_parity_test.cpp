@@ -18,39 +18,6 @@
 namespace nextn {
 namespace {
 
-
-// Proposes the known plain-greedy continuation, corrupting every `corrupt_every`-th draft, so
-// rounds see full accepts, partial accepts and immediate rejections.
-class ScriptedDrafter : public Drafter {
-public:
-    ScriptedDrafter(std::vector<int32_t> prompt, std::vector<int32_t> truth, int corrupt_every)
-        : prompt_(std::move(prompt)), truth_(std::move(truth)), corrupt_every_(corrupt_every) {}
-    void on_commit(const float*, const int32_t* next, int64_t n, int64_t pos0) override {
-        committed_end_ = pos0 + n;  // the token after position committed_end_-1 is known
-        (void)next;
-    }
-    void draft(const DraftRequest& request, DraftProposal& d) override {
-        const int k = request.k;
-        d.clear();
-        // Position committed_end_ holds generated token index (committed_end_ - prompt) which is
-        // "current"; drafts continue after it.
-        int64_t next_index = committed_end_ - int64_t(prompt_.size()) + 1;
-        for (int i = 0; i < k && next_index + i < int64_t(truth_.size()); ++i) {
-            int32_t t = truth_[size_t(next_index + i)];
-            if (corrupt_every_ > 0 && (++calls_ % corrupt_every_) == 0) t = (t + 1) % 1000;
-            d.next_q() = Distribution::one_hot(1024, t);
-            d.add(t);
-        }
-    }
-    void reset() override {}
-
-private:
-    std::vector<int32_t> prompt_, truth_;
-    int corrupt_every_;
-    int64_t committed_end_ = 0;
-    int64_t calls_ = 0;
-};
-
 // Counts the pairs queued by on_commit and not yet flushed, and records how many each draft()
 // call finds (proposing nothing: every round then commits one token).
 class PendingCountingDrafter : public Drafter {
@@ -187,22 +154,17 @@ TEST_P(SpecParity, ScriptedDraftsWithRejectionsEqualPlain) {
     std::vector<int32_t> plain = test::greedy_decode(model, prompt_, 0, 40);
     for (int corrupt : {0, 2, 3, 5}) {
         for (int depth : {1, 3, 6}) {
-            SequenceState state = model.new_state(int64_t(prompt_.size()) + 48, 8);
-            ScriptedDrafter drafter(prompt_, plain, corrupt);
-            DecodeOptions opts;
-            opts.max_new_tokens = 40;
-            opts.draft_depth = depth;
-            std::vector<int32_t> out;
-            DecodeStats stats = generate(model, state, &drafter, prompt_, opts, [&](const EmittedToken& t) {
-                out.push_back(t.id);
-                return true;
-            });
+            test::ScriptedDrafter drafter(prompt_, plain, corrupt, model.config().vocab_size);
+            DecodeStats stats;
+            std::vector<int32_t> out =
+                test::decode_with_drafter(model, prompt_, drafter, depth, 40, &stats);
             EXPECT_EQ(plain, out) << "corrupt every " << corrupt << ", depth " << depth;
             if (corrupt == 0) {
                 // A perfect drafter: every draft accepted, so each round commits depth + 1.
                 EXPECT_EQ(stats.accepted[0], stats.drafted[0]);
                 EXPECT_LE(stats.rounds, (40 + depth) / (depth + 1) + 1);
             }
+            EXPECT_GT(stats.accepted[0], 0) << "corrupt every " << corrupt << ", depth " << depth;
         }
     }
 }
@@ -277,7 +239,9 @@ TEST_P(SpecParity, StreamedLogprobsAreThoseOfEachPositionsLogits) {
             SequenceState state = model.new_state(int64_t(prompt_.size()) + kTokens + 8, depth + 1);
             // Mostly right drafts (every third one corrupted), so rounds stream several tokens.
             std::unique_ptr<Drafter> drafter;
-            if (depth > 0) drafter = std::make_unique<ScriptedDrafter>(prompt_, plain, 3);
+            if (depth > 0)
+                drafter = std::make_unique<test::ScriptedDrafter>(prompt_, plain, 3,
+                                                                  model.config().vocab_size);
             DecodeOptions opts;
             opts.max_new_tokens = kTokens;
             opts.draft_depth = depth;

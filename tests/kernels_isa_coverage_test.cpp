@@ -1,0 +1,75 @@
+// The kernel tables this CPU should offer, read from a second source: the flags Linux prints in
+// /proc/cpuinfo (the kernel's own CPUID reading, with features the OS does not enable removed).
+// Every "each ISA equals the reference" test loops over available_isas(); if the feature checks
+// in cpu_features.cpp dropped a table the CPU has, those loops would shrink to the reference
+// compared with itself and still pass. This test is what fails instead.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace nextn {
+namespace {
+
+// The first processor's "flags" line, split into words; empty when there is none (not Linux, or
+// not x86, whose cpuinfo calls them "Features").
+std::set<std::string> cpuinfo_flags() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("flags", 0) != 0) continue;
+        const size_t colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        std::istringstream words(line.substr(colon + 1));
+        std::set<std::string> flags;
+        for (std::string w; words >> w;) flags.insert(w);
+        return flags;
+    }
+    return {};
+}
+
+bool has_all(const std::set<std::string>& flags, std::initializer_list<const char*> names) {
+    return std::all_of(names.begin(), names.end(),
+                       [&](const char* n) { return flags.count(n) > 0; });
+}
+
+// The tables and what each needs, as cpu_features.cpp documents it, in /proc/cpuinfo's names.
+struct Expected {
+    const char* isa;
+    std::initializer_list<const char*> flags;
+};
+const Expected kTables[] = {
+    {"avx2", {"avx2", "fma", "f16c"}},
+    {"avxvnni", {"avx2", "fma", "f16c", "avx_vnni"}},
+    {"avx512",
+     {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"}},
+};
+
+TEST(KernelIsaCoverage, EveryTableTheCpuinfoFlagsAllowIsAvailable) {
+    const std::set<std::string> flags = cpuinfo_flags();
+    if (flags.empty()) GTEST_SKIP() << "no x86 'flags' line in /proc/cpuinfo to check against";
+    const std::vector<std::string> isas = available_isas();
+    for (const Expected& e : kTables) {
+        const bool want = has_all(flags, e.flags);
+        const bool have = std::find(isas.begin(), isas.end(), e.isa) != isas.end();
+        EXPECT_EQ(have, want) << "table '" << e.isa << "': /proc/cpuinfo says the CPU "
+                              << (want ? "has" : "lacks") << " its features";
+    }
+    // The AVX512_BF16 dot product is a feature of the avx512 table, not a table of its own.
+    if (has_all(flags, {"avx512_bf16"}) &&
+        std::find(isas.begin(), isas.end(), "avx512") != isas.end()) {
+        EXPECT_TRUE(kernels_for("avx512").bf16_dot_fast) << "the CPU has AVX512_BF16";
+    }
+    std::string list;
+    for (const std::string& isa : isas) list += " " + isa;
+    std::printf("kernel tables checked by the ISA tests here:%s\n", list.c_str());
+}
+
+}  // namespace
+}  // namespace nextn
