@@ -169,6 +169,39 @@ TEST_P(SpecParity, ScriptedDraftsWithRejectionsEqualPlain) {
     }
 }
 
+// A callback that ends the output inside a round (a stop string, an interrupt) ends what is
+// kept there too: the token count, the committed tokens and the caches stop at the last token
+// it took, as in plain decoding, whatever the round had accepted after it.
+TEST_P(SpecParity, ACallbackStoppingInsideARoundKeepsOnlyWhatItTook) {
+    const Qwen35Model& model = *lm_.model;
+    std::vector<int32_t> plain = test::greedy_decode(model, prompt_, 0, 40);
+    for (int64_t take : {1, 2, 3, 4, 7}) {
+        for (int depth : {0, 4}) {
+            SequenceState state = model.new_state(int64_t(prompt_.size()) + 48, depth + 1);
+            test::ScriptedDrafter drafter(prompt_, plain, 0, model.config().vocab_size);
+            DecodeOptions opts;
+            opts.max_new_tokens = 40;
+            opts.draft_depth = depth;
+            std::vector<int32_t> out;
+            DecodeStats stats = generate(model, state, depth ? &drafter : nullptr, prompt_, opts,
+                                         [&](const EmittedToken& t) {
+                                             out.push_back(t.id);
+                                             return int64_t(out.size()) < take;
+                                         });
+            ASSERT_EQ(size_t(take), out.size()) << "depth " << depth;
+            EXPECT_EQ(out, stats.tokens) << "take " << take << ", depth " << depth;
+            EXPECT_EQ(std::vector<int32_t>(plain.begin(), plain.begin() + take), out);
+            // The last token taken is the next input; every one before it is in the caches.
+            EXPECT_EQ(int64_t(prompt_.size()) + take - 1, state.n_past)
+                << "take " << take << ", depth " << depth;
+            if (depth > 0 && take > 1) {
+                EXPECT_EQ(1 + (take - 2) / (depth + 1), stats.rounds)
+                    << "every round's drafts are accepted";
+            }
+        }
+    }
+}
+
 // Under the adaptive depth, a drafting round that follows plain (depth 0) rounds finds their
 // queued pairs already flushed, outside its timing; the one pair of the round just before is
 // all draft() may still find. The output is still the plain greedy one.

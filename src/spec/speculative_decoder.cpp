@@ -178,39 +178,40 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
             stats.drafted[size_t(d)]++;
             if (d < verdict.n_accepted) stats.accepted[size_t(d)]++;
         }
-        // Tokens are committed before they are streamed; a stop inside the round keeps only
-        // the positions up to it.
+        const double round_seconds =
+            seconds_since(round_start);  // the callbacks' time is not the round's
+        // A stop token or the length limit inside the round keeps only the positions up to it.
         int64_t m = 0;
         while (m < int64_t(emitted.size())) {
             const int32_t t = emitted[size_t(m)];
             ++m;
-            if (is_stop(t)) {
-                stats.stopped_by_token = true;
-                stop = true;
-                break;
-            }
-            if (stats.generated() + m >= options.max_new_tokens) {
+            if (is_stop(t) || stats.generated() + m >= options.max_new_tokens) {
                 stop = true;
                 break;
             }
         }
+        // Streamed before they are committed, so a callback that ends the output (a stop string,
+        // an interrupt) also ends what is kept: the caches, the drafter's pairs and the token
+        // count stop at the last token the caller took.
+        for (int64_t i = 0; i < m; ++i) {
+            std::swap(workspace, processed[size_t(i)]);
+            const bool keep_going = emit(emitted[size_t(i)]);
+            std::swap(workspace, processed[size_t(i)]);
+            if (!keep_going) {
+                stop = true;
+                m = i + 1;
+                break;
+            }
+        }
+        stats.stopped_by_token = is_stop(emitted[size_t(m - 1)]);
         if (open) model.commit(state, m);  // (a round of one position has m = 1: kept)
         if (drafter) drafter->on_commit(round_hidden.data(), emitted.data(), m, pos0);
         if (options.controller && depth > 0)
-            options.controller->observe(k, verdict.n_accepted, seconds_since(round_start),
+            options.controller->observe(k, verdict.n_accepted, round_seconds,
                                         /*timed=*/stats.rounds > 0);
         history.insert(history.end(), emitted.begin(), emitted.begin() + m);
         stats.tokens.insert(stats.tokens.end(), emitted.begin(), emitted.begin() + m);
         stats.rounds++;
-        for (int64_t i = 0; i < m; ++i) {
-            std::swap(workspace, processed[size_t(i)]);
-            bool keep_going = emit(emitted[size_t(i)]);
-            std::swap(workspace, processed[size_t(i)]);
-            if (!keep_going) {
-                stop = true;
-                break;
-            }
-        }
         current = emitted[size_t(m - 1)];
     }
     stats.decode_seconds = seconds_since(t0);
