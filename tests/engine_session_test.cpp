@@ -4,8 +4,13 @@
 // leaves the session consistent, so whatever comes next matches a fresh session too.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "engine/decode_session.h"
 #include "golden.h"
+#include "kernels/kernels.h"
+#include "test_paths.h"
 
 namespace nextn {
 namespace {
@@ -108,6 +113,40 @@ TEST_P(EngineSession, RepeatedIdenticalRequestsGiveIdenticalOutput) {
     Reply b = ask(kept, prompt_, sampled_);  // not an extension: a fresh sequence
     EXPECT_EQ(0, kept.reused_tokens());
     EXPECT_EQ(a.streamed, b.streamed);
+}
+
+// Under the adaptive depth a sampled request's text depends on the seed and settings alone, not
+// on how fast rounds ran or on what earlier runs saved: a session whose saved state says drafting
+// never pays, and a cold one, give the same text (with a timed controller the first would
+// stay plain and the second draft, and rejection sampling would emit other tokens).
+TEST_P(EngineSession, AdaptiveSampledOutputIgnoresTimingsAndSavedState) {
+    const std::string cache = test::scratch_dir() + "/cache_" + GetParam();
+    const char* old = std::getenv("XDG_CACHE_HOME");
+    const std::string saved_old = old ? old : "";
+    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    const SessionOptions adaptive{4, true};
+    Reply cold;
+    {
+        DecodeSession session(lm_, nullptr, adaptive);
+        cold = ask(session, prompt_, sampled_);
+    }
+    std::filesystem::remove_all(cache);
+    DepthController plain_pays(4);  // depth 0 a hundred times cheaper than any drafting round
+    for (int r = 0; r < 50; ++r)
+        for (int d = 0; d <= 4; ++d) plain_pays.observe(d, 0, d == 0 ? 0.001 : 0.1);
+    ASSERT_EQ(0, plain_pays.best_depth());
+    plain_pays.save(DepthController::default_path(lm_.checkpoint.path + "-" + kernels().isa));
+    Reply warm;
+    {
+        DecodeSession session(lm_, nullptr, adaptive);
+        warm = ask(session, prompt_, sampled_);
+    }
+    if (old)
+        setenv("XDG_CACHE_HOME", saved_old.c_str(), 1);
+    else
+        unsetenv("XDG_CACHE_HOME");
+    EXPECT_EQ(cold.streamed, warm.streamed);
+    EXPECT_GT(warm.stats.drafted[0], 0) << "the sampled request chose its own depths";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineSession,

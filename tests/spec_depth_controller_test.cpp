@@ -166,5 +166,29 @@ TEST(DepthController, StatePersistsAcrossInstances) {
     EXPECT_DOUBLE_EQ(0.5, other.acceptance(1));
 }
 
+// A sampled request's controller (with_modelled_costs) chooses from acceptance alone: the same
+// acceptance with any timings gives the same depths, round for round, and it settles next to
+// the closed form's optimum for its cost model (its acceptance estimates are EWMAs of 0/1
+// samples, so not always on it).
+TEST(DepthController, ModelledCostsIgnoreTimings) {
+    for (double a : {0.0, 0.3, 0.6, 0.9}) {
+        DepthController quiet = DepthController::with_modelled_costs(4);
+        DepthController busy = DepthController::with_modelled_costs(4);
+        std::mt19937 acceptance(3), load(4);
+        std::uniform_real_distribution<double> u(0, 1);
+        for (int r = 0; r < 300; ++r) {
+            const int depth = quiet.choose();
+            ASSERT_EQ(depth, busy.choose()) << "a " << a << ", round " << r;
+            int accepted = 0;
+            while (accepted < depth && u(acceptance) < a) ++accepted;
+            quiet.observe(depth, accepted, 0.01, r > 0);
+            busy.observe(depth, accepted, 0.01 * (1 + 50 * u(load)) * (depth == 0 ? 10 : 1), r > 0);
+        }
+        EXPECT_DOUBLE_EQ(1.0 + 2 * DepthController::kModelledCostPerDraft, busy.cost(2));
+        EXPECT_NEAR(optimum(a, DepthController::kModelledCostPerDraft, 4), quiet.best_depth(), 1)
+            << "a " << a;
+    }
+}
+
 }  // namespace
 }  // namespace nextn

@@ -65,7 +65,8 @@ std::vector<FlagSpec> sampling_flags() {
         {"repeat-last-n", "", true, "tokens the penalties look back over (default 64)", "N"},
         {"presence-penalty", "", true, "OpenAI presence penalty (0 = off)", "X"},
         {"frequency-penalty", "", true, "OpenAI frequency penalty (0 = off)", "X"},
-        {"seed", "s", true, "random seed (default 0)", "N"},
+        {"seed", "s", true, "random seed (default 0); the same seed and flags give the same text",
+         "N"},
     };
 }
 

@@ -56,6 +56,11 @@ DecodeStats DecodeSession::generate(const std::vector<int32_t>& prompt, int64_t 
     reused_ = extends ? n_kept : 0;
     options.draft_depth = depth_;
     options.controller = controller_.get();
+    sampled_controller_.reset();
+    if (controller_ && !options.sampler.greedy()) {
+        sampled_controller_.emplace(DepthController::with_modelled_costs(depth_));
+        options.controller = &*sampled_controller_;
+    }
     options.cached_prefix = reused_;
     DecodeStats stats;
     try {

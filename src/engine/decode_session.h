@@ -1,7 +1,9 @@
 #pragma once
 // What every frontend sets up the same way around generate(): the end-of-sequence tokens, the
 // MTP drafter when the model has a head, and the adaptive depth controller, which starts from
-// what it learned on this model before and saves what it learns.
+// what it learned on this model before and saves what it learns. A sampled request gets a
+// controller of its own that ignores timings (DepthController::with_modelled_costs), so the same
+// seed and settings give the same text on a busy machine or a quiet one.
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,7 +30,10 @@ public:
     DecodeSession& operator=(const DecodeSession&) = delete;
 
     bool uses_mtp() const { return depth_ > 0; }
-    const DepthController* controller() const { return controller_.get(); }
+    // The controller that chose the last request's depths (null without adaptive depth).
+    const DepthController* controller() const {
+        return sampled_controller_ ? &*sampled_controller_ : controller_.get();
+    }
     // The model config's and the tokenizer's end-of-sequence ids.
     std::vector<int32_t> eos_tokens() const;
 
@@ -56,7 +61,8 @@ private:
     std::vector<int32_t> sequence_;
     int32_t next_token_ = -1;
     int64_t reused_ = 0;
-    std::unique_ptr<DepthController> controller_;
+    std::unique_ptr<DepthController> controller_;        // greedy requests': timed, persisted
+    std::optional<DepthController> sampled_controller_;  // the last request's, when it sampled
     std::string controller_path_;
 };
 

@@ -21,6 +21,16 @@ DepthController::DepthController(int max_depth, double ewma)
     chosen_ = std::min(1, max_depth_);
 }
 
+DepthController DepthController::with_modelled_costs(int max_depth) {
+    DepthController c(max_depth);
+    for (size_t d = 0; d < c.cost_.size(); ++d) {
+        c.cost_[d] = 1.0 + kModelledCostPerDraft * double(d);
+        c.cost_samples_[d] = kMinLossSamples;  // settled: a probe is decided in its own round
+    }
+    c.modelled_costs_ = true;
+    return c;
+}
+
 namespace {
 
 // Running mean while there are fewer than 1/ewma samples, then the EWMA.
@@ -82,17 +92,20 @@ void DepthController::observe(int depth, int accepted, double seconds, bool time
     for (int i = 1; i <= std::min(depth, accepted + 1); ++i)
         update_average(accept_[size_t(i - 1)], accept_samples_[size_t(i - 1)],
                        i <= accepted ? 1.0 : 0.0, ewma_);
-    // An untimed round leaves the costs, and a probe goes on to a timed round.
-    if (!timed || seconds <= 0) return;
-    // A round's time only ever grows with interference (other processes, a cold first round:
-    // fresh pages, caches), so the first few samples keep their minimum before the EWMA.
-    double& cost = cost_[size_t(depth)];
     int& samples = cost_samples_[size_t(depth)];
-    if (samples > 0 && samples < kMinCostSamples) {
-        cost = std::min(cost, seconds);
-        ++samples;
-    } else {
-        update_average(cost, samples, seconds, ewma_);
+    if (!modelled_costs_) {
+        // An untimed round leaves the costs, and a probe goes on to a timed round.
+        if (!timed || seconds <= 0) return;
+        // A round's time only ever grows with interference (other processes, a cold first
+        // round: fresh pages, caches), so the first few samples keep their minimum before the
+        // EWMA.
+        double& cost = cost_[size_t(depth)];
+        if (samples > 0 && samples < kMinCostSamples) {
+            cost = std::min(cost, seconds);
+            ++samples;
+        } else {
+            update_average(cost, samples, seconds, ewma_);
+        }
     }
     if (probing_ == depth) {
         const double rate = expected_tokens(depth) / cost_[size_t(depth)];

@@ -12,6 +12,11 @@
 // starts as the minimum of its first 3 rounds (interference only slows a round), then follows an
 // EWMA; a request's first round counts for acceptance only (observe's `timed`). The state
 // persists across requests and can be saved as a small JSON file per model.
+//
+// A sampled request must not follow timings: which positions are drafted, and from which q,
+// decides which tokens rejection sampling emits, so a depth that followed the machine's load
+// would make the same seed give different text. Such a request runs a controller made by
+// with_modelled_costs: the same choices, from acceptance alone and a fixed cost model.
 #include <string>
 #include <vector>
 
@@ -25,6 +30,13 @@ public:
     static constexpr int kMinLossSamples = 2;  // samples behind a cost before a probe can lose
 
     explicit DepthController(int max_depth, double ewma = 0.1);
+    // Costs cost(N) = 1 + kModelledCostPerDraft * N instead of measured ones (observe's seconds
+    // are ignored); starts cold, so its choices depend only on the acceptance it observes.
+    static DepthController with_modelled_costs(int max_depth);
+    // A verify's cost per draft, in decode steps: a width-5 verify measured 1.05-1.7 steps on
+    // real models (README, Speed), so 0.15 a draft is at the dear end of that range (a model
+    // whose weights stay in the cache, like the embedded tiny one, pays about 1.0).
+    static constexpr double kModelledCostPerDraft = 0.15;
 
     int max_depth() const { return max_depth_; }
     // Depth for the next round.
@@ -59,6 +71,7 @@ private:
     double rate_before_probe_ = 0;
     std::vector<int> accept_samples_;  // [max_depth] observations behind accept_ (prior = 1)
     std::vector<int> cost_samples_;    // [max_depth + 1] observations behind cost_
+    bool modelled_costs_ = false;      // cost_ is fixed (with_modelled_costs)
 };
 
 }  // namespace nextn
