@@ -91,6 +91,51 @@ std::vector<std::string> Args::all(const std::string& name) const {
     return it == repeated_.end() ? std::vector<std::string>{} : it->second;
 }
 
+std::string process_escapes(const std::string& s) {
+    auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    };
+    // The byte an escape letter stands for; -1 when it is not one of the simple escapes.
+    auto simple = [](char e) -> int {
+        switch (e) {
+            case 'n':
+                return '\n';
+            case 'r':
+                return '\r';
+            case 't':
+                return '\t';
+            case '0':
+                return '\0';
+            case '\\':
+                return '\\';
+            case '"':
+                return '"';
+            case '\'':
+                return '\'';
+            default:
+                return -1;
+        }
+    };
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const bool escape = s[i] == '\\' && i + 1 < s.size();
+        if (escape && simple(s[i + 1]) >= 0) {
+            out += char(simple(s[i + 1]));
+            i += 1;
+        } else if (escape && s[i + 1] == 'x' && i + 3 < s.size() && hex(s[i + 2]) >= 0 &&
+                   hex(s[i + 3]) >= 0) {
+            out += char(hex(s[i + 2]) * 16 + hex(s[i + 3]));
+            i += 3;
+        } else {
+            out += s[i];  // a plain byte, or a backslash that starts no escape: kept
+        }
+    }
+    return out;
+}
+
 std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag) {
     std::vector<int32_t> ids;
     std::string cur;

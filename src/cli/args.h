@@ -44,6 +44,11 @@ private:
     std::vector<std::string> positional_;
 };
 
+// A flag value with C escapes turned into their bytes, as llama.cpp does for its stop strings:
+// \n \r \t \0 \\ \" \' and \xNN (two hex digits). Any other backslash stays as written, so
+// a value without escapes is unchanged.
+std::string process_escapes(const std::string& s);
+
 // "1,2,3" or "1 2 3" -> ids; UsageError on anything else.
 std::vector<int32_t> parse_id_list(const std::string& s, const std::string& flag);
 

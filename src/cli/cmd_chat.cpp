@@ -102,9 +102,13 @@ int cmd_chat(const std::vector<std::string>& argv) {
         // Each turn renders the whole conversation; the session prefills only what extends the
         // sequence it kept from the last turn (when the template reproduces it token for token).
         std::vector<int32_t> prompt = tok->encode(prompt_text);
-        if (int64_t(prompt.size()) + opts.max_new_tokens + 1 > ctx) {
-            std::cerr << "error: the conversation no longer fits --ctx " << ctx << "\n";
-            break;
+        // A reply may use whatever context is left (generate stops there); only a conversation
+        // that leaves no room for one ends the chat.
+        if (int64_t(prompt.size()) + 1 > ctx) {
+            std::cerr << "error: the conversation (" << prompt.size()
+                      << " tokens) no longer fits --ctx " << ctx
+                      << "; start a new chat or raise --ctx\n";
+            return 1;
         }
         StreamDecoder stream(*tok, /*skip_special=*/true);
         std::vector<int32_t> reply;
@@ -115,6 +119,10 @@ int cmd_chat(const std::vector<std::string>& argv) {
             return !interrupt.requested();
         });
         std::cout << stream.flush() << (interrupt.requested() ? " [interrupted]" : "") << "\n";
+        if (!interrupt.requested() && !stats.stopped_by_token &&
+            stats.generated() < opts.max_new_tokens)
+            std::cerr << "note: the reply stopped at the end of the context (--ctx " << ctx
+                      << ")\n";
         if (a.has("verbose"))
             std::cerr << "[" << prompt.size() << " prompt tokens, " << session.reused_tokens()
                       << " reused; " << stats.generated() << " generated at "

@@ -1,17 +1,19 @@
 // nextn run MODEL: generate from a prompt (text or token ids), with MTP speculation when the
 // checkpoint has a head, streaming the output and reporting speed and acceptance.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "engine/model_tokenizer.h"
 #include "engine/decode_session.h"
+#include "engine/model_tokenizer.h"
 #include "engine/stop_strings.h"
 
 namespace nextn::cli {
@@ -34,7 +36,9 @@ std::vector<FlagSpec> run_flags() {
         {"ignore-eos", "", false, "keep generating past end-of-sequence tokens"},
         {"logprobs", "", true, "print the log-probability of each token and N alternatives", "N"},
         {"stop", "", true,
-         "stop when the output text contains STR (repeatable); STR is not printed", "STR"},
+         "stop when the output text contains STR (repeatable); STR is not printed; \\n, \\t, \\r, "
+         "\\\\, \\xNN escapes are read as their bytes",
+         "STR"},
         {"stats-json", "", true, "write the generated ids, speed and acceptance as JSON to FILE",
          "FILE"},
         {"quiet", "q", false, "do not print the speed / acceptance report"},
@@ -95,6 +99,23 @@ void write_stats_json(const std::string& path, const DecodeStats& s,
     if (!f) fail("--stats-json: error writing '", path, "'");
 }
 
+// Fails unless `path` can be written: checked before the model loads and the text is
+// generated, which an unwritable path would otherwise throw away at the end. Nothing is created
+// or truncated here, so a failed run leaves an existing file as it was.
+void check_writable(const std::string& path, const std::string& flag) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (path.empty()) throw UsageError(flag + ": the file name is empty");
+    if (fs::is_directory(path, ec)) fail(flag, ": '", path, "' is a directory");
+    const fs::path parent =
+        fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+    if (!fs::is_directory(parent, ec))
+        fail(flag, ": the folder '", parent.string(), "' does not exist");
+    const bool exists = fs::exists(path, ec);
+    if (access(exists ? path.c_str() : parent.c_str(), W_OK) != 0)
+        fail(flag, ": cannot write '", path, "' (permission denied)");
+}
+
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& argv) {
@@ -111,6 +132,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (a.positional().size() != 1) throw UsageError("expected exactly one MODEL path");
     if (a.has("prompt") == a.has("tokens"))
         throw UsageError("give exactly one of -p TEXT or --tokens IDS");
+    if (a.has("stats-json")) check_writable(a.str("stats-json"), "--stats-json");
     const int64_t n_predict = a.integer("n-predict", 128);
     if (n_predict < 1) throw UsageError("--n-predict must be at least 1");
     const bool auto_depth = a.str("draft-depth", "auto") == "auto";
@@ -153,7 +175,8 @@ int cmd_run(const std::vector<std::string>& argv) {
                                             std::to_string(ctx) + ")");
 
     const bool print_ids = a.has("ids") || !tok;
-    const std::vector<std::string> stops = a.all("stop");
+    std::vector<std::string> stops = a.all("stop");
+    for (std::string& s : stops) s = process_escapes(s);
     if (!stops.empty() && !tok) throw UsageError("--stop needs a tokenizer to see the text");
     for (const auto& s : stops)
         if (s.empty()) throw UsageError("--stop: the stop string must not be empty");

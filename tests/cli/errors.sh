@@ -46,6 +46,14 @@ if [ "$(nproc)" -lt 64 ]; then
     expect 0 "warning: --threads 64 is more than the [0-9]+ hardware threads" -- "$NEXTN" run "$MODEL" -p hi -n 2 --threads 64
 fi
 expect 1 "outside the vocabulary" -- "$NEXTN" run "$MODEL" --tokens 1,2,999999
+# A chat reply may use what is left of the context (-n 512 by default, more than --ctx 24); a
+# conversation that no longer fits ends the chat with an error.
+chat_lines() { printf "$1" | "$NEXTN" chat "${@:2}"; }
+expect 0 "note: the reply stopped at the end of the context \(--ctx 24\)" -- chat_lines 'hi\n' "$MODEL" --ctx 24
+expect 1 "error: the conversation \([0-9]+ tokens\) no longer fits --ctx 24" -- chat_lines 'hi\nagain\n' "$MODEL" --ctx 24
+# --stats-json is checked before the model loads and the text is generated.
+expect 1 "--stats-json: the folder '.*/none' does not exist" -- "$NEXTN" run "$MODEL" -p hi --stats-json "$TMP/none/s.json"
+expect 1 "--stats-json: '.*' is a directory" -- "$NEXTN" run "$MODEL" -p hi --stats-json "$TMP"
 
 # A truncated safetensors file.
 mkdir "$TMP/trunc"

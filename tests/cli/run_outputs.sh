@@ -59,6 +59,11 @@ if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
               --stop "$stop" --stop "@@never@@") || fail "stop run"
         [ "$got" = "$want" ] || fail "--stop '$stop' depth $d: got '$got' want '$want'"
     done
+    # Escapes in a stop string are its bytes (llama.cpp's habit, and the README's --stop "\n\n"):
+    # --stop '\n' ends the text at its first line.
+    case "$full" in *$'\n'*) ;; *) fail "the text run has no newline to stop at" ;; esac
+    got=$("$NEXTN" run "$TEXT_MODEL" -p "Once upon a time" -n 60 --ignore-eos -q --stop '\n') || fail "stop \\n run"
+    [ "$got" = "${full%%$'\n'*}" ] || fail "--stop '\\n': got '$got' want the first line '${full%%$'\n'*}'"
 fi
 
 # Quantized at load (q8_0: the int8 kernels where the CPU has them; q4): greedy MTP output
