@@ -200,18 +200,23 @@ int cmd_bench(const std::vector<std::string>& argv) {
                   << Args::help_text(specs);
         return a.has("help") ? 0 : 2;
     }
-    const int64_t n_prompt = a.integer("prompt-tokens", 128);
-    const int64_t n_decode = a.integer("decode-tokens", 64);
+    const int64_t n_prompt = token_count_flag(a, "prompt-tokens", 128, 1);
+    // The first token comes from the prefill: N tokens time N - 1 decode steps.
+    const int64_t n_decode = token_count_flag(a, "decode-tokens", 64, 2);
     const int64_t repeat = a.integer("repeat", 3);
     if (repeat < 1 || repeat > 100) throw UsageError("--repeat must be between 1 and 100");
-    if (n_prompt < 1) throw UsageError("--prompt-tokens must be >= 1 (got " + std::to_string(n_prompt) + ")");
-    if (n_decode < 2)  // the first token comes from the prefill: N tokens time N - 1 decode steps
-        throw UsageError("--decode-tokens must be >= 2 (got " + std::to_string(n_decode) + ")");
     BenchModel bm = open_bench_model(a);
     LoadedModel& lm = bm.lm;
     const Qwen35Model& model = *lm.model;
     const int64_t V = model.config().vocab_size;
     const bool json = a.has("json");
+    if (const int64_t limit = model.config().max_positions;
+        limit > 0 && n_prompt + n_decode > limit)
+        std::fprintf(
+            stderr,
+            "note: --prompt-tokens %lld + --decode-tokens %lld run past the model's context length "
+            "(%lld tokens); those positions are timed all the same\n",
+            (long long)n_prompt, (long long)n_decode, (long long)limit);
     auto say = [&](const char* fmt, auto... xs) {
         if (!json) std::fprintf(stderr, fmt, xs...);
     };

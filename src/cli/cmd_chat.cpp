@@ -73,9 +73,9 @@ int cmd_chat(const std::vector<std::string>& argv) {
     ModelOptions mo = model_options_from(a);
     DecodeOptions opts;
     opts.sampler = sampler_params_from(a);
-    opts.max_new_tokens = a.integer("n-predict", 512);
-    if (opts.max_new_tokens < 1 || a.integer("ctx", 4096) < 16)  // before the load: fail fast
-        throw UsageError("-n must be >= 1 and --ctx >= 16");
+    opts.max_new_tokens = token_count_flag(a, "n-predict", 512, 1);
+    if (a.integer("ctx", 4096) < 16)
+        throw UsageError("--ctx must be at least 16");  // before the load
     std::optional<bool> thinking = thinking_flag(a);
     LoadedModel lm = load_model(a.positional()[0], mo);
     const int64_t ctx = context_from(a, 4096, lm.model->config());

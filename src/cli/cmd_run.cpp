@@ -133,8 +133,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (a.has("prompt") == a.has("tokens"))
         throw UsageError("give exactly one of -p TEXT or --tokens IDS");
     if (a.has("stats-json")) check_writable(a.str("stats-json"), "--stats-json");
-    const int64_t n_predict = a.integer("n-predict", 128);
-    if (n_predict < 1) throw UsageError("--n-predict must be at least 1");
+    const int64_t n_predict = token_count_flag(a, "n-predict", 128, 1);
     const bool auto_depth = a.str("draft-depth", "auto") == "auto";
     const int64_t depth = auto_depth ? 4 : a.integer("draft-depth", 3);
     if (depth < 0 || depth > 8) throw UsageError("--draft-depth must be auto or between 0 and 8");

@@ -23,6 +23,10 @@ std::vector<FlagSpec> model_flags();
 std::vector<FlagSpec> sampling_flags();
 ModelOptions model_options_from(const Args& a);
 SamplerParams sampler_params_from(const Args& a);
+// A token count flag (-n, --prompt-tokens, ...) of at least `min`: a usage error below it, or
+// above 2^44 tokens, where sums of counts (a context of prompt + n + slack) could overflow
+// long before any machine could hold the tokens.
+int64_t token_count_flag(const Args& a, const std::string& name, int64_t fallback, int64_t min);
 // The context a command runs with: --ctx when given (a usage error above the model's context
 // length, config max_positions, where the checkpoint states one), else `wanted` capped at that
 // length (generation then ends where the context does).

@@ -204,6 +204,15 @@ SamplerParams sampler_params_from(const Args& a) {
     return p;
 }
 
+int64_t token_count_flag(const Args& a, const std::string& name, int64_t fallback, int64_t min) {
+    constexpr int64_t kMaxTokens = int64_t(1) << 44;
+    const int64_t v = a.integer(name, fallback);
+    if (v < min || v > kMaxTokens)
+        throw UsageError("--" + name + " must be between " + std::to_string(min) + " and " +
+                         std::to_string(kMaxTokens) + " (got " + std::to_string(v) + ")");
+    return v;
+}
+
 int64_t context_from(const Args& a, int64_t wanted, const ModelConfig& config) {
     const int64_t limit = config.max_positions;  // 0: the checkpoint states none
     if (!a.has("ctx")) return limit > 0 ? std::min(wanted, limit) : wanted;

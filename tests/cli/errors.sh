@@ -28,8 +28,12 @@ expect 1 "does not exist" -- "$NEXTN" run "$TMP/missing" -p hi
 # One prefix, the command's, and bench's counts name their flag.
 expect 2 "^nextn run: expected exactly one MODEL path" -- "$NEXTN" run
 expect 2 "^nextn inspect: expected exactly one MODEL path" -- "$NEXTN" inspect
-expect 2 "^nextn bench: --prompt-tokens must be >= 1 \(got 0\)" -- "$NEXTN" bench "$MODEL" --prompt-tokens 0
-expect 2 "^nextn bench: --decode-tokens must be >= 2 \(got 1\)" -- "$NEXTN" bench "$MODEL" --decode-tokens 1
+expect 2 "^nextn bench: --prompt-tokens must be between 1 and [0-9]+ \(got 0\)" -- "$NEXTN" bench "$MODEL" --prompt-tokens 0
+expect 2 "^nextn bench: --decode-tokens must be between 2 and [0-9]+ \(got 1\)" -- "$NEXTN" bench "$MODEL" --decode-tokens 1
+# Counts near the integer limit are refused before any sum of them could overflow.
+expect 2 "^nextn bench: --decode-tokens must be between 2 and 17592186044416 \(got 9223372036854775807\)" -- "$NEXTN" bench "$MODEL" --decode-tokens 9223372036854775807
+expect 2 "^nextn run: --n-predict must be between 1 and 17592186044416" -- "$NEXTN" run "$MODEL" -p hi -n 9223372036854775807
+expect 2 "^nextn chat: --n-predict must be between 1 and 17592186044416" -- "$NEXTN" chat "$MODEL" -n 9223372036854775807
 expect 2 "^nextn bench: --repeat must be between 1 and 100" -- "$NEXTN" bench "$MODEL" --repeat 0
 expect 2 "--threads must be between 0 and 1024" -- "$NEXTN" bench "$MODEL" --threads 5000
 # Caches larger than any address space fail at once, naming the lengths.
