@@ -174,12 +174,13 @@ std::vector<uint8_t> q8_0_block(float d, const std::vector<int8_t>& q) {
     return b;
 }
 
-// A tiny qwen35moe model: one trunk GDN layer (blk.0) and the MTP block (blk.1).
-GgufBuilder tiny_model(bool with_trunk = true) {
+// A tiny qwen35moe model: one trunk GDN layer (blk.0) and the MTP block (blk.1); block_count
+// other than 2 makes its metadata disagree with its tensors.
+GgufBuilder tiny_model(bool with_trunk = true, uint32_t block_count = 2) {
     GgufBuilder g;
     g.str("general.architecture", "qwen35moe");
     const std::string k = "qwen35moe.";
-    g.u32(k + "block_count", 2);
+    g.u32(k + "block_count", block_count);
     g.u32(k + "nextn_predict_layers", 1);
     g.u32(k + "context_length", 64);
     g.u32(k + "embedding_length", 32);
@@ -367,6 +368,15 @@ TEST(FormatsGguf, ModelLevelErrors) {
     EXPECT_NE(error_of([&] { load_checkpoint(write_file("q2k.gguf", q2.build())); })
                   .find("unsupported GGUF tensor type Q2_K in blk.0.ffn_down.weight"),
               std::string::npos);
+
+    // Metadata that counts one more trunk layer than the tensors hold: the MTP block would be
+    // read as trunk layer 1 with no head.
+    EXPECT_NE(
+        error_of([&] { load_checkpoint(write_file("blocks.gguf", tiny_model(true, 3).build())); })
+            .find("blk.1.nextn.eh_proj.weight is an MTP (nextn) tensor, but qwen35moe.block_count "
+                  "3 and "
+                  "qwen35moe.nextn_predict_layers 1 put the MTP block at blk.2"),
+        std::string::npos);
 
     std::string mtp_only = error_of([&] { load_checkpoint(write_file("mtp.gguf", tiny_model(false).build())); });
     EXPECT_NE(mtp_only.find("MTP-only"), std::string::npos) << mtp_only;

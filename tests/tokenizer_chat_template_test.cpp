@@ -181,5 +181,32 @@ TEST(ChatTemplateJinja, FallbackIsChatml) {
     EXPECT_EQ(tpl.render(messages, nullptr, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// A malformed message or tools list is named before the template runs (inside it, it would be
+// an undefined variable somewhere in the template's logic).
+TEST(ChatTemplateJinja, MalformedMessagesAndToolsNameTheProblem) {
+    ChatTemplate tpl(ChatTemplate::chatml_source());
+    auto error_of = [&](const char* messages, const Json& tools) -> std::string {
+        try {
+            tpl.render(Json::parse(messages), tools, true);
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return "(rendered)";
+    };
+    EXPECT_NE(std::string::npos, error_of(R"([{"role":"user","content":"a"}, 5])", nullptr)
+                                     .find("message 1 is not a JSON object"));
+    EXPECT_NE(std::string::npos,
+              error_of(R"([{"content":"a"}])", nullptr).find("message 0 has no string 'role'"));
+    EXPECT_NE(
+        std::string::npos,
+        error_of(R"([{"role":7,"content":"a"}])", nullptr).find("message 0 has no string 'role'"));
+    const char* ok = R"([{"role":"user","content":"a"}])";
+    EXPECT_NE(std::string::npos,
+              error_of(ok, Json::parse(R"({"role":"user"})")).find("tools must be a JSON array"));
+    EXPECT_NE(std::string::npos,
+              error_of(ok, Json::parse("[1, 2]")).find("tool 0 is not a JSON object"));
+    EXPECT_EQ("(rendered)", error_of(ok, Json::parse(R"([{"type":"function"}])")));
+}
+
 }  // namespace
 }  // namespace nextn

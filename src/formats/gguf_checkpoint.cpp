@@ -221,6 +221,13 @@ Checkpoint gguf_to_checkpoint(const GgufFile& g, bool load_mtp, bool allow_mtp_o
         } else if (info.name == "output.weight") {
             canonical = "lm_head.weight";
         } else if (split_block_name(info.name, &block, &rest)) {
+            // Metadata that puts the MTP block elsewhere would run a cut-down trunk (the
+            // layers counted as MTP ones left unused) with no head, and only say "no MTP head".
+            if (starts_with(rest, "nextn.") && block != n_trunk)
+                fail(g.path, ": ", info.name, " is an MTP (nextn) tensor, but ", arch,
+                     ".block_count ", n_trunk + ck.config.mtp_layers, " and ", arch,
+                     ".nextn_predict_layers ", ck.config.mtp_layers, " put the MTP block at blk.",
+                     n_trunk);
             const bool is_mtp = block >= n_trunk;
             if (is_mtp && !load_mtp) continue;
             const std::string prefix = is_mtp ? "mtp.layers." + std::to_string(block - n_trunk) + "."

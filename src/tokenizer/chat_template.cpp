@@ -35,6 +35,21 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const n
                                  bool add_generation_prompt, std::optional<bool> enable_thinking,
                                  const nlohmann::ordered_json& extra) const {
     if (!messages.is_array()) fail("chat template: messages must be a JSON array");
+    // Checked here because a template meets a malformed message as an undefined variable deep
+    // inside its own logic ("'role' is undefined"), which names neither the message nor the field.
+    // Content is left to the template: its shape legitimately varies (a string, a list of parts,
+    // null beside tool_calls).
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const auto& m = messages[i];
+        if (!m.is_object()) fail("chat template: message ", i, " is not a JSON object");
+        if (!m.contains("role") || !m["role"].is_string())
+            fail("chat template: message ", i, " has no string 'role'");
+    }
+    if (!tools.is_null()) {
+        if (!tools.is_array()) fail("chat template: tools must be a JSON array of tool objects");
+        for (size_t i = 0; i < tools.size(); ++i)
+            if (!tools[i].is_object()) fail("chat template: tool ", i, " is not a JSON object");
+    }
     if (!extra.is_object()) fail("chat template: extra variables must be a JSON object");
     jinja::Object globals;
     jinja::add_globals(globals);
