@@ -3,8 +3,10 @@
 // double-precision math, and the invariances speculative decoding relies on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -24,6 +26,15 @@ std::vector<float> random_values(size_t n, uint32_t seed, float lo, float hi) {
         do x = dist(rng);
         while (x == 0.0f);
     }
+    return v;
+}
+
+// n values of magnitude in [lo, hi], each sign drawn at random (seeded).
+std::vector<float> random_magnitudes(size_t n, uint32_t seed, float lo, float hi) {
+    std::vector<float> v = random_values(n, seed, lo, hi);
+    std::mt19937 rng(seed + 1000);
+    for (float& x : v)
+        if (rng() & 1) x = -x;
     return v;
 }
 
@@ -81,6 +92,103 @@ TEST(KernelsOps, L2normMatchesReference) {
     }
 }
 
+// With inputs of 1e-4 .. 1e-3 and eps = 1e-5, eps dominates the denominator (a mean square
+// below 1e-6). Above, at |x| ~ 2, eps = 1e-6 moves the output by ~1e-7 relative, inside the
+// bounds (only d = 1, where a single value's square can be small, shows a dropped eps), so a
+// variant that dropped eps, added it after the square root or scaled it by 1/d would pass there;
+// here each is off by a factor. Every ISA against the reference, and the reference against
+// y = x / sqrt(mean(x^2) + eps) * w in double (ref/ops_ref.cpp: w itself, not 1 + w). The middle
+// row is all zeros (a padded row): 0 times the finite 1/sqrt(eps) is exactly 0, where without
+// eps it is 0 * inf = NaN.
+TEST(KernelsOps, RmsnormEpsDominatedMatchesReferenceAndFormula) {
+    const float eps = 1e-5f;
+    for (int64_t d : kLengths) {
+        const int64_t rows = 3;
+        std::vector<float> x = random_magnitudes(size_t(rows * d), 61, 1e-4f, 1e-3f);
+        std::fill(x.begin() + d, x.begin() + 2 * d, 0.0f);
+        const std::vector<float> w = random_values(size_t(d), 62, 0.5f, 1.5f);
+        // As above: the sum of squares within gamma_d, halved by the square root, plus a few
+        // roundings.
+        const double bound = double(d + 8) * kU;
+        std::vector<float> ref(x.size(), std::nanf(""));
+        reference_kernels().rmsnorm(x.data(), w.data(), rows, d, eps, ref.data());
+        for (int64_t r = 0; r < rows; ++r) {
+            double ss = 0.0;
+            for (int64_t c = 0; c < d; ++c) ss += double(x[r * d + c]) * x[r * d + c];
+            const double scale = 1.0 / std::sqrt(ss / double(d) + double(eps));
+            const double scale_without_eps = 1.0 / std::sqrt(ss / double(d));
+            for (int64_t c = 0; c < d; ++c) {
+                const int64_t i = r * d + c;
+                if (r == 1) {
+                    ASSERT_EQ(ref[i], 0.0f) << "d=" << d << " c=" << c;
+                    continue;
+                }
+                const double exact = x[i] * scale * w[c];
+                ASSERT_NEAR(ref[i], exact, bound * std::fabs(exact)) << "d=" << d << " i=" << i;
+                // The inputs are where eps shows: the formula without it is far outside the bound.
+                ASSERT_GT(std::fabs(x[i] * scale_without_eps * w[c] - exact),
+                          10 * bound * std::fabs(exact));
+            }
+        }
+        for (const std::string& isa : available_isas()) {
+            std::vector<float> got(x.size(), std::nanf(""));
+            kernels_for(isa).rmsnorm(x.data(), w.data(), rows, d, eps, got.data());
+            for (int64_t i = 0; i < rows * d; ++i) {
+                if (i / d == 1)
+                    ASSERT_EQ(got[i], 0.0f) << isa << " d=" << d << " i=" << i;
+                else
+                    ASSERT_NEAR(got[i], ref[i], bound * std::fabs(ref[i]))
+                        << isa << " d=" << d << " i=" << i;
+            }
+        }
+    }
+}
+
+// The same for l2norm, y = x / sqrt(sum(x^2) + eps) (eps added to the sum, not to a mean): the
+// magnitudes are 1e-4 .. 1e-3 over sqrt(d), so that the sum of squares stays near 4e-7, below
+// eps = 1e-5, at every length; the all-zero middle row again comes out exactly 0 (finite).
+TEST(KernelsOps, L2normEpsDominatedMatchesReferenceAndFormula) {
+    const float eps = 1e-5f;
+    for (int64_t d : kLengths) {
+        const int64_t rows = 3;
+        const float shrink = 1.0f / std::sqrt(float(d));
+        std::vector<float> x =
+            random_magnitudes(size_t(rows * d), 63, 1e-4f * shrink, 1e-3f * shrink);
+        std::fill(x.begin() + d, x.begin() + 2 * d, 0.0f);
+        const double bound = double(d + 8) * kU;
+        std::vector<float> ref(x.size(), std::nanf(""));
+        reference_kernels().l2norm(x.data(), rows, d, eps, ref.data());
+        for (int64_t r = 0; r < rows; ++r) {
+            double ss = 0.0;
+            for (int64_t c = 0; c < d; ++c) ss += double(x[r * d + c]) * x[r * d + c];
+            const double scale = 1.0 / std::sqrt(ss + double(eps)),
+                         scale_without_eps = 1.0 / std::sqrt(ss);
+            for (int64_t c = 0; c < d; ++c) {
+                const int64_t i = r * d + c;
+                if (r == 1) {
+                    ASSERT_EQ(ref[i], 0.0f) << "d=" << d << " c=" << c;
+                    continue;
+                }
+                const double exact = x[i] * scale;
+                ASSERT_NEAR(ref[i], exact, bound * std::fabs(exact)) << "d=" << d << " i=" << i;
+                ASSERT_GT(std::fabs(x[i] * scale_without_eps - exact),
+                          10 * bound * std::fabs(exact));
+            }
+        }
+        for (const std::string& isa : available_isas()) {
+            std::vector<float> got(x.size(), std::nanf(""));
+            kernels_for(isa).l2norm(x.data(), rows, d, eps, got.data());
+            for (int64_t i = 0; i < rows * d; ++i) {
+                if (i / d == 1)
+                    ASSERT_EQ(got[i], 0.0f) << isa << " d=" << d << " i=" << i;
+                else
+                    ASSERT_NEAR(got[i], ref[i], bound * std::fabs(ref[i]))
+                        << isa << " d=" << d << " i=" << i;
+            }
+        }
+    }
+}
+
 // Activations: the vector exp is within ~2 ulp of libm's (degree-7 polynomial on |r| <= ln2/2,
 // truncation error < 1e-8 relative, plus rounding of ~10 operations); the division and the
 // final product add an ulp each. 16 ulp is a safe relative bound; outputs near 0 use an
@@ -113,6 +221,83 @@ TEST(KernelsOps, ActivationsMatchReference) {
         for (int64_t i = 0; i < n; ++i) {  // the reference is the formula
             const double s = 1.0 / (1.0 + std::exp(-double(x[i])));
             ASSERT_NEAR(b[i], x[i] * s * up[i], 8 * kU * std::fabs(x[i] * s * up[i]) + 1e-30);
+        }
+    }
+}
+
+// The sigmoid and silu references are the formulas, evaluated in double: over [-30, 30] and at
+// magnitudes where exp(-x) overflows f32 (x < -88.7) or underflows. expf is within an ulp (2u
+// relative), 1 + e and the division round once each: 8u is safe. Results that underflow
+// (sigmoid(-100) = 4e-44, a subnormal; the reference's 1 / inf gives 0) take an absolute floor
+// of 1e-30. Every output is finite, and once exp(-x) < u (x >= 20) 1 + exp(-x) rounds to 1, so
+// sigmoid(x) is exactly 1 and silu(x) exactly x; every ISA agrees with the reference on these
+// inputs as in ActivationsMatchReference.
+TEST(KernelsOps, SigmoidSiluReferencesMatchFormula) {
+    std::vector<float> x = random_values(1000, 73, -30.0f, 30.0f);
+    const float fmax = std::numeric_limits<float>::max();
+    for (float v : {0.0f,  -0.0f,  1e-7f, -1e-7f, 20.0f,  -20.0f,  80.0f, -80.0f, 87.5f, -87.5f,
+                    88.5f, -88.5f, 89.0f, -89.0f, 100.0f, -100.0f, 1e4f,  -1e4f,  fmax,  -fmax})
+        x.push_back(v);
+    const int64_t n = int64_t(x.size());
+    std::vector<float> sig(x.size(), std::nanf("")), si(x.size(), std::nanf(""));
+    reference_kernels().sigmoid(x.data(), sig.data(), n);
+    reference_kernels().silu(x.data(), si.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+        const double s = 1.0 / (1.0 + std::exp(-double(x[i])));
+        ASSERT_TRUE(std::isfinite(sig[i]) && std::isfinite(si[i])) << "x=" << x[i];
+        ASSERT_NEAR(sig[i], s, 8 * kU * s + 1e-30) << "sigmoid x=" << x[i];
+        ASSERT_NEAR(si[i], x[i] * s, 8 * kU * std::fabs(x[i] * s) + 1e-30) << "silu x=" << x[i];
+        if (x[i] >= 20.0f) {
+            ASSERT_EQ(sig[i], 1.0f) << "x=" << x[i];
+            ASSERT_EQ(si[i], x[i]);
+        }
+    }
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        std::vector<float> a(x.size(), std::nanf("")), b(x.size(), std::nanf(""));
+        k.sigmoid(x.data(), a.data(), n);
+        k.silu(x.data(), b.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+            ASSERT_NEAR(a[i], sig[i], 16 * 2 * kU * sig[i] + 1e-30f)
+                << isa << " sigmoid x=" << x[i];
+            ASSERT_NEAR(b[i], si[i], 16 * 2 * kU * std::fabs(si[i]) + 1e-30f)
+                << isa << " silu x=" << x[i];
+            if (x[i] >= 20.0f) {
+                ASSERT_EQ(a[i], 1.0f) << isa << " x=" << x[i];
+                ASSERT_EQ(b[i], x[i]) << isa;
+            }
+        }
+    }
+}
+
+// The activations and swiglu may write over their input (kernels.h: y may equal x; y may equal
+// gate or up), and the model calls them so: in place gives the bits of out of place, on every
+// ISA, at lengths with vector tails.
+TEST(KernelsOps, ActivationsInPlaceEqualOutOfPlaceBitwise) {
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        for (int64_t n : kLengths) {
+            const std::vector<float> x = random_values(size_t(n), 74, -10.0f, 10.0f);
+            const std::vector<float> up = random_values(size_t(n), 75, -3.0f, 3.0f);
+            std::vector<float> want(x.size(), std::nanf("")), buf = x;
+            k.silu(x.data(), want.data(), n);
+            k.silu(buf.data(), buf.data(), n);
+            ASSERT_EQ(0, std::memcmp(buf.data(), want.data(), want.size() * 4))
+                << isa << " silu n=" << n;
+            buf = x;
+            k.sigmoid(x.data(), want.data(), n);
+            k.sigmoid(buf.data(), buf.data(), n);
+            ASSERT_EQ(0, std::memcmp(buf.data(), want.data(), want.size() * 4))
+                << isa << " sigmoid n=" << n;
+            buf = x;
+            k.swiglu(x.data(), up.data(), want.data(), n);
+            k.swiglu(buf.data(), up.data(), buf.data(), n);  // y == gate
+            ASSERT_EQ(0, std::memcmp(buf.data(), want.data(), want.size() * 4))
+                << isa << " swiglu y=gate n=" << n;
+            buf = up;
+            k.swiglu(x.data(), buf.data(), buf.data(), n);  // y == up
+            ASSERT_EQ(0, std::memcmp(buf.data(), want.data(), want.size() * 4))
+                << isa << " swiglu y=up n=" << n;
         }
     }
 }
@@ -318,6 +503,60 @@ TEST(KernelsOps, SoftmaxMatchesReference) {
     }
 }
 
+// The softmax reference against exp(x - max) / sum in double. The scores are multiples of 2^-10
+// below 128 in magnitude within 32 of each other, so x - max is exact in f32 and the reference's
+// only errors are expf's (2u relative each), the positive sum's (gamma_d) and the reciprocal's
+// and product's (u each): (d + 8)u relative. Rows: plain scores in [-16, 16]; the same with
+// every third score masked (-inf; the first among them, the max's starting value); all masked
+// but one (exactly 1 there, exactly 0 elsewhere); scores in [84, 116], where exp(x) without the
+// max subtracted overflows. Every ISA against the reference as in SoftmaxMatchesReference, the
+// masked scores exactly 0 and a lone unmasked one exactly 1.
+TEST(KernelsOps, SoftmaxReferenceMatchesFormulaWithMaskedScores) {
+    const float inf = std::numeric_limits<float>::infinity();
+    for (int64_t d : kLengths) {
+        const int64_t rows = 4, lone = 2 * d / 3;
+        std::vector<float> x = random_values(size_t(rows * d), 76, -16.0f, 16.0f);
+        for (float& v : x) v = std::round(v * 1024.0f) / 1024.0f;
+        for (int64_t c = 0; c < d; ++c) {
+            if (c % 3 == 0 && c != d - 1) x[size_t(d + c)] = -inf;  // the last score always kept
+            if (c != lone) x[size_t(2 * d + c)] = -inf;
+            x[size_t(3 * d + c)] += 100.0f;
+        }
+        std::vector<float> ref = x;
+        reference_kernels().softmax(ref.data(), rows, d);
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* xr = x.data() + r * d;
+            const double mx = *std::max_element(xr, xr + d);
+            double sum = 0.0;
+            for (int64_t c = 0; c < d; ++c) sum += std::exp(double(xr[c]) - mx);
+            for (int64_t c = 0; c < d; ++c) {
+                const float got = ref[size_t(r * d + c)];
+                if (xr[c] == -inf) {
+                    ASSERT_EQ(got, 0.0f) << "d=" << d << " r=" << r << " c=" << c;
+                } else if (r == 2) {
+                    ASSERT_EQ(got, 1.0f) << "d=" << d;
+                } else {
+                    const double exact = std::exp(double(xr[c]) - mx) / sum;
+                    ASSERT_NEAR(got, exact, double(d + 8) * kU * exact)
+                        << "d=" << d << " r=" << r << " c=" << c;
+                }
+            }
+        }
+        for (const std::string& isa : available_isas()) {
+            std::vector<float> got = x;
+            kernels_for(isa).softmax(got.data(), rows, d);
+            for (int64_t i = 0; i < rows * d; ++i) {
+                if (x[size_t(i)] == -inf)
+                    ASSERT_EQ(got[i], 0.0f) << isa << " d=" << d << " i=" << i;
+                else if (i / d == 2)
+                    ASSERT_EQ(got[i], 1.0f) << isa << " d=" << d;
+                else
+                    ASSERT_NEAR(got[i], ref[i], (d * kU + 16 * kU) * ref[i] + 1e-30f)
+                        << isa << " d=" << d << " i=" << i;
+            }
+        }
+    }
+}
 
 // The read probe's sum (kernels/measure.h): every ISA's, which reads four interleaved streams of
 // 16 KB runs and then a scalar tail, against the exact sum. The values are multiples of 1/8 in
@@ -342,23 +581,50 @@ TEST(KernelsOps, StreamSumIsExactOnExactValues) {
 }
 
 // Elementwise results do not depend on where an element sits in the buffer (vector body vs
-// masked tail), so a row computed alone equals the same row inside a larger batch.
+// masked tail), and a row's norm or softmax not on the rows around it, so a row computed alone
+// (in a buffer of its own) equals the same row at every index of a batch of 5: the model applies
+// these to [verify_width, d] buffers, and batch invariance is tested bitwise. d = 37 puts the
+// batch's rows at every offset modulo the vector width (alone, a row starts a vector and ends in
+// a masked tail); d = 256 fills whole vectors.
 TEST(KernelsOps, ElementwisePositionInvariantBitwise) {
-    const int64_t d = 37, rows = 5;
-    const std::vector<float> x = random_values(size_t(rows * d), 7, -8.0f, 8.0f);
-    const std::vector<float> w = random_values(size_t(d), 8, 0.5f, 1.5f);
-    for (const std::string& isa : available_isas()) {
-        const KernelTable& k = kernels_for(isa);
-        std::vector<float> all(x.size()), one(static_cast<size_t>(d));
-        k.silu(x.data(), all.data(), rows * d);
-        for (int64_t r = 0; r < rows; ++r) {
-            k.silu(x.data() + r * d, one.data(), d);
-            ASSERT_EQ(0, std::memcmp(one.data(), all.data() + r * d, size_t(d) * 4)) << isa;
-        }
-        k.rmsnorm(x.data(), w.data(), rows, d, 1e-6f, all.data());
-        for (int64_t r = 0; r < rows; ++r) {
-            k.rmsnorm(x.data() + r * d, w.data(), 1, d, 1e-6f, one.data());
-            ASSERT_EQ(0, std::memcmp(one.data(), all.data() + r * d, size_t(d) * 4)) << isa;
+    const int64_t rows = 5;
+    for (int64_t d : {int64_t(37), int64_t(256)}) {
+        const std::vector<float> x = random_values(size_t(rows * d), 7, -8.0f, 8.0f);
+        const std::vector<float> up = random_values(size_t(rows * d), 9, -3.0f, 3.0f);
+        const std::vector<float> w = random_values(size_t(d), 8, 0.5f, 1.5f);
+        for (const std::string& isa : available_isas()) {
+            const KernelTable& k = kernels_for(isa);
+            // op(x, up, n_rows, y) over the batch, then over each row alone.
+            auto check = [&](const char* what, auto&& op) {
+                std::vector<float> all(x.size(), std::nanf(""));
+                op(x.data(), up.data(), rows, all.data());
+                for (int64_t r = 0; r < rows; ++r) {
+                    const std::vector<float> xr(x.begin() + r * d, x.begin() + (r + 1) * d);
+                    const std::vector<float> ur(up.begin() + r * d, up.begin() + (r + 1) * d);
+                    std::vector<float> one(size_t(d), std::nanf(""));
+                    op(xr.data(), ur.data(), 1, one.data());
+                    ASSERT_EQ(0, std::memcmp(one.data(), all.data() + r * d, size_t(d) * 4))
+                        << isa << " " << what << " d=" << d << " row " << r;
+                }
+            };
+            check("silu",
+                  [&](const float* a, const float*, int64_t n, float* y) { k.silu(a, y, n * d); });
+            check("sigmoid", [&](const float* a, const float*, int64_t n, float* y) {
+                k.sigmoid(a, y, n * d);
+            });
+            check("swiglu", [&](const float* a, const float* u, int64_t n, float* y) {
+                k.swiglu(a, u, y, n * d);
+            });
+            check("rmsnorm", [&](const float* a, const float*, int64_t n, float* y) {
+                k.rmsnorm(a, w.data(), n, d, 1e-6f, y);
+            });
+            check("l2norm", [&](const float* a, const float*, int64_t n, float* y) {
+                k.l2norm(a, n, d, 1e-6f, y);
+            });
+            check("softmax", [&](const float* a, const float*, int64_t n, float* y) {
+                std::memcpy(y, a, size_t(n * d) * 4);
+                k.softmax(y, n, d);
+            });
         }
     }
 }
