@@ -378,6 +378,20 @@ TEST(FormatsGguf, ModelLevelErrors) {
                   "qwen35moe.nextn_predict_layers 1 put the MTP block at blk.2"),
         std::string::npos);
 
+    // A tensor the file lacks is named as the file would name it.
+    const Checkpoint tiny = load_checkpoint(write_file("tiny.gguf", tiny_model().build()));
+    for (const auto& [canonical, in_file] : std::vector<std::pair<std::string, std::string>>{
+             {"layers.0.mlp.experts.1.up_proj.weight", "blk.0.ffn_up_exps.weight"},
+             {"layers.0.linear_attn.in_proj_qkv.weight", "blk.0.attn_qkv.weight"},
+             {"mtp.layers.0.self_attn.k_proj.weight", "blk.1.attn_k.weight"},
+             {"mtp.pre_fc_norm_hidden.weight", "blk.1.nextn.hnorm.weight"},
+             {"lm_head.weight", "output.weight"}})
+        EXPECT_NE(error_of([&] {
+                      tiny.require(canonical);
+                  }).find("missing tensor '" + in_file + "' (" + canonical + ")"),
+                  std::string::npos)
+            << canonical;
+
     std::string mtp_only = error_of([&] { load_checkpoint(write_file("mtp.gguf", tiny_model(false).build())); });
     EXPECT_NE(mtp_only.find("MTP-only"), std::string::npos) << mtp_only;
     EXPECT_NE(mtp_only.find("--draft-model"), std::string::npos) << mtp_only;

@@ -12,7 +12,11 @@ const RawTensor* Checkpoint::find(const std::string& name) const {
 
 const RawTensor& Checkpoint::require(const std::string& name) const {
     const RawTensor* t = find(name);
-    if (!t) fail(path, ": missing tensor '", name, "'");
+    if (!t) {
+        const std::string in_file = file_name_of ? file_name_of(name) : name;
+        if (in_file != name) fail(path, ": missing tensor '", in_file, "' (", name, ")");
+        fail(path, ": missing tensor '", name, "'");
+    }
     return *t;
 }
 

@@ -17,6 +17,7 @@
 //   mtp.fc.weight, mtp.pre_fc_norm_embedding.weight, mtp.pre_fc_norm_hidden.weight,
 //   mtp.norm.weight, mtp.layers.0.* (as a full-attention layer above)
 // Fused expert tensors are split into per-expert views by the format adapter.
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -43,6 +44,9 @@ struct Checkpoint {
     std::vector<std::string> notes;   // things the loader did that a user may want to know
     std::vector<std::string> file_tensor_names;  // every tensor name present in the files
     std::vector<std::shared_ptr<void>> keep_alive;  // mapped files and converted buffers
+    // The name a canonical tensor has (or would have) in the files, for errors about it; unset
+    // where the format keeps canonical names.
+    std::function<std::string(const std::string& canonical)> file_name_of;
 
     const RawTensor* find(const std::string& name) const;
     const RawTensor& require(const std::string& name) const;

@@ -1,8 +1,10 @@
 #include "formats/gguf_checkpoint.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <utility>
 
 #include "core/error.h"
 #include "formats/drafter.h"
@@ -19,35 +21,36 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 
 // Per-block tensor names (after "blk.N.") -> canonical names (after "layers.N."), from
 // llama.cpp's LLM_ARCH_QWEN35 / QWEN35MOE tensor table (architecture spec section 8.3).
+constexpr std::pair<const char*, const char*> kBlockTensors[] = {
+    {"attn_norm.weight", "input_layernorm.weight"},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"attn_qkv.weight", "linear_attn.in_proj_qkv.weight"},
+    {"attn_gate.weight", "linear_attn.in_proj_z.weight"},
+    {"ssm_beta.weight", "linear_attn.in_proj_b.weight"},
+    {"ssm_alpha.weight", "linear_attn.in_proj_a.weight"},
+    {"ssm_conv1d.weight", "linear_attn.conv1d.weight"},
+    {"ssm_dt.bias", "linear_attn.dt_bias"},
+    {"ssm_a", "linear_attn.A"},
+    {"ssm_norm.weight", "linear_attn.norm.weight"},
+    {"ssm_out.weight", "linear_attn.out_proj.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},
+    {"ffn_gate_inp.weight", "mlp.gate.weight"},
+    {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight"},
+    {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight"},
+    {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight"},
+    {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"},
+};
+
 const char* block_tensor_canonical(const std::string& s) {
-    static const std::pair<const char*, const char*> kMap[] = {
-        {"attn_norm.weight", "input_layernorm.weight"},
-        {"post_attention_norm.weight", "post_attention_layernorm.weight"},
-        {"attn_qkv.weight", "linear_attn.in_proj_qkv.weight"},
-        {"attn_gate.weight", "linear_attn.in_proj_z.weight"},
-        {"ssm_beta.weight", "linear_attn.in_proj_b.weight"},
-        {"ssm_alpha.weight", "linear_attn.in_proj_a.weight"},
-        {"ssm_conv1d.weight", "linear_attn.conv1d.weight"},
-        {"ssm_dt.bias", "linear_attn.dt_bias"},
-        {"ssm_a", "linear_attn.A"},
-        {"ssm_norm.weight", "linear_attn.norm.weight"},
-        {"ssm_out.weight", "linear_attn.out_proj.weight"},
-        {"attn_q.weight", "self_attn.q_proj.weight"},
-        {"attn_k.weight", "self_attn.k_proj.weight"},
-        {"attn_v.weight", "self_attn.v_proj.weight"},
-        {"attn_output.weight", "self_attn.o_proj.weight"},
-        {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-        {"attn_k_norm.weight", "self_attn.k_norm.weight"},
-        {"ffn_gate.weight", "mlp.gate_proj.weight"},
-        {"ffn_up.weight", "mlp.up_proj.weight"},
-        {"ffn_down.weight", "mlp.down_proj.weight"},
-        {"ffn_gate_inp.weight", "mlp.gate.weight"},
-        {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight"},
-        {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight"},
-        {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight"},
-        {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"},
-    };
-    for (const auto& [gguf, canonical] : kMap)
+    for (const auto& [gguf, canonical] : kBlockTensors)
         if (s == gguf) return canonical;
     return nullptr;
 }
@@ -67,6 +70,50 @@ const char* nextn_canonical(const std::string& s) {
     if (s == "nextn.hnorm.weight") return "mtp.pre_fc_norm_hidden.weight";
     if (s == "nextn.shared_head_norm.weight") return "mtp.norm.weight";
     return nullptr;  // nextn.embed_tokens / shared_head_head: not used by Qwen3.5
+}
+
+// The GGUF name of a canonical tensor (the tables above read backwards), for errors about a
+// tensor the file lacks; the canonical name itself where none maps.
+std::string gguf_name_of(const std::string& canonical, int n_trunk) {
+    static const char* kTop[][2] = {{"embed_tokens.weight", "token_embd.weight"},
+                                    {"norm.weight", "output_norm.weight"},
+                                    {"lm_head.weight", "output.weight"},
+                                    {"mtp.fc.weight", "nextn.eh_proj.weight"},
+                                    {"mtp.pre_fc_norm_embedding.weight", "nextn.enorm.weight"},
+                                    {"mtp.pre_fc_norm_hidden.weight", "nextn.hnorm.weight"},
+                                    {"mtp.norm.weight", "nextn.shared_head_norm.weight"}};
+    for (const auto& [c, g] : kTop)
+        if (canonical == c)
+            return starts_with(g, "nextn.") ? "blk." + std::to_string(n_trunk) + "." + g : g;
+    int block = -1;
+    std::string rest;
+    if (starts_with(canonical, "mtp.layers.")) {
+        const size_t dot = canonical.find('.', 11);
+        if (dot == std::string::npos) return canonical;
+        block = n_trunk + std::atoi(canonical.substr(11, dot - 11).c_str());
+        rest = canonical.substr(dot + 1);
+    } else if (starts_with(canonical, "layers.")) {
+        const size_t dot = canonical.find('.', 7);
+        if (dot == std::string::npos) return canonical;
+        block = std::atoi(canonical.substr(7, dot - 7).c_str());
+        rest = canonical.substr(dot + 1);
+    } else {
+        return canonical;
+    }
+    const std::string blk = "blk." + std::to_string(block) + ".";
+    if (starts_with(rest, "mlp.experts.")) {  // mlp.experts.E.gate_proj.weight: one stacked tensor
+        for (const char* g :
+             {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}) {
+            const std::string proj = std::string(".") + stacked_expert_proj(g);
+            if (rest.size() > proj.size() &&
+                rest.compare(rest.size() - proj.size(), proj.size(), proj) == 0)
+                return blk + g;
+        }
+        return canonical;
+    }
+    for (const auto& [gguf, c] : kBlockTensors)
+        if (rest == c) return blk + gguf;
+    return canonical;
 }
 
 RawTensor raw_from_gguf(const GgufFile& g, const GgufTensorInfo& info) {
@@ -261,6 +308,9 @@ Checkpoint gguf_to_checkpoint(const GgufFile& g, bool load_mtp, bool allow_mtp_o
         ck.tensors[canonical] = std::move(t);
     }
 
+    ck.file_name_of = [n_trunk](const std::string& canonical) {
+        return gguf_name_of(canonical, n_trunk);
+    };
     const RawTensor* embed = ck.find("embed_tokens.weight");
     if (!embed) fail(g.path, ": missing tensor 'token_embd.weight'");
     if (embed->shape.size() != 2 || embed->shape[1] != ck.config.hidden_size)

@@ -1,8 +1,8 @@
 // Hugging Face safetensors checkpoints: official multimodal layout (model.language_model.*),
 // text-only layout (model.*), inline MTP head (mtp.*), and qwen3_5_mtp drafters (--draft-model).
-#include <optional>
-
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.h"
 #include "core/json_file.h"
@@ -106,6 +106,14 @@ Checkpoint load_hf_checkpoint(const std::string& dir, const LoadOptions& options
             if (down) ck.tensors.erase(prefix + "experts.down_proj");
         }
     }
+    const bool multimodal_names =
+        std::any_of(ck.file_tensor_names.begin(), ck.file_tensor_names.end(),
+                    [](const std::string& n) { return starts_with(n, "model.language_model."); });
+    ck.file_name_of = [prefix = std::string(multimodal_names ? "model.language_model." : "model.")](
+                          const std::string& canonical) {
+        return starts_with(canonical, "mtp.") || canonical == "lm_head.weight" ? canonical
+                                                                               : prefix + canonical;
+    };
     // Tied or not is decided by what the files hold, not by the config flag.
     ck.config.tied_embeddings = ck.find("lm_head.weight") == nullptr;
     bool has_mtp = ck.find("mtp.fc.weight") != nullptr;

@@ -97,6 +97,18 @@ python3 -c "import json; c=json.load(open('$MODEL/config.json')); c['text_config
 cp "$MODEL/model.safetensors" "$TMP/shape/"
 expect 1 "mlp.gate_proj.weight' has shape \[256, 128\], expected \[512, 128\]" -- "$NEXTN" inspect "$TMP/shape"
 
+# A tensor the files lack is named as the files would name it (its canonical name beside it).
+mkdir "$TMP/missing"
+cp "$MODEL/config.json" "$TMP/missing/"
+python3 - "$MODEL/model.safetensors" "$TMP/missing/model.safetensors" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+old = b'"model.language_model.layers.0.mlp.up_proj.weight"'
+assert data.count(old) == 1
+open(sys.argv[2], "wb").write(data.replace(old, old.replace(b"up_proj", b"up_prxj")))
+PY
+expect 1 "missing tensor 'model.language_model.layers.0.mlp.up_proj.weight' \(layers.0.mlp.up_proj.weight\)" -- "$NEXTN" run "$TMP/missing" -p hi
+
 # Not JSON.
 mkdir "$TMP/badjson"
 echo "{nope" > "$TMP/badjson/config.json"
