@@ -6,9 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/mapped_file.h"
 #include "formats/checkpoint.h"
 #include "formats/mlx_checkpoint.h"
 #include "kernels/weight.h"
@@ -150,6 +154,35 @@ TEST(FormatsMlxFixtures, NoMtpSkipsSidecarAndInlineHeads) {
         for (const auto& [name, t] : ck.tensors) EXPECT_FALSE(starts_with(name, "mtp.")) << folder << " " << name;
         EXPECT_TRUE(ck.find("layers.0.linear_attn.in_proj_qkv.weight")) << folder;
     }
+}
+
+// A config that names a sidecar the directory lacks is an error naming it (a run would otherwise
+// go on without the head it promises); --no-mtp loads the trunk all the same.
+TEST(FormatsMlxFixtures, MissingSidecarIsAnErrorUnlessNoMtp) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    namespace fs = std::filesystem;
+    const fs::path from = fx + "/qwen35-dense-tiny/mlx-4bit",
+                   dir = test::scratch_dir() + "/mlx-4bit-no-sidecar";
+    fs::create_directories(dir);
+    for (const char* f : {"model.safetensors", "model.safetensors.index.json", "tokenizer.json",
+                          "tokenizer_config.json"})
+        if (!fs::exists(dir / f)) fs::create_symlink(from / f, dir / f);
+    nlohmann::json config = nlohmann::json::parse(read_text_file((from / "config.json").string()));
+    ASSERT_TRUE(config.contains("mlx_lm_extra_tensors"));
+    config["mlx_lm_extra_tensors"]["mtp_file"] = "nope.safetensors";
+    std::ofstream((dir / "config.json").string()) << config.dump();
+    try {
+        load_checkpoint(dir.string());
+        ADD_FAILURE() << "loaded without its sidecar";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(
+                      "mtp_file names 'nope.safetensors', which is not in the model directory"),
+                  std::string::npos)
+            << e.what();
+    }
+    LoadOptions no_mtp;
+    no_mtp.load_mtp = false;
+    EXPECT_EQ("none", load_checkpoint(dir.string(), no_mtp).mtp_source);
 }
 
 TEST(FormatsMlx, CanonicalNames) {

@@ -131,7 +131,10 @@ Checkpoint load_mlx_checkpoint(const std::string& dir, const nlohmann::json& con
             if (!options.load_mtp) {
                 ck.notes.push_back("MTP sidecar " + name + " ignored (--no-mtp)");
             } else if (!file_exists(path)) {
-                ck.notes.push_back("config names MTP sidecar " + name + " but the file is missing: no MTP head");
+                // An error, not a note: a run would otherwise go on without the head the config
+                // promises and say only "no MTP head".
+                fail(config_path, ": mlx_lm_extra_tensors.mtp_file names '", name,
+                     "', which is not in the model directory (--no-mtp runs without the head)");
             } else {
                 SafetensorsFile side = read_safetensors(path);
                 ck.keep_alive.push_back(side.file);
