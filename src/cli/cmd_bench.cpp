@@ -182,7 +182,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
     };
     for (auto& x : model_flags()) specs.push_back(x);
     Args a(specs, argv);
-    if (a.has("help") || (a.positional().size() != 1 && !a.has("synthetic"))) {
+    // Without any model the help is the answer (exit 2); two models are an error naming that.
+    if (a.has("help") || (a.positional().empty() && !a.has("synthetic"))) {
         std::cout << "usage: nextn bench MODEL [options]\n"
                   << "       nextn bench --synthetic NAME [--quant TYPE] [--draft random|perfect|none] [options]\n\n"
                   << "Measures read bandwidth (over a buffer of 4x the last-level cache, at least\n"

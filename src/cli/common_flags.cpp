@@ -127,6 +127,11 @@ ModelOptions model_options_from(const Args& a) {
     } else if (q == "q4" || q == "q4_0") {
         o.matrix_type = WType::Q4_0;
     } else if (q == "q4_k_m") {
+        if (!a.has("synthetic"))  // the flag is bench's, so every other command lands here
+            throw UsageError(
+                "--quant q4_k_m builds synthetic models (nextn bench --synthetic NAME); a "
+                "checkpoint "
+                "is not requantized to it: a Q4_K_M GGUF file loads as it is (--quant native)");
         o.q4_k_m = true;  // the types: SyntheticOptions (synthetic models only)
     } else {
         throw UsageError("--quant: unknown type '" + q + "' (supported: native, f32, bf16, q8_0, q4; q4_k_m for synthetic models)");

@@ -25,7 +25,8 @@ private:
     size_t size_ = 0;
 };
 
-bool file_exists(const std::string& path);
+bool file_exists(const std::string& path);  // a regular file
+bool path_exists(const std::string& path);  // anything: file, directory, device, ...
 bool is_directory(const std::string& path);
 std::string read_text_file(const std::string& path);
 

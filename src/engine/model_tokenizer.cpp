@@ -1,6 +1,7 @@
 #include "engine/model_tokenizer.h"
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "formats/gguf_checkpoint.h"
 #include "formats/gguf_tokenizer.h"
 
@@ -35,8 +36,14 @@ Tokenizer load_tokenizer_from_path(const std::string& path) {
             fail(path, ": no tokenizer.json in this directory");
         return Tokenizer::load(path);
     }
-    if (!file_exists(path)) fail("tokenizer path '", path, "' does not exist");
+    if (!file_exists(path)) {
+        if (path_exists(path))
+            fail("tokenizer path '", path, "' is neither a file nor a directory");
+        fail("tokenizer path '", path, "' does not exist");
+    }
     if (is_gguf_file(path)) return tokenizer_from_gguf(path);
+    if (has_gguf_extension(path))
+        fail(path, ": not a GGUF file (it does not start with the bytes 'GGUF')");
     return Tokenizer::load(path);
 }
 

@@ -1,5 +1,6 @@
 #include "formats/gguf_checkpoint.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -234,6 +235,13 @@ bool is_gguf_file(const std::string& path) {
     char magic[4] = {};
     in.read(magic, 4);
     return in && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+bool has_gguf_extension(const std::string& path) {
+    if (path.size() < 5) return false;
+    std::string ext = path.substr(path.size() - 5);
+    for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return ext == ".gguf";
 }
 
 Checkpoint gguf_to_checkpoint(const GgufFile& g, bool load_mtp, bool allow_mtp_only) {

@@ -7,7 +7,11 @@
 
 namespace nextn {
 
+// Whether the file starts with GGUF's magic bytes.
 bool is_gguf_file(const std::string& path);
+// Whether the name ends in .gguf (any case): such a file that is_gguf_file rejects is a
+// corrupt GGUF, worth saying so rather than trying the other formats.
+bool has_gguf_extension(const std::string& path);
 
 // A whole model. The tokenizer lives in the file's metadata: read it with
 // read_gguf_tokenizer(path) (formats/gguf_tokenizer.h). Fails for MTP-only files (they are

@@ -128,6 +128,7 @@ std::vector<SafetensorsFile> read_safetensors_dir(const std::string& dir) {
                 fail(index_path, ": weight_map names a file outside the directory: '", shard, "'");
             shard_names.insert(shard);
         }
+        if (shard_names.empty()) fail(index_path, ": weight_map is empty (it names no shard file)");
         for (const auto& s : shard_names) files.push_back(dir + "/" + s);
     } else {
         for (const auto& entry : fs::directory_iterator(dir)) {

@@ -109,6 +109,19 @@ open(sys.argv[2], "wb").write(data.replace(old, old.replace(b"up_proj", b"up_prx
 PY
 expect 1 "missing tensor 'model.language_model.layers.0.mlp.up_proj.weight' \(layers.0.mlp.up_proj.weight\)" -- "$NEXTN" run "$TMP/missing" -p hi
 
+# Paths that are no model: a device, a text file named .gguf, an index that names no shard.
+expect 1 "model path '/dev/null' is neither a file nor a directory" -- "$NEXTN" inspect /dev/null
+echo "not a model" > "$TMP/text.gguf"
+expect 1 "text.gguf: not a GGUF file \(it does not start with the bytes 'GGUF'\)" -- "$NEXTN" inspect "$TMP/text.gguf"
+expect 1 "text.gguf: not a GGUF file" -- "$NEXTN" tokenize "$TMP/text.gguf"
+mkdir "$TMP/noshards"
+cp "$MODEL/config.json" "$MODEL/model.safetensors" "$TMP/noshards/"
+echo '{"weight_map": {}}' > "$TMP/noshards/model.safetensors.index.json"
+expect 1 "model.safetensors.index.json: weight_map is empty" -- "$NEXTN" inspect "$TMP/noshards"
+# Flags that belong elsewhere: q4_k_m is for synthetic models; bench takes one model.
+expect 2 "^nextn run: --quant q4_k_m builds synthetic models" -- "$NEXTN" run "$MODEL" -p hi --quant q4_k_m
+expect 2 "^nextn bench: give either MODEL or --synthetic NAME" -- "$NEXTN" bench "$MODEL" "$MODEL"
+
 # Not JSON.
 mkdir "$TMP/badjson"
 echo "{nope" > "$TMP/badjson/config.json"
