@@ -72,9 +72,11 @@ void print_report(const DecodeStats& s, bool mtp, double load_seconds) {
 }
 
 void write_stats_json(const std::string& path, const DecodeStats& s,
-                      const std::vector<int32_t>& ids, int depth, bool mtp, double load_seconds) {
+                      const std::vector<int32_t>& ids, int depth, bool mtp, double load_seconds,
+                      uint64_t seed) {
     nlohmann::ordered_json j;
     j["generated_ids"] = ids;
+    j["seed"] = seed;
     j["load_seconds"] = load_seconds;
     j["prompt_tokens"] = s.prompt_tokens;
     j["generated"] = s.generated();
@@ -211,9 +213,13 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (a.has("stats-json"))
         write_stats_json(a.str("stats-json"), stats, generated_ids,
                          session.controller() ? session.controller()->best_depth() : int(depth),
-                         session.uses_mtp(), load_seconds);
+                         session.uses_mtp(), load_seconds, opts.sampler.seed);
     if (!a.has("quiet")) {
         print_report(stats, session.uses_mtp(), load_seconds);
+        if (a.str("seed", "0") == "-1" && !opts.sampler.greedy())
+            std::fprintf(stderr, "--- seed: %llu (random; --seed %llu gives this text again)\n",
+                         (unsigned long long)opts.sampler.seed,
+                         (unsigned long long)opts.sampler.seed);
         if (session.controller())
             std::fprintf(stderr, "--- adaptive depth: settled on %d\n", session.controller()->best_depth());
     }

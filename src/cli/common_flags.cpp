@@ -1,13 +1,14 @@
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
-
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -62,10 +63,14 @@ std::vector<FlagSpec> sampling_flags() {
         {"top-p", "", true, "nucleus sampling mass (1 = off)", "P"},
         {"min-p", "", true, "drop tokens below P x the top probability (0 = off)", "P"},
         {"repeat-penalty", "", true, "llama.cpp repetition penalty (1 = off)", "R"},
-        {"repeat-last-n", "", true, "tokens the penalties look back over (default 64)", "N"},
+        {"repeat-last-n", "", true,
+         "tokens the penalties look back over (default 64; -1: all, 0: none)", "N"},
         {"presence-penalty", "", true, "OpenAI presence penalty (0 = off)", "X"},
         {"frequency-penalty", "", true, "OpenAI frequency penalty (0 = off)", "X"},
-        {"seed", "s", true, "random seed (default 0); the same seed and flags give the same text",
+        {"seed", "s", true,
+         "random seed (default 0; -1: a fresh random one, printed); the same seed and flags give "
+         "the "
+         "same text",
          "N"},
     };
 }
@@ -200,7 +205,12 @@ SamplerParams sampler_params_from(const Args& a) {
     p.penalty_last_n = int32_flag(a, "repeat-last-n", 64);
     p.presence_penalty = float(a.number("presence-penalty", 0.0));
     p.frequency_penalty = float(a.number("frequency-penalty", 0.0));
-    p.seed = uint64_t(a.integer("seed", 0));
+    // -1 is llama.cpp's "pick one at random"; the pick is reported so that the text can be had
+    // again.
+    const int64_t seed = a.integer("seed", 0);
+    if (seed < -1)
+        throw UsageError("--seed must be -1 (random) or at least 0, got " + std::to_string(seed));
+    p.seed = seed == -1 ? std::random_device{}() : uint64_t(seed);
     try {
         p.validate(flag_of);
     } catch (const std::exception& e) {

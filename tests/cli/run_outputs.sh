@@ -66,6 +66,17 @@ if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
     [ "$got" = "${full%%$'\n'*}" ] || fail "--stop '\\n': got '$got' want the first line '${full%%$'\n'*}'"
 fi
 
+# --seed -1 picks a seed at random and reports it; that seed gives the same text again, under
+# the adaptive depth as under a fixed one.
+TEXT_MODEL=models/nextn-tiny
+if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
+    first=$("$NEXTN" run "$TEXT_MODEL" -p "def main(" -n 40 --ids -q --temp 0.9 --seed -1 \
+            --stats-json "$TMP/seeded.json") || fail "run --seed -1"
+    seed=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['seed'])" "$TMP/seeded.json")
+    again=$("$NEXTN" run "$TEXT_MODEL" -p "def main(" -n 40 --ids -q --temp 0.9 --seed "$seed") || fail "run --seed $seed"
+    [ "$first" = "$again" ] || fail "--seed $seed (reported by --seed -1): '$again' != '$first'"
+fi
+
 # Quantized at load (q8_0: the int8 kernels where the CPU has them; q4): greedy MTP output
 # equals plain output, with int8 and with f32 activations; and so for this bf16 checkpoint with
 # bf16 activations (the bf16 dot product where the CPU has one).
