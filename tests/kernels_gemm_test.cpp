@@ -161,23 +161,24 @@ TEST(KernelsGemm, RowSplitInvariantBitwise) {
 }
 
 // Widths beyond one tile (prefill; attention's scores of a block of 8 tokens x 4 query heads
-// over the f32 or f16 K cache) are column groups of the same tile.
+// over the f32 or f16 K cache) are column groups of the same tile, for every type gemm_rows
+// reads (kTypes: BatchInvariantBitwise stops at width 16).
 TEST(KernelsGemm, WideBatchMatchesColumns) {
     const Shape s{21, 64};
     for (const std::string& isa : available_isas())
-    for (WType t : {WType::Q8_0, WType::F32, WType::F16}) {
-        const KernelTable& k = kernels_for(isa);
-        const WeightMatrix w = random_weight(t, s, 9);
-        const int64_t n = 37;
-        const std::vector<float> x = random_values(size_t(n * s.cols), 10);
-        const std::vector<float> y = matmul_on(k, w, x, n, 2);
-        for (int64_t j = 0; j < n; ++j) {
-            std::vector<float> xj(x.begin() + j * s.cols, x.begin() + (j + 1) * s.cols);
-            const std::vector<float> yj = matmul_on(k, w, xj, 1, 1);
-            ASSERT_EQ(0, std::memcmp(&y[j * s.rows], yj.data(), size_t(s.rows) * 4))
-                << isa << " " << wtype_name(t) << " j=" << j;
+        for (WType t : kTypes) {
+            const KernelTable& k = kernels_for(isa);
+            const WeightMatrix w = random_weight(t, s, 9);
+            const int64_t n = 37;
+            const std::vector<float> x = random_values(size_t(n * s.cols), 10);
+            const std::vector<float> y = matmul_on(k, w, x, n, 2);
+            for (int64_t j = 0; j < n; ++j) {
+                std::vector<float> xj(x.begin() + j * s.cols, x.begin() + (j + 1) * s.cols);
+                const std::vector<float> yj = matmul_on(k, w, xj, 1, 1);
+                ASSERT_EQ(0, std::memcmp(&y[j * s.rows], yj.data(), size_t(s.rows) * 4))
+                    << isa << " " << wtype_name(t) << " j=" << j;
+            }
         }
-    }
 }
 
 TEST(KernelsGemm, RejectsMalformedWeight) {

@@ -1,9 +1,10 @@
 // Block weights x int8 activations (kernels/int8_dot.h): the chunked layouts hold exactly the
 // Q8_0 / Q4_0 / Q4_1 / Q6_K values; activation codes are within half a step of x and every table's
 // quantizer equals the reference's bytes; every table's kernel equals the scalar reference bit
-// for bit on random data (odd row counts, ragged last chunks, N up to 16, 1 and 2 threads), so
-// batch invariance holds; and the int8 result stays within the bound the activation rounding
-// allows of the f32-activation product.
+// for bit on random data for every chunked type (odd row counts, ragged last chunks, every N up
+// to 16 and a prefill's, 1 and 2 threads), so batch invariance holds; the affine references lie
+// within a few roundings a block of the exact sum; and the int8 result stays within the bound
+// the activation rounding allows of the f32-activation product.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,15 +12,17 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/half.h"
 #include "core/thread_pool.h"
-#include "kernel_test_helpers.h"
 #include "formats/dequant.h"
+#include "kernel_test_helpers.h"
 #include "kernels/int8_dot.h"
-#include "kernels/quant.h"
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
+#include "row_group_checks.h"
 #if defined(__x86_64__)
 #include "kernels/x86/x86_kernels.h"
 #endif
@@ -109,6 +112,46 @@ struct MlxTensor {
         t.biases = reinterpret_cast<const uint8_t*>(biases.data());
     }
 };
+
+// A chunked matrix and the tensor its values came from (for failure messages).
+struct Chunked {
+    std::string source;
+    WeightMatrix w;
+};
+
+// The chunked types made only from a checkpoint's codes, [s.rows, s.cols] (s.cols a multiple of
+// 256): Q4_1FX from GGUF Q4_K and MLX 4-bit, Q8_1FX from GGUF Q5_1 and MLX 8-bit and 6-bit (the
+// int8 forms of Q5_1 and of MLX 6/8-bit models), Q6_KX from GGUF Q6_K.
+std::vector<Chunked> checkpoint_chunked(Shape s, uint32_t seed) {
+    std::vector<Chunked> out;
+    auto add = [&](const char* source, const RawTensor& t, WType type) {
+        WeightMatrix w;
+        const bool made = type == WType::Q6_KX ? repack_q6_k_for_int8_dot(t, s.rows, s.cols, w)
+                                               : repack_affine_for_int8_dot(t, s.rows, s.cols, w);
+        EXPECT_TRUE(made) << source;
+        EXPECT_EQ(type, w.type) << source;
+        if (made) out.push_back({source, std::move(w)});
+    };
+    add("GGUF Q4_K", BlockTensor("q4_k", DType::Q4_K, s.rows, s.cols, 256, 144, {0, 2}, seed).t,
+        WType::Q4_1FX);
+    add("MLX 4-bit", MlxTensor(4, s.rows, s.cols, 64, seed + 1).t, WType::Q4_1FX);
+    add("GGUF Q5_1", BlockTensor("q5_1", DType::Q5_1, s.rows, s.cols, 32, 24, {0, 2}, seed + 2).t,
+        WType::Q8_1FX);
+    add("MLX 8-bit", MlxTensor(8, s.rows, s.cols, 32, seed + 3).t, WType::Q8_1FX);
+    add("MLX 6-bit", MlxTensor(6, s.rows, s.cols, 64, seed + 4).t, WType::Q8_1FX);
+    add("GGUF Q6_K", BlockTensor("q6_k", DType::Q6_K, s.rows, s.cols, 256, 210, {208}, seed + 5).t,
+        WType::Q6_KX);
+    return out;
+}
+
+// Every chunked type: Q8_0X, Q4_0X and Q4_1X from random values, then checkpoint_chunked's.
+std::vector<Chunked> every_chunked_type(Shape s, uint32_t seed) {
+    std::vector<Chunked> out;
+    for (WType type : kBlockTypes)
+        out.push_back({wtype_name(type), repack_for_int8_dot(block_weight(type, s, seed))});
+    for (Chunked& c : checkpoint_chunked(s, seed)) out.push_back(std::move(c));
+    return out;
+}
 
 TEST(KernelsInt8, AffineRepackKeepsEveryValue) {
     BlockTensor q4k("q4_k", DType::Q4_K, 7, 768, 256, 144, {0, 2}, 11);
@@ -202,6 +245,82 @@ TEST(KernelsInt8, AffineFourBitEveryTableEqualsReferenceAndStaysNearTheFloatProd
                       activation_rounding_bound(&wf[size_t(r * 1280)], &x[size_t(j * 1280)], 1280))
                 << "row " << r << " col " << j;
         }
+}
+
+// The MLX 4-bit tensor (groups of 32) of a Q4_1 matrix's values: each block's f16 d and m as
+// the group's f32 scale and bias (exact), its codes packed two to a byte, the first in the low
+// nibble (8 to a little-endian uint32, as MLX packs them).
+struct MlxOfQ4_1 {
+    std::vector<uint8_t> codes;
+    std::vector<float> scales, biases;
+    RawTensor t;
+    explicit MlxOfQ4_1(const WeightMatrix& q)
+        : codes(size_t(q.rows * q.cols / 2)),
+          scales(size_t(q.rows * q.cols / 32)),
+          biases(scales.size()) {
+        for (int64_t r = 0; r < q.rows; ++r)
+            for (int64_t b = 0; b < q.cols / 32; ++b) {
+                const BlockQ4_1& blk =
+                    reinterpret_cast<const BlockQ4_1*>(q.data + size_t(r) * q.row_bytes)[b];
+                const size_t group = size_t(r * (q.cols / 32) + b);
+                scales[group] = f16_to_f32(blk.d);
+                biases[group] = f16_to_f32(blk.m);
+                for (int e = 0; e < 32;
+                     ++e) {  // ggml: byte e holds value e (low) and e + 16 (high)
+                    const int code = e < 16 ? blk.qs[e] & 15 : blk.qs[e - 16] >> 4;
+                    const int64_t i = r * q.cols + b * 32 + e;
+                    codes[size_t(i / 2)] |= uint8_t(code << (4 * (i % 2)));
+                }
+            }
+        t = tensor_over("mlx of q4_1", DType::MLX_AFFINE, q.rows, q.cols, codes);
+        t.bits = 4;
+        t.group_size = 32;
+        t.scale_dtype = DType::F32;
+        t.scales = reinterpret_cast<const uint8_t*>(scales.data());
+        t.biases = reinterpret_cast<const uint8_t*>(biases.data());
+    }
+};
+
+// The affine references pinned as the row-group and K-quant ones are (kernels_row_groups_test,
+// kernels_k_quant_rows_test): the reference's output against the exact sum, in double, of the
+// weight values times the int8 activations (code x scale), the product the int8 path computes,
+// within 8e-7 a block (each adds two rounded products, dw dx and dm dx, and two rounded fmas).
+// Q4_1X: its values read from its Q4_1 blocks; the second layout Q4_1FX, the same values with
+// f32 scale planes (from an MLX 4-bit tensor of them). Q8_1FX from GGUF Q5_1 and from MLX 8-bit
+// and 6-bit (f32 scales and biases with no f16 form): its values from dequantize_to_f32; no
+// other layout holds these codes, so the matrix stands as its own second layout and the exact
+// sum is the check.
+TEST(KernelsInt8, AffineReferencesAgreeWithTheExactSum) {
+    constexpr double kPerBlock = 8e-7;
+    for (Shape s : kShapes) {
+        SCOPED_TRACE(std::to_string(s.rows) + "x" + std::to_string(s.cols));
+        const WeightMatrix q = block_weight(WType::Q4_1, s, 61);
+        const MlxOfQ4_1 mlx(q);
+        WeightMatrix fx;
+        ASSERT_TRUE(repack_affine_for_int8_dot(mlx.t, s.rows, s.cols, fx));
+        ASSERT_EQ(WType::Q4_1FX, fx.type);
+        std::vector<float> want(static_cast<size_t>(s.cols)), got(want.size());
+        for (int64_t r = 0; r < s.rows; ++r) {
+            weight_row_f32(q, r, want.data());
+            weight_row_f32(fx, r, got.data());
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << "Q4_1FX row " << r;
+        }
+        test::expect_reference_near_exact_sum(repack_for_int8_dot(q), fx, q, 3, 62, kPerBlock);
+
+        const BlockTensor q51("q5_1", DType::Q5_1, s.rows, s.cols, 32, 24, {0, 2}, 63);
+        const MlxTensor m8(8, s.rows, s.cols, 32, 64), m6(6, s.rows, s.cols, 32, 65);
+        for (const RawTensor* t : {&q51.t, &m8.t, &m6.t}) {
+            SCOPED_TRACE(std::string(dtype_name(t->dtype)) + " bits " + std::to_string(t->bits));
+            WeightMatrix w;
+            ASSERT_TRUE(repack_affine_for_int8_dot(*t, s.rows, s.cols, w));
+            ASSERT_EQ(WType::Q8_1FX, w.type);
+            std::vector<float> v(size_t(s.rows * s.cols));
+            dequantize_to_f32(*t, v.data());
+            const WeightMatrix values = make_weight_f32(v.data(), s.rows, s.cols, WType::F32);
+            test::expect_reference_near_exact_sum(w, w, values, 3, 62, kPerBlock);
+        }
+    }
 }
 
 // Inverts the documented layout: element i of a column.
@@ -407,6 +526,33 @@ TEST(KernelsInt8, EveryTableEqualsReferenceBitwiseForEveryWidth) {
     }
 }
 
+// Every chunked type, the ones made from a checkpoint's codes too (Q4_1FX, Q8_1FX, Q6_KX: the
+// test above has only the block types, and AffineRepackKeepsEveryValue widths 1, 2 and 5 of
+// one chunk), on rows of three chunks whose last is half padding (1280 values), at every width
+// from 1 to 16 (AVX-512: single-column tiles; one pass of 4 to 8 columns off AMD; column groups
+// of 3 or 4 above that) and at a prefill's (test::kPrefillWidth: ten groups). Every table, 1 and
+// 2 threads (37 rows: three 16-row blocks, the last of 5 rows): column j of a width-n product is
+// the reference's column j.
+TEST(KernelsInt8, EveryChunkedTypeEqualsReferenceBitwiseAtEveryWidth) {
+    const Shape s{37, 1280};
+    std::vector<int64_t> widths;
+    for (int64_t n = 1; n <= 16; ++n) widths.push_back(n);
+    widths.push_back(test::kPrefillWidth);
+    const std::vector<float> x = random_normal(size_t(test::kPrefillWidth * s.cols), 52);
+    for (const Chunked& m : every_chunked_type(s, 51)) {
+        const std::vector<float> want =
+            matmul_on(reference_kernels(), m.w, x, test::kPrefillWidth, 1);
+        for (const std::string& isa : available_isas())
+            for (int64_t n : widths)
+                for (int threads : {1, 2}) {
+                    const std::vector<float> got = matmul_on(kernels_for(isa), m.w, x, n, threads);
+                    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                        << isa << " " << wtype_name(m.w.type) << " from " << m.source << " n=" << n
+                        << " threads=" << threads;
+                }
+    }
+}
+
 #if defined(__x86_64__)
 bool have_avx512() {
     const std::vector<std::string> isas = available_isas();
@@ -422,7 +568,9 @@ void avx512_rows_in_tiles_of(const WeightMatrix& w, const QuantizedColumns& x, f
 // The AVX-512 kernel picks its single-column tile height per CPU vendor and row length (2, 4 or
 // 8 rows), so one machine reaches only some heights through gemm_i8_rows: each height, forced,
 // gives the reference's bits on every shape (row counts leaving remainders for each height),
-// including 2048-value rows (the 4-bit types' 2-row case on a Xeon), at widths 1 and 3.
+// including 2048-value rows (the 4-bit types' 2-row case on a Xeon), at widths 1 and 3. The
+// block types on every shape; the checkpoint-code types (checkpoint_chunked: Q4_1FX, Q8_1FX and
+// Q6_KX, whose single-column tiles take the same heights) on rows of 1280 and 2048 values.
 TEST(KernelsInt8, EverySingleColumnTileHeightEqualsReference) {
     if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
     KernelTable tables[3] = {kernels_for("avx512"), kernels_for("avx512"), kernels_for("avx512")};
@@ -431,20 +579,25 @@ TEST(KernelsInt8, EverySingleColumnTileHeightEqualsReference) {
     tables[2].gemm_i8_rows = &avx512_rows_in_tiles_of<8>;
     std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
     shapes.push_back({7, 2048});
-    for (WType type : kBlockTypes) {
-        for (Shape s : shapes) {
-            WeightMatrix p = repack_for_int8_dot(block_weight(type, s, 5));
-            const std::vector<float> x = random_normal(size_t(3 * s.cols), 6);
-            const std::vector<float> want = matmul_on(reference_kernels(), p, x, 3, 1);
-            for (int h = 0; h < 3; ++h)
-                for (int64_t n : {1, 3})
-                    for (int threads : {1, 2}) {
-                        const std::vector<float> got = matmul_on(tables[h], p, x, n, threads);
-                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                            << wtype_name(p.type) << " " << s.rows << "x" << s.cols << " tiles of " << (2 << h)
-                            << " rows, n=" << n << " threads=" << threads;
-                    }
-        }
+    std::vector<Chunked> weights;
+    for (WType type : kBlockTypes)
+        for (Shape s : shapes)
+            weights.push_back({wtype_name(type), repack_for_int8_dot(block_weight(type, s, 5))});
+    for (Shape s : {Shape{37, 1280}, Shape{7, 2048}})
+        for (Chunked& c : checkpoint_chunked(s, 7)) weights.push_back(std::move(c));
+    for (const Chunked& m : weights) {
+        const WeightMatrix& p = m.w;
+        const std::vector<float> x = random_normal(size_t(3 * p.cols), 6);
+        const std::vector<float> want = matmul_on(reference_kernels(), p, x, 3, 1);
+        for (int h = 0; h < 3; ++h)
+            for (int64_t n : {1, 3})
+                for (int threads : {1, 2}) {
+                    const std::vector<float> got = matmul_on(tables[h], p, x, n, threads);
+                    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                        << wtype_name(p.type) << " from " << m.source << " " << p.rows << "x"
+                        << p.cols << " tiles of " << (2 << h) << " rows, n=" << n
+                        << " threads=" << threads;
+                }
     }
 }
 
@@ -460,7 +613,9 @@ void avx512_rows_choosing(const WeightMatrix& w, const QuantizedColumns& x, floa
 // only, on Zen 5 only for rows over 1 KB: the 2048-value rows here) or in column groups of 3 or 4
 // (the rest, and every wider batch). Each way gives the reference's bits at every width from 1
 // to 16 (single columns, every tile width, streaming and bursts) on 1 and 2 threads, for Q8_0,
-// Q4_0, Q4_1 and Q4_K (as Q4_1FX).
+// Q4_0, Q4_1 and Q4_K (as Q4_1FX), and for Q8_1FX (from GGUF Q5_1 and MLX 8-bit and 6-bit) and
+// MLX 4-bit (Q4_1FX) on rows of three chunks and of four. Not Q6_KX: it takes neither choice (no
+// nibbles to unpack by GFNI, and always its groups of up to 4 columns).
 void expect_tiles_equal_reference(bool gfni, bool one_pass) {
     KernelTable table = kernels_for("avx512");
     table.gemm_i8_rows = gfni ? (one_pass ? &avx512_rows_choosing<true, true> : &avx512_rows_choosing<true, false>)
@@ -468,20 +623,25 @@ void expect_tiles_equal_reference(bool gfni, bool one_pass) {
     BlockTensor q4k("q4_k", DType::Q4_K, 13, 1280, 256, 144, {0, 2}, 43);
     WeightMatrix affine;
     ASSERT_TRUE(repack_affine_for_int8_dot(q4k.t, 13, 1280, affine));
-    std::vector<WeightMatrix> weights;
-    weights.push_back(std::move(affine));
+    std::vector<Chunked> weights;
+    weights.push_back({"GGUF Q4_K", std::move(affine)});
     for (WType type : kBlockTypes)
         for (Shape s : {Shape{37, 96}, Shape{19, 544}, Shape{7, 2048}})
-            weights.push_back(repack_for_int8_dot(block_weight(type, s, 44)));
-    for (const WeightMatrix& w : weights) {
+            weights.push_back({wtype_name(type), repack_for_int8_dot(block_weight(type, s, 44))});
+    for (Shape s : {Shape{37, 1280}, Shape{7, 2048}})
+        for (Chunked& c : checkpoint_chunked(s, 46))
+            if (c.w.type == WType::Q8_1FX || c.source == "MLX 4-bit")
+                weights.push_back(std::move(c));
+    for (const auto& [source, w] : weights) {
         const std::vector<float> x = random_normal(size_t(16 * w.cols), 45);
         const std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
         for (int64_t n = 1; n <= 16; ++n)
             for (int threads : {1, 2}) {
                 const std::vector<float> got = matmul_on(table, w, x, n, threads);
                 ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                    << wtype_name(w.type) << " " << w.rows << "x" << w.cols << " n=" << n << " threads=" << threads
-                    << (gfni ? " GFNI" : " shift and mask") << (one_pass ? ", one pass" : ", column groups");
+                    << wtype_name(w.type) << " from " << source << " " << w.rows << "x" << w.cols
+                    << " n=" << n << " threads=" << threads << (gfni ? " GFNI" : " shift and mask")
+                    << (one_pass ? ", one pass" : ", column groups");
             }
     }
 }
@@ -620,15 +780,31 @@ TEST(KernelsInt8, SharedInputProductsEqualSeparateOnes) {
 
 // A batch of products with their own inputs (a MoE layer's routed experts): inputs of several
 // widths (0 skips the job), one input read by two matrices, one pointer read with two different
-// row lengths, f32 and int8-dot weights, sizes on both sides of the threading bound. Every output
-// equals its own matmul() bit for bit, on every ISA and thread count, and a skipped job's
-// output is left untouched.
+// row lengths, f32, int8-dot (chunked and in 16-row groups: Q8_0R, Q4_KR) and BF16D weights,
+// sizes on both sides of the threading bound. BF16D's activations are rounded to bf16 once per
+// distinct input, apart from the int8 ones: here one pointer is read as int8, bf16 and f32
+// activations; two BF16D matrices share one rounded input; and one pointer is rounded for two
+// widths (the narrower first, so that sharing one rounding between them would leave the wider
+// job's later columns unwritten) and another for two row lengths. Every output equals its own
+// matmul() bit for bit, on every ISA and thread count, and a skipped job's output is left
+// untouched.
 TEST(KernelsInt8, BatchedProductsEqualSeparateOnes) {
     const WeightMatrix a = repack_for_int8_dot(block_weight(WType::Q8_0, {37, 544}, 31));
     const WeightMatrix b = block_weight(WType::F32, {20, 544}, 32);
     const WeightMatrix c = repack_for_int8_dot(block_weight(WType::Q4_0, {3, 1024}, 33));
     const WeightMatrix d = repack_for_int8_dot(block_weight(WType::Q4_1, {300, 1024}, 34));
     const WeightMatrix e = repack_for_int8_dot(block_weight(WType::Q8_0, {48, 544}, 35));
+    const WeightMatrix f = block_weight(WType::BF16D, {40, 1024}, 39);
+    const WeightMatrix g = block_weight(WType::BF16D, {20, 544}, 40);
+    const WeightMatrix h = block_weight(WType::BF16D, {33, 1024}, 41);
+    const WeightMatrix r8 =
+        repack_for_int8_dot(block_weight(WType::Q8_0, {37, 544}, 42), WType::Q8_0R);
+    const BlockTensor q4k("q4_k", DType::Q4_K, 33, 1024, 256, 144, {0, 2}, 43);
+    WeightMatrix rk;
+    ASSERT_TRUE(repack_k_quant_tensor(q4k.t, 33, 1024, WType::Q4_KR, rk));
+    for (const WeightMatrix* w : {&f, &g, &h}) ASSERT_EQ(WType::BF16D, w->type);
+    ASSERT_EQ(WType::Q8_0R, r8.type);
+    ASSERT_EQ(WType::Q4_KR, rk.type);
     const std::vector<float> x1 = random_normal(size_t(3 * 1024), 36);  // [3, 1024] or [3, 544]
     const std::vector<float> x2 = random_normal(size_t(17 * 1024), 37);
     const std::vector<float> x3 = random_normal(size_t(1 * 544), 38);
@@ -637,8 +813,10 @@ TEST(KernelsInt8, BatchedProductsEqualSeparateOnes) {
         const std::vector<float>* x;
         int64_t n;
     };
-    const Case cases[] = {{&a, &x1, 3}, {&b, &x1, 3}, {&c, &x1, 3}, {&d, &x2, 17},
-                          {&e, &x3, 1}, {&a, &x3, 0}, {&d, &x1, 1}, {&e, &x2, 5}};
+    const Case cases[] = {
+        {&a, &x1, 3},  {&b, &x1, 3}, {&c, &x1, 3},  {&d, &x2, 17}, {&e, &x3, 1},   {&a, &x3, 0},
+        {&d, &x1, 1},  {&e, &x2, 5}, {&f, &x1, 3},  {&g, &x1, 3},  {&h, &x1, 3},   {&f, &x2, 2},
+        {&h, &x2, 17}, {&f, &x1, 0}, {&r8, &x3, 1}, {&r8, &x1, 3}, {&rk, &x2, 17}, {&rk, &x1, 2}};
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);
         for (int threads : {1, 2}) {
