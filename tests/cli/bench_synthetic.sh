@@ -80,7 +80,6 @@ fi
 # --quant q4_k_m (synthetic only): llama.cpp's Q4_K_M mix, built through the K-quant encoders and
 # held as a Q4_K_M file's tensors are; the perfect head's drafts all accepted. Without the int8
 # kernels (no AVX2) it is refused, naming why.
-expect 1 "--quant q4_k_m builds synthetic models" -- "$NEXTN" run tests/data/qwen35-dense-tiny -p hi --quant q4_k_m
 out=$("$NEXTN" bench --synthetic qwen3.5-0.8b --quant q4_k_m --draft perfect --prompt-tokens 4 \
       --decode-tokens 9 --repeat 1 --threads 2 --json 2>"${TMPDIR:-/tmp}/nextn_q4km_err.$$")
 rc=$?
