@@ -13,7 +13,7 @@ echo
 echo "== greedy, MTP drafts (depth 3)"
 "$NEXTN" run "$MODEL" -p "$PROMPT" -n 96 --draft-depth 3
 echo
-echo "== sampled (temp 0.7, top-p 0.9, seed 1), MTP drafts"
+echo "== sampled (temp 0.7, top-p 0.9, seed 1), MTP drafts (depths chosen from acceptance alone, so the seed repeats the text)"
 "$NEXTN" run "$MODEL" -p "$PROMPT" -n 96 --temp 0.7 --top-p 0.9 --seed 1
 echo
 echo "== greedy without MTP (same text as the first run, for the speed comparison)"
