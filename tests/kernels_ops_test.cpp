@@ -92,6 +92,23 @@ TEST(KernelsOps, L2normMatchesReference) {
     }
 }
 
+// Every ISA's norm of the 3 rows of width d that `norm(table, y)` writes, against the
+// reference's `ref`: within `bound` relative, and the all-zero middle row exactly 0.
+template <class Norm>
+void expect_every_isa_near(const std::vector<float>& ref, int64_t d, double bound, Norm&& norm) {
+    for (const std::string& isa : available_isas()) {
+        std::vector<float> got(ref.size(), std::nanf(""));
+        norm(kernels_for(isa), got.data());
+        for (int64_t i = 0; i < int64_t(ref.size()); ++i) {
+            if (i / d == 1)
+                ASSERT_EQ(got[i], 0.0f) << isa << " d=" << d << " i=" << i;
+            else
+                ASSERT_NEAR(got[i], ref[i], bound * std::fabs(ref[i]))
+                    << isa << " d=" << d << " i=" << i;
+        }
+    }
+}
+
 // With inputs of 1e-4 .. 1e-3 and eps = 1e-5, eps dominates the denominator (a mean square
 // below 1e-6). Above, at |x| ~ 2, eps = 1e-6 moves the output by ~1e-7 relative, inside the
 // bounds (only d = 1, where a single value's square can be small, shows a dropped eps), so a
@@ -130,17 +147,9 @@ TEST(KernelsOps, RmsnormEpsDominatedMatchesReferenceAndFormula) {
                           10 * bound * std::fabs(exact));
             }
         }
-        for (const std::string& isa : available_isas()) {
-            std::vector<float> got(x.size(), std::nanf(""));
-            kernels_for(isa).rmsnorm(x.data(), w.data(), rows, d, eps, got.data());
-            for (int64_t i = 0; i < rows * d; ++i) {
-                if (i / d == 1)
-                    ASSERT_EQ(got[i], 0.0f) << isa << " d=" << d << " i=" << i;
-                else
-                    ASSERT_NEAR(got[i], ref[i], bound * std::fabs(ref[i]))
-                        << isa << " d=" << d << " i=" << i;
-            }
-        }
+        expect_every_isa_near(ref, d, bound, [&](const KernelTable& k, float* y) {
+            k.rmsnorm(x.data(), w.data(), rows, d, eps, y);
+        });
     }
 }
 
@@ -175,17 +184,9 @@ TEST(KernelsOps, L2normEpsDominatedMatchesReferenceAndFormula) {
                           10 * bound * std::fabs(exact));
             }
         }
-        for (const std::string& isa : available_isas()) {
-            std::vector<float> got(x.size(), std::nanf(""));
-            kernels_for(isa).l2norm(x.data(), rows, d, eps, got.data());
-            for (int64_t i = 0; i < rows * d; ++i) {
-                if (i / d == 1)
-                    ASSERT_EQ(got[i], 0.0f) << isa << " d=" << d << " i=" << i;
-                else
-                    ASSERT_NEAR(got[i], ref[i], bound * std::fabs(ref[i]))
-                        << isa << " d=" << d << " i=" << i;
-            }
-        }
+        expect_every_isa_near(ref, d, bound, [&](const KernelTable& k, float* y) {
+            k.l2norm(x.data(), rows, d, eps, y);
+        });
     }
 }
 

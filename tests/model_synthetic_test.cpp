@@ -265,6 +265,26 @@ TEST(SyntheticForward, RealWidthModelRunsAndRandomHeadIsRarelyAccepted) {
     EXPECT_LT(double(spec.accepted[0]) / double(spec.drafted[0]), 0.2);
 }
 
+// Greedy MTP output of a perfect-draft model equals plain decoding at depths 1..3 and every
+// draft is accepted, with either KV cache type: an f16 cache is rounded once, when written, so
+// it too must give a verify's columns the bits of decode steps.
+void expect_perfect_drafts_equal_plain(Qwen35Model& model, const std::string& label) {
+    const std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
+    for (KvCacheType kv : {KvCacheType::F32, KvCacheType::F16}) {
+        model.set_kv_cache_type(kv);
+        const std::vector<int32_t> plain = decode(model, prompt, 0, 33, nullptr);
+        for (int depth = 1; depth <= 3; ++depth) {
+            DecodeStats spec;
+            EXPECT_EQ(plain, decode(model, prompt, depth, 33, &spec))
+                << label << " " << kv_cache_type_name(kv) << " KV depth " << depth;
+            ASSERT_GT(spec.drafted[0], 0);
+            EXPECT_EQ(spec.drafted[0], spec.accepted[0])
+                << "a perfect head's drafts are all accepted";
+        }
+    }
+    model.set_kv_cache_type(KvCacheType::F32);
+}
+
 // A model held in Q4_0R or Q8_0R (16-row groups, on whatever table runs: the AVX-512 or 256-bit
 // kernel, or the reference) speculates exactly: greedy MTP output equals plain decoding at depths 1..3, with
 // its draft head's LM head rows a view of the trunk's whose row count ends inside a group; that
@@ -291,21 +311,7 @@ TEST(SyntheticForward, RowGroupModelsSpeculateExactly) {
                                          size_t(draft_rows) * sizeof(float)))
                     << wtype_name(type) << " column " << j;
         }
-        // With either KV cache type: an f16 cache is rounded once, when written, so it too must
-        // give a verify's columns the bits of decode steps.
-        std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
-        for (KvCacheType kv : {KvCacheType::F32, KvCacheType::F16}) {
-            lm.model->set_kv_cache_type(kv);
-            std::vector<int32_t> plain = decode(*lm.model, prompt, 0, 33, nullptr);
-            for (int depth = 1; depth <= 3; ++depth) {
-                DecodeStats spec;
-                EXPECT_EQ(plain, decode(*lm.model, prompt, depth, 33, &spec))
-                    << wtype_name(type) << " " << kv_cache_type_name(kv) << " KV depth " << depth;
-                ASSERT_GT(spec.drafted[0], 0);
-                EXPECT_EQ(spec.drafted[0], spec.accepted[0])
-                    << "a perfect head's drafts are all accepted";
-            }
-        }
+        expect_perfect_drafts_equal_plain(*lm.model, wtype_name(type));
     }
 }
 
@@ -396,20 +402,7 @@ TEST(SyntheticForward, Q4KMModelsSpeculateExactly) {
         size_t bytes = vector_bytes(w);
         for (const WeightMatrix* m : matrices(w)) bytes += m->nbytes();
         EXPECT_EQ(synthetic_size(c, o).bytes, bytes);
-        std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
-        for (KvCacheType kv : {KvCacheType::F32, KvCacheType::F16}) {
-            lm.model->set_kv_cache_type(kv);
-            std::vector<int32_t> plain = decode(*lm.model, prompt, 0, 33, nullptr);
-            for (int depth = 1; depth <= 3; ++depth) {
-                DecodeStats spec;
-                EXPECT_EQ(plain, decode(*lm.model, prompt, depth, 33, &spec))
-                    << (rows ? "rows" : "chunked") << " " << kv_cache_type_name(kv) << " KV depth "
-                    << depth;
-                ASSERT_GT(spec.drafted[0], 0);
-                EXPECT_EQ(spec.drafted[0], spec.accepted[0])
-                    << "a perfect head's drafts are all accepted";
-            }
-        }
+        expect_perfect_drafts_equal_plain(*lm.model, rows ? "rows" : "chunked");
     }
 }
 
