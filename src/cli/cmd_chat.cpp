@@ -92,6 +92,7 @@ int cmd_chat(const std::vector<std::string>& argv) {
         std::cout << "> " << std::flush;
         if (!std::getline(std::cin, line)) break;
         if (line.empty()) continue;
+        warn_if_not_utf8(line, "the message");
         std::string prompt_text;
         if (a.has("raw")) {
             prompt_text = line;

@@ -158,6 +158,7 @@ int cmd_run(const std::vector<std::string>& argv) {
         prompt = parse_id_list(a.str("tokens"), "tokens");
     } else {
         if (!tok) fail(a.positional()[0], ": no tokenizer found; use --tokens");
+        warn_if_not_utf8(a.str("prompt"), "the prompt");
         prompt = tok->encode(a.str("prompt"));
         if (prompt.empty()) throw UsageError("the prompt encodes to no tokens");
     }

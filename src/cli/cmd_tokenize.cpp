@@ -45,6 +45,7 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
         return 0;
     }
     std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    warn_if_not_utf8(text, "the input");
     std::cout << nlohmann::json(tok.encode(text, special)).dump() << "\n";
     return 0;
 }

@@ -3,6 +3,7 @@
 // process exit code: 0 success, 1 runtime error (bad file, bad request), 2 usage error.
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/args.h"
@@ -31,6 +32,10 @@ int64_t token_count_flag(const Args& a, const std::string& name, int64_t fallbac
 // length, config max_positions, where the checkpoint states one), else `wanted` capped at that
 // length (generation then ends where the context does).
 int64_t context_from(const Args& a, int64_t wanted, const ModelConfig& config);
+// A warning on stderr when `text` is not valid UTF-8: the tokenizer reads each invalid byte
+// sequence as U+FFFD (as Python's errors="replace" does before a Hugging Face tokenizer), so
+// the model sees other text than the bytes given.
+void warn_if_not_utf8(std::string_view text, const std::string& what);
 // Progress of long work on stderr ("WHAT:  42% of 1.23 GB"): in place on a terminal, every 25%
 // otherwise. Silent until `after_seconds` have passed since it was made, so a quick load
 // prints nothing; once it has printed, it prints 100% at the end.

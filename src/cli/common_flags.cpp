@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "tokenizer/utf8.h"
 
 namespace nextn::cli {
 
@@ -217,6 +218,14 @@ SamplerParams sampler_params_from(const Args& a) {
         throw UsageError(e.what());
     }
     return p;
+}
+
+void warn_if_not_utf8(std::string_view text, const std::string& what) {
+    if (!utf8::is_valid(text))
+        std::fprintf(
+            stderr,
+            "warning: %s is not valid UTF-8; each invalid byte sequence is read as U+FFFD\n",
+            what.c_str());
 }
 
 int64_t token_count_flag(const Args& a, const std::string& name, int64_t fallback, int64_t min) {

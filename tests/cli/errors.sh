@@ -55,6 +55,9 @@ expect 1 "outside the vocabulary" -- "$NEXTN" run "$MODEL" --tokens 1,2,999999
 chat_lines() { printf "$1" | "$NEXTN" chat "${@:2}"; }
 expect 0 "note: the reply stopped at the end of the context \(--ctx 24\)" -- chat_lines 'hi\n' "$MODEL" --ctx 24
 expect 1 "error: the conversation \([0-9]+ tokens\) no longer fits --ctx 24" -- chat_lines 'hi\nagain\n' "$MODEL" --ctx 24
+# Input that is not UTF-8 is read with U+FFFD for each invalid sequence, and said so.
+tokenize_bytes() { printf "$1" | "$NEXTN" tokenize "${@:2}"; }
+expect 0 "warning: the input is not valid UTF-8; each invalid byte sequence is read as U\+FFFD" -- tokenize_bytes '\xff\xfeabc' "$MODEL"
 # --stats-json is checked before the model loads and the text is generated.
 expect 1 "--stats-json: the folder '.*/none' does not exist" -- "$NEXTN" run "$MODEL" -p hi --stats-json "$TMP/none/s.json"
 expect 1 "--stats-json: '.*' is a directory" -- "$NEXTN" run "$MODEL" -p hi --stats-json "$TMP"
