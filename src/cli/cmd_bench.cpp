@@ -218,8 +218,13 @@ int cmd_bench(const std::vector<std::string>& argv) {
             "note: --prompt-tokens %lld + --decode-tokens %lld run past the model's context length "
             "(%lld tokens); those positions are timed all the same\n",
             (long long)n_prompt, (long long)n_decode, (long long)limit);
+    // The report is the command's output: on stdout, as every command's results are (with
+    // --json the JSON alone is); load times and notes stay on stderr.
     auto say = [&](const char* fmt, auto... xs) {
-        if (!json) std::fprintf(stderr, fmt, xs...);
+        if (!json) {
+            std::fprintf(stdout, fmt, xs...);
+            std::fflush(stdout);  // each line as it is measured, also into a pipe
+        }
     };
     nlohmann::ordered_json out;
     const WType quant = dominant_weight_type(model.weights());

@@ -113,6 +113,10 @@ int cmd_inspect(const std::vector<std::string>& argv) {
               << "parameters:      " << params << " (MTP " << mtp_params << ")\n"
               << "tensor types:   ";
     for (const auto& [t, n] : dtype_counts) std::cout << " " << t << " x" << n;
+    // The counts are of the tensors the model reads: a file's stacked or fused expert tensor is
+    // one per expert here, so on MoE files they exceed the file's own count (the format note
+    // below gives a GGUF's).
+    if (c.moe) std::cout << " (experts counted one tensor each)";
     std::cout << "\n";
     // What the kernels will read: the file's types kept, repacked or widened to f32.
     std::map<std::string, int64_t> held;

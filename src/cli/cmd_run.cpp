@@ -2,6 +2,7 @@
 // checkpoint has a head, streaming the output and reporting speed and acceptance.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -34,7 +35,10 @@ std::vector<FlagSpec> run_flags() {
          "context size in tokens (default: prompt + n + 16, at most the model's context length)",
          "N"},
         {"ignore-eos", "", false, "keep generating past end-of-sequence tokens"},
-        {"logprobs", "", true, "print the log-probability of each token and N alternatives", "N"},
+        {"logprobs", "", true,
+         "print the log-probability of each token and N alternatives (0..20), from the model's "
+         "distribution after logit bias and penalties, before temperature and top-k/top-p/min-p",
+         "N"},
         {"stop", "", true,
          "stop when the output text contains STR (repeatable); STR is not printed; \\n, \\t, \\r, "
          "\\\\, \\xNN escapes are read as their bytes",
@@ -54,9 +58,14 @@ void print_report(const DecodeStats& s, bool mtp, double load_seconds) {
     std::fprintf(stderr, "--- prefill: %lld tokens in %.3f s (%.1f tok/s)\n",
                  (long long)s.prompt_tokens, s.prefill_seconds,
                  s.prefill_seconds > 0 ? double(s.prompt_tokens) / s.prefill_seconds : 0.0);
-    std::fprintf(stderr, "--- decode: %lld tokens in %.3f s (%.1f tok/s), %lld rounds, %.2f tokens/round\n",
-                 (long long)s.generated(), s.decode_seconds, s.decode_tokens_per_second(),
-                 (long long)s.rounds, s.tokens_per_round());
+    // The first generated token comes out of the prefill, so the decode's rate and tokens per
+    // round count the others.
+    std::fprintf(stderr,
+                 "--- decode: %lld tokens in %.3f s (%.1f tok/s), %lld rounds, %.2f tokens/round "
+                 "(%lld generated; the first came with the prefill)\n",
+                 (long long)std::max<int64_t>(0, s.generated() - 1), s.decode_seconds,
+                 s.decode_tokens_per_second(), (long long)s.rounds, s.tokens_per_round(),
+                 (long long)s.generated());
     if (mtp && !s.drafted.empty()) {
         std::fprintf(stderr, "--- acceptance by depth:");
         for (size_t d = 0; d < s.drafted.size(); ++d) {
@@ -213,7 +222,9 @@ int cmd_run(const std::vector<std::string>& argv) {
                      a.has("ctx") ? ", --ctx" : ": the model's context length");
     if (a.has("stats-json"))
         write_stats_json(a.str("stats-json"), stats, generated_ids,
-                         session.controller() ? session.controller()->best_depth() : int(depth),
+                         !session.uses_mtp()    ? 0
+                         : session.controller() ? session.controller()->best_depth()
+                                                : int(depth),
                          session.uses_mtp(), load_seconds, opts.sampler.seed);
     if (!a.has("quiet")) {
         print_report(stats, session.uses_mtp(), load_seconds);

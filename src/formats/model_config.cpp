@@ -153,6 +153,10 @@ ModelConfig parse_hf_config(const nlohmann::json& root, const std::string& origi
         c.architecture = "qwen3_5";
     } else if (type == "qwen3_5_moe" || type == "qwen3_5_moe_text") {
         c.architecture = "qwen3_5_moe";
+    } else if (type == "qwen3_5_mtp") {
+        fail(origin,
+             ": this is an MTP drafter (model_type qwen3_5_mtp), not a model; pass it with "
+             "--draft-model next to a full model");
     } else {
         fail(origin, ": unsupported architecture '", type.empty() ? "(none)" : type,
              "' (supported: qwen3_5, qwen3_5_moe)");

@@ -1,14 +1,14 @@
 #pragma once
 // Log-probabilities for the API's "logprobs" / "top_logprobs".
 //
-// The rule the engine reports: log p(token) under the FINAL sampling distribution p, the exact
-// distribution the token was drawn from (after bias, penalties, temperature and the filters):
-// logprobs_from_distribution. exp(logprob) is then the probability the engine really used;
-// tokens outside the support report -inf and a greedy pick reports 0.
+// What the engine reports (speculative_decoder.cpp's emit): logprobs_from_logits over the
+// logits after bias and penalties, before temperature and the filters (top-k, top-p, min-p):
+// the model's distribution as the request shaped it, the same whatever the temperature, as
+// vLLM's default raw logprobs are the model's own. A greedy pick is the top entry.
 //
-// logprobs_from_logits is the plain log-softmax of whatever logits are passed, for callers that
-// want the unfiltered view: raw model logits give the model's own log-probabilities; the
-// workspace of process() gives them after bias and penalties (no temperature, no filters).
+// logprobs_from_distribution reports log p(token) under a final sampling distribution instead
+// (after temperature and the filters; tokens outside its support -inf, a one-hot pick 0), for
+// callers that want the probability the draw really used.
 #include <cstdint>
 #include <span>
 #include <vector>
