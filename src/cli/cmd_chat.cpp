@@ -84,6 +84,13 @@ int cmd_chat(const std::vector<std::string>& argv) {
     ChatTemplate tmpl = ChatTemplate::for_tokenizer(*tok);
     DecodeSession session(lm, &*tok, {4, true});
     opts.stop_tokens = session.eos_tokens();
+    // Turn t samples with seed + t: one seed for every turn would draw each reply from the same
+    // random numbers; this way the conversation still repeats with the same --seed.
+    const uint64_t first_seed = opts.sampler.seed;
+    if (a.str("seed", "0") == "-1" && !opts.sampler.greedy())
+        std::cerr << "seed: " << first_seed << " (random; --seed " << first_seed
+                  << " repeats this chat)\n";
+    uint64_t turn = 0;
 
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     if (a.has("system")) messages.push_back({{"role", "system"}, {"content", a.str("system")}});
@@ -114,6 +121,7 @@ int cmd_chat(const std::vector<std::string>& argv) {
         StreamDecoder stream(*tok, /*skip_special=*/true);
         std::vector<int32_t> reply;
         InterruptScope interrupt;  // Ctrl-C ends this reply, not the program
+        opts.sampler.seed = first_seed + turn++;
         DecodeStats stats = session.generate(prompt, ctx, opts, [&](const EmittedToken& e) {
             reply.push_back(e.id);
             std::cout << stream.push(e.id) << std::flush;

@@ -1,7 +1,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <random>
@@ -59,15 +61,30 @@ std::vector<FlagSpec> model_flags() {
 
 std::vector<FlagSpec> sampling_flags() {
     return {
-        {"temp", "", true, "temperature; 0 = greedy (default 0)", "T"},
-        {"top-k", "", true, "keep the K most likely tokens (0 = off)", "K"},
-        {"top-p", "", true, "nucleus sampling mass (1 = off)", "P"},
-        {"min-p", "", true, "drop tokens below P x the top probability (0 = off)", "P"},
-        {"repeat-penalty", "", true, "llama.cpp repetition penalty (1 = off)", "R"},
+        {"temp", "", true,
+         "temperature; 0 = greedy (default 0). Applied before top-p and min-p, as transformers and "
+         "vLLM apply it (llama.cpp applies it after them)",
+         "T"},
+        {"top-k", "", true, "keep the K most likely tokens (default 0 = off)", "K"},
+        {"top-p", "", true, "nucleus sampling mass (default 1 = off)", "P"},
+        {"min-p", "", true, "drop tokens below P x the top probability (default 0 = off)", "P"},
+        {"repeat-penalty", "", true,
+         "llama.cpp repetition penalty: a repeated token's logit divided by R if positive, else "
+         "multiplied (default 1 = off)",
+         "R"},
         {"repeat-last-n", "", true,
-         "tokens the penalties look back over (default 64; -1: all, 0: none)", "N"},
-        {"presence-penalty", "", true, "OpenAI presence penalty (0 = off)", "X"},
-        {"frequency-penalty", "", true, "OpenAI frequency penalty (0 = off)", "X"},
+         "tokens of prompt and output the penalties look back over (default 64; -1: all, 0: none)",
+         "N"},
+        {"presence-penalty", "", true,
+         "logit -= X for a token among those --repeat-last-n tokens (OpenAI's formula, counted as "
+         "llama.cpp counts: prompt included; default 0 = off)",
+         "X"},
+        {"frequency-penalty", "", true,
+         "logit -= X x the token's count among those tokens (default 0 = off)", "X"},
+        {"logit-bias", "l", true,
+         "add BIAS to token ID's logit, as ID+BIAS or ID-BIAS (ID-inf bans it; repeatable), as "
+         "llama.cpp's --logit-bias",
+         "ID+BIAS"},
         {"seed", "s", true,
          "random seed (default 0; -1: a fresh random one, printed); the same seed and flags give "
          "the "
@@ -194,6 +211,41 @@ int32_t int32_flag(const Args& a, const char* name, int64_t fallback) {
     return int32_t(v);
 }
 
+// "ID+BIAS" / "ID-BIAS" (BIAS a number or inf; "ID-inf" bans the token), llama.cpp's form.
+std::pair<int32_t, float> parse_logit_bias(const std::string& v) {
+    const auto bad = [&] {
+        return UsageError(
+            "--logit-bias: expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1.5, 15043-inf), "
+            "got '" +
+            v + "'");
+    };
+    const size_t sign = v.find_first_of("+-");
+    if (sign == 0 || sign == std::string::npos || sign + 1 == v.size()) throw bad();
+    for (size_t i = 0; i < sign; ++i)
+        if (!std::isdigit(static_cast<unsigned char>(v[i]))) throw bad();
+    if (sign > 9) throw bad();  // more digits than any vocabulary
+    const int32_t id = int32_t(std::stol(v.substr(0, sign)));
+    const std::string magnitude = v.substr(sign + 1);
+    float bias = 0;
+    if (magnitude == "inf") {
+        if (v[sign] == '+')
+            throw UsageError("--logit-bias: +inf is not a bias (only -inf, which bans the token)");
+        bias = -INFINITY;
+    } else {
+        size_t used = 0;
+        try {
+            bias = std::stof(magnitude, &used);
+        } catch (const std::exception&) {
+            throw bad();
+        }
+        if (used != magnitude.size() || !std::isfinite(bias) || magnitude[0] == '+' ||
+            magnitude[0] == '-')
+            throw bad();
+        if (v[sign] == '-') bias = -bias;
+    }
+    return {id, bias};
+}
+
 }  // namespace
 
 SamplerParams sampler_params_from(const Args& a) {
@@ -206,6 +258,10 @@ SamplerParams sampler_params_from(const Args& a) {
     p.penalty_last_n = int32_flag(a, "repeat-last-n", 64);
     p.presence_penalty = float(a.number("presence-penalty", 0.0));
     p.frequency_penalty = float(a.number("frequency-penalty", 0.0));
+    for (const std::string& v : a.all("logit-bias")) {
+        const auto [id, bias] = parse_logit_bias(v);
+        p.logit_bias[id] += bias;  // the same id twice adds up, as repeated biases would
+    }
     // -1 is llama.cpp's "pick one at random"; the pick is reported so that the text can be had
     // again.
     const int64_t seed = a.integer("seed", 0);

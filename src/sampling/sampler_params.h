@@ -19,7 +19,8 @@ struct SamplerParams {
     // llama.cpp semantics: a penalized token's logit is divided by it when positive and
     // multiplied by it otherwise. 1 = off; must be > 0.
     float repeat_penalty = 1.0f;
-    // OpenAI semantics: logit -= presence * [count > 0] + frequency * count. 0 = off.
+    // OpenAI's formula, logit -= presence * [count > 0] + frequency * count, with count taken
+    // over the same window as repeat_penalty (prompt included), as llama.cpp counts. 0 = off.
     float presence_penalty = 0.0f;
     float frequency_penalty = 0.0f;
 

@@ -20,6 +20,9 @@ expect 2 "^nextn run: --temp must be a finite value >= 0" -- "$NEXTN" run "$MODE
 expect 2 "^nextn run: --top-k must be >= 0 \(0 = off\), got -1" -- "$NEXTN" run "$MODEL" -p hi --top-k -1
 expect 2 "^nextn run: --repeat-last-n must be >= -1" -- "$NEXTN" run "$MODEL" -p hi --repeat-last-n -2
 expect 2 "^nextn run: --top-k 99999999999 is out of range" -- "$NEXTN" run "$MODEL" -p hi --top-k 99999999999
+expect 2 "^nextn run: --logit-bias: expected TOKEN_ID\+BIAS or TOKEN_ID-BIAS" -- "$NEXTN" run "$MODEL" -p hi --logit-bias 12
+expect 2 "^nextn run: --logit-bias: \+inf is not a bias" -- "$NEXTN" run "$MODEL" -p hi --logit-bias 12+inf
+expect 1 "logit_bias token id 999999 is outside the vocabulary" -- "$NEXTN" run "$MODEL" -p hi --logit-bias 999999+1
 expect 2 "draft-depth" -- "$NEXTN" run "$MODEL" -p hi --draft-depth 99
 expect 2 "expects an integer" -- "$NEXTN" run "$MODEL" -p hi --draft-depth deep
 expect 2 "quant" -- "$NEXTN" run "$MODEL" -p hi --quant q3

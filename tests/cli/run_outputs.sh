@@ -77,6 +77,20 @@ if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
     [ "$first" = "$again" ] || fail "--seed $seed (reported by --seed -1): '$again' != '$first'"
 fi
 
+# --logit-bias: +100 on one token makes greedy output that token throughout; -inf bans it.
+biased=$("$NEXTN" run "$MODEL" $PROMPT -n 12 --ids --ignore-eos -q --logit-bias 5+100) || fail "logit-bias +100"
+[ "$biased" = "5 5 5 5 5 5 5 5 5 5 5 5" ] || fail "--logit-bias 5+100: '$biased'"
+first=${plain%% *}
+banned=$("$NEXTN" run "$MODEL" $PROMPT -n 12 --ids --ignore-eos -q --logit-bias "$first-inf") || fail "logit-bias -inf"
+case " $banned " in *" $first "*) fail "--logit-bias $first-inf: the banned token came out: '$banned'" ;; esac
+
+# chat with a seed repeats the whole conversation (each turn samples with its own seed).
+if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
+    chat_a=$(printf 'hello\nhello\n' | "$NEXTN" chat "$TEXT_MODEL" --temp 0.9 --seed 3 -n 24 2>/dev/null) || fail "chat a"
+    chat_b=$(printf 'hello\nhello\n' | "$NEXTN" chat "$TEXT_MODEL" --temp 0.9 --seed 3 -n 24 2>/dev/null) || fail "chat b"
+    [ "$chat_a" = "$chat_b" ] || fail "chat --seed 3 twice gave different conversations"
+fi
+
 # Quantized at load (q8_0: the int8 kernels where the CPU has them; q4): greedy MTP output
 # equals plain output, with int8 and with f32 activations; and so for this bf16 checkpoint with
 # bf16 activations (the bf16 dot product where the CPU has one).
