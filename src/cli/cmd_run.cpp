@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -34,7 +35,10 @@ std::vector<FlagSpec> run_flags() {
         {"ctx", "c", true,
          "context size in tokens (default: prompt + n + 16, at most the model's context length)",
          "N"},
-        {"ignore-eos", "", false, "keep generating past end-of-sequence tokens"},
+        {"ignore-eos", "", false,
+         "never end at an end-of-sequence token: they are banned (a -inf logit bias), as "
+         "llama.cpp's "
+         "--ignore-eos bans them"},
         {"logprobs", "", true,
          "print the log-probability of each token and N alternatives (0..20), from the model's "
          "distribution after logit bias and penalties, before temperature and top-k/top-p/min-p",
@@ -175,7 +179,14 @@ int cmd_run(const std::vector<std::string>& argv) {
         if (id >= model.config().vocab_size)
             fail("prompt token id ", id, " is outside the vocabulary of ", model.config().vocab_size);
     DecodeSession session(lm, tok ? &*tok : nullptr, {int(depth), auto_depth});
-    if (!a.has("ignore-eos")) opts.stop_tokens = session.eos_tokens();
+    if (!a.has("ignore-eos")) {
+        opts.stop_tokens = session.eos_tokens();
+    } else {
+        // Banned rather than passed over: emitted, an end-of-sequence token would put its text
+        // in the output and the model would go on from a sequence it had ended.
+        for (int32_t id : session.eos_tokens())
+            if (id >= 0 && id < model.config().vocab_size) opts.sampler.logit_bias[id] = -INFINITY;
+    }
     if (!model.has_mtp() && mo.load_mtp)
         std::fprintf(stderr, "note: %s has no MTP head; plain decoding\n", a.positional()[0].c_str());
     const int64_t ctx = context_from(a, int64_t(prompt.size()) + n_predict + 16, model.config());

@@ -84,6 +84,13 @@ first=${plain%% *}
 banned=$("$NEXTN" run "$MODEL" $PROMPT -n 12 --ids --ignore-eos -q --logit-bias "$first-inf") || fail "logit-bias -inf"
 case " $banned " in *" $first "*) fail "--logit-bias $first-inf: the banned token came out: '$banned'" ;; esac
 
+# --ignore-eos bans the end-of-sequence token (llama.cpp's meaning): it never comes out, even
+# with a bias that would otherwise make the model emit nothing else.
+eos=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['text_config']['eos_token_id'])" "$MODEL/config.json")
+no_eos=$("$NEXTN" run "$MODEL" $PROMPT -n 12 --ids --ignore-eos -q --logit-bias "$eos+100") || fail "ignore-eos run"
+case " $no_eos " in *" $eos "*) fail "--ignore-eos: end-of-sequence token $eos came out: '$no_eos'" ;; esac
+[ "$(wc -w <<<"$no_eos")" -eq 12 ] || fail "--ignore-eos: expected 12 tokens, got '$no_eos'"
+
 # chat with a seed repeats the whole conversation (each turn samples with its own seed).
 if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
     chat_a=$(printf 'hello\nhello\n' | "$NEXTN" chat "$TEXT_MODEL" --temp 0.9 --seed 3 -n 24 2>/dev/null) || fail "chat a"
