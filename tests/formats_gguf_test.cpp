@@ -81,7 +81,7 @@ public:
     }
     void tensor_f32(const std::string& name, std::vector<uint64_t> ne, const std::vector<float>& v) {
         std::vector<uint8_t> b(v.size() * 4);
-        std::memcpy(b.data(), v.data(), b.size());
+        if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());  // (no null pointer to memcpy)
         tensor(name, std::move(ne), 0, std::move(b));
     }
 

@@ -34,7 +34,10 @@ bool py_space(char32_t c) {
            c == 0x205F || c == 0x3000;
 }
 
-const Value& arg(const CallArgs& a, std::size_t i, const char* name, const Value& fallback) {
+// By value: callers pass temporaries as the fallback (Value(-1), Value("")), and a reference
+// to one of those dangled once the statement ended (AddressSanitizer: stack-use-after-scope in
+// split()'s maxsplit). A Value is a small variant (strings and containers shared), cheap to copy.
+Value arg(const CallArgs& a, std::size_t i, const char* name, const Value& fallback) {
     if (i < a.positional.size()) return a.positional[i];
     if (const Value* v = a.kw(name)) return *v;
     return fallback;
