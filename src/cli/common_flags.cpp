@@ -86,9 +86,8 @@ std::vector<FlagSpec> sampling_flags() {
          "llama.cpp's --logit-bias",
          "ID+BIAS"},
         {"seed", "s", true,
-         "random seed (default 0; -1: a fresh random one, printed); the same seed and flags give "
-         "the "
-         "same text",
+         "random seed (default 0; -1: a fresh random one, printed); the same seed and flags "
+         "give the same text",
          "N"},
     };
 }
@@ -152,9 +151,9 @@ ModelOptions model_options_from(const Args& a) {
     } else if (q == "q4_k_m") {
         if (!a.has("synthetic"))  // the flag is bench's, so every other command lands here
             throw UsageError(
-                "--quant q4_k_m builds synthetic models (nextn bench --synthetic NAME); a "
-                "checkpoint "
-                "is not requantized to it: a Q4_K_M GGUF file loads as it is (--quant native)");
+                "--quant q4_k_m builds synthetic models (nextn bench --synthetic NAME); "
+                "a checkpoint is not requantized to it: a Q4_K_M GGUF file loads as it is "
+                "(--quant native)");
         o.q4_k_m = true;  // the types: SyntheticOptions (synthetic models only)
     } else {
         throw UsageError("--quant: unknown type '" + q + "' (supported: native, f32, bf16, q8_0, q4; q4_k_m for synthetic models)");
