@@ -190,11 +190,13 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (!model.has_mtp() && mo.load_mtp)
         std::fprintf(stderr, "note: %s has no MTP head; plain decoding\n", a.positional()[0].c_str());
     const int64_t ctx = context_from(a, int64_t(prompt.size()) + n_predict + 16, model.config());
-    if (ctx < int64_t(prompt.size()) + 1)
-        throw UsageError(a.has("ctx") ? "--ctx is smaller than the prompt"
-                                      : "the prompt (" + std::to_string(prompt.size()) +
-                                            " tokens) does not fit the model's context length (" +
-                                            std::to_string(ctx) + ")");
+    if (ctx < int64_t(prompt.size()) + 1) {
+        // --ctx below the prompt is a flag's fault (exit 2); a prompt longer than the model takes
+        // is the request's (exit 1), as a token outside the vocabulary is.
+        if (a.has("ctx")) throw UsageError("--ctx is smaller than the prompt");
+        fail("the prompt (", prompt.size(), " tokens) does not fit the model's context length (",
+             ctx, ")");
+    }
 
     const bool print_ids = a.has("ids") || !tok;
     std::vector<std::string> stops = a.all("stop");

@@ -47,7 +47,7 @@ expect 2 "^nextn run: --ctx 99999999999 is more than the model's context length 
 expect 2 "^nextn chat: --ctx 5000 is more than the model's context length \(4096 tokens\)" -- "$NEXTN" chat "$MODEL" --ctx 5000
 expect 0 "note: stopped after 19 tokens at the end of the context \(20 tokens, --ctx\)" -- "$NEXTN" run "$MODEL" -p hi -n 50 --ctx 20 --ignore-eos -q
 long_prompt=$(python3 -c "print(','.join(str(i % 1000 + 1) for i in range(4100)))")
-expect 2 "^nextn run: the prompt \(4100 tokens\) does not fit the model's context length \(4096\)" -- "$NEXTN" run "$MODEL" --tokens "$long_prompt" -n 2
+expect 1 "^nextn run: error: the prompt \(4100 tokens\) does not fit the model's context length \(4096\)" -- "$NEXTN" run "$MODEL" --tokens "$long_prompt" -n 2
 # More threads than the machine has: allowed, with a warning.
 if [ "$(nproc)" -lt 64 ]; then
     expect 0 "warning: --threads 64 is more than the [0-9]+ hardware threads" -- "$NEXTN" run "$MODEL" -p hi -n 2 --threads 64
