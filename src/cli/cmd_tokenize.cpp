@@ -13,7 +13,8 @@ namespace nextn::cli {
 int cmd_tokenize(const std::vector<std::string>& argv) {
     std::vector<FlagSpec> specs = {
         {"special", "", false, "parse special tokens such as <|im_start|> in the text"},
-        {"jsonl", "", false, "read one JSON string per line, print one JSON array per line"},
+        {"jsonl", "", false,
+         "read one JSON string per line, print one JSON array per line (a blank line: [])"},
         {"help", "h", false, "show this help"},
     };
     Args a(specs, argv);
@@ -32,7 +33,12 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
         int64_t line_no = 0;
         while (std::getline(std::cin, line)) {
             ++line_no;
-            if (line.empty()) continue;
+            // A blank line (or a CRLF file's bare \r) is an empty text: its line gets an empty
+            // array, so output line N always answers input line N.
+            if (line.empty() || line == "\r") {
+                std::cout << "[]\n";
+                continue;
+            }
             nlohmann::json j;
             try {
                 j = nlohmann::json::parse(line);

@@ -98,6 +98,15 @@ if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
     [ "$chat_a" = "$chat_b" ] || fail "chat --seed 3 twice gave different conversations"
 fi
 
+# tokenize --jsonl answers every input line on its own output line, a blank one with [].
+if [ -f "$TEXT_MODEL/tokenizer.json" ]; then
+    lines=$(printf '"def"\n\n"main"\n' | "$NEXTN" tokenize "$TEXT_MODEL" --jsonl) || fail "tokenize --jsonl"
+    want="$(printf def | "$NEXTN" tokenize "$TEXT_MODEL")
+[]
+$(printf main | "$NEXTN" tokenize "$TEXT_MODEL")"
+    [ "$lines" = "$want" ] || fail "tokenize --jsonl: '$lines' want '$want'"
+fi
+
 # Quantized at load (q8_0: the int8 kernels where the CPU has them; q4): greedy MTP output
 # equals plain output, with int8 and with f32 activations; and so for this bf16 checkpoint with
 # bf16 activations (the bf16 dot product where the CPU has one).
