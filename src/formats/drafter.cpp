@@ -172,6 +172,12 @@ void attach_drafter(Checkpoint& target, const std::string& path) {
     }
     target.norms_already_shifted.insert(d.shifted_norms.begin(), d.shifted_norms.end());
     target.config.mtp_layers = int(layers.size());
+    // The file's own head, if it had one, is gone: its notes ("MTP head: block blk.8") would
+    // contradict "mtp head: drafter".
+    if (target.mtp_source != "none")
+        for (std::string& note : target.notes)
+            if (starts_with(note, "MTP head:"))
+                note = "MTP head in the file replaced by the drafter " + d.path;
     target.mtp_source = "drafter";
     target.keep_alive.insert(target.keep_alive.end(), d.keep_alive.begin(), d.keep_alive.end());
     target.file_tensor_names.insert(target.file_tensor_names.end(), d.file_tensor_names.begin(),
