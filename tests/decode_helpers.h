@@ -11,21 +11,28 @@
 
 namespace nextn::test {
 
-inline std::vector<int32_t> greedy_decode(const Qwen35Model& model, const std::vector<int32_t>& prompt,
-                                          int depth, int64_t n, DecodeStats* stats = nullptr) {
-    SequenceState s = model.new_state(int64_t(prompt.size()) + n + 8, depth + 1);
-    std::unique_ptr<Drafter> d;
-    if (depth > 0) d = std::make_unique<MtpDrafter>(model, s);
+// Greedy decoding into `state` with `drafter` (null: plain) proposing up to `depth` tokens a round.
+inline std::vector<int32_t> greedy_decode_in(const Qwen35Model& model, SequenceState& state, Drafter* drafter,
+                                             const std::vector<int32_t>& prompt, int depth, int64_t n,
+                                             DecodeStats* stats) {
     DecodeOptions o;
     o.max_new_tokens = n;
     o.draft_depth = depth;
     std::vector<int32_t> out;
-    DecodeStats st = generate(model, s, d.get(), prompt, o, [&](const EmittedToken& t) {
+    DecodeStats st = generate(model, state, drafter, prompt, o, [&](const EmittedToken& t) {
         out.push_back(t.id);
         return true;
     });
     if (stats) *stats = st;
     return out;
+}
+
+inline std::vector<int32_t> greedy_decode(const Qwen35Model& model, const std::vector<int32_t>& prompt,
+                                          int depth, int64_t n, DecodeStats* stats = nullptr) {
+    SequenceState s = model.new_state(int64_t(prompt.size()) + n + 8, depth + 1);
+    std::unique_ptr<Drafter> d;
+    if (depth > 0) d = std::make_unique<MtpDrafter>(model, s);
+    return greedy_decode_in(model, s, d.get(), prompt, depth, n, stats);
 }
 
 // Proposes the known plain-greedy continuation `truth` of `prompt` (one-hot q over `vocab`),
@@ -68,21 +75,11 @@ class ScriptedDrafter : public Drafter {
 };
 
 // Greedy decoding with `drafter` proposing up to `depth` tokens a round.
-inline std::vector<int32_t> decode_with_drafter(const Qwen35Model& model,
-                                                const std::vector<int32_t>& prompt,
+inline std::vector<int32_t> decode_with_drafter(const Qwen35Model& model, const std::vector<int32_t>& prompt,
                                                 Drafter& drafter, int depth, int64_t n,
                                                 DecodeStats* stats = nullptr) {
     SequenceState s = model.new_state(int64_t(prompt.size()) + n + 8, depth + 1);
-    DecodeOptions o;
-    o.max_new_tokens = n;
-    o.draft_depth = depth;
-    std::vector<int32_t> out;
-    DecodeStats st = generate(model, s, &drafter, prompt, o, [&](const EmittedToken& t) {
-        out.push_back(t.id);
-        return true;
-    });
-    if (stats) *stats = st;
-    return out;
+    return greedy_decode_in(model, s, &drafter, prompt, depth, n, stats);
 }
 
 }  // namespace nextn::test
