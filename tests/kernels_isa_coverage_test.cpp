@@ -6,32 +6,24 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/cpu_info.h"
 #include "kernels/kernels.h"
 
 namespace nextn {
 namespace {
 
-// The first processor's "flags" line, split into words; empty when there is none (not Linux, or
-// not x86, whose cpuinfo calls them "Features").
+// The first processor's "flags", split into words; empty when there are none (not Linux, or not
+// x86, whose cpuinfo calls them "Features").
 std::set<std::string> cpuinfo_flags() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("flags", 0) != 0) continue;
-        const size_t colon = line.find(':');
-        if (colon == std::string::npos) continue;
-        std::istringstream words(line.substr(colon + 1));
-        std::set<std::string> flags;
-        for (std::string w; words >> w;) flags.insert(w);
-        return flags;
-    }
-    return {};
+    std::istringstream words(cpuinfo_field("flags"));
+    std::set<std::string> flags;
+    for (std::string w; words >> w;) flags.insert(w);
+    return flags;
 }
 
 bool has_all(const std::set<std::string>& flags, std::initializer_list<const char*> names) {

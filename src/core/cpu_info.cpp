@@ -4,18 +4,23 @@
 
 namespace nextn {
 
-std::string cpu_model_name() {
+std::string cpuinfo_field(const std::string& key) {
     std::ifstream f("/proc/cpuinfo");
     std::string line;
     while (std::getline(f, line)) {
-        if (line.rfind("model name", 0) != 0) continue;
+        if (line.rfind(key, 0) != 0) continue;
         const size_t colon = line.find(':');
-        if (colon == std::string::npos) break;
+        // "model name\t: ...": only whitespace may stand between the key and its colon.
+        if (colon == std::string::npos || line.find_first_not_of(" \t", key.size()) != colon) continue;
         const size_t start = line.find_first_not_of(" \t", colon + 1);
-        if (start == std::string::npos) break;
-        return line.substr(start);
+        return start == std::string::npos ? "" : line.substr(start);
     }
-    return "unknown";
+    return "";
+}
+
+std::string cpu_model_name() {
+    const std::string name = cpuinfo_field("model name");
+    return name.empty() ? "unknown" : name;
 }
 
 }  // namespace nextn

@@ -5,6 +5,10 @@
 
 namespace nextn {
 
+// The value of the first /proc/cpuinfo line whose key is `key` ("flags", "model name"); "" when
+// there is none (not Linux, or no such line).
+std::string cpuinfo_field(const std::string& key);
+
 // The first "model name" of /proc/cpuinfo, e.g. "Intel(R) Xeon(R) Processor"; "unknown" when
 // it cannot be read (not Linux, or no such line).
 std::string cpu_model_name();
