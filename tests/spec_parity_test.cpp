@@ -190,6 +190,7 @@ TEST_P(SpecParity, ACallbackStoppingInsideARoundKeepsOnlyWhatItTook) {
                                          });
             ASSERT_EQ(size_t(take), out.size()) << "depth " << depth;
             EXPECT_EQ(out, stats.tokens) << "take " << take << ", depth " << depth;
+            EXPECT_FALSE(stats.stopped_by_context);
             EXPECT_EQ(std::vector<int32_t>(plain.begin(), plain.begin() + take), out);
             // The last token taken is the next input; every one before it is in the caches.
             EXPECT_EQ(int64_t(prompt_.size()) + take - 1, state.n_past)
@@ -198,6 +199,24 @@ TEST_P(SpecParity, ACallbackStoppingInsideARoundKeepsOnlyWhatItTook) {
                 EXPECT_EQ(1 + (take - 2) / (depth + 1), stats.rounds)
                     << "every round's drafts are accepted";
             }
+        }
+    }
+}
+
+// A sequence whose caches fill before max_new_tokens says so (the CLI's "end of the context"
+// note), at any depth; one that ends at max_new_tokens does not.
+TEST_P(SpecParity, AFullContextIsReported) {
+    const Qwen35Model& model = *lm_.model;
+    std::vector<int32_t> plain = test::greedy_decode(model, prompt_, 0, 40);
+    for (int depth : {0, 4}) {
+        for (int64_t room : {int64_t(6), int64_t(40)}) {
+            // room positions after the prompt: room + 1 tokens fit (the last needs no slot).
+            SequenceState state = model.new_state(int64_t(prompt_.size()) + room, depth + 1);
+            test::ScriptedDrafter drafter(prompt_, plain, 0, model.config().vocab_size);
+            DecodeStats stats;
+            test::greedy_decode_in(model, state, depth ? &drafter : nullptr, prompt_, depth, 20, &stats);
+            EXPECT_EQ(std::min<int64_t>(20, room + 1), stats.generated()) << "depth " << depth << ", room " << room;
+            EXPECT_EQ(room + 1 < 20, stats.stopped_by_context) << "depth " << depth << ", room " << room;
         }
     }
 }

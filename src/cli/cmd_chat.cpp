@@ -128,8 +128,7 @@ int cmd_chat(const std::vector<std::string>& argv) {
             return !interrupt.requested();
         });
         std::cout << stream.flush() << (interrupt.requested() ? " [interrupted]" : "") << "\n";
-        if (!interrupt.requested() && !stats.stopped_by_token &&
-            stats.generated() < opts.max_new_tokens)
+        if (stats.stopped_by_context)
             std::cerr << "note: the reply stopped at the end of the context (--ctx " << ctx
                       << ")\n";
         if (a.has("verbose"))

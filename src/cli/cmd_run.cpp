@@ -108,6 +108,7 @@ void write_stats_json(const std::string& path, const DecodeStats& s,
     j["rollback_bytes"] = s.rollback_bytes;
     j["kv_cache_bytes"] = s.kv_cache_bytes;
     j["stopped_by_token"] = s.stopped_by_token;
+    j["stopped_by_context"] = s.stopped_by_context;
     std::ofstream f(path);
     if (!f) fail("--stats-json: cannot write '", path, "'");
     f << j.dump(2) << "\n";
@@ -229,7 +230,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     });
     if (!print_ids && !stop_matcher.stopped()) std::cout << stop_matcher.push(stream->flush()) << stop_matcher.flush();
     std::cout << std::endl;
-    if (!stats.stopped_by_token && !stop_matcher.stopped() && stats.generated() < n_predict)
+    if (stats.stopped_by_context)
         std::fprintf(stderr, "note: stopped after %lld tokens at the end of the context (%lld tokens%s)\n",
                      (long long)stats.generated(), (long long)ctx,
                      a.has("ctx") ? ", --ctx" : ": the model's context length");

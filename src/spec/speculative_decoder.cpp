@@ -139,7 +139,10 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     while (!stop && stats.generated() < options.max_new_tokens) {
         const int64_t room = std::min<int64_t>(options.max_new_tokens - stats.generated(),
                                                state.max_positions - state.n_past);
-        if (room <= 0) break;
+        if (room <= 0) {
+            stats.stopped_by_context = state.n_past >= state.max_positions;
+            break;
+        }
         const int round_depth =
             options.controller && depth > 0 ? std::min(depth, options.controller->choose()) : depth;
         const int k = int(std::min<int64_t>(round_depth, room - 1));

@@ -45,11 +45,14 @@ struct DecodeStats {
     double prefill_seconds = 0;
     double decode_seconds = 0;
     bool stopped_by_token = false;
+    // The caches were full before max_new_tokens: the output ended at the context's end (not at a
+    // stop token, the length limit, or the callback's word).
+    bool stopped_by_context = false;
     int64_t rollback_bytes = 0;
     int64_t kv_cache_bytes = 0;  // the attention KV caches' span for the context (--kv-type)
-    // Every generated token committed to the sequence, in order. All but the last are in the
-    // caches; the last is the next input. When the callback stops mid-round this runs past
-    // the last token streamed.
+    // Every generated token committed to the sequence, in order, up to the last one streamed
+    // (a callback that stops mid-round ends it there). All but the last are in the caches; the
+    // last is the next input.
     std::vector<int32_t> tokens;
 
     int64_t generated() const { return int64_t(tokens.size()); }
