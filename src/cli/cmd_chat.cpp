@@ -87,7 +87,7 @@ int cmd_chat(const std::vector<std::string>& argv) {
     // Turn t samples with seed + t: one seed for every turn would draw each reply from the same
     // random numbers; this way the conversation still repeats with the same --seed.
     const uint64_t first_seed = opts.sampler.seed;
-    if (a.str("seed", "0") == "-1" && !opts.sampler.greedy())
+    if (random_seed_requested(a) && !opts.sampler.greedy())
         std::cerr << "seed: " << first_seed << " (random; --seed " << first_seed
                   << " repeats this chat)\n";
     uint64_t turn = 0;

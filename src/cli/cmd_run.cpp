@@ -242,7 +242,7 @@ int cmd_run(const std::vector<std::string>& argv) {
                          session.uses_mtp(), load_seconds, opts.sampler.seed);
     if (!a.has("quiet")) {
         print_report(stats, session.uses_mtp(), load_seconds);
-        if (a.str("seed", "0") == "-1" && !opts.sampler.greedy())
+        if (random_seed_requested(a) && !opts.sampler.greedy())
             std::fprintf(stderr, "--- seed: %llu (random; --seed %llu gives this text again)\n",
                          (unsigned long long)opts.sampler.seed,
                          (unsigned long long)opts.sampler.seed);

@@ -24,6 +24,8 @@ std::vector<FlagSpec> model_flags();
 std::vector<FlagSpec> sampling_flags();
 ModelOptions model_options_from(const Args& a);
 SamplerParams sampler_params_from(const Args& a);
+// --seed -1: sampler_params_from drew the seed at random (the command then reports it).
+bool random_seed_requested(const Args& a);
 // A token count flag (-n, --prompt-tokens, ...) of at least `min`: a usage error below it, or
 // above 2^44 tokens, where sums of counts (a context of prompt + n + slack) could overflow
 // long before any machine could hold the tokens.

@@ -247,6 +247,8 @@ std::pair<int32_t, float> parse_logit_bias(const std::string& v) {
 
 }  // namespace
 
+bool random_seed_requested(const Args& a) { return a.integer("seed", 0) == -1; }
+
 SamplerParams sampler_params_from(const Args& a) {
     SamplerParams p;
     p.temperature = float(a.number("temp", 0.0));
@@ -266,7 +268,7 @@ SamplerParams sampler_params_from(const Args& a) {
     const int64_t seed = a.integer("seed", 0);
     if (seed < -1)
         throw UsageError("--seed must be -1 (random) or at least 0, got " + std::to_string(seed));
-    p.seed = seed == -1 ? std::random_device{}() : uint64_t(seed);
+    p.seed = random_seed_requested(a) ? std::random_device{}() : uint64_t(seed);
     try {
         p.validate(flag_of);
     } catch (const std::exception& e) {
