@@ -46,9 +46,10 @@ bool file_exists(const std::string& path) {
     return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool path_exists(const std::string& path) {
+void require_file(const std::string& path, const std::string& what) {
     struct stat st {};
-    return stat(path.c_str(), &st) == 0;
+    if (stat(path.c_str(), &st) != 0) fail(what, " '", path, "' does not exist");
+    if (!S_ISREG(st.st_mode)) fail(what, " '", path, "' is neither a file nor a directory");
 }
 
 bool is_directory(const std::string& path) {

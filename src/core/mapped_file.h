@@ -26,7 +26,9 @@ private:
 };
 
 bool file_exists(const std::string& path);  // a regular file
-bool path_exists(const std::string& path);  // anything: file, directory, device, ...
+// Fails unless `path` is a regular file, naming it as `what` ("model path", "tokenizer path"):
+// "does not exist", or, for a device or other special file, "is neither a file nor a directory".
+void require_file(const std::string& path, const std::string& what);
 bool is_directory(const std::string& path);
 std::string read_text_file(const std::string& path);
 

@@ -36,14 +36,8 @@ Tokenizer load_tokenizer_from_path(const std::string& path) {
             fail(path, ": no tokenizer.json in this directory");
         return Tokenizer::load(path);
     }
-    if (!file_exists(path)) {
-        if (path_exists(path))
-            fail("tokenizer path '", path, "' is neither a file nor a directory");
-        fail("tokenizer path '", path, "' does not exist");
-    }
+    require_file(path, "tokenizer path");
     if (is_gguf_file(path)) return tokenizer_from_gguf(path);
-    if (has_gguf_extension(path))
-        fail(path, ": not a GGUF file (it does not start with the bytes 'GGUF')");
     return Tokenizer::load(path);
 }
 

@@ -25,13 +25,8 @@ Checkpoint load_checkpoint(const std::string& path, const LoadOptions& options) 
         if (!file_exists(path + "/config.json")) fail(path, ": no config.json in model directory");
         return load_hf_checkpoint(path, options);
     }
-    if (!file_exists(path)) {
-        if (path_exists(path)) fail("model path '", path, "' is neither a file nor a directory");
-        fail("model path '", path, "' does not exist");
-    }
+    require_file(path, "model path");
     if (is_gguf_file(path)) return load_gguf_checkpoint(path, options);
-    if (has_gguf_extension(path))
-        fail(path, ": not a GGUF file (it does not start with the bytes 'GGUF')");
     fail(path, ": unrecognised model file (expected a model directory with config.json, or a .gguf file)");
 }
 

@@ -132,12 +132,11 @@ void attach_drafter(Checkpoint& target, const std::string& path) {
     Drafter d;
     if (is_directory(path)) {
         d = drafter_from_dir(path);
-    } else if (file_exists(path) && is_gguf_file(path)) {
-        d = drafter_from_gguf(path);
-    } else if (!file_exists(path)) {
-        fail("draft model path '", path, "' does not exist");
     } else {
-        fail(path, ": unrecognised draft model (expected a qwen3_5_mtp directory or a GGUF file)");
+        require_file(path, "draft model path");
+        if (!is_gguf_file(path))
+            fail(path, ": unrecognised draft model (expected a qwen3_5_mtp directory or a GGUF file)");
+        d = drafter_from_gguf(path);
     }
 
     const ModelConfig& t = target.config;

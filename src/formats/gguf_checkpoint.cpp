@@ -234,14 +234,11 @@ bool is_gguf_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     char magic[4] = {};
     in.read(magic, 4);
-    return in && std::memcmp(magic, "GGUF", 4) == 0;
-}
-
-bool has_gguf_extension(const std::string& path) {
-    if (path.size() < 5) return false;
-    std::string ext = path.substr(path.size() - 5);
+    if (in && std::memcmp(magic, "GGUF", 4) == 0) return true;
+    std::string ext = path.size() >= 5 ? path.substr(path.size() - 5) : "";
     for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return ext == ".gguf";
+    if (ext == ".gguf") fail(path, ": not a GGUF file (it does not start with the bytes 'GGUF')");
+    return false;
 }
 
 Checkpoint gguf_to_checkpoint(const GgufFile& g, bool load_mtp, bool allow_mtp_only) {

@@ -7,11 +7,10 @@
 
 namespace nextn {
 
-// Whether the file starts with GGUF's magic bytes.
+// Whether the file starts with GGUF's magic bytes. A file named .gguf (any case) without them
+// is an error saying so, rather than one the caller's other formats would give ("not valid
+// JSON", "unrecognised model file").
 bool is_gguf_file(const std::string& path);
-// Whether the name ends in .gguf (any case): such a file that is_gguf_file rejects is a
-// corrupt GGUF, worth saying so rather than trying the other formats.
-bool has_gguf_extension(const std::string& path);
 
 // A whole model. The tokenizer lives in the file's metadata: read it with
 // read_gguf_tokenizer(path) (formats/gguf_tokenizer.h). Fails for MTP-only files (they are
