@@ -20,9 +20,18 @@ bool starts_with(const std::string& s, const std::string& prefix) {
     return s.rfind(prefix, 0) == 0;
 }
 
+using NamePair = std::pair<const char*, const char*>;  // {GGUF name, canonical name}
+
+// Tensors outside the blocks.
+constexpr NamePair kTopTensors[] = {
+    {"token_embd.weight", "embed_tokens.weight"},
+    {"output_norm.weight", "norm.weight"},
+    {"output.weight", "lm_head.weight"},
+};
+
 // Per-block tensor names (after "blk.N.") -> canonical names (after "layers.N."), from
 // llama.cpp's LLM_ARCH_QWEN35 / QWEN35MOE tensor table (architecture spec section 8.3).
-constexpr std::pair<const char*, const char*> kBlockTensors[] = {
+constexpr NamePair kBlockTensors[] = {
     {"attn_norm.weight", "input_layernorm.weight"},
     {"post_attention_norm.weight", "post_attention_layernorm.weight"},
     {"attn_qkv.weight", "linear_attn.in_proj_qkv.weight"},
@@ -50,71 +59,55 @@ constexpr std::pair<const char*, const char*> kBlockTensors[] = {
     {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"},
 };
 
-const char* block_tensor_canonical(const std::string& s) {
-    for (const auto& [gguf, canonical] : kBlockTensors)
-        if (s == gguf) return canonical;
-    return nullptr;
-}
-
 // Stacked expert tensors ([E, rows, cols]) -> per-expert projection name.
-const char* stacked_expert_proj(const std::string& s) {
-    if (s == "ffn_gate_exps.weight") return "gate_proj.weight";
-    if (s == "ffn_up_exps.weight") return "up_proj.weight";
-    if (s == "ffn_down_exps.weight") return "down_proj.weight";
+constexpr NamePair kStackedExperts[] = {
+    {"ffn_gate_exps.weight", "gate_proj.weight"},
+    {"ffn_up_exps.weight", "up_proj.weight"},
+    {"ffn_down_exps.weight", "down_proj.weight"},
+};
+
+// The MTP block's own nextn.* tensors -> canonical mtp.* names (nextn.embed_tokens and
+// nextn.shared_head_head are not used by Qwen3.5).
+constexpr NamePair kNextnTensors[] = {
+    {"nextn.eh_proj.weight", "mtp.fc.weight"},
+    {"nextn.enorm.weight", "mtp.pre_fc_norm_embedding.weight"},
+    {"nextn.hnorm.weight", "mtp.pre_fc_norm_hidden.weight"},
+    {"nextn.shared_head_norm.weight", "mtp.norm.weight"},
+};
+
+// A table's canonical name for a GGUF name, or its GGUF name for a canonical one; null if none.
+template <size_t N>
+const char* canonical_of(const NamePair (&table)[N], const std::string& gguf) {
+    for (const auto& [g, c] : table)
+        if (gguf == g) return c;
     return nullptr;
 }
-
-// The MTP block's own nextn.* tensors -> canonical mtp.* names.
-const char* nextn_canonical(const std::string& s) {
-    if (s == "nextn.eh_proj.weight") return "mtp.fc.weight";
-    if (s == "nextn.enorm.weight") return "mtp.pre_fc_norm_embedding.weight";
-    if (s == "nextn.hnorm.weight") return "mtp.pre_fc_norm_hidden.weight";
-    if (s == "nextn.shared_head_norm.weight") return "mtp.norm.weight";
-    return nullptr;  // nextn.embed_tokens / shared_head_head: not used by Qwen3.5
+template <size_t N>
+const char* gguf_of(const NamePair (&table)[N], const std::string& canonical) {
+    for (const auto& [g, c] : table)
+        if (canonical == c) return g;
+    return nullptr;
 }
 
 // The GGUF name of a canonical tensor (the tables above read backwards), for errors about a
 // tensor the file lacks; the canonical name itself where none maps.
 std::string gguf_name_of(const std::string& canonical, int n_trunk) {
-    static const char* kTop[][2] = {{"embed_tokens.weight", "token_embd.weight"},
-                                    {"norm.weight", "output_norm.weight"},
-                                    {"lm_head.weight", "output.weight"},
-                                    {"mtp.fc.weight", "nextn.eh_proj.weight"},
-                                    {"mtp.pre_fc_norm_embedding.weight", "nextn.enorm.weight"},
-                                    {"mtp.pre_fc_norm_hidden.weight", "nextn.hnorm.weight"},
-                                    {"mtp.norm.weight", "nextn.shared_head_norm.weight"}};
-    for (const auto& [c, g] : kTop)
-        if (canonical == c)
-            return starts_with(g, "nextn.") ? "blk." + std::to_string(n_trunk) + "." + g : g;
-    int block = -1;
-    std::string rest;
-    if (starts_with(canonical, "mtp.layers.")) {
-        const size_t dot = canonical.find('.', 11);
-        if (dot == std::string::npos) return canonical;
-        block = n_trunk + std::atoi(canonical.substr(11, dot - 11).c_str());
-        rest = canonical.substr(dot + 1);
-    } else if (starts_with(canonical, "layers.")) {
-        const size_t dot = canonical.find('.', 7);
-        if (dot == std::string::npos) return canonical;
-        block = std::atoi(canonical.substr(7, dot - 7).c_str());
-        rest = canonical.substr(dot + 1);
-    } else {
-        return canonical;
+    if (const char* g = gguf_of(kTopTensors, canonical)) return g;
+    if (const char* g = gguf_of(kNextnTensors, canonical)) return "blk." + std::to_string(n_trunk) + "." + g;
+    // layers.N.rest -> blk.N.rest', mtp.layers.N.rest -> blk.(n_trunk + N).rest'
+    const bool mtp = starts_with(canonical, "mtp.layers.");
+    const size_t at = mtp ? 11 : 7;
+    const size_t dot = canonical.find('.', at);
+    if ((!mtp && !starts_with(canonical, "layers.")) || dot == std::string::npos) return canonical;
+    const int block = (mtp ? n_trunk : 0) + std::atoi(canonical.substr(at, dot - at).c_str());
+    const std::string rest = canonical.substr(dot + 1), blk = "blk." + std::to_string(block) + ".";
+    if (starts_with(rest, "mlp.experts.")) {  // mlp.experts.E.<proj>: one stacked tensor
+        const std::string proj = rest.substr(std::min(rest.size(), rest.find('.', 12) + 1));
+        const char* g = gguf_of(kStackedExperts, proj);
+        return g ? blk + g : canonical;
     }
-    const std::string blk = "blk." + std::to_string(block) + ".";
-    if (starts_with(rest, "mlp.experts.")) {  // mlp.experts.E.gate_proj.weight: one stacked tensor
-        for (const char* g :
-             {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}) {
-            const std::string proj = std::string(".") + stacked_expert_proj(g);
-            if (rest.size() > proj.size() &&
-                rest.compare(rest.size() - proj.size(), proj.size(), proj) == 0)
-                return blk + g;
-        }
-        return canonical;
-    }
-    for (const auto& [gguf, c] : kBlockTensors)
-        if (rest == c) return blk + gguf;
-    return canonical;
+    const char* g = gguf_of(kBlockTensors, rest);
+    return g ? blk + g : canonical;
 }
 
 RawTensor raw_from_gguf(const GgufFile& g, const GgufTensorInfo& info) {
@@ -266,12 +259,8 @@ Checkpoint gguf_to_checkpoint(const GgufFile& g, bool load_mtp, bool allow_mtp_o
         std::string rest;
         int block = -1;
         const char* expert_proj = nullptr;
-        if (info.name == "token_embd.weight") {
-            canonical = "embed_tokens.weight";
-        } else if (info.name == "output_norm.weight") {
-            canonical = "norm.weight";
-        } else if (info.name == "output.weight") {
-            canonical = "lm_head.weight";
+        if (const char* top = canonical_of(kTopTensors, info.name)) {
+            canonical = top;
         } else if (split_block_name(info.name, &block, &rest)) {
             // Metadata that puts the MTP block elsewhere would run a cut-down trunk (the
             // layers counted as MTP ones left unused) with no head, and only say "no MTP head".
@@ -284,11 +273,11 @@ Checkpoint gguf_to_checkpoint(const GgufFile& g, bool load_mtp, bool allow_mtp_o
             if (is_mtp && !load_mtp) continue;
             const std::string prefix = is_mtp ? "mtp.layers." + std::to_string(block - n_trunk) + "."
                                               : "layers." + std::to_string(block) + ".";
-            if (const char* c = block_tensor_canonical(rest)) {
+            if (const char* c = canonical_of(kBlockTensors, rest)) {
                 canonical = prefix + c;
-            } else if ((expert_proj = stacked_expert_proj(rest))) {
+            } else if ((expert_proj = canonical_of(kStackedExperts, rest))) {
                 canonical = prefix + "mlp.experts.";  // completed per expert below
-            } else if (const char* n = nextn_canonical(rest); n && block == n_trunk) {
+            } else if (const char* n = canonical_of(kNextnTensors, rest); n && block == n_trunk) {
                 canonical = n;
             }
         }
