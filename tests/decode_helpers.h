@@ -12,9 +12,9 @@
 namespace nextn::test {
 
 // Greedy decoding into `state` with `drafter` (null: plain) proposing up to `depth` tokens a round.
-inline std::vector<int32_t> greedy_decode_in(const Qwen35Model& model, SequenceState& state, Drafter* drafter,
-                                             const std::vector<int32_t>& prompt, int depth, int64_t n,
-                                             DecodeStats* stats) {
+inline std::vector<int32_t> greedy_decode_in(const Qwen35Model& model, SequenceState& state,
+                                             Drafter* drafter, const std::vector<int32_t>& prompt,
+                                             int depth, int64_t n, DecodeStats* stats) {
     DecodeOptions o;
     o.max_new_tokens = n;
     o.draft_depth = depth;
@@ -27,8 +27,9 @@ inline std::vector<int32_t> greedy_decode_in(const Qwen35Model& model, SequenceS
     return out;
 }
 
-inline std::vector<int32_t> greedy_decode(const Qwen35Model& model, const std::vector<int32_t>& prompt,
-                                          int depth, int64_t n, DecodeStats* stats = nullptr) {
+inline std::vector<int32_t> greedy_decode(const Qwen35Model& model,
+                                          const std::vector<int32_t>& prompt, int depth, int64_t n,
+                                          DecodeStats* stats = nullptr) {
     SequenceState s = model.new_state(int64_t(prompt.size()) + n + 8, depth + 1);
     std::unique_ptr<Drafter> d;
     if (depth > 0) d = std::make_unique<MtpDrafter>(model, s);
@@ -75,7 +76,8 @@ class ScriptedDrafter : public Drafter {
 };
 
 // Greedy decoding with `drafter` proposing up to `depth` tokens a round.
-inline std::vector<int32_t> decode_with_drafter(const Qwen35Model& model, const std::vector<int32_t>& prompt,
+inline std::vector<int32_t> decode_with_drafter(const Qwen35Model& model,
+                                                const std::vector<int32_t>& prompt,
                                                 Drafter& drafter, int depth, int64_t n,
                                                 DecodeStats* stats = nullptr) {
     SequenceState s = model.new_state(int64_t(prompt.size()) + n + 8, depth + 1);

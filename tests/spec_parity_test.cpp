@@ -214,9 +214,12 @@ TEST_P(SpecParity, AFullContextIsReported) {
             SequenceState state = model.new_state(int64_t(prompt_.size()) + room, depth + 1);
             test::ScriptedDrafter drafter(prompt_, plain, 0, model.config().vocab_size);
             DecodeStats stats;
-            test::greedy_decode_in(model, state, depth ? &drafter : nullptr, prompt_, depth, 20, &stats);
-            EXPECT_EQ(std::min<int64_t>(20, room + 1), stats.generated()) << "depth " << depth << ", room " << room;
-            EXPECT_EQ(room + 1 < 20, stats.stopped_by_context) << "depth " << depth << ", room " << room;
+            test::greedy_decode_in(model, state, depth ? &drafter : nullptr, prompt_, depth, 20,
+                                   &stats);
+            EXPECT_EQ(std::min<int64_t>(20, room + 1), stats.generated())
+                << "depth " << depth << ", room " << room;
+            EXPECT_EQ(room + 1 < 20, stats.stopped_by_context)
+                << "depth " << depth << ", room " << room;
         }
     }
 }

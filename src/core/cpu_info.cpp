@@ -11,7 +11,8 @@ std::string cpuinfo_field(const std::string& key) {
         if (line.rfind(key, 0) != 0) continue;
         const size_t colon = line.find(':');
         // "model name\t: ...": only whitespace may stand between the key and its colon.
-        if (colon == std::string::npos || line.find_first_not_of(" \t", key.size()) != colon) continue;
+        if (colon == std::string::npos || line.find_first_not_of(" \t", key.size()) != colon)
+            continue;
         const size_t start = line.find_first_not_of(" \t", colon + 1);
         return start == std::string::npos ? "" : line.substr(start);
     }

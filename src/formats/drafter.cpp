@@ -135,7 +135,8 @@ void attach_drafter(Checkpoint& target, const std::string& path) {
     } else {
         require_file(path, "draft model path");
         if (!is_gguf_file(path))
-            fail(path, ": unrecognised draft model (expected a qwen3_5_mtp directory or a GGUF file)");
+            fail(path,
+                 ": unrecognised draft model (expected a qwen3_5_mtp directory or a GGUF file)");
         d = drafter_from_gguf(path);
     }
 

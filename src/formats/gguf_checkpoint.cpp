@@ -93,7 +93,8 @@ const char* gguf_of(const NamePair (&table)[N], const std::string& canonical) {
 // tensor the file lacks; the canonical name itself where none maps.
 std::string gguf_name_of(const std::string& canonical, int n_trunk) {
     if (const char* g = gguf_of(kTopTensors, canonical)) return g;
-    if (const char* g = gguf_of(kNextnTensors, canonical)) return "blk." + std::to_string(n_trunk) + "." + g;
+    if (const char* g = gguf_of(kNextnTensors, canonical))
+        return "blk." + std::to_string(n_trunk) + "." + g;
     // layers.N.rest -> blk.N.rest', mtp.layers.N.rest -> blk.(n_trunk + N).rest'
     const bool mtp = starts_with(canonical, "mtp.layers.");
     const size_t at = mtp ? 11 : 7;
