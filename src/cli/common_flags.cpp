@@ -268,7 +268,7 @@ SamplerParams sampler_params_from(const Args& a) {
     const int64_t seed = a.integer("seed", 0);
     if (seed < -1)
         throw UsageError("--seed must be -1 (random) or at least 0, got " + std::to_string(seed));
-    p.seed = random_seed_requested(a) ? std::random_device{}() : uint64_t(seed);
+    p.seed = seed == -1 ? std::random_device{}() : uint64_t(seed);
     try {
         p.validate(flag_of);
     } catch (const std::exception& e) {

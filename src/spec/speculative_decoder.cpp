@@ -140,7 +140,8 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         const int64_t room = std::min<int64_t>(options.max_new_tokens - stats.generated(),
                                                state.max_positions - state.n_past);
         if (room <= 0) {
-            stats.stopped_by_context = state.n_past >= state.max_positions;
+            // The loop's condition left room for more tokens, so the caches are what is full.
+            stats.stopped_by_context = true;
             break;
         }
         const int round_depth =
