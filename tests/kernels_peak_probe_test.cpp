@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "core/error.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
@@ -144,6 +145,26 @@ TEST(ReadProbe, BufferIsFourTimesTheCacheWithinItsBounds) {
     const size_t here = read_probe_bytes();
     EXPECT_GE(here, kReadProbeBytes);
     EXPECT_LE(here, kReadProbeMaxBytes);
+}
+
+// One ReadProbe serves repeated probes and probes of a prefix of its buffer (bench's
+// weight-sized probe); a prefix too small to split among the threads is refused, and a request
+// past the buffer reads the whole buffer.
+TEST(ReadProbe, ReusedBufferGivesPositiveRatesAndRefusesTooSmallAPrefix) {
+    ThreadPool pool(2);
+    constexpr size_t MB = size_t(1) << 20;
+    const ReadProbe probe(pool, 8 * MB);
+    EXPECT_EQ(probe.bytes(), 8 * MB);
+    for (size_t bytes : {8 * MB, 1 * MB, 64 * MB}) {
+        const double gbs = probe.measure_gbs(kernels(), bytes);
+        EXPECT_TRUE(std::isfinite(gbs) && gbs > 0.1) << bytes << " bytes: " << gbs;
+    }
+    try {
+        probe.measure_gbs(kernels(), 256);
+        ADD_FAILURE() << "a 256-byte prefix was probed";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("256 bytes too small"), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace

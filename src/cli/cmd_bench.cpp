@@ -9,6 +9,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -259,9 +260,11 @@ int cmd_bench(const std::vector<std::string>& argv) {
         }
     }();
 
-    // Every probe reads a buffer far larger than the last-level cache (measure.h says why).
+    // Every probe reads a buffer far larger than the last-level cache (measure.h says why), the
+    // same buffer each time, touched once; released once the last probe has read it.
     const size_t probe_bytes = read_probe_bytes();
-    const double bw = measure_read_bandwidth_gbs(*lm.pool, probe_bytes);
+    std::optional<ReadProbe> probe(std::in_place, *lm.pool, probe_bytes);
+    const double bw = probe->measure_gbs(kernels());
     say("read bandwidth: %.1f GB/s over a %.0f MB buffer (%s%s, %d threads, %s)\n", bw, double(probe_bytes) / 1e6,
         kernels().isa, kernels().amx_from_width > 0 ? " with AMX tiles" : "", lm.pool->size(), cpu.c_str());
     out["read_probe_bytes"] = probe_bytes;
@@ -395,10 +398,10 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // 66 GB/s within a minute; probes only at the start and the end put one decode at 95% of
     // a probe from a slow spell and the next at 45% of one from a fast spell. The better of the
     // two probes, never their mean: a ratio over a slow probe would overstate the decode.
-    std::vector<double> probes{measure_read_bandwidth_gbs(*lm.pool, probe_bytes)};
+    std::vector<double> probes{probe->measure_gbs(kernels())};
     double bw_best = 0.0;
     const DecodeStats plain = decode(0, false, nullptr, nullptr, [&](bool is_best) {
-        probes.push_back(measure_read_bandwidth_gbs(*lm.pool, probe_bytes));
+        probes.push_back(probe->measure_gbs(kernels()));
         if (is_best) bw_best = std::max(probes[probes.size() - 2], probes.back());
     });
     const double decode_tps = plain.decode_tokens_per_second();
@@ -426,7 +429,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // probe's rate. Bench says so, with the decode's share of that rate too.
     const size_t weight_sized_bytes =
         std::clamp<size_t>(size_t(weight_bytes), size_t(1) << 20, probe_bytes);
-    const double weight_sized_gbs = measure_read_bandwidth_gbs(*lm.pool, weight_sized_bytes);
+    const double weight_sized_gbs = probe->measure_gbs(kernels(), weight_sized_bytes);
+    probe.reset();
     const size_t cache_bytes = reported_last_level_cache_bytes();
     const bool cache_served = weight_sized_gbs >= kCacheServedRatio * bw_best;
     const bool larger_than_cache = cache_bytes > 0 && weight_bytes > double(cache_bytes);

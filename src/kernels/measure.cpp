@@ -15,6 +15,10 @@ namespace nextn {
 
 namespace {
 
+// The f32 matrix-vector probe's matrix (ReadProbe's (b)): 50 MB, rows of 24 KB.
+constexpr int64_t kMatvecRows = 2048;
+constexpr int64_t kMatvecCols = 6144;
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -43,34 +47,60 @@ double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes) {
 }
 
 double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool, size_t buffer_bytes) {
-    const int threads = pool.size();
-    const int64_t per = int64_t(buffer_bytes / sizeof(float)) / threads / 64 * 64;
-    if (per <= 0) fail("measure_read_bandwidth_gbs: buffer of ", buffer_bytes, " bytes too small");
-    double best = 0.0;
-    {
-        std::vector<float> buffer(size_t(per * threads), 1.0f);  // touches every page first
-        std::vector<float> sums(size_t(threads), 0.0f);
-        // A small buffer is read several times a rep, 64 MB in all: one pass over a few MB takes
-        // tens of microseconds, about what waking the pool costs, and a 3.5 MB buffer (a tiny
-        // model's weights, cache-served) had read slower than the 1 GB probe.
-        const size_t bytes = buffer.size() * sizeof(float);
-        const int passes = int(std::max<size_t>(1, (size_t(64) << 20) / bytes));
-        for (int rep = 0; rep < 10; ++rep) {
-            const auto t0 = std::chrono::steady_clock::now();
-            pool.run_on_each_thread([&](int i) {
-                for (int p = 0; p < passes; ++p)
-                    sums[size_t(i)] += k.stream_sum(buffer.data() + i * per, per);
-            });
-            best = std::max(best, double(bytes) * passes / seconds_since(t0) / 1e9);
-        }
-        volatile float sink = sums[0];  // the sums are the point of the reads
-        (void)sink;
+    return ReadProbe(pool, buffer_bytes).measure_gbs(k);
+}
+
+ReadProbe::ReadProbe(ThreadPool& pool, size_t buffer_bytes) : pool_(pool), bytes_(buffer_bytes) {
+    const size_t matrix_bytes = size_t(kMatvecRows * kMatvecCols) * sizeof(float);
+    const size_t n_matrices = std::max<size_t>(2, buffer_bytes / matrix_bytes);
+    const size_t floats = std::max(buffer_bytes, n_matrices * matrix_bytes) / sizeof(float);
+    memory_ = allocate_weight_memory(floats * sizeof(float), "read probe buffer", /*zeroed=*/false);
+    float* values = static_cast<float*>(memory_.get());
+    // Touched once, each of the pool's threads writing a share of it at the same time.
+    pool_.run_on_each_thread([&](int i) {
+        const size_t per = floats / size_t(pool_.size());
+        const size_t end = i + 1 == pool_.size() ? floats : (size_t(i) + 1) * per;
+        std::fill(values + size_t(i) * per, values + end, 1.0f);
+    });
+    for (size_t m = 0; m < n_matrices; ++m) {
+        WeightMatrix w;
+        w.rows = kMatvecRows;
+        w.cols = kMatvecCols;
+        w.row_bytes = size_t(kMatvecCols) * sizeof(float);
+        w.data = reinterpret_cast<const uint8_t*>(values) + m * matrix_bytes;  // a view: memory_ owns it
+        matrices_.push_back(w);
     }
+}
+
+double ReadProbe::measure_gbs(const KernelTable& k, size_t bytes) const {
+    bytes = std::min(bytes, bytes_);
+    const int threads = pool_.size();
+    const int64_t per = int64_t(bytes / sizeof(float)) / threads / 64 * 64;
+    if (per <= 0) fail("measure_read_bandwidth_gbs: buffer of ", bytes, " bytes too small");
+    const float* buffer = static_cast<const float*>(memory_.get());
+    double best = 0.0;
+    std::vector<float> sums(size_t(threads), 0.0f);
+    // A small buffer is read several times a rep, 64 MB in all: one pass over a few MB takes
+    // tens of microseconds, about what waking the pool costs, and a 3.5 MB buffer (a tiny
+    // model's weights, cache-served) had read slower than the 1 GB probe.
+    const size_t read_bytes = size_t(per * threads) * sizeof(float);
+    const int passes = int(std::max<size_t>(1, (size_t(64) << 20) / read_bytes));
+    for (int rep = 0; rep < 10; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        pool_.run_on_each_thread([&](int i) {
+            for (int p = 0; p < passes; ++p) sums[size_t(i)] += k.stream_sum(buffer + i * per, per);
+        });
+        best = std::max(best, double(read_bytes) * passes / seconds_since(t0) / 1e9);
+    }
+    volatile float sink = sums[0];  // the sums are the point of the reads
+    (void)sink;
     // Second probe: an f32 matrix-vector product (one FMA per 4 bytes read, so never
     // compute-bound) over the same amount of memory. Its row-tile pattern with prefetch can
     // stream faster than the plain probe; the better of the two is the machine's rate.
-    const GemmCost matvec = measure_gemm_cost(k, WType::F32, 2048, 6144, 1, pool, 0.2,
-                                              std::max<size_t>(buffer_bytes, size_t(64) << 20));
+    const size_t matrix_bytes = matrices_[0].nbytes();
+    const size_t rotated = std::max(bytes, size_t(64) << 20);
+    const size_t n = std::clamp<size_t>((rotated + matrix_bytes - 1) / matrix_bytes, 2, matrices_.size());
+    const GemmCost matvec = time_rotating_gemm(k, std::span(matrices_.data(), n), 1, pool_, 0.2);
     return std::max(best, matvec.gbs(1));
 }
 
@@ -157,14 +187,23 @@ GemmCost measure_gemm_cost(const KernelTable& k, WType type, int64_t rows, int64
     values.clear();
     values.shrink_to_fit();
     while (weights.size() < copies) weights.push_back(clone_weight(weights[0]));
+    return time_rotating_gemm(k, weights, max_n, pool, min_seconds);
+}
 
+GemmCost time_rotating_gemm(const KernelTable& k, std::span<const WeightMatrix> weights, int max_n,
+                            ThreadPool& pool, double min_seconds) {
+    if (max_n < 1) fail("time_rotating_gemm: max_n must be >= 1");
+    if (weights.empty()) fail("time_rotating_gemm: no weights");
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    const int64_t rows = weights[0].rows, cols = weights[0].cols;
     std::vector<float> x(size_t(max_n * cols)), y(size_t(max_n * rows));  // [n, cols], [n, rows]
     for (float& v : x) v = dist(rng);
     GemmCost cost;
     cost.type = weights[0].type;
     cost.rows = rows;
     cost.cols = cols;
-    cost.weight_bytes = bytes;
+    cost.weight_bytes = weights[0].nbytes();
     cost.seconds.assign(size_t(max_n), 0.0);
     size_t next = 0;
     auto one_call = [&](int n) {

@@ -4,6 +4,8 @@
 // cost(N)/cost(1)).
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -33,10 +35,35 @@ size_t read_probe_bytes();
 // Sustained read bandwidth in GB/s (10^9 bytes/s) on all pool threads, over buffer_bytes (far
 // larger than the caches): the better of (a) stream_sum over each thread's share, best of 10
 // passes, and (b) an f32 matrix-vector product through matmul (bandwidth-bound: one FMA per
-// 4 bytes), whose prefetched row tiles stream faster than (a) on some machines. Takes ~1 s.
+// 4 bytes), whose prefetched row tiles stream faster than (a) on some machines. Takes ~1 s
+// plus the time to touch a new buffer (ReadProbe keeps one for repeated probes).
 double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes = read_probe_bytes());
 double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool,
                                   size_t buffer_bytes = read_probe_bytes());
+
+// The read probe's memory, touched once and read by every probe taken through it: `nextn
+// bench` probes five times. Each probe had allocated and touched its own buffers (a 2 GB
+// stream buffer, then 2 GB of matrix copies), which on the 2-core Zen 5 VM, whose page faults
+// are slow, took 5-10 s a probe, most of a bench run. One buffer serves both probes: (a) reads
+// it as each thread's share, (b) as [2048, 6144] f32 matrices laid end to end (its values are
+// 1.0, which time as any others do). Huge pages where the system grants them, as the weights
+// have.
+class ReadProbe {
+public:
+    // A buffer of buffer_bytes, and at least two of (b)'s matrices.
+    ReadProbe(ThreadPool& pool, size_t buffer_bytes);
+    // measure_read_bandwidth_gbs over the first `bytes` of the buffer (at most its size): (a)
+    // reads those bytes, (b) as many of its matrices as cover max(bytes, 64 MB), at least two.
+    double measure_gbs(const KernelTable& k, size_t bytes) const;
+    double measure_gbs(const KernelTable& k) const { return measure_gbs(k, bytes_); }
+    size_t bytes() const { return bytes_; }
+
+private:
+    ThreadPool& pool_;
+    size_t bytes_;
+    std::shared_ptr<void> memory_;  // [max(bytes_, 2 matrices)] floats, all 1.0
+    std::vector<WeightMatrix> matrices_;  // (b)'s views into memory_, end to end
+};
 
 // Which multiply-adds a compute peak counts: int8 dot products (the int8-activation matmuls)
 // or f32 fused multiply-adds (f32 activations).
@@ -68,5 +95,9 @@ struct GemmCost {
 GemmCost measure_gemm_cost(const KernelTable& k, WType type, int64_t rows, int64_t cols,
                            int max_n, ThreadPool& pool, double min_seconds = 0.1,
                            size_t rotate_bytes = size_t(1024) << 20);
+// The timing loop of measure_gemm_cost over given matrices (all of one shape and type), cycled
+// through in order.
+GemmCost time_rotating_gemm(const KernelTable& k, std::span<const WeightMatrix> weights, int max_n,
+                            ThreadPool& pool, double min_seconds);
 
 }  // namespace nextn
