@@ -67,7 +67,8 @@ ReadProbe::ReadProbe(ThreadPool& pool, size_t buffer_bytes) : pool_(pool), bytes
         w.rows = kMatvecRows;
         w.cols = kMatvecCols;
         w.row_bytes = size_t(kMatvecCols) * sizeof(float);
-        w.data = reinterpret_cast<const uint8_t*>(values) + m * matrix_bytes;  // a view: memory_ owns it
+        w.data =
+            reinterpret_cast<const uint8_t*>(values) + m * matrix_bytes;  // a view: memory_ owns it
         matrices_.push_back(w);
     }
 }
@@ -99,7 +100,8 @@ double ReadProbe::measure_gbs(const KernelTable& k, size_t bytes) const {
     // stream faster than the plain probe; the better of the two is the machine's rate.
     const size_t matrix_bytes = matrices_[0].nbytes();
     const size_t rotated = std::max(bytes, size_t(64) << 20);
-    const size_t n = std::clamp<size_t>((rotated + matrix_bytes - 1) / matrix_bytes, 2, matrices_.size());
+    const size_t n =
+        std::clamp<size_t>((rotated + matrix_bytes - 1) / matrix_bytes, 2, matrices_.size());
     const GemmCost matvec = time_rotating_gemm(k, std::span(matrices_.data(), n), 1, pool_, 0.2);
     return std::max(best, matvec.gbs(1));
 }

@@ -49,7 +49,7 @@ double measure_read_bandwidth_gbs(const KernelTable& k, ThreadPool& pool,
 // 1.0, which time as any others do). Huge pages where the system grants them, as the weights
 // have.
 class ReadProbe {
-public:
+  public:
     // A buffer of buffer_bytes, and at least two of (b)'s matrices.
     ReadProbe(ThreadPool& pool, size_t buffer_bytes);
     // measure_read_bandwidth_gbs over the first `bytes` of the buffer (at most its size): (a)
@@ -58,10 +58,10 @@ public:
     double measure_gbs(const KernelTable& k) const { return measure_gbs(k, bytes_); }
     size_t bytes() const { return bytes_; }
 
-private:
+  private:
     ThreadPool& pool_;
     size_t bytes_;
-    std::shared_ptr<void> memory_;  // [max(bytes_, 2 matrices)] floats, all 1.0
+    std::shared_ptr<void> memory_;        // [max(bytes_, 2 matrices)] floats, all 1.0
     std::vector<WeightMatrix> matrices_;  // (b)'s views into memory_, end to end
 };
 
