@@ -81,6 +81,49 @@ TEST(ThreadPool, ContiguousSplitGivesEachThreadOneRange) {
     }
 }
 
+// Split::ContiguousSharedTails: every item once, each claim inside one of the contiguous ranges
+// (ceil(n / threads) long), whatever the job size; and a thread held up inside its first claim
+// does not hold up the job's end: the others take the rest of its range.
+TEST(ThreadPool, SharedTailsClaimInsideTheRangesAndHelpASlowThread) {
+    for (int threads : {1, 2, 3, 4}) {
+        ThreadPool pool(threads);
+        for (int64_t n : {1, 2, 3, 7, 8, 9, 16, 17, 33, 100, 1000, 4099}) {
+            const int64_t per = (n + threads - 1) / threads;
+            Claims claims(n);
+            std::atomic<bool> crosses{false};  // a claim reaching past its range
+            pool.run(
+                n,
+                [&](int64_t begin, int64_t end) {
+                    if (begin / per != (end - 1) / per) crosses = true;
+                    claims.add(begin, end);
+                },
+                ThreadPool::Split::ContiguousSharedTails);
+            ASSERT_FALSE(crosses.load()) << "threads=" << threads << " n=" << n;
+            claims.expect_each_item_once();
+        }
+    }
+    // Two threads, 160 items: whoever claims range 0's first seven eighths (items 0-69) sleeps
+    // there until the other thread has run items of range 0's tail (70-79), which only a thief
+    // can reach while the owner sleeps. Without sharing, the wait would time out.
+    ThreadPool pool(2);
+    Claims claims(160);
+    std::atomic<bool> tail_stolen{false}, timed_out{false};
+    pool.run(
+        160,
+        [&](int64_t begin, int64_t end) {
+            claims.add(begin, end);
+            if (begin >= 70 && begin < 80) tail_stolen = true;
+            if (begin == 0) {
+                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (!tail_stolen.load() && !(timed_out = std::chrono::steady_clock::now() > give_up))
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+        },
+        ThreadPool::Split::ContiguousSharedTails);
+    EXPECT_FALSE(timed_out.load()) << "no thread took range 0's tail while its owner was held up";
+    claims.expect_each_item_once();
+}
+
 TEST(ThreadPool, ManyBackToBackJobs) {
     ThreadPool pool(2);
     std::atomic<int64_t> total{0};

@@ -25,6 +25,7 @@ constexpr auto kWorkerSpin = std::chrono::microseconds(100);
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
     n_threads_ = n_threads;
+    range_left_ = std::make_unique<std::atomic<uint64_t>[]>(size_t(n_threads_));
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -43,6 +44,7 @@ void ThreadPool::run_share(int index) {
         thunk_(ctx_, index, index, index + 1);
         return;
     }
+    if (split_ == Split::ContiguousSharedTails) return run_shared_tails(index);
     constexpr int64_t kChunksPerThread = 8;
     if (split_ == Split::Contiguous || n_items_ < kChunksPerThread * n_threads_) {
         // Static: one range per thread, claimed in turn (a late thread's range goes to whoever
@@ -69,6 +71,36 @@ void ThreadPool::run_share(int index) {
     }
 }
 
+void ThreadPool::run_shared_tails(int index) {
+    auto claim = [&](int64_t range, bool from_back, bool first) {
+        std::atomic<uint64_t>& left = range_left_[size_t(range)];
+        uint64_t now = left.load(std::memory_order_relaxed);
+        for (;;) {
+            const int64_t front = int64_t(now >> 32), end = int64_t(now & 0xffffffffu);
+            if (front >= end) return false;
+            const int64_t n = end - front;
+            const int64_t take = first ? n - n / 8 : std::max<int64_t>(1, n / 2);
+            const int64_t begin = from_back ? end - take : front;
+            const uint64_t after = from_back ? (uint64_t(front) << 32) | uint64_t(end - take)
+                                             : (uint64_t(front + take) << 32) | uint64_t(end);
+            if (!left.compare_exchange_weak(now, after, std::memory_order_relaxed)) continue;
+            thunk_(ctx_, index, begin, begin + take);
+            return true;
+        }
+    };
+    // Own ranges first, claimed in turn as Contiguous claims them, each from its front.
+    for (;;) {
+        const int64_t range = next_item_.fetch_add(1, std::memory_order_relaxed);
+        if (range >= n_threads_) break;
+        for (bool first = true; claim(range, false, first); first = false) {
+        }
+    }
+    // Then what the others have left, from the back.
+    for (int64_t range = 0; range < n_threads_; ++range)
+        while (claim(range, true, false)) {
+        }
+}
+
 void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx, bool on_each_thread, Split split) {
     if (n_items <= 0) return;
     if (n_threads_ == 1 || n_items == 1) {
@@ -84,6 +116,15 @@ void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx, bool on_each_
         split_ = split;
         next_item_.store(0, std::memory_order_relaxed);
         finished_.store(0, std::memory_order_relaxed);
+        // The shared tails' ranges hold 32-bit item indices; a larger job splits as Contiguous.
+        if (split_ == Split::ContiguousSharedTails && n_items >= (int64_t(1) << 31)) split_ = Split::Contiguous;
+        if (split_ == Split::ContiguousSharedTails) {
+            const int64_t per = (n_items + n_threads_ - 1) / n_threads_;
+            for (int64_t r = 0; r < n_threads_; ++r) {
+                const uint64_t front = uint64_t(std::min(n_items, r * per)), end = uint64_t(std::min(n_items, (r + 1) * per));
+                range_left_[size_t(r)].store((front << 32) | end, std::memory_order_relaxed);
+            }
+        }
         // A new generation, open, no worker inside: the last job ended with none inside.
         job_.store((generation_of(job_.load(std::memory_order_relaxed)) + 1) << kGenerationShift,
                    std::memory_order_release);

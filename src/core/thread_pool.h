@@ -15,6 +15,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -35,8 +36,12 @@ public:
     // whoever is free; a thread slowed part-way is not helped). The narrow matmuls of decode and
     // verify want it: each thread then streams its rows in one call per matrix, and a call's
     // prefetch stops at its end, so the guided schedule's many short calls each started cold and
-    // drained their prefetch early (matmul.cpp has the measurements).
-    enum class Split { Guided, Contiguous };
+    // drained their prefetch early (matmul.cpp has the measurements). ContiguousSharedTails:
+    // the same ranges, but a range's owner first claims all of it but its last eighth, then
+    // halves of what is left, and a thread done with its own ranges takes halves from the back
+    // of the others': a thread slowed part-way (on a VM, at random) is helped at the end, for a
+    // few more calls per range.
+    enum class Split { Guided, Contiguous, ContiguousSharedTails };
 
     template <class Fn>
     void run(int64_t n_items, Fn&& fn, Split split = Split::Guided) {
@@ -71,6 +76,7 @@ private:
                   Split split = Split::Guided);
     void worker_loop(int index);
     void run_share(int index);
+    void run_shared_tails(int index);
     // job_'s fields: the job's generation (bits 17 and up), whether it is closed to workers that
     // have not joined it (bit 16), and how many workers are inside it (bits 0-15).
     static constexpr uint64_t kJoinedMask = 0xffff, kClosed = uint64_t(1) << 16;
@@ -85,6 +91,10 @@ private:
     std::atomic<int> finished_{0};       // workers done with a run_on_each_thread job
     std::atomic<int64_t> next_item_{0};  // first item (guided) or range (static) not yet claimed
     std::atomic<bool> stopping_{false};
+    // [n_threads_] ContiguousSharedTails: each range's unclaimed items, [front, end) as front << 32
+    // | end (one word, so that the owner's claims from the front and the others' from the back
+    // meet without a lock).
+    std::unique_ptr<std::atomic<uint64_t>[]> range_left_;
     // The job being run; written by dispatch() before the generation bump (whose release a
     // worker's acquire of the new generation pairs with), unchanged until the job is done.
     Thunk thunk_ = nullptr;

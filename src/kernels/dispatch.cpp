@@ -165,6 +165,7 @@ const KernelTable* avx512_table() {
         t.quantize_columns = avx512::quantize_columns;
         t.int8_dot_fast = true;
         t.row_groups = row_group_layouts();
+        t.share_narrow_tails = avx512::shares_narrow_tails_on_this_cpu();
         if (amx_from_env() && x86::cpu_supports_amx_int8()) {
             t.gemm_i8_rows = gemm_i8_rows_avx512_amx;
             t.amx_from_width = kAmxFromWidth;

@@ -58,6 +58,10 @@ struct KernelTable {
     // From this many columns on, the row-group types go through AMX int8 tiles (same bits); 0: no
     // AMX (the CPU or OS lacks it, another table, or NEXTN_AMX is not "on": off by default).
     int64_t amx_from_width = 0;
+    // Whether a narrow matmul (a decode step or a verify: kernels/matmul.cpp) splits its rows as
+    // ThreadPool::Split::ContiguousSharedTails rather than Contiguous. Set where it was measured
+    // faster: the avx512 table on Zen 5 (matmul.cpp has the runs); a Xeon was not measured.
+    bool share_narrow_tails = false;
 
     // BF16D weights times activations rounded to bf16 (kernels/bf16_dot.h) for rows [r0, r1):
     // x: its n columns (round_columns_bf16), y: [n, ldy]. Bit-identical to ref::gemm_bf16_rows.

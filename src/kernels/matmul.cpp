@@ -36,6 +36,20 @@ constexpr int64_t kRowBlock = 16;  // rows a thread takes at a time (a block sta
 // medians and means).
 constexpr int64_t kContiguousSplitUpTo = 8;
 
+// Zen 5: the contiguous ranges' shared tails (ThreadPool::Split::ContiguousSharedTails). There
+// the two threads of one call finished 1.12-1.13x apart at the median and 1.28-1.37x at the
+// 90th percentile, the slower one changing from call to call (a 0.8B Q8_0R matrix, 1 GB of
+// copies rotated), and the other waited. 0.8B forwards alternating one by one in one process
+// (shared tails over contiguous, median forward times, 2 threads): Q8_0 width 1 0.988, 0.988,
+// 0.987; Q4_0 width 1 0.957, 0.982; Q8_0 width 2 0.955, 0.949, width 4 0.918, 0.956, width 8
+// 0.897, 0.913; Q4_0 width 4 0.929, 0.912, width 8 0.912, 0.915. A first claim of three
+// quarters of each range measured the same as seven eighths (Q8_0 width 1 0.988, 0.990, 0.987;
+// width 4 0.924, 0.955).
+ThreadPool::Split narrow_split(const KernelTable& k, int64_t widest) {
+    if (widest > kContiguousSplitUpTo) return ThreadPool::Split::Guided;
+    return k.share_narrow_tails ? ThreadPool::Split::ContiguousSharedTails : ThreadPool::Split::Contiguous;
+}
+
 void check_weight(const WeightMatrix& w) {
     if (w.empty() || w.rows <= 0 || w.cols <= 0)
         fail("matmul: empty weight matrix [", w.rows, ", ", w.cols, "]");
@@ -184,8 +198,7 @@ void matmul_batch(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadP
     if (work < kMinParallelWork)
         run_blocks(0, blocks);
     else
-        pool.run(blocks, run_blocks,
-                 widest <= kContiguousSplitUpTo ? ThreadPool::Split::Contiguous : ThreadPool::Split::Guided);
+        pool.run(blocks, run_blocks, narrow_split(k, widest));
 }
 
 }  // namespace nextn

@@ -74,6 +74,9 @@ void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* a
 
 namespace nextn::avx512 {
 
+// Whether narrow matmuls should split their rows with shared tails on this CPU (the table's
+// share_narrow_tails): on AMD family 1Ah (Zen 5), where it was measured.
+bool shares_narrow_tails_on_this_cpu();
 void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                int64_t r0, int64_t r1);
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,

@@ -414,6 +414,8 @@ void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, cons
     visit_int8_dot_type(w.type, [&]<WType T>() { gemm_i8_impl<T>(resolved, w, x, y, ldy, r0, r1); });
 }
 
+bool shares_narrow_tails_on_this_cpu() { return x86::amd_zen5_or_later(); }
+
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
     gemm_i8_rows_with(Int8TileChoice{}, w, x, y, ldy, r0, r1);
