@@ -115,7 +115,8 @@ TEST(ThreadPool, SharedTailsClaimInsideTheRangesAndHelpASlowThread) {
             if (begin >= 70 && begin < 80) tail_stolen = true;
             if (begin == 0) {
                 const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                while (!tail_stolen.load() && !(timed_out = std::chrono::steady_clock::now() > give_up))
+                while (!tail_stolen.load() &&
+                       !(timed_out = std::chrono::steady_clock::now() > give_up))
                     std::this_thread::sleep_for(std::chrono::milliseconds(1));
             }
         },

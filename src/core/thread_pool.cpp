@@ -92,13 +92,12 @@ void ThreadPool::run_shared_tails(int index) {
     for (;;) {
         const int64_t range = next_item_.fetch_add(1, std::memory_order_relaxed);
         if (range >= n_threads_) break;
-        for (bool first = true; claim(range, false, first); first = false) {
-        }
+        bool first = true;
+        while (claim(range, /*from_back=*/false, first)) first = false;
     }
     // Then what the others have left, from the back.
     for (int64_t range = 0; range < n_threads_; ++range)
-        while (claim(range, true, false)) {
-        }
+        while (claim(range, /*from_back=*/true, /*first=*/false)) continue;
 }
 
 void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx, bool on_each_thread, Split split) {
@@ -117,11 +116,13 @@ void ThreadPool::dispatch(int64_t n_items, Thunk thunk, void* ctx, bool on_each_
         next_item_.store(0, std::memory_order_relaxed);
         finished_.store(0, std::memory_order_relaxed);
         // The shared tails' ranges hold 32-bit item indices; a larger job splits as Contiguous.
-        if (split_ == Split::ContiguousSharedTails && n_items >= (int64_t(1) << 31)) split_ = Split::Contiguous;
+        if (split_ == Split::ContiguousSharedTails && n_items >= (int64_t(1) << 31))
+            split_ = Split::Contiguous;
         if (split_ == Split::ContiguousSharedTails) {
             const int64_t per = (n_items + n_threads_ - 1) / n_threads_;
             for (int64_t r = 0; r < n_threads_; ++r) {
-                const uint64_t front = uint64_t(std::min(n_items, r * per)), end = uint64_t(std::min(n_items, (r + 1) * per));
+                const uint64_t front = uint64_t(std::min(n_items, r * per)),
+                               end = uint64_t(std::min(n_items, (r + 1) * per));
                 range_left_[size_t(r)].store((front << 32) | end, std::memory_order_relaxed);
             }
         }

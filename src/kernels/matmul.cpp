@@ -48,7 +48,8 @@ constexpr int64_t kContiguousSplitUpTo = 8;
 // the flag on and off): Q8_0 width 1 0.935, Q4_0 0.953, Q8_0 width 4 0.950, Q4_0 0.938.
 ThreadPool::Split narrow_split(const KernelTable& k, int64_t widest) {
     if (widest > kContiguousSplitUpTo) return ThreadPool::Split::Guided;
-    return k.share_narrow_tails ? ThreadPool::Split::ContiguousSharedTails : ThreadPool::Split::Contiguous;
+    return k.share_narrow_tails ? ThreadPool::Split::ContiguousSharedTails
+                                : ThreadPool::Split::Contiguous;
 }
 
 void check_weight(const WeightMatrix& w) {
