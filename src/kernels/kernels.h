@@ -60,7 +60,8 @@ struct KernelTable {
     int64_t amx_from_width = 0;
     // Whether a narrow matmul (a decode step or a verify: kernels/matmul.cpp) splits its rows as
     // ThreadPool::Split::ContiguousSharedTails rather than Contiguous. Set where it was measured
-    // faster: the avx512 table on Zen 5 (matmul.cpp has the runs); a Xeon was not measured.
+    // faster: the avx512 table on Zen 5 (matmul.cpp has the runs; on a Xeon a split like it had
+    // measured slower).
     bool share_narrow_tails = false;
 
     // BF16D weights times activations rounded to bf16 (kernels/bf16_dot.h) for rows [r0, r1):
