@@ -21,19 +21,19 @@ constexpr int64_t kRowBlock = 16;  // rows a thread takes at a time (a block sta
 // Emerald-Rapids-class Xeon VM, 0.8B forwards alternating between the two schedules in one process,
 // contiguous over guided: Q4_0 width 1 0.975-0.983, width 2 0.963, width 4 0.959-0.970, width 8
 // 0.960; Q8_0 width 1 0.988-1.019 (median of runs 0.993), width 4 0.985-0.988. Claims from each
-// thread's own range first (halving, the rest stolen from the back) gained about half as much
-// (Q4_0 width 1 0.987-0.993, width 4 0.974). Wider than 8 (prefill) the guided schedule stays:
-// its dot products dominate and it balances them (128 columns contiguous: 1.028). AMD's tiles
-// prefetch with one cursor per call instead (gemm_row_groups_avx512.cpp), and the split gives them
-// fewer, longer calls as well; on Zen 5 the ranges' tails are shared (narrow_split). The caller then waits for the worker at the end
-// of a batch for 0.4-1.5 ms a 0.8B Q4_0 token (0.15 ms guided), about 0.2 ms of it the worker's
-// later start (1.3 us a batch); which half the caller takes does not change it. Splitting the
-// last eighth of each range into shrinking claims, or stealing, to even that out measured slower
-// than the one range on this Xeon (0.983-0.991 over guided; Zen 5 gains from it: below); an L2 prefetch of a call's first 32 or 64 KB at
-// its start changed nothing (kernel_ab 0.998, 0.999). With a third
-// process taking CPU time (a niced busy loop; or 2 ms busy every 20 ms), where a preempted
-// thread holds its whole range, contiguous still measured 0.980-0.988 of guided (Q4_0 width 1,
-// medians and means).
+// thread's own range first (halving, the rest stolen from the back) gained about half as much (Q4_0
+// width 1 0.987-0.993, width 4 0.974). Wider than 8 (prefill) the guided schedule stays: its dot
+// products dominate and it balances them (128 columns contiguous: 1.028). AMD's tiles prefetch with
+// one cursor per call instead (gemm_row_groups_avx512.cpp), and the split gives them fewer, longer
+// calls as well; on Zen 5 the ranges' tails are shared (narrow_split). The caller then waits for
+// the worker at the end of a batch for 0.4-1.5 ms a 0.8B Q4_0 token (0.15 ms guided), about 0.2 ms
+// of it the worker's later start (1.3 us a batch); which half the caller takes does not change it.
+// Splitting the last eighth of each range into shrinking claims, or stealing, to even that out
+// measured slower than the one range on this Xeon (0.983-0.991 over guided; Zen 5 gains from it:
+// below); an L2 prefetch of a call's first 32 or 64 KB at its start changed nothing (kernel_ab
+// 0.998, 0.999). With a third process taking CPU time (a niced busy loop; or 2 ms busy every 20
+// ms), where a preempted thread holds its whole range, contiguous still measured 0.980-0.988 of
+// guided (Q4_0 width 1, medians and means).
 constexpr int64_t kContiguousSplitUpTo = 8;
 
 // Zen 5: the contiguous ranges' shared tails (ThreadPool::Split::ContiguousSharedTails). There

@@ -77,7 +77,7 @@ double ReadProbe::measure_gbs(const KernelTable& k, size_t bytes) const {
     bytes = std::min(bytes, bytes_);
     const int threads = pool_.size();
     const int64_t per = int64_t(bytes / sizeof(float)) / threads / 64 * 64;
-    if (per <= 0) fail("measure_read_bandwidth_gbs: buffer of ", bytes, " bytes too small");
+    if (per <= 0) fail("read probe: a buffer of ", bytes, " bytes too small for ", threads, " threads");
     const float* buffer = static_cast<const float*>(memory_.get());
     double best = 0.0;
     std::vector<float> sums(size_t(threads), 0.0f);
