@@ -254,6 +254,42 @@ TEST(KernelsRowGroupsDeathTest, LayoutsChosenByEnvironment) {
     }
     if (tables == 0) GTEST_SKIP() << "no int8 table on this CPU (no AVX2)";
 }
+
+// NEXTN_ROW_GROUP_FETCH chooses, once, how the avx512 table's decode-width row-group matmuls
+// prefetch: "cursor" and "streams" fix one way and time nothing; auto (unset, empty) times the
+// cursor against group streams on AMD and keeps group streams elsewhere; anything else is an error
+// naming it. The child's exit code: 10 cursor / 20 group streams, plus 1 with a timed alternative
+// (which prefetches the other way and has none of its own).
+[[noreturn]] void exit_with_row_group_fetch(const char* setting) {
+    setenv("NEXTN_ROW_GROUP_FETCH", setting, 1);
+    try {
+        const KernelTable& t = kernels_for("avx512");
+        const std::string fetch = t.narrow_fetch;
+        int code = fetch == "cursor" ? 10 : fetch == "group streams" ? 20 : 0;
+        if (t.timed_alternative) {
+            const std::string other = t.timed_alternative->narrow_fetch;
+            const bool other_way = other != fetch && (other == "cursor" || other == "group streams");
+            code += other_way && !t.timed_alternative->timed_alternative ? 1 : 30;
+        }
+        std::exit(code);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        std::exit(3);
+    }
+}
+
+TEST(KernelsRowGroupsDeathTest, RowGroupFetchChosenByEnvironment) {
+    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    GTEST_FLAG_SET(death_test_style, "threadsafe");  // fresh process: the table not yet built
+    EXPECT_EXIT(exit_with_row_group_fetch("cursor"), testing::ExitedWithCode(10), "");
+    EXPECT_EXIT(exit_with_row_group_fetch("streams"), testing::ExitedWithCode(20), "");
+    const int auto_code = __builtin_cpu_is("amd") ? 11 : 20;
+    EXPECT_EXIT(exit_with_row_group_fetch(""), testing::ExitedWithCode(auto_code), "");
+    EXPECT_EXIT(exit_with_row_group_fetch("auto"), testing::ExitedWithCode(auto_code), "");
+    EXPECT_EXIT(exit_with_row_group_fetch("sideways"), testing::ExitedWithCode(3),
+                "NEXTN_ROW_GROUP_FETCH=sideways: unknown setting \\(known: auto, cursor, streams\\)");
+}
+
 #endif
 
 // kernels() checks the layout variables on any CPU and for any forced ISA, and the error names the

@@ -267,6 +267,16 @@ int cmd_bench(const std::vector<std::string>& argv) {
     const double bw = probe->measure_gbs(kernels());
     say("read bandwidth: %.1f GB/s over a %.0f MB buffer (%s%s, %d threads, %s)\n", bw, double(probe_bytes) / 1e6,
         kernels().isa, kernels().amx_from_width > 0 ? " with AMX tiles" : "", lm.pool->size(), cpu.c_str());
+    // How the decode-width matmuls prefetch their weights, and whether two ways are timed
+    // against each other forward by forward (kernels/kernels.h, model/kernel_chooser.h).
+    const KernelTable& table = model.kernel_table();
+    if (model.kernels_timed())
+        say("decode-width matmuls prefetch: %s or %s, timed against each other while decoding, each "
+            "forward shape on the faster (NEXTN_ROW_GROUP_FETCH=cursor|streams fixes one)\n",
+            table.narrow_fetch, table.timed_alternative->narrow_fetch);
+    else if (*table.narrow_fetch)
+        say("decode-width matmuls prefetch: %s\n", table.narrow_fetch);
+    out["narrow_fetch"] = model.kernels_timed() ? "timed" : table.narrow_fetch;
     out["read_probe_bytes"] = probe_bytes;
     out["first_read_probe_gbs"] =
         bw;  // the report's first line (the decode's own probes come later)
@@ -567,6 +577,15 @@ int cmd_bench(const std::vector<std::string>& argv) {
             apply_model_options(m, bm.options);
         }
         out["draft_head"] = head;
+    }
+    if (model.kernels_timed()) {
+        const KernelChooser::Counts counts = model.kernel_choice_counts();
+        const double all = double(std::max<int64_t>(1, counts.base + counts.alternative));
+        say("timed forwards: %lld on the %s (%.0f%%), %lld on %s (%.0f%%)\n", (long long)counts.base,
+            table.narrow_fetch, 100.0 * double(counts.base) / all, (long long)counts.alternative,
+            table.timed_alternative->narrow_fetch, 100.0 * double(counts.alternative) / all);
+        out["timed_forwards"] = {{table.narrow_fetch, counts.base},
+                                 {table.timed_alternative->narrow_fetch, counts.alternative}};
     }
     if (json) std::cout << out.dump(2) << "\n";
     return 0;

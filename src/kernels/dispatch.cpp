@@ -148,47 +148,83 @@ bool amx_from_env() {
 // covers 16 tokens, so narrower batches leave most of it idle.
 constexpr int64_t kAmxFromWidth = 8;
 
+using GemmI8Rows = void (*)(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                           int64_t r0, int64_t r1);
+
+// The avx512 table's row-group matmul at widths under kAmxFromWidth: `Narrow`.
+template <GemmI8Rows Narrow>
 void gemm_i8_rows_avx512_amx(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                              int64_t r1) {
     // (The K types have no AMX form: their wide products stay on the AVX-512 tiles.)
     const bool amx_type = w.type == WType::Q4_0R || w.type == WType::Q8_0R;
     if (x.n >= kAmxFromWidth && amx_type) return amx::gemm_row_groups(w, x, y, ldy, r0, r1);
-    avx512::gemm_i8_rows(w, x, y, ldy, r0, r1);
+    Narrow(w, x, y, ldy, r0, r1);
+}
+
+// How the avx512 table's decode-width row-group matmuls prefetch: NEXTN_ROW_GROUP_FETCH says
+// "cursor", "streams" or "auto"; unset or empty is auto. Anything else is an Error naming it.
+enum class RowGroupFetchSetting { Auto, Cursor, Streams };
+RowGroupFetchSetting row_group_fetch_from_env() {
+    const char* fetch = std::getenv("NEXTN_ROW_GROUP_FETCH");
+    if (!fetch || !*fetch || std::string(fetch) == "auto") return RowGroupFetchSetting::Auto;
+    if (std::string(fetch) == "cursor") return RowGroupFetchSetting::Cursor;
+    if (std::string(fetch) == "streams") return RowGroupFetchSetting::Streams;
+    fail("NEXTN_ROW_GROUP_FETCH=", fetch, ": unknown setting (known: auto, cursor, streams)");
+}
+
+// The avx512 table whose row-group matmuls up to kAmxFromWidth columns (all of them without
+// AMX) run `narrow`, which prefetches as `narrow_fetch` says.
+template <GemmI8Rows Narrow>
+KernelTable avx512_table_with(const char* narrow_fetch) {
+    KernelTable t;
+    t.isa = "avx512";
+    t.gemm_rows = avx512::gemm_rows;
+    t.gemm_i8_rows = Narrow;
+    t.narrow_fetch = narrow_fetch;
+    t.quantize_columns = avx512::quantize_columns;
+    t.int8_dot_fast = true;
+    t.row_groups = row_group_layouts();
+    t.share_narrow_tails = avx512::shares_narrow_tails_on_this_cpu();
+    if (amx_from_env() && x86::cpu_supports_amx_int8()) {
+        t.gemm_i8_rows = gemm_i8_rows_avx512_amx<Narrow>;
+        t.amx_from_width = kAmxFromWidth;
+    }
+    // AVX512_BF16 (Zen 4, Sapphire Rapids and later) adds the bf16 dot product; without it
+    // the table stays the same for everything else.
+    t.bf16_dot_fast = x86::cpu_supports_avx512bf16();
+    t.gemm_bf16_rows = t.bf16_dot_fast ? avx512bf16::gemm_bf16_rows : ref::gemm_bf16_rows;
+    t.rmsnorm = avx512::rmsnorm;
+    t.l2norm = avx512::l2norm;
+    t.silu = avx512::silu;
+    t.sigmoid = avx512::sigmoid;
+    t.swiglu = avx512::swiglu;
+    t.softmax = avx512::softmax;
+    t.weighted_rows = avx512::weighted_rows;
+    t.weighted_rows_f16 = avx512::weighted_rows_f16;
+    t.causal_conv = avx512::causal_conv;
+    t.rope_neox = avx512::rope_neox;
+    t.gdn_recurrence_heads = avx512::gdn_recurrence_heads;
+    t.stream_sum = avx512::stream_sum;
+    t.int8_peak_probe = avx512::int8_peak_probe;
+    t.fma_peak_probe = avx512::fma_peak_probe;
+    t.bf16_peak_probe = t.bf16_dot_fast ? avx512bf16::bf16_peak_probe : ref::bf16_peak_probe;
+    return t;
 }
 
 const KernelTable* avx512_table() {
     static const KernelTable table = [] {
-        KernelTable t;
-        t.isa = "avx512";
-        t.gemm_rows = avx512::gemm_rows;
-        t.gemm_i8_rows = avx512::gemm_i8_rows;
-        t.quantize_columns = avx512::quantize_columns;
-        t.int8_dot_fast = true;
-        t.row_groups = row_group_layouts();
-        t.share_narrow_tails = avx512::shares_narrow_tails_on_this_cpu();
-        if (amx_from_env() && x86::cpu_supports_amx_int8()) {
-            t.gemm_i8_rows = gemm_i8_rows_avx512_amx;
-            t.amx_from_width = kAmxFromWidth;
+        switch (row_group_fetch_from_env()) {
+            case RowGroupFetchSetting::Cursor: return avx512_table_with<avx512::gemm_i8_rows_cursor>("cursor");
+            case RowGroupFetchSetting::Streams:
+                return avx512_table_with<avx512::gemm_i8_rows_group_streams>("group streams");
+            case RowGroupFetchSetting::Auto: break;
         }
-        // AVX512_BF16 (Zen 4, Sapphire Rapids and later) adds the bf16 dot product; without it
-        // the table stays the same for everything else.
-        t.bf16_dot_fast = x86::cpu_supports_avx512bf16();
-        t.gemm_bf16_rows = t.bf16_dot_fast ? avx512bf16::gemm_bf16_rows : ref::gemm_bf16_rows;
-        t.rmsnorm = avx512::rmsnorm;
-        t.l2norm = avx512::l2norm;
-        t.silu = avx512::silu;
-        t.sigmoid = avx512::sigmoid;
-        t.swiglu = avx512::swiglu;
-        t.softmax = avx512::softmax;
-        t.weighted_rows = avx512::weighted_rows;
-        t.weighted_rows_f16 = avx512::weighted_rows_f16;
-        t.causal_conv = avx512::causal_conv;
-        t.rope_neox = avx512::rope_neox;
-        t.gdn_recurrence_heads = avx512::gdn_recurrence_heads;
-        t.stream_sum = avx512::stream_sum;
-        t.int8_peak_probe = avx512::int8_peak_probe;
-        t.fma_peak_probe = avx512::fma_peak_probe;
-        t.bf16_peak_probe = t.bf16_dot_fast ? avx512bf16::bf16_peak_probe : ref::bf16_peak_probe;
+        if (!avx512::prefetches_cursor_on_this_cpu())
+            return avx512_table_with<avx512::gemm_i8_rows_group_streams>("group streams");
+        // AMD: the cursor, timed against group streams while decoding (kernels.h says why).
+        static const KernelTable streams = avx512_table_with<avx512::gemm_i8_rows_group_streams>("group streams");
+        KernelTable t = avx512_table_with<avx512::gemm_i8_rows_cursor>("cursor");
+        t.timed_alternative = &streams;
         return t;
     }();
     return &table;
@@ -241,6 +277,7 @@ const KernelTable& kernels() {
         // naming it even where no table reads it.
         row_group_layouts();
         amx_from_env();
+        row_group_fetch_from_env();
         const char* forced = std::getenv("NEXTN_ISA");
         if (forced && *forced) {
             try {

@@ -63,6 +63,15 @@ struct KernelTable {
     // faster: the avx512 table on Zen 5 (matmul.cpp has the runs; on a Xeon a split like it had
     // measured slower).
     bool share_narrow_tails = false;
+    // How this table's decode-width row-group matmuls prefetch their weights ("cursor" or
+    // "group streams": x86/avx512/gemm_row_groups_avx512.cpp; empty where a table has no such
+    // choice), and a table of the same bits that prefetches the other way. Where that is set,
+    // the model times the two against each other while it decodes and runs each forward shape
+    // on the faster (model/kernel_chooser.h): the avx512 table on AMD, where the faster way
+    // changes with the memory's state from minute to minute. NEXTN_ROW_GROUP_FETCH=cursor or
+    // streams fixes one way instead; auto (the default) is the above, and group streams off AMD.
+    const char* narrow_fetch = "";
+    const KernelTable* timed_alternative = nullptr;
 
     // BF16D weights times activations rounded to bf16 (kernels/bf16_dot.h) for rows [r0, r1):
     // x: its n columns (round_columns_bf16), y: [n, ldy]. Bit-identical to ref::gemm_bf16_rows.

@@ -1,6 +1,7 @@
 #include "model/qwen35.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <cstdlib>
 
@@ -24,7 +25,9 @@ Qwen35Model::Qwen35Model(ModelConfig config, ModelWeights weights, ThreadPool& p
     : config_(std::move(config)),
       weights_(with_small_matrices_packed(std::move(weights))),
       pool_(pool),
-      kernels_(&kernels()),
+      base_kernels_(&kernels()),
+      kernels_(base_kernels_),
+      chooser_(base_kernels_, base_kernels_->timed_alternative),
       rope_inv_freq_(ops::rope_inv_freq(config_.rotary_dims, config_.rope_theta)),
       draft_lm_head_(weights_.lm_head) {}
 
@@ -149,6 +152,16 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
     if (keep_open && T > state.max_width)
         fail("verify width ", T, " exceeds the rollback capacity ", state.max_width);
     if (out.n_logits > T) fail("forward: n_logits ", out.n_logits, " > tokens ", T);
+    // A forward narrow enough to time runs on the chooser's pick (model/kernel_chooser.h).
+    struct RestoreBase {
+        const KernelTable*& active;
+        const KernelTable* base;
+        ~RestoreBase() { active = base; }
+    } restore{kernels_, base_kernels_};
+    const int64_t n_logits = out.logits ? out.n_logits : 0;
+    const bool timed = chooser_.active() && T <= KernelChooser::kMaxTimedWidth;
+    if (timed) kernels_ = &chooser_.pick(T, n_logits);
+    const auto start = std::chrono::steady_clock::now();
     ForwardScratch& s = state.scratch;
     float* x = ForwardScratch::take(s.x, size_t(T * H));  // [T, H] residual stream
     for (int64_t t = 0; t < T; ++t) {
@@ -168,6 +181,8 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
     if (out.logits && out.n_logits > 0) logits(x + (T - out.n_logits) * H, out.n_logits, out.logits);
     state.n_past += T;
     if (keep_open) state.uncommitted = T;
+    if (timed)
+        chooser_.record(T, n_logits, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 void Qwen35Model::commit(SequenceState& state, int64_t n_keep) const {

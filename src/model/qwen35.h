@@ -15,6 +15,7 @@
 #include "core/thread_pool.h"
 #include "formats/checkpoint.h"
 #include "kernels/kernels.h"
+#include "model/kernel_chooser.h"
 #include "model/weights.h"
 
 namespace nextn {
@@ -43,8 +44,20 @@ public:
     // The kernel table every forward runs on (kernels() by default). A benchmark swaps in a
     // copy with one kernel replaced to time two implementations in one process, token by
     // token (tools/kernel_ab/). `k` must outlive its use; the table must fit the weights'
-    // layouts (int8-dot types need int8_dot_fast).
-    void set_kernels(const KernelTable& k) { kernels_ = &k; }
+    // layouts (int8-dot types need int8_dot_fast). Every forward then runs on `k` alone.
+    void set_kernels(const KernelTable& k) { set_kernels(k, nullptr); }
+    // As set_kernels(k), but forwards up to KernelChooser::kMaxTimedWidth tokens wide are timed
+    // on `k` and on `alternative` (which must compute the same bits), and each forward shape
+    // runs on the faster (model/kernel_chooser.h). The model starts so on kernels() where that
+    // table names a timed_alternative (kernels/kernels.h).
+    void set_kernels(const KernelTable& k, const KernelTable* alternative) {
+        base_kernels_ = kernels_ = &k;
+        chooser_ = KernelChooser(&k, alternative);
+    }
+    const KernelTable& kernel_table() const { return *base_kernels_; }
+    // The timed forwards so far: how many ran on the table and how many on its alternative.
+    KernelChooser::Counts kernel_choice_counts() const { return chooser_.counts(); }
+    bool kernels_timed() const { return chooser_.active(); }
     const ModelWeights& weights() const { return weights_; }
     bool has_mtp() const { return weights_.mtp.present; }
     ThreadPool& pool() const { return pool_; }
@@ -115,7 +128,12 @@ private:
     ModelConfig config_;
     ModelWeights weights_;
     ThreadPool& pool_;
-    const KernelTable* kernels_;  // kernels() unless set_kernels replaced it
+    const KernelTable* base_kernels_;  // kernels() unless set_kernels replaced it
+    // The table of the forward running now: base_kernels_, or for a timed forward the chooser's
+    // pick (forward() sets it and puts base_kernels_ back, however the forward ends). Forwards
+    // on one model run one at a time, as they share its pool.
+    mutable const KernelTable* kernels_;
+    mutable KernelChooser chooser_;
     std::vector<double> rope_inv_freq_;  // [rotary_dims / 2]
     MtpInput mtp_input_ = MtpInput::PostNorm;
     KvCacheType kv_cache_type_ = KvCacheType::F32;

@@ -77,6 +77,9 @@ namespace nextn::avx512 {
 // Whether narrow matmuls should split their rows with shared tails on this CPU (the table's
 // share_narrow_tails): on AMD family 1Ah (Zen 5), where it was measured.
 bool shares_narrow_tails_on_this_cpu();
+// Whether RowGroupFetch::ForThisCpu is the cursor at decode widths on this CPU (AMD) rather than
+// group streams.
+bool prefetches_cursor_on_this_cpu();
 void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                int64_t r0, int64_t r1);
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
@@ -94,15 +97,23 @@ struct Int8TileChoice {
 // How the row-group kernel prefetches (gemm_row_groups_avx512.cpp's header): what was measured
 // best for this CPU and width, or one way forced (tests reach both ways on any CPU with it).
 enum class RowGroupFetch {
-    ForThisCpu,
-    Cursor,        // one cursor over the call's bytes
-    GroupStreams,  // two groups a tile, each prefetched ahead of its own reads
+    ForThisCpu,          // AMD: Cursor; elsewhere: NarrowGroupStreams
+    Cursor,              // one cursor over the call's bytes
+    GroupStreams,        // two groups a tile, each prefetched ahead of its own reads
+    NarrowGroupStreams,  // GroupStreams up to 16 columns (decode, verify), Cursor above
 };
 // The row-group types (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR: kernels/row_groups.h) for rows [r0, r1);
 // gemm_i8_rows sends those types here. gfni: unpack the 4-bit types' high nibbles with GFNI
 // (the caller checks that the CPU has it).
 void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                      int64_t r0, int64_t r1, bool gfni, RowGroupFetch fetch = RowGroupFetch::ForThisCpu);
+// gemm_i8_rows with the row-group types' prefetch fixed (the chunked types as gemm_i8_rows):
+// Cursor at every width, or NarrowGroupStreams. The tables NEXTN_ROW_GROUP_FETCH asks for, and
+// the alternative the model times on AMD (kernels/kernels.h, KernelTable::timed_alternative).
+void gemm_i8_rows_cursor(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                         int64_t r0, int64_t r1);
+void gemm_i8_rows_group_streams(const WeightMatrix& w, const QuantizedColumns& x, float* y,
+                                int64_t ldy, int64_t r0, int64_t r1);
 void gemm_i8_rows_with(const Int8TileChoice& choice, const WeightMatrix& w, const QuantizedColumns& x, float* y,
                        int64_t ldy, int64_t r0, int64_t r1);
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);

@@ -127,8 +127,9 @@ constexpr int64_t kGroupStreamFarBytes = std::max(32768, 16384 * RG);
 constexpr int64_t kGroupStreamsUpTo = 16;
 
 Fetch fetch_for(int64_t n, Fetch asked) {
-    if (asked != Fetch::ForThisCpu) return asked;
-    return !x86::tiles_tuned_as_amd() && n <= kGroupStreamsUpTo ? Fetch::GroupStreams : Fetch::Cursor;
+    if (asked == Fetch::ForThisCpu) asked = x86::tiles_tuned_as_amd() ? Fetch::Cursor : Fetch::NarrowGroupStreams;
+    if (asked == Fetch::NarrowGroupStreams) return n <= kGroupStreamsUpTo ? Fetch::GroupStreams : Fetch::Cursor;
+    return asked;
 }
 // n rounded up to a multiple of m.
 constexpr int64_t ceil_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }

@@ -1,0 +1,223 @@
+// KernelChooser (model/kernel_chooser.h): which of two kernel tables each forward shape runs on,
+// fed made-up forward times; and a model whose forwards alternate between the two tables gives
+// the bits of the model that runs one.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/kernels.h"
+#include "model/kernel_chooser.h"
+#include "model/qwen35.h"
+#include "model/synthetic.h"
+#if defined(__x86_64__)
+#include "kernels/x86/x86_kernels.h"
+#endif
+
+namespace nextn {
+namespace {
+
+constexpr int64_t kTrial = 2 * KernelChooser::kTrialPairs;  // forwards a trial takes
+
+// Two distinct tables (the chooser tells them apart by address only).
+struct TwoTables {
+    KernelTable base = kernels();
+    KernelTable alternative = kernels();
+};
+
+// Runs n forwards of one shape, each taking base_seconds or alt_seconds by the table picked;
+// returns which ran the alternative.
+template <class Seconds>
+std::vector<bool> run(KernelChooser& c, const TwoTables& t, int64_t width, int64_t n_logits, int64_t n,
+                      Seconds seconds_of) {
+    std::vector<bool> alternative;
+    for (int64_t i = 0; i < n; ++i) {
+        const bool alt = &c.pick(width, n_logits) == &t.alternative;
+        alternative.push_back(alt);
+        c.record(width, n_logits, seconds_of(i, alt));
+    }
+    return alternative;
+}
+
+// How many of forwards [from, to) outside trials ran the alternative, and how many there were.
+std::pair<int64_t, int64_t> alternative_outside_trials(const std::vector<bool>& alt, int64_t from, int64_t to) {
+    int64_t on = 0, n = 0;
+    for (int64_t i = from; i < to; ++i) {
+        if (i % KernelChooser::kTrialEvery < kTrial) continue;
+        ++n;
+        on += alt[size_t(i)] ? 1 : 0;
+    }
+    return {on, n};
+}
+
+TEST(KernelChooser, WithoutAnAlternativeEveryForwardRunsOnTheBase) {
+    const TwoTables t;
+    KernelChooser c(&t.base, nullptr);
+    EXPECT_FALSE(c.active());
+    for (int64_t w = 1; w <= 20; ++w) {
+        EXPECT_EQ(&c.pick(w, 1), &t.base);
+        c.record(w, 1, 1.0);
+    }
+    EXPECT_EQ(c.counts().base + c.counts().alternative, 0);
+}
+
+TEST(KernelChooser, EachTrialRunsBothTablesInBalancedOrder) {
+    const TwoTables t;
+    KernelChooser c(&t.base, &t.alternative);
+    const std::vector<bool> alt = run(c, t, 1, 1, 3 * KernelChooser::kTrialEvery, [](int64_t, bool) { return 1.0; });
+    for (int64_t trial = 0; trial < 3; ++trial) {
+        const int64_t s = trial * KernelChooser::kTrialEvery;
+        // base, alternative, alternative, base, ...: each pair one of each, the order turning.
+        for (int64_t i = 0; i < kTrial; ++i)
+            EXPECT_EQ(alt[size_t(s + i)], i % 4 == 1 || i % 4 == 2) << "trial " << trial << ", forward " << i;
+    }
+    EXPECT_EQ(c.counts().base + c.counts().alternative, 3 * KernelChooser::kTrialEvery);
+}
+
+TEST(KernelChooser, RunsTheFasterTableBetweenTrials) {
+    const TwoTables t;
+    for (bool alternative_faster : {true, false}) {
+        KernelChooser c(&t.base, &t.alternative);
+        const int64_t n = 5 * KernelChooser::kTrialEvery;
+        // The slower table takes 10% longer; the times also drift up (a growing KV cache).
+        const std::vector<bool> alt = run(c, t, 1, 1, n, [&](int64_t i, bool on_alt) {
+            const double slower = on_alt == alternative_faster ? 1.0 : 1.1;
+            return 0.01 * slower * (1.0 + 1e-3 * double(i));
+        });
+        const auto [on, outside] = alternative_outside_trials(alt, 0, n);
+        EXPECT_EQ(on, alternative_faster ? outside : 0) << "alternative faster: " << alternative_faster;
+        const KernelChooser::Counts counts = c.counts();
+        EXPECT_EQ(counts.alternative, alternative_faster ? n - 5 * KernelChooser::kTrialPairs
+                                                         : 5 * KernelChooser::kTrialPairs);
+    }
+}
+
+TEST(KernelChooser, FollowsTheMemoryWhenTheFasterTableChanges) {
+    const TwoTables t;
+    KernelChooser c(&t.base, &t.alternative);
+    const int64_t flip = 4 * KernelChooser::kTrialEvery, n = 8 * KernelChooser::kTrialEvery;
+    // The alternative 15% faster until `flip`, then 15% slower.
+    const std::vector<bool> alt = run(c, t, 1, 1, n, [&](int64_t i, bool on_alt) {
+        const bool alt_wins = i < flip;
+        return on_alt == alt_wins ? 0.010 : 0.0115;
+    });
+    const auto [before, n_before] = alternative_outside_trials(alt, KernelChooser::kTrialEvery, flip);
+    EXPECT_EQ(before, n_before);
+    // The first trial after the flip already outweighs the smoothed score of the ones before.
+    const auto [after, n_after] = alternative_outside_trials(alt, flip, n);
+    EXPECT_EQ(after, 0) << "of " << n_after;
+}
+
+TEST(KernelChooser, OneSlowForwardInATrialDoesNotDecideIt) {
+    const TwoTables t;
+    KernelChooser c(&t.base, &t.alternative);
+    // The base is 5% faster, but one of a trial's base forwards takes 20x as long (a page fault,
+    // another process): the median over the pairs ignores it.
+    const std::vector<bool> alt = run(c, t, 1, 1, 2 * KernelChooser::kTrialEvery, [&](int64_t i, bool on_alt) {
+        if (i == 3) return 0.2;  // the second pair's base forward
+        return on_alt ? 0.0105 : 0.010;
+    });
+    const auto [on, n] = alternative_outside_trials(alt, 0, 2 * KernelChooser::kTrialEvery);
+    EXPECT_EQ(on, 0) << "of " << n;
+}
+
+TEST(KernelChooser, EachShapeChoosesForItselfAndWideForwardsAreNotTimed) {
+    const TwoTables t;
+    KernelChooser c(&t.base, &t.alternative);
+    std::vector<bool> narrow, wide_verify;
+    // Width 1 favours the alternative, width 4 with 4 logits rows the base: interleaved.
+    for (int64_t i = 0; i < 3 * KernelChooser::kTrialEvery; ++i) {
+        narrow.push_back(&c.pick(1, 1) == &t.alternative);
+        c.record(1, 1, narrow.back() ? 0.009 : 0.010);
+        wide_verify.push_back(&c.pick(4, 4) == &t.alternative);
+        c.record(4, 4, wide_verify.back() ? 0.013 : 0.012);
+        // A prefill never picks the alternative and is not counted.
+        EXPECT_EQ(&c.pick(KernelChooser::kMaxTimedWidth + 1, 1), &t.base);
+        c.record(KernelChooser::kMaxTimedWidth + 1, 1, 0.5);
+    }
+    const int64_t n = 3 * KernelChooser::kTrialEvery;
+    const auto [narrow_on, narrow_n] = alternative_outside_trials(narrow, 0, n);
+    const auto [verify_on, verify_n] = alternative_outside_trials(wide_verify, 0, n);
+    EXPECT_EQ(narrow_on, narrow_n);
+    EXPECT_EQ(verify_on, 0);
+    EXPECT_EQ(c.counts().base + c.counts().alternative, 2 * n);
+}
+
+// The table to time against kernels() here: its own timed alternative where it has one (AMD),
+// else on AVX-512 the other way to prefetch, else a copy (the mechanics alone).
+KernelTable alternative_table() {
+    const KernelTable& k = kernels();
+    if (k.timed_alternative) return *k.timed_alternative;
+    KernelTable copy = k;
+#if defined(__x86_64__)
+    if (std::string(k.isa) == "avx512" && k.amx_from_width == 0)
+        copy.gemm_i8_rows = std::string(k.narrow_fetch) == "cursor" ? avx512::gemm_i8_rows_group_streams
+                                                                    : avx512::gemm_i8_rows_cursor;
+#endif
+    return copy;
+}
+
+TEST(KernelChooser, ModelTimingTwoTablesGivesTheBitsOfEither) {
+    if (kernels().timed_alternative) {
+        // The alternative differs from the table in how its row-group matmuls prefetch alone.
+        const KernelTable& a = kernels();
+        const KernelTable& b = *a.timed_alternative;
+        EXPECT_NE(a.gemm_i8_rows, b.gemm_i8_rows);
+        EXPECT_EQ(a.gemm_rows, b.gemm_rows);
+        EXPECT_EQ(a.quantize_columns, b.quantize_columns);
+        EXPECT_EQ(a.gdn_recurrence_heads, b.gdn_recurrence_heads);
+        EXPECT_EQ(a.rmsnorm, b.rmsnorm);
+        EXPECT_EQ(a.share_narrow_tails, b.share_narrow_tails);
+        EXPECT_EQ(b.timed_alternative, nullptr);
+        EXPECT_STRNE(a.narrow_fetch, b.narrow_fetch);
+    }
+    const KernelTable alternative = alternative_table();
+    for (WType type : {WType::Q4_0, WType::Q8_0}) {
+        ModelConfig config = synthetic_config("qwen3.5-0.8b");
+        config.n_layers = 4;
+        config.is_linear = {true, true, true, false};
+        config.vocab_size = 4096;
+        SyntheticOptions o;
+        o.matrix_type = type;
+        LoadedModel timed = load_synthetic_model(config, "narrow-0.8b", o, 2);
+        LoadedModel plain = load_synthetic_model(config, "narrow-0.8b", o, 2);
+        timed.model->set_kernels(kernels(), &alternative);
+        plain.model->set_kernels(kernels());
+        ASSERT_TRUE(timed.model->kernels_timed());
+        ASSERT_FALSE(plain.model->kernels_timed());
+        const int64_t V = config.vocab_size;
+        SequenceState ts = timed.model->new_state(256, 4), ps = plain.model->new_state(256, 4);
+        std::vector<float> tl(size_t(4 * V)), pl(size_t(4 * V));
+        std::vector<int32_t> prompt = {11, 2024, 7, 999, 1600, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610};
+        timed.model->forward(ts, prompt.data(), int64_t(prompt.size()), {nullptr, tl.data(), 1});
+        plain.model->forward(ps, prompt.data(), int64_t(prompt.size()), {nullptr, pl.data(), 1});
+        ASSERT_EQ(tl, pl);
+        // Decode steps and width-4 verifies, enough for a trial of each and its choice after.
+        int32_t token = 42;
+        for (int step = 0; step < 40; ++step) {
+            const int64_t width = step % 2 ? 4 : 1;
+            std::vector<int32_t> batch((size_t(width)));
+            for (auto& b : batch) b = token = int32_t((token * 31 + 17) % V);
+            timed.model->forward(ts, batch.data(), width, {nullptr, tl.data(), width}, true);
+            plain.model->forward(ps, batch.data(), width, {nullptr, pl.data(), width}, true);
+            timed.model->commit(ts, 1);
+            plain.model->commit(ps, 1);
+            ASSERT_EQ(tl, pl) << wtype_name(type) << ", step " << step << ", width " << width;
+        }
+        const KernelChooser::Counts counts = timed.model->kernel_choice_counts();
+        EXPECT_EQ(counts.base + counts.alternative, 40);
+        EXPECT_GE(counts.alternative, 2 * KernelChooser::kTrialPairs);  // both shapes' first trials
+        EXPECT_GE(counts.base, 2 * KernelChooser::kTrialPairs);
+        // A forward that fails on its input changes nothing for the next.
+        std::vector<int32_t> bad = {int32_t(V)};
+        EXPECT_THROW(timed.model->forward(ts, bad.data(), 1, {nullptr, tl.data(), 1}), Error);
+        timed.model->forward(ts, prompt.data(), 1, {nullptr, tl.data(), 1});
+        plain.model->forward(ps, prompt.data(), 1, {nullptr, pl.data(), 1});
+        EXPECT_EQ(tl, pl);
+    }
+}
+
+}  // namespace
+}  // namespace nextn
