@@ -268,7 +268,8 @@ TEST(KernelsRowGroupsDeathTest, LayoutsChosenByEnvironment) {
         int code = fetch == "cursor" ? 10 : fetch == "group streams" ? 20 : 0;
         if (t.timed_alternative) {
             const std::string other = t.timed_alternative->narrow_fetch;
-            const bool other_way = other != fetch && (other == "cursor" || other == "group streams");
+            const bool other_way =
+                other != fetch && (other == "cursor" || other == "group streams");
             code += other_way && !t.timed_alternative->timed_alternative ? 1 : 30;
         }
         std::exit(code);
@@ -286,8 +287,9 @@ TEST(KernelsRowGroupsDeathTest, RowGroupFetchChosenByEnvironment) {
     const int auto_code = __builtin_cpu_is("amd") ? 11 : 20;
     EXPECT_EXIT(exit_with_row_group_fetch(""), testing::ExitedWithCode(auto_code), "");
     EXPECT_EXIT(exit_with_row_group_fetch("auto"), testing::ExitedWithCode(auto_code), "");
-    EXPECT_EXIT(exit_with_row_group_fetch("sideways"), testing::ExitedWithCode(3),
-                "NEXTN_ROW_GROUP_FETCH=sideways: unknown setting \\(known: auto, cursor, streams\\)");
+    EXPECT_EXIT(
+        exit_with_row_group_fetch("sideways"), testing::ExitedWithCode(3),
+        "NEXTN_ROW_GROUP_FETCH=sideways: unknown setting \\(known: auto, cursor, streams\\)");
 }
 
 #endif

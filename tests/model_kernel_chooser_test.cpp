@@ -30,8 +30,8 @@ struct TwoTables {
 // Runs n forwards of one shape, each taking base_seconds or alt_seconds by the table picked;
 // returns which ran the alternative.
 template <class Seconds>
-std::vector<bool> run(KernelChooser& c, const TwoTables& t, int64_t width, int64_t n_logits, int64_t n,
-                      Seconds seconds_of) {
+std::vector<bool> run(KernelChooser& c, const TwoTables& t, int64_t width, int64_t n_logits,
+                      int64_t n, Seconds seconds_of) {
     std::vector<bool> alternative;
     for (int64_t i = 0; i < n; ++i) {
         const bool alt = &c.pick(width, n_logits) == &t.alternative;
@@ -42,7 +42,8 @@ std::vector<bool> run(KernelChooser& c, const TwoTables& t, int64_t width, int64
 }
 
 // How many of forwards [from, to) outside trials ran the alternative, and how many there were.
-std::pair<int64_t, int64_t> alternative_outside_trials(const std::vector<bool>& alt, int64_t from, int64_t to) {
+std::pair<int64_t, int64_t> alternative_outside_trials(const std::vector<bool>& alt, int64_t from,
+                                                       int64_t to) {
     int64_t on = 0, n = 0;
     for (int64_t i = from; i < to; ++i) {
         if (i % KernelChooser::kTrialEvery < kTrial) continue;
@@ -66,12 +67,14 @@ TEST(KernelChooser, WithoutAnAlternativeEveryForwardRunsOnTheBase) {
 TEST(KernelChooser, EachTrialRunsBothTablesInBalancedOrder) {
     const TwoTables t;
     KernelChooser c(&t.base, &t.alternative);
-    const std::vector<bool> alt = run(c, t, 1, 1, 3 * KernelChooser::kTrialEvery, [](int64_t, bool) { return 1.0; });
+    const std::vector<bool> alt =
+        run(c, t, 1, 1, 3 * KernelChooser::kTrialEvery, [](int64_t, bool) { return 1.0; });
     for (int64_t trial = 0; trial < 3; ++trial) {
         const int64_t s = trial * KernelChooser::kTrialEvery;
         // base, alternative, alternative, base, ...: each pair one of each, the order turning.
         for (int64_t i = 0; i < kTrial; ++i)
-            EXPECT_EQ(alt[size_t(s + i)], i % 4 == 1 || i % 4 == 2) << "trial " << trial << ", forward " << i;
+            EXPECT_EQ(alt[size_t(s + i)], i % 4 == 1 || i % 4 == 2)
+                << "trial " << trial << ", forward " << i;
     }
     EXPECT_EQ(c.counts().base + c.counts().alternative, 3 * KernelChooser::kTrialEvery);
 }
@@ -87,7 +90,8 @@ TEST(KernelChooser, RunsTheFasterTableBetweenTrials) {
             return 0.01 * slower * (1.0 + 1e-3 * double(i));
         });
         const auto [on, outside] = alternative_outside_trials(alt, 0, n);
-        EXPECT_EQ(on, alternative_faster ? outside : 0) << "alternative faster: " << alternative_faster;
+        EXPECT_EQ(on, alternative_faster ? outside : 0)
+            << "alternative faster: " << alternative_faster;
         const KernelChooser::Counts counts = c.counts();
         EXPECT_EQ(counts.alternative, alternative_faster ? n - 5 * KernelChooser::kTrialPairs
                                                          : 5 * KernelChooser::kTrialPairs);
@@ -103,7 +107,8 @@ TEST(KernelChooser, FollowsTheMemoryWhenTheFasterTableChanges) {
         const bool alt_wins = i < flip;
         return on_alt == alt_wins ? 0.010 : 0.0115;
     });
-    const auto [before, n_before] = alternative_outside_trials(alt, KernelChooser::kTrialEvery, flip);
+    const auto [before, n_before] =
+        alternative_outside_trials(alt, KernelChooser::kTrialEvery, flip);
     EXPECT_EQ(before, n_before);
     // The first trial after the flip already outweighs the smoothed score of the ones before.
     const auto [after, n_after] = alternative_outside_trials(alt, flip, n);
@@ -115,10 +120,11 @@ TEST(KernelChooser, OneSlowForwardInATrialDoesNotDecideIt) {
     KernelChooser c(&t.base, &t.alternative);
     // The base is 5% faster, but one of a trial's base forwards takes 20x as long (a page fault,
     // another process): the median over the pairs ignores it.
-    const std::vector<bool> alt = run(c, t, 1, 1, 2 * KernelChooser::kTrialEvery, [&](int64_t i, bool on_alt) {
-        if (i == 3) return 0.2;  // the second pair's base forward
-        return on_alt ? 0.0105 : 0.010;
-    });
+    const std::vector<bool> alt =
+        run(c, t, 1, 1, 2 * KernelChooser::kTrialEvery, [&](int64_t i, bool on_alt) {
+            if (i == 3) return 0.2;  // the second pair's base forward
+            return on_alt ? 0.0105 : 0.010;
+        });
     const auto [on, n] = alternative_outside_trials(alt, 0, 2 * KernelChooser::kTrialEvery);
     EXPECT_EQ(on, 0) << "of " << n;
 }
@@ -153,8 +159,9 @@ KernelTable alternative_table() {
     KernelTable copy = k;
 #if defined(__x86_64__)
     if (std::string(k.isa) == "avx512" && k.amx_from_width == 0)
-        copy.gemm_i8_rows = std::string(k.narrow_fetch) == "cursor" ? avx512::gemm_i8_rows_group_streams
-                                                                    : avx512::gemm_i8_rows_cursor;
+        copy.gemm_i8_rows = std::string(k.narrow_fetch) == "cursor"
+                                ? avx512::gemm_i8_rows_group_streams
+                                : avx512::gemm_i8_rows_cursor;
 #endif
     return copy;
 }
@@ -190,7 +197,8 @@ TEST(KernelChooser, ModelTimingTwoTablesGivesTheBitsOfEither) {
         const int64_t V = config.vocab_size;
         SequenceState ts = timed.model->new_state(256, 4), ps = plain.model->new_state(256, 4);
         std::vector<float> tl(size_t(4 * V)), pl(size_t(4 * V));
-        std::vector<int32_t> prompt = {11, 2024, 7, 999, 1600, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610};
+        std::vector<int32_t> prompt = {11, 2024, 7,  999, 1600, 3,   5,   8,  13,
+                                       21, 34,   55, 89,  144,  233, 377, 610};
         timed.model->forward(ts, prompt.data(), int64_t(prompt.size()), {nullptr, tl.data(), 1});
         plain.model->forward(ps, prompt.data(), int64_t(prompt.size()), {nullptr, pl.data(), 1});
         ASSERT_EQ(tl, pl);

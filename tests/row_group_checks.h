@@ -92,8 +92,8 @@ inline void expect_avx512_every_fetch_way_on_ranges(const WeightMatrix& w, std::
     for (bool gfni : {false, true}) {
         if (gfni && !__builtin_cpu_supports("gfni")) continue;
         for (avx512::RowGroupFetch fetch :
-             {avx512::RowGroupFetch::ForThisCpu, avx512::RowGroupFetch::Cursor, avx512::RowGroupFetch::GroupStreams,
-              avx512::RowGroupFetch::NarrowGroupStreams}) {
+             {avx512::RowGroupFetch::ForThisCpu, avx512::RowGroupFetch::Cursor,
+              avx512::RowGroupFetch::GroupStreams, avx512::RowGroupFetch::NarrowGroupStreams}) {
             const std::string what =
                 std::string(gfni ? "GFNI" : "shift and mask") + ", fetch " + std::to_string(int(fetch));
             if (!ranges_equal_reference(w, widths, ranges, seed, what,

@@ -271,8 +271,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // against each other forward by forward (kernels/kernels.h, model/kernel_chooser.h).
     const KernelTable& table = model.kernel_table();
     if (model.kernels_timed())
-        say("decode-width matmuls prefetch: %s or %s, timed against each other while decoding, each "
-            "forward shape on the faster (NEXTN_ROW_GROUP_FETCH=cursor|streams fixes one)\n",
+        say("decode-width matmuls prefetch: %s or %s, timed against each other while decoding, "
+            "each forward shape on the faster (NEXTN_ROW_GROUP_FETCH=cursor|streams fixes one)\n",
             table.narrow_fetch, table.timed_alternative->narrow_fetch);
     else if (*table.narrow_fetch)
         say("decode-width matmuls prefetch: %s\n", table.narrow_fetch);
@@ -581,9 +581,10 @@ int cmd_bench(const std::vector<std::string>& argv) {
     if (model.kernels_timed()) {
         const KernelChooser::Counts counts = model.kernel_choice_counts();
         const double all = double(std::max<int64_t>(1, counts.base + counts.alternative));
-        say("timed forwards: %lld on the %s (%.0f%%), %lld on %s (%.0f%%)\n", (long long)counts.base,
-            table.narrow_fetch, 100.0 * double(counts.base) / all, (long long)counts.alternative,
-            table.timed_alternative->narrow_fetch, 100.0 * double(counts.alternative) / all);
+        say("timed forwards: %lld on the %s (%.0f%%), %lld on %s (%.0f%%)\n",
+            (long long)counts.base, table.narrow_fetch, 100.0 * double(counts.base) / all,
+            (long long)counts.alternative, table.timed_alternative->narrow_fetch,
+            100.0 * double(counts.alternative) / all);
         out["timed_forwards"] = {{table.narrow_fetch, counts.base},
                                  {table.timed_alternative->narrow_fetch, counts.alternative}};
     }

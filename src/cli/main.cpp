@@ -22,7 +22,19 @@ const char* kUsage =
     "  tokenize MODEL   text on stdin -> token ids as JSON\n"
     "  bench            decode / verify-cost / bandwidth benchmark\n"
     "\n"
-    "MODEL is a Hugging Face safetensors directory, an MLX directory, or a .gguf file.\n";
+    "MODEL is a Hugging Face safetensors directory, an MLX directory, or a .gguf file.\n"
+    "\n"
+    "environment (read once, at the first use of the kernels; a bad value is an error naming it):\n"
+    "  NEXTN_ISA=scalar|avx2|avxvnni|avx512   the kernel table (default: the best this CPU runs;\n"
+    "                                         `nextn inspect` prints it)\n"
+    "  NEXTN_AMX=on|off                       AMX int8 tiles for Q4_0 / Q8_0 matmuls of 8 or more\n"
+    "                                         columns (default off: not yet faster)\n"
+    "  NEXTN_Q4_0_LAYOUT=rows|chunked         how the int8 tables hold Q4_0 (default rows: 16-row\n"
+    "                                         groups); also NEXTN_Q8_0_LAYOUT, NEXTN_Q4_K_LAYOUT,\n"
+    "                                         NEXTN_Q5_K_LAYOUT, NEXTN_Q6_K_LAYOUT\n"
+    "  NEXTN_ROW_GROUP_FETCH=auto|cursor|streams   how the avx512 decode matmuls prefetch weights\n"
+    "                                         (default auto: on AMD both ways timed while decoding,\n"
+    "                                         the faster kept; elsewhere group streams)\n";
 
 }  // namespace
 

@@ -149,12 +149,12 @@ bool amx_from_env() {
 constexpr int64_t kAmxFromWidth = 8;
 
 using GemmI8Rows = void (*)(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
-                           int64_t r0, int64_t r1);
+                            int64_t r0, int64_t r1);
 
 // The avx512 table's row-group matmul at widths under kAmxFromWidth: `Narrow`.
 template <GemmI8Rows Narrow>
-void gemm_i8_rows_avx512_amx(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
-                             int64_t r1) {
+void gemm_i8_rows_avx512_amx(const WeightMatrix& w, const QuantizedColumns& x, float* y,
+                             int64_t ldy, int64_t r0, int64_t r1) {
     // (The K types have no AMX form: their wide products stay on the AVX-512 tiles.)
     const bool amx_type = w.type == WType::Q4_0R || w.type == WType::Q8_0R;
     if (x.n >= kAmxFromWidth && amx_type) return amx::gemm_row_groups(w, x, y, ldy, r0, r1);
@@ -214,15 +214,18 @@ KernelTable avx512_table_with(const char* narrow_fetch) {
 const KernelTable* avx512_table() {
     static const KernelTable table = [] {
         switch (row_group_fetch_from_env()) {
-            case RowGroupFetchSetting::Cursor: return avx512_table_with<avx512::gemm_i8_rows_cursor>("cursor");
+            case RowGroupFetchSetting::Cursor:
+                return avx512_table_with<avx512::gemm_i8_rows_cursor>("cursor");
             case RowGroupFetchSetting::Streams:
                 return avx512_table_with<avx512::gemm_i8_rows_group_streams>("group streams");
-            case RowGroupFetchSetting::Auto: break;
+            case RowGroupFetchSetting::Auto:
+                break;
         }
         if (!avx512::prefetches_cursor_on_this_cpu())
             return avx512_table_with<avx512::gemm_i8_rows_group_streams>("group streams");
         // AMD: the cursor, timed against group streams while decoding (kernels.h says why).
-        static const KernelTable streams = avx512_table_with<avx512::gemm_i8_rows_group_streams>("group streams");
+        static const KernelTable streams =
+            avx512_table_with<avx512::gemm_i8_rows_group_streams>("group streams");
         KernelTable t = avx512_table_with<avx512::gemm_i8_rows_cursor>("cursor");
         t.timed_alternative = &streams;
         return t;

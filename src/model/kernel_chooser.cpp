@@ -18,7 +18,8 @@ const KernelTable& KernelChooser::pick(int64_t width, int64_t n_logits) {
     Shape* s = shape_of(width, n_logits);
     if (!s) return *base_;
     const int64_t slot = s->forwards % kTrialEvery;
-    s->last_was_alternative = slot < 2 * kTrialPairs ? trial_slot_is_alternative(slot) : s->use_alternative;
+    s->last_was_alternative =
+        slot < 2 * kTrialPairs ? trial_slot_is_alternative(slot) : s->use_alternative;
     return s->last_was_alternative ? *alternative_ : *base_;
 }
 
@@ -34,9 +35,11 @@ void KernelChooser::record(int64_t width, int64_t n_logits, double seconds) {
     // The trial's last forward: each pair's log(alternative / base), their median, the score.
     std::array<double, kTrialPairs> log_ratios{};
     for (int p = 0; p < kTrialPairs; ++p) {
-        const double first = s->trial_seconds[size_t(2 * p)], second = s->trial_seconds[size_t(2 * p + 1)];
+        const double first = s->trial_seconds[size_t(2 * p)],
+                     second = s->trial_seconds[size_t(2 * p + 1)];
         const bool first_is_alternative = trial_slot_is_alternative(2 * p);
-        log_ratios[size_t(p)] = first_is_alternative ? std::log(first / second) : std::log(second / first);
+        log_ratios[size_t(p)] =
+            first_is_alternative ? std::log(first / second) : std::log(second / first);
     }
     std::sort(log_ratios.begin(), log_ratios.end());
     const double trial = 0.5 * (log_ratios[kTrialPairs / 2 - 1] + log_ratios[kTrialPairs / 2]);

@@ -28,7 +28,8 @@ class KernelChooser {
     // ones (prefill) run on the base table.
     static constexpr int64_t kMaxTimedWidth = 16;
     static constexpr int kTrialPairs = 4;
-    static constexpr int64_t kTrialEvery = 64;  // forwards of a shape from one trial's start to the next
+    // Forwards of a shape from one trial's start to the next.
+    static constexpr int64_t kTrialEvery = 64;
 
     KernelChooser() = default;
     // alternative null: every forward runs on base, none is timed.

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/error.h"
 #include "kernels/int8_dot.h"
@@ -181,8 +181,10 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
     if (out.logits && out.n_logits > 0) logits(x + (T - out.n_logits) * H, out.n_logits, out.logits);
     state.n_past += T;
     if (keep_open) state.uncommitted = T;
-    if (timed)
-        chooser_.record(T, n_logits, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (timed) {
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+        chooser_.record(T, n_logits, took.count());
+    }
 }
 
 void Qwen35Model::commit(SequenceState& state, int64_t n_keep) const {

@@ -71,6 +71,14 @@ for m in r["mtp"][:4]:
 for m in r["mtp"][4:]:
     assert "model_speedup" not in m, m
 assert r["draft_head"]["draft_step_cost"] > 0, r["draft_head"]
+# How the decode-width matmuls prefetch; where two ways are timed, every timed forward ran on one
+# of them: the decode runs, the verify curve and the MTP rounds, hundreds in all.
+assert r["narrow_fetch"] in ("cursor", "group streams", "timed", ""), r["narrow_fetch"]
+if r["narrow_fetch"] == "timed":
+    assert set(r["timed_forwards"]) == {"cursor", "group streams"}, r["timed_forwards"]
+    assert sum(r["timed_forwards"].values()) > 100, r["timed_forwards"]
+else:
+    assert "timed_forwards" not in r, r
 PY
 then
     echo "FAIL: synthetic perfect bench JSON: $out"

@@ -423,7 +423,8 @@ void gemm_i8_rows_cursor(const WeightMatrix& w, const QuantizedColumns& x, float
 void gemm_i8_rows_group_streams(const WeightMatrix& w, const QuantizedColumns& x, float* y,
                                 int64_t ldy, int64_t r0, int64_t r1) {
     if (!is_row_group_type(w.type)) return gemm_i8_rows(w, x, y, ldy, r0, r1);
-    gemm_row_groups(w, x, y, ldy, r0, r1, x86::gfni_on_this_cpu(), RowGroupFetch::NarrowGroupStreams);
+    gemm_row_groups(w, x, y, ldy, r0, r1, x86::gfni_on_this_cpu(),
+                    RowGroupFetch::NarrowGroupStreams);
 }
 
 bool shares_narrow_tails_on_this_cpu() { return x86::amd_zen5_or_later(); }

@@ -14,7 +14,11 @@
 // cursor that moves as fast as the passes consume the tile (kBlockBytes a block a group: 288
 // for Q4_0R, shared among a verify's passes: kCursorSpreadUpTo) and stops at the end of the
 // call's rows. A call covers a share of the rows that the pool hands out (shrinking shares, so
-// the next rows in memory usually go to the other thread).
+// the next rows in memory usually go to the other thread). Which of the cursor and the group
+// streams (below) serves AMD better changes with the memory's state: 0.8B forwards alternating in
+// one process on the Zen 5 VM (session 45), group streams over the cursor, Q4_0R width 1 0.84-0.86
+// in one spell and 1.09-1.16 in another, Q8_0R width 1 0.94-0.97 and 1.16. So on AMD the model
+// times both while decoding and runs each forward shape on the faster (model/kernel_chooser.h).
 //
 // Measured with tools/layout_ab (the 0.8B model chunked and in row groups, forwards alternating
 // in one process) on the 2-core Zen 5, row-group time over chunked time:
@@ -123,7 +127,9 @@ constexpr int64_t kGroupStreamAheadBytesFor = T != WType::Q8_0R && C >= 4 ? 1024
 // three-group tiles 48 KB and 32 KB measured the same (Q4_0R width 4 0.958-0.970, 0.960).
 template <int RG>
 constexpr int64_t kGroupStreamFarBytes = std::max(32768, 16384 * RG);
-// The widest matmul that reads group streams, off AMD.
+// The widest matmul that reads group streams: off AMD, and on AMD in the avx512 table's timed
+// alternative, which the model runs where it times faster (kernels/kernels.h; the better of the
+// two changes there with the memory's state).
 constexpr int64_t kGroupStreamsUpTo = 16;
 
 Fetch fetch_for(int64_t n, Fetch asked) {
