@@ -3,8 +3,10 @@
 // the bits of the model that runs one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -27,30 +29,38 @@ struct TwoTables {
     KernelTable alternative = kernels();
 };
 
-// Runs n forwards of one shape, each taking base_seconds or alt_seconds by the table picked;
-// returns which ran the alternative.
+// n forwards of one shape, each taking seconds_of(i, on the alternative): which table each ran
+// on, and whether it was a trial's.
+struct ShapeRun {
+    std::vector<bool> alternative, trial;
+    // The forwards in [from, to) outside trials, and how many of them ran the alternative.
+    std::pair<int64_t, int64_t> outside_trials(int64_t from, int64_t to) const {
+        int64_t n = 0, on = 0;
+        for (int64_t i = from; i < to; ++i) {
+            if (trial[size_t(i)]) continue;
+            ++n;
+            on += alternative[size_t(i)] ? 1 : 0;
+        }
+        return {n, on};
+    }
+    // Where each trial began.
+    std::vector<int64_t> trial_starts() const {
+        std::vector<int64_t> starts;
+        for (size_t i = 0; i < trial.size(); ++i)
+            if (trial[i] && (i == 0 || !trial[i - 1])) starts.push_back(int64_t(i));
+        return starts;
+    }
+};
 template <class Seconds>
-std::vector<bool> run(KernelChooser& c, const TwoTables& t, int64_t width, int64_t n_logits,
-                      int64_t n, Seconds seconds_of) {
-    std::vector<bool> alternative;
+ShapeRun run(KernelChooser& c, const TwoTables& t, int64_t width, int64_t n_logits, int64_t n,
+             Seconds seconds_of) {
+    ShapeRun r;
     for (int64_t i = 0; i < n; ++i) {
-        const bool alt = &c.pick(width, n_logits) == &t.alternative;
-        alternative.push_back(alt);
-        c.record(width, n_logits, seconds_of(i, alt));
+        r.trial.push_back(c.next_is_trial(width, n_logits));
+        r.alternative.push_back(&c.pick(width, n_logits) == &t.alternative);
+        c.record(width, n_logits, seconds_of(i, bool(r.alternative.back())));
     }
-    return alternative;
-}
-
-// How many of forwards [from, to) outside trials ran the alternative, and how many there were.
-std::pair<int64_t, int64_t> alternative_outside_trials(const std::vector<bool>& alt, int64_t from,
-                                                       int64_t to) {
-    int64_t on = 0, n = 0;
-    for (int64_t i = from; i < to; ++i) {
-        if (i % KernelChooser::kTrialEvery < kTrial) continue;
-        ++n;
-        on += alt[size_t(i)] ? 1 : 0;
-    }
-    return {on, n};
+    return r;
 }
 
 TEST(KernelChooser, WithoutAnAlternativeEveryForwardRunsOnTheBase) {
@@ -58,6 +68,7 @@ TEST(KernelChooser, WithoutAnAlternativeEveryForwardRunsOnTheBase) {
     KernelChooser c(&t.base, nullptr);
     EXPECT_FALSE(c.active());
     for (int64_t w = 1; w <= 20; ++w) {
+        EXPECT_FALSE(c.next_is_trial(w, 1));
         EXPECT_EQ(&c.pick(w, 1), &t.base);
         c.record(w, 1, 1.0);
     }
@@ -67,52 +78,68 @@ TEST(KernelChooser, WithoutAnAlternativeEveryForwardRunsOnTheBase) {
 TEST(KernelChooser, EachTrialRunsBothTablesInBalancedOrder) {
     const TwoTables t;
     KernelChooser c(&t.base, &t.alternative);
-    const std::vector<bool> alt =
+    // Equal times: no trial confirms a choice, so they come every kTrialEvery forwards.
+    const ShapeRun r =
         run(c, t, 1, 1, 3 * KernelChooser::kTrialEvery, [](int64_t, bool) { return 1.0; });
-    for (int64_t trial = 0; trial < 3; ++trial) {
-        const int64_t s = trial * KernelChooser::kTrialEvery;
+    EXPECT_EQ(r.trial_starts(), (std::vector<int64_t>{0, KernelChooser::kTrialEvery,
+                                                      2 * KernelChooser::kTrialEvery}));
+    for (int64_t s : r.trial_starts()) {
         // base, alternative, alternative, base, ...: each pair one of each, the order turning.
-        for (int64_t i = 0; i < kTrial; ++i)
-            EXPECT_EQ(alt[size_t(s + i)], i % 4 == 1 || i % 4 == 2)
-                << "trial " << trial << ", forward " << i;
+        for (int64_t i = 0; i < kTrial; ++i) {
+            EXPECT_TRUE(r.trial[size_t(s + i)]) << "trial at " << s << ", forward " << i;
+            EXPECT_EQ(r.alternative[size_t(s + i)], i % 4 == 1 || i % 4 == 2)
+                << "trial at " << s << ", forward " << i;
+        }
+        EXPECT_FALSE(r.trial[size_t(s + kTrial)]);
     }
     EXPECT_EQ(c.counts().base + c.counts().alternative, 3 * KernelChooser::kTrialEvery);
 }
 
-TEST(KernelChooser, RunsTheFasterTableBetweenTrials) {
+TEST(KernelChooser, RunsTheFasterTableBetweenTrialsAndTrialsLessOnceItIsClear) {
     const TwoTables t;
     for (bool alternative_faster : {true, false}) {
         KernelChooser c(&t.base, &t.alternative);
-        const int64_t n = 5 * KernelChooser::kTrialEvery;
+        const int64_t n = 1000;
         // The slower table takes 10% longer; the times also drift up (a growing KV cache).
-        const std::vector<bool> alt = run(c, t, 1, 1, n, [&](int64_t i, bool on_alt) {
+        const ShapeRun r = run(c, t, 1, 1, n, [&](int64_t i, bool on_alt) {
             const double slower = on_alt == alternative_faster ? 1.0 : 1.1;
             return 0.01 * slower * (1.0 + 1e-3 * double(i));
         });
-        const auto [on, outside] = alternative_outside_trials(alt, 0, n);
+        const auto [outside, on] = r.outside_trials(0, n);
         EXPECT_EQ(on, alternative_faster ? outside : 0)
             << "alternative faster: " << alternative_faster;
+        // The first trial chooses, each later one confirms it: 64, then 128, then 256 apart.
+        const int64_t e = KernelChooser::kTrialEvery;
+        EXPECT_EQ(r.trial_starts(), (std::vector<int64_t>{0, e, 3 * e, 7 * e, 11 * e, 15 * e}));
         const KernelChooser::Counts counts = c.counts();
-        EXPECT_EQ(counts.alternative, alternative_faster ? n - 5 * KernelChooser::kTrialPairs
-                                                         : 5 * KernelChooser::kTrialPairs);
+        const int64_t on_slower = 6 * KernelChooser::kTrialPairs;
+        EXPECT_EQ(alternative_faster ? counts.base : counts.alternative, on_slower);
     }
 }
 
 TEST(KernelChooser, FollowsTheMemoryWhenTheFasterTableChanges) {
     const TwoTables t;
     KernelChooser c(&t.base, &t.alternative);
-    const int64_t flip = 4 * KernelChooser::kTrialEvery, n = 8 * KernelChooser::kTrialEvery;
+    const int64_t flip = 300, n = 1200;
     // The alternative 15% faster until `flip`, then 15% slower.
-    const std::vector<bool> alt = run(c, t, 1, 1, n, [&](int64_t i, bool on_alt) {
+    const ShapeRun r = run(c, t, 1, 1, n, [&](int64_t i, bool on_alt) {
         const bool alt_wins = i < flip;
         return on_alt == alt_wins ? 0.010 : 0.0115;
     });
-    const auto [before, n_before] =
-        alternative_outside_trials(alt, KernelChooser::kTrialEvery, flip);
-    EXPECT_EQ(before, n_before);
-    // The first trial after the flip already outweighs the smoothed score of the ones before.
-    const auto [after, n_after] = alternative_outside_trials(alt, flip, n);
-    EXPECT_EQ(after, 0) << "of " << n_after;
+    const auto [before, on_before] = r.outside_trials(0, flip);
+    EXPECT_EQ(on_before, before);
+    // The first trial after the flip outweighs the smoothed score of the ones before; it comes
+    // at most kMaxTrialEvery forwards after the one before it.
+    const std::vector<int64_t> starts = r.trial_starts();
+    const auto next =
+        std::find_if(starts.begin(), starts.end(), [&](int64_t s) { return s >= flip; });
+    ASSERT_NE(next, starts.end());
+    EXPECT_LE(*next, flip + KernelChooser::kMaxTrialEvery);
+    const auto [after, on_after] = r.outside_trials(*next + kTrial, n);
+    EXPECT_EQ(on_after, 0) << "of " << after;
+    // The changed choice is not yet clear: trials come kTrialEvery apart again, then spread.
+    ASSERT_NE(next + 1, starts.end());
+    EXPECT_EQ(*(next + 1) - *next, KernelChooser::kTrialEvery);
 }
 
 TEST(KernelChooser, OneSlowForwardInATrialDoesNotDecideIt) {
@@ -120,32 +147,34 @@ TEST(KernelChooser, OneSlowForwardInATrialDoesNotDecideIt) {
     KernelChooser c(&t.base, &t.alternative);
     // The base is 5% faster, but one of a trial's base forwards takes 20x as long (a page fault,
     // another process): the median over the pairs ignores it.
-    const std::vector<bool> alt =
-        run(c, t, 1, 1, 2 * KernelChooser::kTrialEvery, [&](int64_t i, bool on_alt) {
-            if (i == 3) return 0.2;  // the second pair's base forward
-            return on_alt ? 0.0105 : 0.010;
-        });
-    const auto [on, n] = alternative_outside_trials(alt, 0, 2 * KernelChooser::kTrialEvery);
-    EXPECT_EQ(on, 0) << "of " << n;
+    const ShapeRun r = run(c, t, 1, 1, 2 * KernelChooser::kTrialEvery, [&](int64_t i, bool on_alt) {
+        if (i == 3) return 0.2;  // the second pair's base forward
+        return on_alt ? 0.0105 : 0.010;
+    });
+    const auto [outside, on] = r.outside_trials(0, 2 * KernelChooser::kTrialEvery);
+    EXPECT_EQ(on, 0) << "of " << outside;
 }
 
 TEST(KernelChooser, EachShapeChoosesForItselfAndWideForwardsAreNotTimed) {
     const TwoTables t;
     KernelChooser c(&t.base, &t.alternative);
-    std::vector<bool> narrow, wide_verify;
+    ShapeRun narrow, verify;
     // Width 1 favours the alternative, width 4 with 4 logits rows the base: interleaved.
-    for (int64_t i = 0; i < 3 * KernelChooser::kTrialEvery; ++i) {
-        narrow.push_back(&c.pick(1, 1) == &t.alternative);
-        c.record(1, 1, narrow.back() ? 0.009 : 0.010);
-        wide_verify.push_back(&c.pick(4, 4) == &t.alternative);
-        c.record(4, 4, wide_verify.back() ? 0.013 : 0.012);
+    const int64_t n = 3 * KernelChooser::kTrialEvery;
+    for (int64_t i = 0; i < n; ++i) {
+        narrow.trial.push_back(c.next_is_trial(1, 1));
+        narrow.alternative.push_back(&c.pick(1, 1) == &t.alternative);
+        c.record(1, 1, narrow.alternative.back() ? 0.009 : 0.010);
+        verify.trial.push_back(c.next_is_trial(4, 4));
+        verify.alternative.push_back(&c.pick(4, 4) == &t.alternative);
+        c.record(4, 4, verify.alternative.back() ? 0.013 : 0.012);
         // A prefill never picks the alternative and is not counted.
+        EXPECT_FALSE(c.next_is_trial(KernelChooser::kMaxTimedWidth + 1, 1));
         EXPECT_EQ(&c.pick(KernelChooser::kMaxTimedWidth + 1, 1), &t.base);
         c.record(KernelChooser::kMaxTimedWidth + 1, 1, 0.5);
     }
-    const int64_t n = 3 * KernelChooser::kTrialEvery;
-    const auto [narrow_on, narrow_n] = alternative_outside_trials(narrow, 0, n);
-    const auto [verify_on, verify_n] = alternative_outside_trials(wide_verify, 0, n);
+    const auto [narrow_n, narrow_on] = narrow.outside_trials(0, n);
+    const auto [verify_n, verify_on] = verify.outside_trials(0, n);
     EXPECT_EQ(narrow_on, narrow_n);
     EXPECT_EQ(verify_on, 0);
     EXPECT_EQ(c.counts().base + c.counts().alternative, 2 * n);
