@@ -1,6 +1,6 @@
 // KernelChooser (model/kernel_chooser.h): which of two kernel tables each forward shape runs on,
-// fed made-up forward times; and a model whose forwards alternate between the two tables gives
-// the bits of the model that runs one.
+// fed made-up forward times; and a model whose forwards and MTP head steps alternate between the
+// two tables gives the bits of the model that runs one.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -247,6 +247,30 @@ TEST(KernelChooser, ModelTimingTwoTablesGivesTheBitsOfEither) {
         EXPECT_EQ(counts.base + counts.alternative, 40);
         EXPECT_GE(counts.alternative, 2 * KernelChooser::kTrialPairs);  // both shapes' first trials
         EXPECT_GE(counts.base, 2 * KernelChooser::kTrialPairs);
+        // MTP head steps, chained as drafting chains them (own trials: the head's shapes are not
+        // the trunk's): the same bits on both models.
+        const int64_t H = config.hidden_size, D = timed.model->draft_vocab();
+        std::vector<float> th(static_cast<size_t>(H)), ph(th), th_next(th), ph_next(th);
+        std::vector<float> tdl(static_cast<size_t>(D)), pdl(tdl);
+        int32_t last = token;
+        timed.model->forward(ts, &last, 1, {th.data(), tl.data(), 1});
+        plain.model->forward(ps, &last, 1, {ph.data(), pl.data(), 1});
+        ASSERT_EQ(th, ph);
+        const int64_t pos = ts.n_past - 1;
+        for (int step = 0; step < 20; ++step) {
+            const int32_t draft = int32_t((last * 7 + step) % V);
+            timed.model->mtp_forward(ts, th.data(), &draft, 1, pos + step,
+                                     {th_next.data(), tdl.data(), 1});
+            plain.model->mtp_forward(ps, ph.data(), &draft, 1, pos + step,
+                                     {ph_next.data(), pdl.data(), 1});
+            ASSERT_EQ(tdl, pdl) << wtype_name(type) << ", MTP step " << step;
+            std::swap(th, th_next);
+            std::swap(ph, ph_next);
+        }
+        const KernelChooser::Counts with_head = timed.model->kernel_choice_counts();
+        EXPECT_EQ(with_head.base + with_head.alternative, 40 + 1 + 20);
+        EXPECT_GE(with_head.alternative - counts.alternative,
+                  KernelChooser::kTrialPairs);  // the head's trial
         // A forward that fails on its input changes nothing for the next.
         std::vector<int32_t> bad = {int32_t(V)};
         EXPECT_THROW(timed.model->forward(ts, bad.data(), 1, {nullptr, tl.data(), 1}), Error);

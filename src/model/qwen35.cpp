@@ -28,6 +28,7 @@ Qwen35Model::Qwen35Model(ModelConfig config, ModelWeights weights, ThreadPool& p
       base_kernels_(&kernels()),
       kernels_(base_kernels_),
       chooser_(base_kernels_, base_kernels_->timed_alternative),
+      draft_chooser_(base_kernels_, base_kernels_->timed_alternative),
       rope_inv_freq_(ops::rope_inv_freq(config_.rotary_dims, config_.rope_theta)),
       draft_lm_head_(weights_.lm_head) {}
 
@@ -140,10 +141,26 @@ void Qwen35Model::decoder_layer(const LayerWeights& lw, AttentionCache* attn,
     });
 }
 
+template <class Body>
+void Qwen35Model::run_timed(KernelChooser& chooser, int64_t T, int64_t n_logits,
+                            Body&& body) const {
+    struct RestoreBase {
+        const KernelTable*& active;
+        const KernelTable* base;
+        ~RestoreBase() { active = base; }
+    } restore{kernels_, base_kernels_};
+    const bool timed = chooser.active() && T <= KernelChooser::kMaxTimedWidth;
+    if (timed) kernels_ = &chooser.pick(T, n_logits);
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    if (timed) {
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+        chooser.record(T, n_logits, took.count());
+    }
+}
+
 void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T,
                           const ForwardOutputs& out, bool keep_open) const {
-    const ModelConfig& c = config_;
-    const int64_t H = c.hidden_size;
     if (T <= 0) return;
     if (state.uncommitted) fail("forward: the previous verify forward was not committed");
     if (state.n_past + T > state.max_positions)
@@ -153,15 +170,14 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
         fail("verify width ", T, " exceeds the rollback capacity ", state.max_width);
     if (out.n_logits > T) fail("forward: n_logits ", out.n_logits, " > tokens ", T);
     // A forward narrow enough to time runs on the chooser's pick (model/kernel_chooser.h).
-    struct RestoreBase {
-        const KernelTable*& active;
-        const KernelTable* base;
-        ~RestoreBase() { active = base; }
-    } restore{kernels_, base_kernels_};
-    const int64_t n_logits = out.logits ? out.n_logits : 0;
-    const bool timed = chooser_.active() && T <= KernelChooser::kMaxTimedWidth;
-    if (timed) kernels_ = &chooser_.pick(T, n_logits);
-    const auto start = std::chrono::steady_clock::now();
+    run_timed(chooser_, T, out.logits ? out.n_logits : 0,
+              [&] { trunk(state, tokens, T, out, keep_open); });
+}
+
+void Qwen35Model::trunk(SequenceState& state, const int32_t* tokens, int64_t T,
+                        const ForwardOutputs& out, bool keep_open) const {
+    const ModelConfig& c = config_;
+    const int64_t H = c.hidden_size;
     ForwardScratch& s = state.scratch;
     float* x = ForwardScratch::take(s.x, size_t(T * H));  // [T, H] residual stream
     for (int64_t t = 0; t < T; ++t) {
@@ -181,10 +197,6 @@ void Qwen35Model::forward(SequenceState& state, const int32_t* tokens, int64_t T
     if (out.logits && out.n_logits > 0) logits(x + (T - out.n_logits) * H, out.n_logits, out.logits);
     state.n_past += T;
     if (keep_open) state.uncommitted = T;
-    if (timed) {
-        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-        chooser_.record(T, n_logits, took.count());
-    }
 }
 
 void Qwen35Model::commit(SequenceState& state, int64_t n_keep) const {
@@ -224,12 +236,18 @@ void Qwen35Model::commit(SequenceState& state, int64_t n_keep) const {
 
 void Qwen35Model::mtp_forward(SequenceState& state, const float* hidden, const int32_t* tokens,
                               int64_t T, int64_t pos0, const ForwardOutputs& out) const {
-    const ModelConfig& c = config_;
-    const MtpWeights& m = weights_.mtp;
-    if (!m.present) fail("this model has no MTP head");
+    if (!weights_.mtp.present) fail("this model has no MTP head");
     if (pos0 < 0 || pos0 + T > state.mtp_attention.capacity)
         fail("MTP positions [", pos0, ", ", pos0 + T, ") exceed the context size ",
              state.mtp_attention.capacity);
+    run_timed(draft_chooser_, T, out.logits ? out.n_logits : 0,
+              [&] { mtp_head(state, hidden, tokens, T, pos0, out); });
+}
+
+void Qwen35Model::mtp_head(SequenceState& state, const float* hidden, const int32_t* tokens,
+                           int64_t T, int64_t pos0, const ForwardOutputs& out) const {
+    const ModelConfig& c = config_;
+    const MtpWeights& m = weights_.mtp;
     const int64_t H = c.hidden_size;
     ForwardScratch& s = state.scratch;
     float* cat = ForwardScratch::take(s.mtp_cat, size_t(T * 2 * H));  // [T, 2H] = [emb | hidden]

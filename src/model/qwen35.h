@@ -50,13 +50,19 @@ public:
     // on `k` and on `alternative` (which must compute the same bits), and each forward shape
     // runs on the faster (model/kernel_chooser.h). The model starts so on kernels() where that
     // table names a timed_alternative (kernels/kernels.h).
+    // The MTP head's steps are timed the same way, apart from the trunk's forwards.
     void set_kernels(const KernelTable& k, const KernelTable* alternative) {
         base_kernels_ = kernels_ = &k;
         chooser_ = KernelChooser(&k, alternative);
+        draft_chooser_ = KernelChooser(&k, alternative);
     }
     const KernelTable& kernel_table() const { return *base_kernels_; }
-    // The timed forwards so far: how many ran on the table and how many on its alternative.
-    KernelChooser::Counts kernel_choice_counts() const { return chooser_.counts(); }
+    // The timed trunk forwards and MTP head steps so far: how many ran on the table and how
+    // many on its alternative.
+    KernelChooser::Counts kernel_choice_counts() const {
+        return {chooser_.counts().base + draft_chooser_.counts().base,
+                chooser_.counts().alternative + draft_chooser_.counts().alternative};
+    }
     bool kernels_timed() const { return chooser_.active(); }
     const ModelWeights& weights() const { return weights_; }
     bool has_mtp() const { return weights_.mtp.present; }
@@ -99,6 +105,11 @@ public:
                      int64_t pos0, const ForwardOutputs& out) const;
 
 private:
+    // forward() and mtp_forward() once their arguments are checked, on kernels_.
+    void trunk(SequenceState& state, const int32_t* tokens, int64_t T, const ForwardOutputs& out,
+               bool keep_open) const;
+    void mtp_head(SequenceState& state, const float* hidden, const int32_t* tokens, int64_t T,
+                  int64_t pos0, const ForwardOutputs& out) const;
     void decoder_layer(const LayerWeights& lw, AttentionCache* attn, RecurrentState* rec,
                        ForwardScratch& s, float* x, int64_t T, int64_t pos0, bool keep_open) const;
     void attention(const LayerWeights& lw, AttentionCache& cache, ForwardScratch& s,
@@ -111,6 +122,10 @@ private:
     // g = silu(g) * u over rows [rows, width], split by rows as over_positions splits.
     void swiglu_rows(float* g, const float* u, int64_t rows, int64_t width) const;
     void logits(const float* hidden, int64_t n, float* out) const;
+    // Runs body() on the table `chooser` picks for T tokens and n_logits logits rows, and tells
+    // the chooser how long it took; kernels_ is base_kernels_ again afterwards, however body ends.
+    template <class Body>
+    void run_timed(KernelChooser& chooser, int64_t T, int64_t n_logits, Body&& body) const;
     // fn(t0, t1) over positions [0, T) of per-position work (norms, residual adds, activations),
     // on the pool when the T * per_position values are a prefill's (kMinElementwiseParallel),
     // else in this thread (decode, verify). Each position's values are the same bits either way.
@@ -133,7 +148,8 @@ private:
     // pick (forward() sets it and puts base_kernels_ back, however the forward ends). Forwards
     // on one model run one at a time, as they share its pool.
     mutable const KernelTable* kernels_;
-    mutable KernelChooser chooser_;
+    mutable KernelChooser chooser_;        // the trunk's forwards
+    mutable KernelChooser draft_chooser_;  // the MTP head's steps
     std::vector<double> rope_inv_freq_;  // [rotary_dims / 2]
     MtpInput mtp_input_ = MtpInput::PostNorm;
     KvCacheType kv_cache_type_ = KvCacheType::F32;
