@@ -581,7 +581,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     if (model.kernels_timed()) {
         const KernelChooser::Counts counts = model.kernel_choice_counts();
         const double all = double(std::max<int64_t>(1, counts.base + counts.alternative));
-        say("timed forwards: %lld on the %s (%.0f%%), %lld on %s (%.0f%%)\n",
+        say("timed forwards and MTP head steps: %lld on the %s (%.0f%%), %lld on %s (%.0f%%)\n",
             (long long)counts.base, table.narrow_fetch, 100.0 * double(counts.base) / all,
             (long long)counts.alternative, table.timed_alternative->narrow_fetch,
             100.0 * double(counts.alternative) / all);
