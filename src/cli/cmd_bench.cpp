@@ -270,12 +270,11 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // How the decode-width matmuls prefetch their weights, and whether two ways are timed
     // against each other forward by forward (kernels/kernels.h, model/kernel_chooser.h).
     const KernelTable& table = model.kernel_table();
-    if (model.kernels_timed())
-        say("decode-width matmuls prefetch: %s or %s, timed against each other while decoding, "
-            "each forward shape on the faster (NEXTN_ROW_GROUP_FETCH=cursor|streams fixes one)\n",
-            table.narrow_fetch, table.timed_alternative->narrow_fetch);
-    else if (*table.narrow_fetch)
-        say("decode-width matmuls prefetch: %s\n", table.narrow_fetch);
+    if (const std::string fetch = narrow_fetch_summary(table); !fetch.empty())
+        say("decode-width matmuls prefetch: %s%s\n", fetch.c_str(),
+            model.kernels_timed() ? ", each forward shape on the faster "
+                                    "(NEXTN_ROW_GROUP_FETCH=cursor|streams fixes one)"
+                                  : "");
     out["narrow_fetch"] = model.kernels_timed() ? "timed" : table.narrow_fetch;
     out["read_probe_bytes"] = probe_bytes;
     out["first_read_probe_gbs"] =

@@ -160,13 +160,9 @@ int cmd_inspect(const std::vector<std::string>& argv) {
               << (kernels().amx_from_width > 0
                       ? " (AMX int8 tiles for Q4_0 / Q8_0 row-group matmuls from width " + std::to_string(kernels().amx_from_width) + ")"
                       : std::string())
-              << (kernels().timed_alternative
-                      ? std::string(" (decode-width matmuls prefetch: ") + kernels().narrow_fetch +
-                            " or " + kernels().timed_alternative->narrow_fetch +
-                            ", timed while decoding)"
-                  : *kernels().narrow_fetch ? std::string(" (decode-width matmuls prefetch: ") +
-                                                  kernels().narrow_fetch + ")"
-                                            : std::string())
+              << (narrow_fetch_summary(kernels()).empty()
+                      ? std::string()
+                      : " (decode-width matmuls prefetch: " + narrow_fetch_summary(kernels()) + ")")
               << "\n"
               << "cpu:             " << cpu_model_name() << "\n";
     for (const auto& note : ck.notes) std::cout << "note:            " << note << "\n";

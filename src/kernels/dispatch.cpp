@@ -251,6 +251,12 @@ std::string candidate_names() {
 
 const KernelTable& reference_kernels() { return *scalar_table(); }
 
+std::string narrow_fetch_summary(const KernelTable& k) {
+    if (!k.timed_alternative) return k.narrow_fetch;
+    return std::string(k.narrow_fetch) + " or " + k.timed_alternative->narrow_fetch +
+           ", timed against each other while decoding";
+}
+
 std::vector<std::string> available_isas() {
     std::vector<std::string> names;
     for (const Candidate& c : kCandidates)

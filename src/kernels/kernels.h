@@ -171,6 +171,10 @@ inline constexpr int kPeakProbeChains = 10;
 const KernelTable& kernels();
 // The scalar reference table, always available.
 const KernelTable& reference_kernels();
+// How `k`'s decode-width row-group matmuls prefetch, for a report: its narrow_fetch, or with a
+// timed alternative "cursor or group streams, timed against each other while decoding"; empty
+// where the table has no such choice.
+std::string narrow_fetch_summary(const KernelTable& k);
 // Names of the tables this CPU can run, best last (always starts with "scalar").
 std::vector<std::string> available_isas();
 // The table with this name; Error if unknown or unsupported by this CPU.
