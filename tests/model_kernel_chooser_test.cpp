@@ -43,6 +43,14 @@ struct ShapeRun {
         }
         return {n, on};
     }
+    // One forward of a shape through the chooser, taking `seconds` on the base table and
+    // `alt_seconds` on the alternative.
+    void step(KernelChooser& c, const TwoTables& t, int64_t width, int64_t n_logits, double seconds,
+              double alt_seconds) {
+        trial.push_back(c.next_is_trial(width, n_logits));
+        alternative.push_back(&c.pick(width, n_logits) == &t.alternative);
+        c.record(width, n_logits, alternative.back() ? alt_seconds : seconds);
+    }
     // Where each trial began.
     std::vector<int64_t> trial_starts() const {
         std::vector<int64_t> starts;
@@ -55,11 +63,8 @@ template <class Seconds>
 ShapeRun run(KernelChooser& c, const TwoTables& t, int64_t width, int64_t n_logits, int64_t n,
              Seconds seconds_of) {
     ShapeRun r;
-    for (int64_t i = 0; i < n; ++i) {
-        r.trial.push_back(c.next_is_trial(width, n_logits));
-        r.alternative.push_back(&c.pick(width, n_logits) == &t.alternative);
-        c.record(width, n_logits, seconds_of(i, bool(r.alternative.back())));
-    }
+    for (int64_t i = 0; i < n; ++i)
+        r.step(c, t, width, n_logits, seconds_of(i, false), seconds_of(i, true));
     return r;
 }
 
@@ -162,12 +167,8 @@ TEST(KernelChooser, EachShapeChoosesForItselfAndWideForwardsAreNotTimed) {
     // Width 1 favours the alternative, width 4 with 4 logits rows the base: interleaved.
     const int64_t n = 3 * KernelChooser::kTrialEvery;
     for (int64_t i = 0; i < n; ++i) {
-        narrow.trial.push_back(c.next_is_trial(1, 1));
-        narrow.alternative.push_back(&c.pick(1, 1) == &t.alternative);
-        c.record(1, 1, narrow.alternative.back() ? 0.009 : 0.010);
-        verify.trial.push_back(c.next_is_trial(4, 4));
-        verify.alternative.push_back(&c.pick(4, 4) == &t.alternative);
-        c.record(4, 4, verify.alternative.back() ? 0.013 : 0.012);
+        narrow.step(c, t, 1, 1, 0.010, 0.009);
+        verify.step(c, t, 4, 4, 0.012, 0.013);
         // A prefill never picks the alternative and is not counted.
         EXPECT_FALSE(c.next_is_trial(KernelChooser::kMaxTimedWidth + 1, 1));
         EXPECT_EQ(&c.pick(KernelChooser::kMaxTimedWidth + 1, 1), &t.base);
