@@ -463,31 +463,13 @@ __m512i max_each(const __m512i* v) {
     return _mm512_permutexvar_epi32(to_block, z);
 }
 
-// Per-block sums of int8 codes, 16 codes of 4 blocks to a vector: b[4k + g] holds the k-th 16
-// codes of blocks 4g..4g+3 (k < n_vectors_per_group). Lane l of the result is the sum of block
-// l's codes in those vectors. Biased to unsigned (+128), each 8 codes sum with one psadbw; a
-// block's partial sums share a 128-bit lane.
-__m512i block_sums(const __m512i* b, int n_vectors_per_group) {
-    const __m512i bias = _mm512_set1_epi8(char(0x80));
-    __m512i h[4];
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-        __m512i sad = _mm512_setzero_si512();
-        for (int k = 0; k < n_vectors_per_group; ++k)
-            sad = _mm512_add_epi64(sad, _mm512_sad_epu8(_mm512_xor_si512(b[4 * k + g], bias), _mm512_setzero_si512()));
-        h[g] = _mm512_add_epi64(sad, _mm512_bsrli_epi128(sad, 8));  // dword 0 of 128-bit lane i: block 4g + i
-    }
-    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
-    const __m512i low = _mm512_permutex2var_epi32(h[0], pick, h[1]);   // blocks 0..7 in lanes 0..7
-    const __m512i high = _mm512_permutex2var_epi32(h[2], pick, h[3]);  // blocks 8..15 in lanes 0..7
-    const __m512i biased = _mm512_shuffle_i32x4(low, high, _MM_SHUFFLE(1, 0, 1, 0));
-    return _mm512_sub_epi32(biased, _mm512_set1_epi32(128 * 16 * n_vectors_per_group));
-}
-
-// One block's codes: round-half-even of v * inv, clamped to [-127, 127], as int32.
+// One block half's codes: round-half-even of v * inv clamped to [-127, 127], as int32. Clamping
+// before rounding gives the same integers (the bounds are integers), and the rounding is the
+// conversion's own, so one instruction fewer than a separate round.
 __m512i block_codes(__m512 v, __m512 inv) {
-    const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(v, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f)));
+    const __m512 clamped = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v, inv), _mm512_set1_ps(-127.0f)),
+                                         _mm512_set1_ps(127.0f));
+    return _mm512_cvt_roundps_epi32(clamped, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
 // A whole chunk (16 full blocks at p) with the block quantizer's operations, the 16 blocks' scalar
@@ -516,43 +498,55 @@ bool quantize_chunk(const float* p, int8_t* codes, float* scales, int32_t* sums,
     inv = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(inv, _mm512_set1_ps(3.4028234e38f), _CMP_LE_OQ), inv);
     _mm512_storeu_ps(scales, d);
 
-    alignas(64) int8_t first[16][16], second[16][16];  // [block][code 0..15], [block][code 16..31]
-#pragma GCC unroll 16
-    for (int l = 0; l < 16; ++l) {
-        const __m512 vinv = _mm512_permutexvar_ps(_mm512_set1_epi32(l), inv);
-        _mm_store_si128(reinterpret_cast<__m128i*>(first[l]),
-                        _mm512_cvtepi32_epi8(block_codes(_mm512_loadu_ps(p + 32 * l), vinv)));
-        _mm_store_si128(reinterpret_cast<__m128i*>(second[l]),
-                        _mm512_cvtepi32_epi8(block_codes(_mm512_loadu_ps(p + 32 * l + 16), vinv)));
-    }
-    __m512i codes_by_group[8];  // [half][group of 4 blocks]: first halves, then second halves
+    // To the chunk layout: step s holds codes 4s..4s+3 of every block, block l at dword l. The
+    // saturating packs of four blocks' int32 codes (already in [-127, 127], so exact) put, in
+    // 128-bit lane k, codes 4k..4k+3 of each of the four: step k's (or 4 + k's) dwords for those
+    // blocks. A 128-bit lane transpose across the four groups of blocks gives the steps. (Before:
+    // each half narrowed alone, stored and reloaded four to a vector (a load that store
+    // forwarding cannot serve), then transposed by dwords, and the sums taken with psadbw. Zen 5,
+    // session 46: quantize_columns of 4 columns of 1024-3584 values, in a loop, 0.85-0.88x the
+    // time; over a width-4 verify of the 0.8B, 0.41-0.42 against 0.43-0.47 ms a forward.)
+    __m512i packed[2][4];  // [half][group of 4 blocks]
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
-        codes_by_group[g] = _mm512_load_si512(&first[4 * g][0]);
-        codes_by_group[4 + g] = _mm512_load_si512(&second[4 * g][0]);
-    }
-    _mm512_storeu_si512(half_sums, block_sums(codes_by_group, 1));
-    _mm512_storeu_si512(sums, block_sums(codes_by_group, 2));
-
-    // To the chunk layout: step s holds codes 4s..4s+3 of every block, block l at dword l. Four
-    // blocks' 16 codes (4 dwords each, one per step) sit in one vector g; a dword transpose within
-    // it and a 128-bit lane transpose across the four vectors give steps 0..3 (then 4..7).
-    const __m512i dword_transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-#pragma GCC unroll 2
-    for (int part = 0; part < 2; ++part) {
-        __m512i z[4], t[4];
+        __m512i half_codes[2][4];  // [half][block of the group] as int32
 #pragma GCC unroll 4
-        for (int g = 0; g < 4; ++g) z[g] = _mm512_permutexvar_epi32(dword_transpose, codes_by_group[4 * part + g]);
-        t[0] = _mm512_shuffle_i32x4(z[0], z[1], _MM_SHUFFLE(1, 0, 1, 0));
-        t[1] = _mm512_shuffle_i32x4(z[0], z[1], _MM_SHUFFLE(3, 2, 3, 2));
-        t[2] = _mm512_shuffle_i32x4(z[2], z[3], _MM_SHUFFLE(1, 0, 1, 0));
-        t[3] = _mm512_shuffle_i32x4(z[2], z[3], _MM_SHUFFLE(3, 2, 3, 2));
-        int8_t* dst = codes + part * 4 * 64;
-        _mm512_storeu_si512(dst + 0 * 64, _mm512_shuffle_i32x4(t[0], t[2], _MM_SHUFFLE(2, 0, 2, 0)));
-        _mm512_storeu_si512(dst + 1 * 64, _mm512_shuffle_i32x4(t[0], t[2], _MM_SHUFFLE(3, 1, 3, 1)));
-        _mm512_storeu_si512(dst + 2 * 64, _mm512_shuffle_i32x4(t[1], t[3], _MM_SHUFFLE(2, 0, 2, 0)));
-        _mm512_storeu_si512(dst + 3 * 64, _mm512_shuffle_i32x4(t[1], t[3], _MM_SHUFFLE(3, 1, 3, 1)));
+        for (int i = 0; i < 4; ++i) {
+            const int l = 4 * g + i;
+            const __m512 vinv = _mm512_permutexvar_ps(_mm512_set1_epi32(l), inv);
+            half_codes[0][i] = block_codes(_mm512_loadu_ps(p + 32 * l), vinv);
+            half_codes[1][i] = block_codes(_mm512_loadu_ps(p + 32 * l + 16), vinv);
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h)
+            packed[h][g] = _mm512_packs_epi16(_mm512_packs_epi32(half_codes[h][0], half_codes[h][1]),
+                                              _mm512_packs_epi32(half_codes[h][2], half_codes[h][3]));
     }
+    // Sums of each block's codes, from the steps: one dot product with ones adds a step's four
+    // codes of every block into that block's lane (exact in int32).
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i half_sum = _mm512_setzero_si512(), second_sum = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+        const __m512i* q = packed[h];
+        const __m512i t0 = _mm512_shuffle_i32x4(q[0], q[1], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i t1 = _mm512_shuffle_i32x4(q[0], q[1], _MM_SHUFFLE(3, 2, 3, 2));
+        const __m512i t2 = _mm512_shuffle_i32x4(q[2], q[3], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i t3 = _mm512_shuffle_i32x4(q[2], q[3], _MM_SHUFFLE(3, 2, 3, 2));
+        const __m512i step[4] = {_mm512_shuffle_i32x4(t0, t2, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_i32x4(t0, t2, _MM_SHUFFLE(3, 1, 3, 1)),
+                                 _mm512_shuffle_i32x4(t1, t3, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_i32x4(t1, t3, _MM_SHUFFLE(3, 1, 3, 1))};
+        int8_t* dst = codes + h * 4 * 64;
+        __m512i& sum = h == 0 ? half_sum : second_sum;
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            _mm512_storeu_si512(dst + k * 64, step[k]);
+            sum = _mm512_dpbusd_epi32(sum, ones, step[k]);
+        }
+    }
+    _mm512_storeu_si512(half_sums, half_sum);
+    _mm512_storeu_si512(sums, _mm512_add_epi32(half_sum, second_sum));
     return true;
 }
 
