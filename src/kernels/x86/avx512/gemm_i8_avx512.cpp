@@ -467,8 +467,8 @@ __m512i max_each(const __m512i* v) {
 // before rounding gives the same integers (the bounds are integers), and the rounding is the
 // conversion's own, so one instruction fewer than a separate round.
 __m512i block_codes(__m512 v, __m512 inv) {
-    const __m512 clamped = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v, inv), _mm512_set1_ps(-127.0f)),
-                                         _mm512_set1_ps(127.0f));
+    const __m512 clamped = _mm512_min_ps(
+        _mm512_max_ps(_mm512_mul_ps(v, inv), _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
     return _mm512_cvt_roundps_epi32(clamped, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
@@ -519,8 +519,9 @@ bool quantize_chunk(const float* p, int8_t* codes, float* scales, int32_t* sums,
         }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h)
-            packed[h][g] = _mm512_packs_epi16(_mm512_packs_epi32(half_codes[h][0], half_codes[h][1]),
-                                              _mm512_packs_epi32(half_codes[h][2], half_codes[h][3]));
+            packed[h][g] =
+                _mm512_packs_epi16(_mm512_packs_epi32(half_codes[h][0], half_codes[h][1]),
+                                   _mm512_packs_epi32(half_codes[h][2], half_codes[h][3]));
     }
     // Sums of each block's codes, from the steps: one dot product with ones adds a step's four
     // codes of every block into that block's lane (exact in int32).
