@@ -152,6 +152,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
         for (const auto& [label, n] : types) line += " " + label + " x" + std::to_string(n);
         std::cout << line << "\n";
     }
+    const std::string fetch = narrow_fetch_summary(kernels());
     std::cout
               << "tokenizer:       " << (ck.tokenizer_dir.empty() ? (ck.format == "gguf" ? "GGUF metadata" : "none") : ck.tokenizer_dir + "/tokenizer.json") << "\n"
               << "kernels:         " << kernels().isa
@@ -160,9 +161,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
               << (kernels().amx_from_width > 0
                       ? " (AMX int8 tiles for Q4_0 / Q8_0 row-group matmuls from width " + std::to_string(kernels().amx_from_width) + ")"
                       : std::string())
-              << (narrow_fetch_summary(kernels()).empty()
-                      ? std::string()
-                      : " (decode-width matmuls prefetch: " + narrow_fetch_summary(kernels()) + ")")
+              << (fetch.empty() ? std::string() : " (decode-width matmuls prefetch: " + fetch + ")")
               << "\n"
               << "cpu:             " << cpu_model_name() << "\n";
     for (const auto& note : ck.notes) std::cout << "note:            " << note << "\n";

@@ -43,6 +43,12 @@ class KernelChooser {
     KernelChooser(const KernelTable* base, const KernelTable* alternative);
 
     bool active() const { return alternative_ != nullptr; }
+    // Whether forwards of this shape are timed (then shapes_[width - 1][n_logits] is theirs);
+    // the others run on the base table, untimed.
+    bool timed(int64_t width, int64_t n_logits) const {
+        return active() && width >= 1 && width <= kMaxTimedWidth && n_logits >= 0 &&
+               n_logits <= width;
+    }
     // The table a forward of `width` tokens with `n_logits` logits rows runs on.
     const KernelTable& pick(int64_t width, int64_t n_logits);
     // The forward that pick() answered last took `seconds`. Call once after each pick.
@@ -66,11 +72,6 @@ class KernelChooser {
         std::array<double, 2 * kTrialPairs> trial_seconds{};
         bool last_was_alternative = false;
     };
-    // Whether forwards of this shape are timed: then shapes_[width - 1][n_logits] is theirs.
-    bool timed(int64_t width, int64_t n_logits) const {
-        return active() && width >= 1 && width <= kMaxTimedWidth && n_logits >= 0 &&
-               n_logits <= width;
-    }
     Shape* shape_of(int64_t width, int64_t n_logits) {
         return timed(width, n_logits) ? &shapes_[size_t(width - 1)][size_t(n_logits)] : nullptr;
     }

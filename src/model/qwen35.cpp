@@ -149,7 +149,7 @@ void Qwen35Model::run_timed(KernelChooser& chooser, int64_t T, int64_t n_logits,
         const KernelTable* base;
         ~RestoreBase() { active = base; }
     } restore{kernels_, base_kernels_};
-    const bool timed = chooser.active() && T <= KernelChooser::kMaxTimedWidth;
+    const bool timed = chooser.timed(T, n_logits);
     if (timed) kernels_ = &chooser.pick(T, n_logits);
     const auto start = std::chrono::steady_clock::now();
     body();
