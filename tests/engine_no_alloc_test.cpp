@@ -89,6 +89,8 @@ struct Case {
     WType type;
     bool bf16_activations = false;  // the bf16-dot kernels (where the CPU has them)
 };
+// What ctest's listing shows for a case (gtest would print its bytes).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 std::vector<Case> cases() {
     const std::string tiny = test::source_dir() + "/models/nextn-tiny";

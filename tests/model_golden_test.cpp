@@ -20,6 +20,8 @@ struct Case {
     std::string model;
     std::string prompt;
 };
+// What ctest's listing shows for a case (gtest would print its bytes).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model << " " << c.prompt; }
 
 class GoldenTest : public ::testing::TestWithParam<Case> {};
 

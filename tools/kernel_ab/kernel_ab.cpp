@@ -31,6 +31,9 @@ struct WeightMatrix;
 struct QuantizedColumns;
 namespace KERNEL_AB_ISA {
 void gemm_i8_rows(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t);
+#ifdef KERNEL_AB_GROUP_STREAMS
+void gemm_i8_rows_group_streams(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t);
+#endif
 }
 }  // namespace nextn_a
 namespace nextn_b {
@@ -38,6 +41,9 @@ struct WeightMatrix;
 struct QuantizedColumns;
 namespace KERNEL_AB_ISA {
 void gemm_i8_rows(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t);
+#ifdef KERNEL_AB_GROUP_STREAMS
+void gemm_i8_rows_group_streams(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t);
+#endif
 }
 }  // namespace nextn_b
 
@@ -71,6 +77,16 @@ int main(int argc, char** argv) {
     KernelTable tables[2] = {kernels(), kernels()};
     tables[0].gemm_i8_rows = reinterpret_cast<Gemm>(&nextn_a::KERNEL_AB_ISA::gemm_i8_rows);
     tables[1].gemm_i8_rows = reinterpret_cast<Gemm>(&nextn_b::KERNEL_AB_ISA::gemm_i8_rows);
+#ifdef KERNEL_AB_GROUP_STREAMS
+    // NEXTN_ROW_GROUP_FETCH=streams (or a CPU other than AMD): both builds' group-stream entry,
+    // which on AMD is otherwise only the timed alternative that gemm_i8_rows (the cursor) is not.
+    if (std::string(kernels().narrow_fetch) == "group streams") {
+        tables[0].gemm_i8_rows = reinterpret_cast<Gemm>(&nextn_a::KERNEL_AB_ISA::gemm_i8_rows_group_streams);
+        tables[1].gemm_i8_rows = reinterpret_cast<Gemm>(&nextn_b::KERNEL_AB_ISA::gemm_i8_rows_group_streams);
+    }
+#endif
+    std::printf("kernels: %s, decode-width row groups fetch by %s\n", kernels().isa,
+                *kernels().narrow_fetch ? kernels().narrow_fetch : "(no choice on this table)");
 
     const int64_t V = model.config().vocab_size;
     SequenceState state = model.new_state(4096, 8);

@@ -4,6 +4,8 @@
 #   tools/kernel_ab/kernel_ab.sh REV [MODEL] [QUANT] [WIDTH] [TOKENS]
 #   QUANT q8, q4 or q4_k_m (llama.cpp's Q4_K_M mix); defaults: qwen3.5-0.8b q8 1 150;
 #   ISA=avx2 or ISA=avxvnni for the 256-bit kernels (NEXTN_ISA is set to match)
+# NEXTN_ROW_GROUP_FETCH=streams times the AVX-512 group-stream entry (on AMD the cursor is what
+# runs unless the model's chooser picks the streams).
 # B_FLAGS (optional): extra compiler flags for the working tree's side only, e.g. -DSOME_VARIANT=1
 # to time a variant the working tree guards with a macro against REV.
 # Needs a built tree (make build). Both kernels must use the current WeightMatrix /
@@ -60,6 +62,7 @@ for side in a b; do
         fi
     done
 done
-$CXX -O2 -std=c++20 -Isrc -DKERNEL_AB_ISA=$ISA -o "$work/kernel_ab" tools/kernel_ab/kernel_ab.cpp \
+AB_DEFS=""; [ "$ISA" = avx512 ] && AB_DEFS=-DKERNEL_AB_GROUP_STREAMS
+$CXX -O2 -std=c++20 -Isrc -DKERNEL_AB_ISA=$ISA $AB_DEFS -o "$work/kernel_ab" tools/kernel_ab/kernel_ab.cpp \
     "${objects[@]}" "$BUILD/libnextn_core.a" -lpthread $(pkg-config --libs libpcre2-8) -licuuc
 "$work/kernel_ab" "$MODEL" "$QUANT" "$WIDTH" "$TOKENS"

@@ -314,7 +314,23 @@ constexpr int64_t unpacked_codes_bytes(const RowGroupGeometry& L, int64_t n_grou
 struct PassFetch {
     const uint8_t* end = nullptr;
     int64_t base = 0, span = 0, step = 0;
+    bool one_line_a_block = false;  // group streams: kOneLineABlock's prefetch (below)
 };
+
+// Group streams of a single-column Q8_0R product on Zen 5: each group fetches one line a block
+// (the block's first code line, 512 bytes of codes), a whole tile ahead into L2, and nothing into
+// L1; the hardware prefetchers fill in the rest. In place of every code line into L1 2 KB ahead
+// and into L2 64 KB ahead (and the scale lines), whose prefetches held this VM's memory to about
+// 0.75 of what the f32 kernel's (one L2 prefetch per 128 bytes a tile ahead, no L1 prefetch)
+// reads. Session 48, the 2-core Zen 5 VM, the real tiles compiled again in other namespaces and
+// alternating call by call on matrices rotating over 600 MB, 40 runs spread over 5 minutes (probes
+// 69-77 GB/s), rate over the current rate: width 1 [6144, 1024] 1.173 on average (0.95-1.36),
+// [1024, 3584] 1.198 (0.97-1.37); width 2 1.026 (0.85-1.22) and 1.148; width 4 0.926 and 1.067.
+// One line in four: width 1 1.11; two tiles ahead: 1.15-1.19. The 4-bit tiles, which compute
+// longer per line, read slower this way (session 47; again here, width 1 0.75-0.94x), and a Xeon
+// wanted every line (session 26: every other line 1.117x the time).
+template <WType T, int C>
+constexpr bool kOneLineABlock = T == WType::Q8_0R && C == 1;
 
 // Groups g .. g+RG-1 (at `group`) times columns j0 .. j0+C-1. store[i]: the lanes of group i
 // that are rows of this call. share: what this pass prefetches.
@@ -367,7 +383,14 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
     const char* fetch = fetch_base;  // next line to fetch
     const char* stop = reinterpret_cast<const char*>(share.end);
     for (int64_t b = 0; b < L.blocks; ++b) {
-        if (F == Fetch::GroupStreams && stop) {
+        if (kOneLineABlock<T, C> && F == Fetch::GroupStreams && stop && share.one_line_a_block) {
+#pragma GCC unroll 4
+            for (int g = 0; g < RG; ++g) {
+                const char* far = reinterpret_cast<const char*>(group) + g * L.group_bytes + b * kCodeBytes +
+                                  RG * int64_t(L.group_bytes);
+                if (far < stop) _mm_prefetch(far, _MM_HINT_T2);
+            }
+        } else if (F == Fetch::GroupStreams && stop) {
             // Each group: the code lines kGroupStreamAheadBytesFor on into L1 and kGroupStreamFarBytes
             // on into L2, and every other block the scale line as many bytes of codes on (32 bytes
             // a block; the K-quants' 36-40 take a line every block). Past a group's codes the lines are its
@@ -649,7 +672,10 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
             PassFetch share;
-            if (F == Fetch::GroupStreams && j0 == 0) share.end = at(g1);
+            if (F == Fetch::GroupStreams && j0 == 0) {
+                share.end = at(g1);
+                share.one_line_a_block = x.n == 1 && x86::amd_zen5_or_later();
+            }
             if (F == Fetch::Cursor && j0 < fetching_passes * cols_per_pass) {
                 const int64_t pass = j0 / cols_per_pass;
                 const int64_t base = pass * tile_bytes / fetching_passes;
