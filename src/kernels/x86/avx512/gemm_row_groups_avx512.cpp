@@ -327,7 +327,7 @@ struct PassFetch {
 // 69-77 GB/s), rate over the current rate: width 1 [6144, 1024] 1.173 on average (0.95-1.36),
 // [1024, 3584] 1.198 (0.97-1.37); width 2 1.026 (0.85-1.22) and 1.148; width 4 0.926 and 1.067.
 // One line in four: width 1 1.11; two tiles ahead: 1.15-1.19. The 4-bit tiles, which compute
-// longer per line, read slower this way (session 47; again here, width 1 0.75-0.94x), and a Xeon
+// longer per line, read slower this way (session 47; again here, width 1 0.72-0.94x), and a Xeon
 // wanted every line (session 26: every other line 1.117x the time).
 template <WType T, int C>
 constexpr bool kOneLineABlock = T == WType::Q8_0R && C == 1;
