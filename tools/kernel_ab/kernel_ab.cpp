@@ -32,7 +32,8 @@ struct QuantizedColumns;
 namespace KERNEL_AB_ISA {
 void gemm_i8_rows(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t);
 #ifdef KERNEL_AB_GROUP_STREAMS
-void gemm_i8_rows_group_streams(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t);
+void gemm_i8_rows_group_streams(const WeightMatrix&, const QuantizedColumns&, float*, int64_t,
+                                int64_t, int64_t);
 #endif
 }
 }  // namespace nextn_a
@@ -42,7 +43,8 @@ struct QuantizedColumns;
 namespace KERNEL_AB_ISA {
 void gemm_i8_rows(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t);
 #ifdef KERNEL_AB_GROUP_STREAMS
-void gemm_i8_rows_group_streams(const WeightMatrix&, const QuantizedColumns&, float*, int64_t, int64_t, int64_t);
+void gemm_i8_rows_group_streams(const WeightMatrix&, const QuantizedColumns&, float*, int64_t,
+                                int64_t, int64_t);
 #endif
 }
 }  // namespace nextn_b
@@ -78,11 +80,14 @@ int main(int argc, char** argv) {
     tables[0].gemm_i8_rows = reinterpret_cast<Gemm>(&nextn_a::KERNEL_AB_ISA::gemm_i8_rows);
     tables[1].gemm_i8_rows = reinterpret_cast<Gemm>(&nextn_b::KERNEL_AB_ISA::gemm_i8_rows);
 #ifdef KERNEL_AB_GROUP_STREAMS
-    // NEXTN_ROW_GROUP_FETCH=streams (or a CPU other than AMD): both builds' group-stream entry,
-    // which on AMD is otherwise only the timed alternative that gemm_i8_rows (the cursor) is not.
+    // On AMD gemm_i8_rows is the cursor, and the group streams run only as the model's timed
+    // alternative; with NEXTN_ROW_GROUP_FETCH=streams (or off AMD) both builds' group-stream
+    // entry is timed instead.
     if (std::string(kernels().narrow_fetch) == "group streams") {
-        tables[0].gemm_i8_rows = reinterpret_cast<Gemm>(&nextn_a::KERNEL_AB_ISA::gemm_i8_rows_group_streams);
-        tables[1].gemm_i8_rows = reinterpret_cast<Gemm>(&nextn_b::KERNEL_AB_ISA::gemm_i8_rows_group_streams);
+        tables[0].gemm_i8_rows =
+            reinterpret_cast<Gemm>(&nextn_a::KERNEL_AB_ISA::gemm_i8_rows_group_streams);
+        tables[1].gemm_i8_rows =
+            reinterpret_cast<Gemm>(&nextn_b::KERNEL_AB_ISA::gemm_i8_rows_group_streams);
     }
 #endif
     std::printf("kernels: %s, decode-width row groups fetch by %s\n", kernels().isa,

@@ -386,8 +386,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
         if (kOneLineABlock<T, C> && F == Fetch::GroupStreams && stop && share.one_line_a_block) {
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
-                const char* far = reinterpret_cast<const char*>(group) + g * L.group_bytes + b * kCodeBytes +
-                                  RG * int64_t(L.group_bytes);
+                const char* far = reinterpret_cast<const char*>(group) + g * L.group_bytes +
+                                  b * kCodeBytes + RG * int64_t(L.group_bytes);
                 if (far < stop) _mm_prefetch(far, _MM_HINT_T2);
             }
         } else if (F == Fetch::GroupStreams && stop) {
