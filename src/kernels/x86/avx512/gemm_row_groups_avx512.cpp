@@ -314,7 +314,6 @@ constexpr int64_t unpacked_codes_bytes(const RowGroupGeometry& L, int64_t n_grou
 struct PassFetch {
     const uint8_t* end = nullptr;
     int64_t base = 0, span = 0, step = 0;
-    bool one_line_a_block = false;  // group streams: kOneLineABlock's prefetch (below)
 };
 
 // Group streams of a single-column Q8_0R product on Zen 5: each group fetches one line a block
@@ -329,6 +328,8 @@ struct PassFetch {
 // One line in four: width 1 1.11; two tiles ahead: 1.15-1.19. The 4-bit tiles, which compute
 // longer per line, read slower this way (session 47; again here, width 1 0.72-0.94x), and a Xeon
 // wanted every line (session 26: every other line 1.117x the time).
+// (A single-column tile is the whole fetching pass only in a single-column product: wider ones
+// fetch in their first pass, which holds 2 to 8 columns.)
 template <WType T, int C>
 constexpr bool kOneLineABlock = T == WType::Q8_0R && C == 1;
 
@@ -382,8 +383,10 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
     const char* const fetch_base = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes + share.base;
     const char* fetch = fetch_base;  // next line to fetch
     const char* stop = reinterpret_cast<const char*>(share.end);
+    const bool one_line_a_block =
+        kOneLineABlock<T, C> && F == Fetch::GroupStreams && x86::amd_zen5_or_later();
     for (int64_t b = 0; b < L.blocks; ++b) {
-        if (kOneLineABlock<T, C> && F == Fetch::GroupStreams && stop && share.one_line_a_block) {
+        if (one_line_a_block && stop) {
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 const char* far = reinterpret_cast<const char*>(group) + g * L.group_bytes +
@@ -672,10 +675,7 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
             const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
             float* yt = y + j0 * ldy + g * 16;
             PassFetch share;
-            if (F == Fetch::GroupStreams && j0 == 0) {
-                share.end = at(g1);
-                share.one_line_a_block = x.n == 1 && x86::amd_zen5_or_later();
-            }
+            if (F == Fetch::GroupStreams && j0 == 0) share.end = at(g1);
             if (F == Fetch::Cursor && j0 < fetching_passes * cols_per_pass) {
                 const int64_t pass = j0 / cols_per_pass;
                 const int64_t base = pass * tile_bytes / fetching_passes;
