@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "core/thread_pool.h"
 #include "kernel_test_helpers.h"
 #include "row_group_checks.h"
@@ -74,24 +75,56 @@ TEST(KernelsRowGroups, HoldEveryBlockValueAndZeroPadding) {
                 weight_row_f32(r, row, b.data());
                 ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "row " << row;
             }
-            // The last group's lanes past the rows, and the scale padding of odd block counts, are 0.
+            // The last group's lanes past the rows, and the padding of odd block counts (the last
+            // pair's missing second block: its codes and scales), are 0.
             const uint8_t* last = r.data + size_t(row_groups(s.rows) - 1) * group;
-            const int64_t code_bytes = row_group_block_code_bytes(type);
+            const int64_t code_bytes = row_group_block_code_bytes(type), blocks = s.cols / 32;
             for (int64_t lane = s.rows % 16 == 0 ? 16 : s.rows % 16; lane < 16; ++lane)
-                for (int64_t blk = 0; blk < s.cols / 32; ++blk) {
+                for (int64_t blk = 0; blk < blocks; ++blk) {
                     for (int64_t i = 0; i < code_bytes / 64; ++i)
-                        for (int t = 0; t < 4; ++t) ASSERT_EQ(0, last[blk * code_bytes + i * 64 + 4 * lane + t]);
+                        for (int t = 0; t < 4; ++t)
+                            ASSERT_EQ(0, last[row_group_codes_at(type, blk) + i * 64 + 4 * lane + t]);
                     for (int byte = 0; byte < 2; ++byte)
-                        ASSERT_EQ(0, last[row_group_scales_offset(type, s.cols) + size_t(blk * 16 + lane) * 2 + size_t(byte)]);
+                        ASSERT_EQ(0, last[row_group_d_at(type, blk) + lane * 2 + byte]);
                 }
-            for (int64_t g = 0; g < row_groups(s.rows); ++g)
-                for (size_t at = row_group_scales_offset(type, s.cols) + size_t(s.cols / 32) * 32; at < group; ++at)
-                    ASSERT_EQ(0, r.data[size_t(g) * group + at]) << "group " << g << " scale padding byte " << at;
+            if (blocks % 2) {
+                const size_t codes_end = size_t(row_group_codes_at(type, blocks - 1) + code_bytes);
+                const size_t d = size_t(row_group_d_at(type, blocks - 1));
+                for (int64_t g = 0; g < row_groups(s.rows); ++g)
+                    for (size_t at = 0; at < group; ++at) {
+                        if ((at >= codes_end && at < d) || at >= d + 32) {
+                            ASSERT_EQ(0, r.data[size_t(g) * group + at]) << "group " << g << " padding byte " << at;
+                        }
+                    }
+            }
             // A deep copy keeps every byte.
             const WeightMatrix copy = clone_weight(r);
             EXPECT_EQ(0, std::memcmp(r.data, copy.data, r.nbytes()));
         }
     }
+}
+
+// The layout the header states, at offsets worked out by hand: Q8_0R with 3 blocks (96 columns)
+// has two pairs of 2 x 512 code bytes + 64 scale bytes (1088 bytes a pair), the second pair
+// holding only block 2; Q4_0R pairs take 2 x 256 + 64 = 576 bytes.
+TEST(KernelsRowGroups, PairsOfBlocksHoldTheirScalesAfterTheirCodes) {
+    EXPECT_EQ(2176u, row_group_bytes(WType::Q8_0R, 96));
+    EXPECT_EQ(1152u, row_group_bytes(WType::Q4_0R, 128));
+    EXPECT_EQ(1088, row_group_codes_at(WType::Q8_0R, 2));
+    EXPECT_EQ(2112, row_group_d_at(WType::Q8_0R, 2));
+    EXPECT_EQ(1056, row_group_d_at(WType::Q8_0R, 1));
+    EXPECT_EQ(256, row_group_codes_at(WType::Q4_0R, 1));
+    EXPECT_EQ(576 + 512 + 32, row_group_d_at(WType::Q4_0R, 3));
+    // Row 17 (group 1, lane 1), block 2, element 5 of a Q8_0R [20, 96] matrix: step 1, byte 1.
+    std::vector<float> v(20 * 96, 0.0f);
+    v[17 * 96 + 2 * 32 + 5] = 3.0f;   // the block's largest: code 127, d = 3 / 127
+    const WeightMatrix r = make_weight_f32(v.data(), 20, 96, WType::Q8_0R);
+    const uint8_t* group1 = r.data + 2176;
+    EXPECT_EQ(127 + 128, group1[1088 + 1 * 64 + 4 * 1 + 1]);
+    EXPECT_EQ(128, group1[1088 + 1 * 64 + 4 * 1 + 0]);  // a zero
+    uint16_t d;
+    std::memcpy(&d, group1 + 2112 + 2 * 1, 2);
+    EXPECT_NEAR(3.0f / 127.0f, f16_to_f32(d), 3.0f / 127.0f / 1024);  // an f16 of 3 / 127
 }
 
 TEST(KernelsRowGroups, OnlyTheirBlockTypesBecomeThem) {

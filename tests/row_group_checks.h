@@ -86,14 +86,15 @@ inline bool have_avx512() {
 }
 
 // The AVX-512 row-group kernel on those ranges, with and without GFNI (where the CPU has it),
-// each way of prefetching forced (the CPU picks one per width; the other is some other CPU's).
+// each way of prefetching forced (the CPU picks one per width; the others are some other CPU's).
 inline void expect_avx512_every_fetch_way_on_ranges(const WeightMatrix& w, std::initializer_list<int64_t> widths,
                                                     std::initializer_list<RowRange> ranges, uint32_t seed) {
     for (bool gfni : {false, true}) {
         if (gfni && !__builtin_cpu_supports("gfni")) continue;
         for (avx512::RowGroupFetch fetch :
              {avx512::RowGroupFetch::ForThisCpu, avx512::RowGroupFetch::Cursor,
-              avx512::RowGroupFetch::GroupStreams, avx512::RowGroupFetch::NarrowGroupStreams}) {
+              avx512::RowGroupFetch::GroupStreams, avx512::RowGroupFetch::NarrowGroupStreams,
+              avx512::RowGroupFetch::HardwareStream}) {
             const std::string what =
                 std::string(gfni ? "GFNI" : "shift and mask") + ", fetch " + std::to_string(int(fetch));
             if (!ranges_equal_reference(w, widths, ranges, seed, what,

@@ -32,8 +32,13 @@ WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std:
     auto* base = static_cast<uint8_t*>(w.owner.get());
     const int64_t groups = row_groups(rows);
     if (rows % kRowGroupRows) std::memset(base + size_t(groups - 1) * group_bytes, 0, group_bytes);
-    const size_t scales_end = row_group_scales_offset(t, cols) + row_group_scale_bytes(t, cols);
-    if (scales_end < group_bytes)  // scales short of a whole line: an odd block count, Q6_KR's odd super-block count
+    // Q4_0R, Q8_0R with an odd block count: the last pair's second codes and scales; the
+    // K-quants: scales short of a whole line (Q6_KR's odd super-block count).
+    const int64_t blocks = cols / 32;
+    const size_t scales_end = row_group_paired(t)
+                                  ? size_t(row_group_codes_at(t, blocks - 1) + row_group_block_code_bytes(t))
+                                  : row_group_scales_offset(t, cols) + row_group_scale_bytes(t, cols);
+    if (scales_end < group_bytes)
         for (int64_t g = 0; g < groups; ++g)
             std::memset(base + size_t(g) * group_bytes + scales_end, 0, group_bytes - scales_end);
     return w;
@@ -163,18 +168,17 @@ void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64
     if (t == WType::Q6_KR) return store_q6_k_row(block_row, cols, row, base);
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
     const int lane = int(row % kRowGroupRows);
-    const int64_t code_bytes = row_group_block_code_bytes(t);
-    uint8_t* scales = group + row_group_scales_offset(t, cols);
     for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
-        uint8_t* codes = group + b * code_bytes + 4 * lane;
+        uint8_t* codes = group + row_group_codes_at(t, b) + 4 * lane;
+        uint8_t* d = group + row_group_d_at(t, b) + 2 * lane;
         if (t == WType::Q8_0R) {
             const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(block_row)[b];
             for (int e = 0; e < 32; ++e) codes[(e / 4) * 64 + e % 4] = uint8_t(blk.qs[e] + 128);
-            std::memcpy(scales + size_t(b * 16 + lane) * 2, &blk.d, 2);
+            std::memcpy(d, &blk.d, 2);
         } else {
             const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(block_row)[b];
             for (int i = 0; i < 4; ++i) std::memcpy(codes + i * 64, blk.qs + 4 * i, 4);
-            std::memcpy(scales + size_t(b * 16 + lane) * 2, &blk.d, 2);
+            std::memcpy(d, &blk.d, 2);
         }
     }
 }
@@ -210,9 +214,10 @@ struct GroupRow {
         return int8_t(group[q6_k_block_scales(scales, b) + size_t(16 * half + lane)]);
     }
     int code(int64_t b, int e) const {
-        if (type == WType::Q8_0R) return int(group[b * 512 + (e / 4) * 64 + 4 * lane + e % 4]) - 128;
+        const int64_t at = row_group_codes_at(type, b);
+        if (type == WType::Q8_0R) return int(group[at + (e / 4) * 64 + 4 * lane + e % 4]) - 128;
         const int64_t code_bytes = row_group_block_code_bytes(type);
-        const uint8_t byte = group[b * code_bytes + (e % 16 / 4) * 64 + 4 * lane + e % 4];
+        const uint8_t byte = group[at + (e % 16 / 4) * 64 + 4 * lane + e % 4];
         int code = e < 16 ? byte & 15 : byte >> 4;
         if (type == WType::Q5_KR) {  // the fifth bit: bit s (the element's step) of byte e % 4
             const int s = e < 16 ? e / 4 : 4 + (e - 16) / 4;
@@ -229,7 +234,7 @@ struct GroupRow {
         if (type == WType::Q6_KR) return half_at(q6_k_super_scales(scales, b));
         if (row_group_affine_k(type))
             return half_at(q4_k_super_scales(scales, b)) * float(group[q4_k_block_scales(scales, b) + size_t(lane)]);
-        return half_at(scales + size_t(b) * 32);
+        return half_at(size_t(row_group_d_at(type, b)));
     }
     float m(int64_t b) const {
         if (!row_group_affine_k(type)) return 0.0f;

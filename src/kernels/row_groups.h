@@ -6,13 +6,22 @@
 // own lane and a group is one stream. docs/speed-log.md ("A layout that removes the reduction",
 // "Q4_0 in 16-row groups in the engine") has the measurements.
 //
-// Group g (rows 16g .. 16g+15) starts at data + g * group_bytes, group_bytes = 16 * row_bytes:
-//   codes  [blocks, V, 64] with V = 4 (Q4_0R) or 8 (Q8_0R) vectors a block: vector i, lane r
-//          (bytes 4r .. 4r+3) holds bytes 4i .. 4i+3 of row 16g+r's block qs:
+// Group g (rows 16g .. 16g+15) starts at data + g * group_bytes, group_bytes = 16 * row_bytes.
+// Q4_0R and Q8_0R hold the group's blocks in pairs, each pair one stretch of bytes read in order:
+//   pair p (blocks 2p, 2p + 1) at p * pair_bytes (row_group_pair_bytes):
+//     codes of block 2p, then of block 2p + 1, each [V, 64] with V = 4 (Q4_0R) or 8 (Q8_0R)
+//          vectors: vector i, lane r (bytes 4r .. 4r+3) holds bytes 4i .. 4i+3 of row 16g+r's
+//          block qs:
 //            Q4_0R: low nibble element 4i+t, high nibble element 4i+t+16 (t = 0..3), the code
 //                   0..15 (value (code - 8) * d);
 //            Q8_0R: element 4i+t as q + 128 (unsigned: the dot product multiplies u8 x s8);
-//   scales [blocks, 16] f16: block b's d of row 16g+r at b * 16 + r, padded to 64 bytes.
+//     then the two blocks' scales, [2, 16] f16: block b's d of row 16g+r at 16 * (b % 2) + r
+//          (an odd last block: its pair's second codes and scales are zero padding).
+//   So block b's codes start at row_group_codes_at(b) and its scales at row_group_d_at(b).
+//   With the scales after all of a group's codes (sessions 1-50), a tile read two streams a
+//   group, codes and scales, and this VM's hardware prefetcher served them at about half the
+//   rate of one stream; docs/speed-log.md "session 51" has the measurements.
+// The K-quant types below keep all of a group's codes first, [blocks, V, 64], then its scales.
 // Q4_KR (GGUF Q4_K: cols % 256 == 0, value (d * sc) * code - dmin * mn per 32-value block, d and
 // dmin f16 per 256 values, sc and mn 6-bit): codes as Q4_0R's (the code 0..15 itself); then per
 // super-block s (its 8 blocks) 320 bytes at s * 320:
@@ -74,6 +83,18 @@ class ThreadPool;
 constexpr int64_t row_group_block_code_bytes(WType t) {
     return t == WType::Q8_0R ? 512 : t == WType::Q6_KR ? 384 : t == WType::Q5_KR ? 320 : 256;
 }
+// Q4_0R and Q8_0R: a pair of blocks' codes and their scales together (the header's layout).
+constexpr bool row_group_paired(WType t) { return t == WType::Q4_0R || t == WType::Q8_0R; }
+constexpr int64_t row_group_pair_bytes(WType t) { return 2 * row_group_block_code_bytes(t) + 64; }
+// Offset in a group of block b's codes (every row-group type).
+constexpr int64_t row_group_codes_at(WType t, int64_t b) {
+    if (row_group_paired(t)) return (b / 2) * row_group_pair_bytes(t) + (b % 2) * row_group_block_code_bytes(t);
+    return b * row_group_block_code_bytes(t);
+}
+// Q4_0R and Q8_0R: offset in a group of block b's 16 f16 scales (lane r: the 2 bytes at + 2r).
+constexpr int64_t row_group_d_at(WType t, int64_t b) {
+    return (b / 2) * row_group_pair_bytes(t) + 2 * row_group_block_code_bytes(t) + (b % 2) * 32;
+}
 // The additive offset of the stored codes: value = (code - offset) * d (Q4_KR: none, its mins
 // carry the offset; Q6_KR: none here, its sub-block sums start at -32 x their activation sums).
 constexpr int32_t row_group_code_offset(WType t) {
@@ -103,6 +124,7 @@ inline size_t row_group_scale_bytes(WType t, int64_t cols) {
 inline size_t row_group_bytes(WType t, int64_t cols) {
     if (!is_row_group_type(t) || !row_group_cols_fit(t, cols)) return 0;
     const size_t blocks = size_t(cols / 32);
+    if (row_group_paired(t)) return (blocks + 1) / 2 * size_t(row_group_pair_bytes(t));
     return blocks * size_t(row_group_block_code_bytes(t)) + (row_group_scale_bytes(t, cols) + 63) / 64 * 64;
 }
 // Groups holding `rows` rows.
@@ -113,15 +135,16 @@ inline uint16_t row_group_lanes(int64_t g, int64_t r0, int64_t r1) {
     const int64_t lo = std::max<int64_t>(r0 - g * kRowGroupRows, 0), hi = std::min<int64_t>(r1 - g * kRowGroupRows, kRowGroupRows);
     return uint16_t(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
-// Byte offset inside a group where the scales start.
+// Byte offset inside a group where the K-quant types' scales start (Q4_0R, Q8_0R: each pair's
+// scales follow its codes, row_group_d_at).
 inline size_t row_group_scales_offset(WType t, int64_t cols) {
     return size_t(cols / 32) * size_t(row_group_block_code_bytes(t));
 }
 // What a kernel walks a row-group matrix of `cols` values by.
 struct RowGroupGeometry {
     int64_t blocks;      // 32-value blocks per row
-    size_t group_bytes;  // one group: codes, then scales
-    size_t scales;       // offset of the scales in a group
+    size_t group_bytes;  // one group
+    size_t scales;       // the K-quant types: offset of the scales in a group (row_group_scales_offset)
 };
 inline RowGroupGeometry row_group_geometry(WType t, int64_t cols) {
     return {cols / 32, row_group_bytes(t, cols), row_group_scales_offset(t, cols)};

@@ -31,7 +31,7 @@ namespace {
 // sum fill them all, and the compiler spills a few).
 constexpr int kRowGroupTileCols256 = 4;
 // How far ahead of where a tile reads its call's bytes are fetched: a cursor over the call's
-// groups (codes, then scales, group after group), moved through each group's bytes by the passes
+// groups (their bytes in order, group after group), moved through each group's bytes by the passes
 // that read it (RowGroupFetchShare256), fetching each line into L1 kRowGroupFetchAhead256 ahead
 // and into L2 kRowGroupFarAhead256 ahead. The far
 // fetch is what keeps the memory busy: on the 2-core Xeon VM (tools/layout_ab, NEXTN_ISA=avxvnni,
@@ -177,10 +177,9 @@ constexpr int64_t row_group_unpacked_block_bytes_256 = kRowGroupUnpackedScales25
 template <WType T>
 void unpack_row_group_256(const RowGroupGeometry& L, const uint8_t* group, uint8_t* out) {
     static_assert(T != WType::Q8_0R);
-    constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
     for (int64_t b = 0; b < L.blocks; ++b) {
         uint8_t* to = out + b * row_group_unpacked_block_bytes_256<T>;
-        const uint8_t* codes = group + b * kCodeBytes;
+        const uint8_t* codes = group + row_group_codes_at(T, b);
         if constexpr (T == WType::Q6_KR) {
             auto load = [&](int64_t at) {
                 return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at));
@@ -242,7 +241,6 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
     // alone (one pmaddwd after the pmulld) took 1.015-1.02x at width 1, 0.99x at 4: not kept.
     constexpr bool kScaledSixBit = kSixBit && Dot::kWidensLate;
     static_assert(!kSixBit || K == (kScaledSixBit ? 1 : 2), "Q6_KR's sums: one scaled, or a sub-block each");
-    constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
     // The 4- and 5-bit types' products add in int16 lanes first on a policy that widens late.
     constexpr bool kInt16Sums = Dot::kWidensLate && !kEight && !kSixBit;
     // The sums start at -offset * xsum (the codes are stored offset), plus what the policy's
@@ -295,7 +293,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                 }
             }
         }
-        const uint8_t* codes = group + b * kCodeBytes + (H == 1 ? 32 * h : 0);
+        const uint8_t* codes = group + row_group_codes_at(T, b) + (H == 1 ? 32 * h : 0);
         // kUnpacked: the block's made codes and scales (unpack_row_group_256).
         [[maybe_unused]] const uint8_t* made_block =
             kUnpacked ? unpacked + b * row_group_unpacked_block_bytes_256<T> : nullptr;
@@ -452,7 +450,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                     const AffineScales256 a = affine_k_scales_256(L, group, b, half);
                     dw = a.dw, dm = a.dm;
                 } else {
-                    dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + L.scales + b * 32 + 16 * half)));
+                    dw = _mm256_cvtph_ps(_mm_loadu_si128(
+                        reinterpret_cast<const __m128i*>(group + row_group_d_at(T, b) + 16 * half)));
                 }
 #pragma GCC unroll 4
                 for (int c = 0; c < C; ++c) {

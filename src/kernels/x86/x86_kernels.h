@@ -100,7 +100,10 @@ enum class RowGroupFetch {
     ForThisCpu,          // AMD: Cursor; elsewhere: NarrowGroupStreams
     Cursor,              // one cursor over the call's bytes
     GroupStreams,        // two groups a tile, each prefetched ahead of its own reads
-    NarrowGroupStreams,  // GroupStreams up to 16 columns (decode, verify), Cursor above
+    NarrowGroupStreams,  // GroupStreams up to 16 columns (decode, verify), Cursor above; on Zen 5
+                         // HardwareStream where gemm_row_groups_avx512.cpp's header says
+    HardwareStream,      // one group a tile, read in order, no software prefetch after the call's
+                         // first lines (Q4_0R and Q8_0R: a group is one stream)
 };
 // The row-group types (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR: kernels/row_groups.h) for rows [r0, r1);
 // gemm_i8_rows sends those types here. gfni: unpack the 4-bit types' high nibbles with GFNI

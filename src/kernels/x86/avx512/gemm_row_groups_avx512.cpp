@@ -132,9 +132,27 @@ constexpr int64_t kGroupStreamFarBytes = std::max(32768, 16384 * RG);
 // two changes there with the memory's state).
 constexpr int64_t kGroupStreamsUpTo = 16;
 
+// Zen 5 reads the paired types' narrow products as HardwareStream: one group a tile, each group
+// read in order as the one stream it is (kernels/row_groups.h), and no software prefetch after
+// the call's first kPrefetchAheadBytes. There the hardware prefetcher alone serves one stream at
+// about twice the rate it serves two (a group's codes and, with the old layout, its scales
+// after them), and the per-line prefetches of the cursor and the group streams cost more than
+// they bring. Session 51, the 2-core Zen 5 VM, a token's matmuls of the 0.8B (the paired layout
+// in both), alternating in one process, time over the group streams' (then the better way):
+// Q8_0R width 1 0.94, 0.95 in fast spells, 0.93 in a middling one; width 2 0.735; width 4 0.85,
+// 0.89; Q4_0R width 1 0.99, 0.89, 0.94; width 2 0.99. With two groups a tile (two streams) Q4_0R
+// width 4 took 2.1x the time, so the 4-bit types keep the group streams from width 3 on, where
+// their tiles pair groups to share the activations' broadcasts.
+template <WType T>
+constexpr int64_t kHardwareStreamUpTo = T == WType::Q8_0R ? 4 : T == WType::Q4_0R ? 2 : 0;
+
+template <WType T>
 Fetch fetch_for(int64_t n, Fetch asked) {
     if (asked == Fetch::ForThisCpu) asked = x86::tiles_tuned_as_amd() ? Fetch::Cursor : Fetch::NarrowGroupStreams;
-    if (asked == Fetch::NarrowGroupStreams) return n <= kGroupStreamsUpTo ? Fetch::GroupStreams : Fetch::Cursor;
+    if (asked == Fetch::NarrowGroupStreams) {
+        if (n <= kHardwareStreamUpTo<T> && x86::amd_zen5_or_later()) return Fetch::HardwareStream;
+        return n <= kGroupStreamsUpTo ? Fetch::GroupStreams : Fetch::Cursor;
+    }
     return asked;
 }
 // n rounded up to a multiple of m.
@@ -316,23 +334,6 @@ struct PassFetch {
     int64_t base = 0, span = 0, step = 0;
 };
 
-// Group streams of a single-column Q8_0R product on Zen 5: each group fetches one line a block
-// (the block's first code line, 512 bytes of codes), a whole tile ahead into L2, and nothing into
-// L1; the hardware prefetchers fill in the rest. In place of every code line into L1 2 KB ahead
-// and into L2 64 KB ahead (and the scale lines), whose prefetches held this VM's memory to about
-// 0.75 of what the f32 kernel's (one L2 prefetch per 128 bytes a tile ahead, no L1 prefetch)
-// reads. Session 48, the 2-core Zen 5 VM, the real tiles compiled again in other namespaces and
-// alternating call by call on matrices rotating over 600 MB, 40 runs spread over 5 minutes (probes
-// 69-77 GB/s), rate over the current rate: width 1 [6144, 1024] 1.173 on average (0.95-1.36),
-// [1024, 3584] 1.198 (0.97-1.37); width 2 1.026 (0.85-1.22) and 1.148; width 4 0.926 and 1.067.
-// One line in four: width 1 1.11; two tiles ahead: 1.15-1.19. The 4-bit tiles, which compute
-// longer per line, read slower this way (session 47; again here, width 1 0.72-0.94x), and a Xeon
-// wanted every line (session 26: every other line 1.117x the time).
-// (A single-column tile is the whole fetching pass only in a single-column product: wider ones
-// fetch in their first pass, which holds 2 to 8 columns.)
-template <WType T, int C>
-constexpr bool kOneLineABlock = T == WType::Q8_0R && C == 1;
-
 // Groups g .. g+RG-1 (at `group`) times columns j0 .. j0+C-1. store[i]: the lanes of group i
 // that are rows of this call. share: what this pass prefetches.
 // kUnpacked: the tile's codes (unpack_nibble_codes_tile, unpack_q6_k_tile) and Q4_KR / Q5_KR
@@ -383,17 +384,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
     const char* const fetch_base = reinterpret_cast<const char*>(group) + kPrefetchAheadBytes + share.base;
     const char* fetch = fetch_base;  // next line to fetch
     const char* stop = reinterpret_cast<const char*>(share.end);
-    const bool one_line_a_block =
-        kOneLineABlock<T, C> && F == Fetch::GroupStreams && x86::amd_zen5_or_later();
     for (int64_t b = 0; b < L.blocks; ++b) {
-        if (one_line_a_block && stop) {
-#pragma GCC unroll 4
-            for (int g = 0; g < RG; ++g) {
-                const char* far = reinterpret_cast<const char*>(group) + g * L.group_bytes +
-                                  b * kCodeBytes + RG * int64_t(L.group_bytes);
-                if (far < stop) _mm_prefetch(far, _MM_HINT_T2);
-            }
-        } else if (F == Fetch::GroupStreams && stop) {
+        if (F == Fetch::GroupStreams && stop) {
             // Each group: the code lines kGroupStreamAheadBytesFor on into L1 and kGroupStreamFarBytes
             // on into L2, and every other block the scale line as many bytes of codes on (32 bytes
             // a block; the K-quants' 36-40 take a line every block). Past a group's codes the lines are its
@@ -403,6 +395,20 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 const char* codes = reinterpret_cast<const char*>(group) + g * L.group_bytes;
+                if constexpr (row_group_paired(T)) {
+                    // The block's stretch of the group's one stream: its codes, and after the
+                    // pair's second block the pair's scales.
+                    const int64_t from = row_group_codes_at(T, b);
+                    const int64_t to = b % 2 ? (b / 2 + 1) * row_group_pair_bytes(T) : from + kCodeBytes;
+                    const char* ahead = codes + from + kAheadBlocks * kCodeBytes;
+                    const char* far = codes + from + far_bytes;
+#pragma GCC unroll 9
+                    for (int64_t line = 0; line < to - from; line += 64) {
+                        if (ahead + line < stop) _mm_prefetch(ahead + line, _MM_HINT_T0);
+                        if (far + line < stop) _mm_prefetch(far + line, _MM_HINT_T1);
+                    }
+                    continue;
+                }
                 const char* ahead = codes + (b + kAheadBlocks) * kCodeBytes;
                 const char* far = codes + b * kCodeBytes + far_bytes;
                 if constexpr (kWholeGroupsAhead) {
@@ -462,7 +468,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                     __m512i v[RG];
 #pragma GCC unroll 4
                     for (int g = 0; g < RG; ++g)
-                        v[g] = _mm512_load_si512(group + g * L.group_bytes + b * kCodeBytes + i * 64);
+                        v[g] = _mm512_load_si512(group + g * L.group_bytes + row_group_codes_at(T, b) + i * 64);
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c) {
                         const __m512i xs = step(c, i);
@@ -485,7 +491,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                             vlo[g] = _mm512_load_si512(made);
                             vhi[g] = _mm512_load_si512(made + 4 * 64);
                         } else {
-                            nibble_steps<T, Gfni>(group + g * L.group_bytes + b * kCodeBytes, i,
+                            nibble_steps<T, Gfni>(group + g * L.group_bytes + row_group_codes_at(T, b), i,
                                                   low_mask, shift_matrix, vlo[g], vhi[g]);
                         }
                     }
@@ -503,8 +509,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             }
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
-                const uint8_t* scales = group + g * L.group_bytes + L.scales;
                 if constexpr (row_group_affine_k(T)) {
+                    const uint8_t* scales = group + g * L.group_bytes + L.scales;
                     __m512 dw, dm;
                     if constexpr (kUnpacked) {  // [groups, blocks, dw | dm, 16] floats
                         const float* made =
@@ -527,7 +533,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                         acc[g][c] = _mm512_fmadd_ps(_mm512_set1_ps(xsumf[c][b]), _mm512_mul_ps(dm, dx), acc[g][c]);
                     }
                 } else {
-                    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * 32)));
+                    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(
+                        reinterpret_cast<const __m256i*>(group + g * L.group_bytes + row_group_d_at(T, b))));
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c)
                         acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)),
@@ -573,12 +580,11 @@ void unpack_affine_k_scales_tile(const RowGroupGeometry& L, const uint8_t* group
 template <WType T, bool Gfni>
 void unpack_nibble_codes_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n_groups,
                               uint8_t* out) {
-    constexpr int64_t kCodeBytes = row_group_block_code_bytes(T);
     const __m512i low_mask = _mm512_set1_epi8(15);
     const __m512i shift_matrix = _mm512_set1_epi64(kHighNibblesToLow);
     for (int64_t g = 0; g < n_groups; ++g)
         for (int64_t b = 0; b < L.blocks; ++b) {
-            const uint8_t* codes = group + g * L.group_bytes + b * kCodeBytes;
+            const uint8_t* codes = group + g * L.group_bytes + row_group_codes_at(T, b);
             uint8_t* to = out + (g * L.blocks + b) * kI8Steps * 64;
 #pragma GCC unroll 4
             for (int i = 0; i < 4; ++i) {
@@ -718,9 +724,11 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
         const char* first_end = first + std::min<size_t>(kPrefetchAheadBytes, size_t(g1 - g0) * L.group_bytes);
         for (const char* p = first; p < first_end; p += 64) _mm_prefetch(p, _MM_HINT_T0);
     }
-    if (fetch_for(x.n, asked) == Fetch::GroupStreams)
+    const Fetch fetch = fetch_for<T>(x.n, asked);
+    if (fetch == Fetch::GroupStreams)
         return tiles<T, Gfni, Fetch::GroupStreams>(L, w.data, g0, g1, group_stream_tile_groups<T>(x.n), x, y, ldy,
                                                    r0, r1);
+    if (fetch == Fetch::HardwareStream) return tiles<T, Gfni, Fetch::HardwareStream>(L, w.data, g0, g1, 1, x, y, ldy, r0, r1);
     const int64_t tile_groups = x.n > kPairedGroupsAbove<T> ? 2 : 1;
     tiles<T, Gfni, Fetch::Cursor>(L, w.data, g0, g1, tile_groups, x, y, ldy, r0, r1);
 }
