@@ -19,6 +19,11 @@
 // one process on the Zen 5 VM (session 45), group streams over the cursor, Q4_0R width 1 0.84-0.86
 // in one spell and 1.09-1.16 in another, Q8_0R width 1 0.94-0.97 and 1.16. So on AMD the model
 // times both while decoding and runs each forward shape on the faster (model/kernel_chooser.h).
+// On Zen 5 the group streams' entry reads the narrowest Q4_0R and Q8_0R products as
+// HardwareStream instead (kHardwareStreamUpTo), which the model times against the cursor the same
+// way. The paired layout (kernels/row_groups.h, session 51) made the cursor itself faster there:
+// tools/kernel_ab against session 50's layout, Q8_0R width 1 0.881, Q4_0R width 1 0.939, Q8_0R
+// width 4 0.995, Q4_0R width 4 1.011.
 //
 // Measured with tools/layout_ab (the 0.8B model chunked and in row groups, forwards alternating
 // in one process) on the 2-core Zen 5, row-group time over chunked time:
@@ -140,11 +145,12 @@ constexpr int64_t kGroupStreamsUpTo = 16;
 // they bring. Session 51, the 2-core Zen 5 VM, a token's matmuls of the 0.8B (the paired layout
 // in both), alternating in one process, time over the group streams' (then the better way):
 // Q8_0R width 1 0.94, 0.95 in fast spells, 0.93 in a middling one; width 2 0.735; width 4 0.85,
-// 0.89; Q4_0R width 1 0.99, 0.89, 0.94; width 2 0.99. With two groups a tile (two streams) Q4_0R
-// width 4 took 2.1x the time, so the 4-bit types keep the group streams from width 3 on, where
-// their tiles pair groups to share the activations' broadcasts.
+// 0.89; Q4_0R width 1 0.99, 0.89, 0.94; width 2 0.99. Whole forwards (tools/kernel_ab against
+// session 50's group streams): Q4_0R width 1 0.925, width 3 0.943 (one group a tile), width 4
+// 0.996, so Q4_0R keeps the group streams from width 4 on (there its tiles share each activation
+// broadcast among three groups; with two groups a tile on one stream each it took 2.1x the time).
 template <WType T>
-constexpr int64_t kHardwareStreamUpTo = T == WType::Q8_0R ? 4 : T == WType::Q4_0R ? 2 : 0;
+constexpr int64_t kHardwareStreamUpTo = T == WType::Q8_0R ? 4 : T == WType::Q4_0R ? 3 : 0;
 
 template <WType T>
 Fetch fetch_for(int64_t n, Fetch asked) {
@@ -369,7 +375,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             xstart[c] = x.offset_starts_of<row_group_code_offset(T)>(j0 + c);
         }
     }
-    // Group streams, Q4_0R four-group tiles: the far distance rounded up to whole groups, so
+    // Group streams, four-group tiles of the 4-bit types (measured on Q4_0R when its scales still
+    // followed all its codes; now the K-quants' layout): the far distance rounded up to whole groups, so
     // each group's far stream covers the codes of a later group from their first line, and that
     // group's scale lines are fetched as far ahead too. Otherwise the far streams leave a gap of
     // one group's scale bytes (1 KB at 1024 columns, a ninth of a 4-bit group) at the start of
@@ -387,11 +394,11 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
     for (int64_t b = 0; b < L.blocks; ++b) {
         if (F == Fetch::GroupStreams && stop) {
             // Each group: the code lines kGroupStreamAheadBytesFor on into L1 and kGroupStreamFarBytes
-            // on into L2, and every other block the scale line as many bytes of codes on (32 bytes
-            // a block; the K-quants' 36-40 take a line every block). Past a group's codes the lines are its
-            // scales, past its scales the next group's codes: read soon either way.
+            // on into L2, and (the K-quants) every block the scale line as many bytes of codes on
+            // (36-40 bytes a block). Past a group's codes the lines are its scales, past its
+            // scales the next group's codes: read soon either way. Q4_0R and Q8_0R: the lines of
+            // the block's stretch of its group's one stream, as far ahead.
             constexpr int64_t kAheadBlocks = kGroupStreamAheadBytesFor<T, C> / kCodeBytes;
-            constexpr int64_t kScaleLineEvery = row_group_k_quant(T) ? 1 : 2;
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 const char* codes = reinterpret_cast<const char*>(group) + g * L.group_bytes;
@@ -413,7 +420,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                 const char* far = codes + b * kCodeBytes + far_bytes;
                 if constexpr (kWholeGroupsAhead) {
                     const char* far_scale = codes + L.scales + b * kBlockScaleBytes<T> + far_bytes;
-                    if (b % kScaleLineEvery == 0 && far_scale < stop) _mm_prefetch(far_scale, _MM_HINT_T1);
+                    if (far_scale < stop) _mm_prefetch(far_scale, _MM_HINT_T1);
                 }
 #pragma GCC unroll 8
                 for (int64_t line = 0; line < kCodeBytes; line += 64) {
@@ -421,7 +428,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                     if (far + line < stop) _mm_prefetch(far + line, _MM_HINT_T1);
                 }
                 const char* scale = codes + L.scales + (b + kAheadBlocks) * kBlockScaleBytes<T>;
-                if (b % kScaleLineEvery == 0 && scale < stop) _mm_prefetch(scale, _MM_HINT_T0);
+                if (scale < stop) _mm_prefetch(scale, _MM_HINT_T0);
             }
         } else if (stop) {
             const char* until = fetch_base + (b + 1 == L.blocks ? share.span : (b + 1) * share.step);
