@@ -34,7 +34,9 @@ const char* kUsage =
     "                                         NEXTN_Q5_K_LAYOUT, NEXTN_Q6_K_LAYOUT\n"
     "  NEXTN_ROW_GROUP_FETCH=auto|cursor|streams   how the avx512 decode matmuls prefetch weights\n"
     "                                         (default auto: on AMD both ways timed while decoding,\n"
-    "                                         the faster kept; elsewhere group streams)\n";
+    "                                         the faster kept; elsewhere group streams; on Zen 5\n"
+    "                                         streams read the narrowest Q4_0 / Q8_0 products as\n"
+    "                                         one stream a group, without software prefetch)\n";
 
 }  // namespace
 

@@ -70,6 +70,8 @@ struct KernelTable {
     // on the faster (model/kernel_chooser.h): the avx512 table on AMD, where the faster way
     // changes with the memory's state from minute to minute. NEXTN_ROW_GROUP_FETCH=cursor or
     // streams fixes one way instead; auto (the default) is the above, and group streams off AMD.
+    // (On Zen 5 the "group streams" way reads Q4_0R and Q8_0R products up to a few columns as one
+    // stream a group with no software prefetch: RowGroupFetch::HardwareStream.)
     const char* narrow_fetch = "";
     const KernelTable* timed_alternative = nullptr;
 
