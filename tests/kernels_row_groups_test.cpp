@@ -20,12 +20,12 @@
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "kernel_test_helpers.h"
-#include "row_group_checks.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
-#include "kernels/row_groups.h"
 #include "kernels/quant.h"
+#include "kernels/row_groups.h"
 #include "model/weights.h"
+#include "row_group_checks.h"
 #if defined(__x86_64__)
 #include "kernels/x86/x86_kernels.h"
 #endif
@@ -83,7 +83,8 @@ TEST(KernelsRowGroups, HoldEveryBlockValueAndZeroPadding) {
                 for (int64_t blk = 0; blk < blocks; ++blk) {
                     for (int64_t i = 0; i < code_bytes / 64; ++i)
                         for (int t = 0; t < 4; ++t)
-                            ASSERT_EQ(0, last[row_group_codes_at(type, blk) + i * 64 + 4 * lane + t]);
+                            ASSERT_EQ(0,
+                                      last[row_group_codes_at(type, blk) + i * 64 + 4 * lane + t]);
                     for (int byte = 0; byte < 2; ++byte)
                         ASSERT_EQ(0, last[row_group_d_at(type, blk) + lane * 2 + byte]);
                 }
@@ -93,7 +94,8 @@ TEST(KernelsRowGroups, HoldEveryBlockValueAndZeroPadding) {
                 for (int64_t g = 0; g < row_groups(s.rows); ++g)
                     for (size_t at = 0; at < group; ++at) {
                         if ((at >= codes_end && at < d) || at >= d + 32) {
-                            ASSERT_EQ(0, r.data[size_t(g) * group + at]) << "group " << g << " padding byte " << at;
+                            ASSERT_EQ(0, r.data[size_t(g) * group + at])
+                                << "group " << g << " padding byte " << at;
                         }
                     }
             }
@@ -117,7 +119,7 @@ TEST(KernelsRowGroups, PairsOfBlocksHoldTheirScalesAfterTheirCodes) {
     EXPECT_EQ(576 + 512 + 32, row_group_d_at(WType::Q4_0R, 3));
     // Row 17 (group 1, lane 1), block 2, element 5 of a Q8_0R [20, 96] matrix: step 1, byte 1.
     std::vector<float> v(20 * 96, 0.0f);
-    v[17 * 96 + 2 * 32 + 5] = 3.0f;   // the block's largest: code 127, d = 3 / 127
+    v[17 * 96 + 2 * 32 + 5] = 3.0f;  // the block's largest: code 127, d = 3 / 127
     const WeightMatrix r = make_weight_f32(v.data(), 20, 96, WType::Q8_0R);
     const uint8_t* group1 = r.data + 2176;
     EXPECT_EQ(127 + 128, group1[1088 + 1 * 64 + 4 * 1 + 1]);

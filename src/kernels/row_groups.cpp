@@ -35,9 +35,10 @@ WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std:
     // Q4_0R, Q8_0R with an odd block count: the last pair's second codes and scales; the
     // K-quants: scales short of a whole line (Q6_KR's odd super-block count).
     const int64_t blocks = cols / 32;
-    const size_t scales_end = row_group_paired(t)
-                                  ? size_t(row_group_codes_at(t, blocks - 1) + row_group_block_code_bytes(t))
-                                  : row_group_scales_offset(t, cols) + row_group_scale_bytes(t, cols);
+    const size_t scales_end =
+        row_group_paired(t)
+            ? size_t(row_group_codes_at(t, blocks - 1) + row_group_block_code_bytes(t))
+            : row_group_scales_offset(t, cols) + row_group_scale_bytes(t, cols);
     if (scales_end < group_bytes)
         for (int64_t g = 0; g < groups; ++g)
             std::memset(base + size_t(g) * group_bytes + scales_end, 0, group_bytes - scales_end);

@@ -88,7 +88,8 @@ constexpr bool row_group_paired(WType t) { return t == WType::Q4_0R || t == WTyp
 constexpr int64_t row_group_pair_bytes(WType t) { return 2 * row_group_block_code_bytes(t) + 64; }
 // Offset in a group of block b's codes (every row-group type).
 constexpr int64_t row_group_codes_at(WType t, int64_t b) {
-    if (row_group_paired(t)) return (b / 2) * row_group_pair_bytes(t) + (b % 2) * row_group_block_code_bytes(t);
+    if (row_group_paired(t))
+        return (b / 2) * row_group_pair_bytes(t) + (b % 2) * row_group_block_code_bytes(t);
     return b * row_group_block_code_bytes(t);
 }
 // Q4_0R and Q8_0R: offset in a group of block b's 16 f16 scales (lane r: the 2 bytes at + 2r).
@@ -144,7 +145,7 @@ inline size_t row_group_scales_offset(WType t, int64_t cols) {
 struct RowGroupGeometry {
     int64_t blocks;      // 32-value blocks per row
     size_t group_bytes;  // one group
-    size_t scales;       // the K-quant types: offset of the scales in a group (row_group_scales_offset)
+    size_t scales;  // the K-quant types: offset of the scales in a group (row_group_scales_offset)
 };
 inline RowGroupGeometry row_group_geometry(WType t, int64_t cols) {
     return {cols / 32, row_group_bytes(t, cols), row_group_scales_offset(t, cols)};

@@ -240,7 +240,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
     // 0.93-0.95x the time. AVX-VNNI's sums widen as they are made; its starts from half_pairs
     // alone (one pmaddwd after the pmulld) took 1.015-1.02x at width 1, 0.99x at 4: not kept.
     constexpr bool kScaledSixBit = kSixBit && Dot::kWidensLate;
-    static_assert(!kSixBit || K == (kScaledSixBit ? 1 : 2), "Q6_KR's sums: one scaled, or a sub-block each");
+    static_assert(!kSixBit || K == (kScaledSixBit ? 1 : 2),
+                  "Q6_KR's sums: one scaled, or a sub-block each");
     // The 4- and 5-bit types' products add in int16 lanes first on a policy that widens late.
     constexpr bool kInt16Sums = Dot::kWidensLate && !kEight && !kSixBit;
     // The sums start at -offset * xsum (the codes are stored offset), plus what the policy's
@@ -450,8 +451,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                     const AffineScales256 a = affine_k_scales_256(L, group, b, half);
                     dw = a.dw, dm = a.dm;
                 } else {
-                    dw = _mm256_cvtph_ps(_mm_loadu_si128(
-                        reinterpret_cast<const __m128i*>(group + row_group_d_at(T, b) + 16 * half)));
+                    dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                        group + row_group_d_at(T, b) + 16 * half)));
                 }
 #pragma GCC unroll 4
                 for (int c = 0; c < C; ++c) {

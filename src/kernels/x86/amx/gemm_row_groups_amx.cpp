@@ -150,7 +150,8 @@ template <int Tokens>
 // A group's 16 weight scales of block b as f32.
 template <WType T>
 [[gnu::always_inline]] inline __m512 block_scales(const uint8_t* group, int64_t b) {
-    return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group + row_group_d_at(T, b))));
+    return _mm512_cvtph_ps(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(group + row_group_d_at(T, b))));
 }
 
 // The B operand of block b: Q8_0R codes where they are, Q4_0R unpacked into `buffer`.
@@ -194,8 +195,10 @@ void pass_groups(const WeightMatrix& w, const QuantizedColumns& x, int64_t j0, i
         // The tile unit waits on its loads in order, so the next group's pass is fetched now.
         if (g + 1 < row_groups(r1)) {
             // (the pass's pairs of blocks: their codes and scales)
-            const char* next = reinterpret_cast<const char*>(group + group_bytes + row_group_codes_at(T, b0));
-            const int64_t bytes = (b0 + nb + 1) / 2 * row_group_pair_bytes(T) - row_group_codes_at(T, b0);
+            const char* next =
+                reinterpret_cast<const char*>(group + group_bytes + row_group_codes_at(T, b0));
+            const int64_t bytes =
+                (b0 + nb + 1) / 2 * row_group_pair_bytes(T) - row_group_codes_at(T, b0);
             for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
         }
         const __mmask16 store = row_group_lanes(g, r0, r1);
@@ -213,16 +216,21 @@ void pass_groups(const WeightMatrix& w, const QuantizedColumns& x, int64_t j0, i
             tile_store<2>(&sums[2][0][0], 64);
             tile_store<3>(&sums[3][0][0], 64);
             if (i + 4 < fours) dot_four<T>(a, i + 4, group, b0, unpacked);
-            finish_block<Tokens>(sums[0], block_scales<T>(group, b0 + i), tok.correction[i], tok.scale[i], acc);
-            finish_block<Tokens>(sums[1], block_scales<T>(group, b0 + i + 1), tok.correction[i + 1], tok.scale[i + 1], acc);
-            finish_block<Tokens>(sums[2], block_scales<T>(group, b0 + i + 2), tok.correction[i + 2], tok.scale[i + 2], acc);
-            finish_block<Tokens>(sums[3], block_scales<T>(group, b0 + i + 3), tok.correction[i + 3], tok.scale[i + 3], acc);
+            finish_block<Tokens>(sums[0], block_scales<T>(group, b0 + i), tok.correction[i],
+                                 tok.scale[i], acc);
+            finish_block<Tokens>(sums[1], block_scales<T>(group, b0 + i + 1), tok.correction[i + 1],
+                                 tok.scale[i + 1], acc);
+            finish_block<Tokens>(sums[2], block_scales<T>(group, b0 + i + 2), tok.correction[i + 2],
+                                 tok.scale[i + 2], acc);
+            finish_block<Tokens>(sums[3], block_scales<T>(group, b0 + i + 3), tok.correction[i + 3],
+                                 tok.scale[i + 3], acc);
         }
         int64_t i = fours;
         for (; i < nb; ++i) {
             tile_dot_from_zero<0, 4, 6>(&a[0][32 * i], kAStride, weight_tile<T>(group, b0 + i, unpacked[0][0]));
             tile_store<0>(&sums[0][0][0], 64);
-            finish_block<Tokens>(sums[0], block_scales<T>(group, b0 + i), tok.correction[i], tok.scale[i], acc);
+            finish_block<Tokens>(sums[0], block_scales<T>(group, b0 + i), tok.correction[i],
+                                 tok.scale[i], acc);
         }
 #pragma GCC unroll 16
         for (int t = 0; t < Tokens; ++t) _mm512_mask_storeu_ps(y + (j0 + t) * ldy + g * 16, store, acc[t]);

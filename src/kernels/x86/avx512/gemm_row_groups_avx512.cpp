@@ -1,7 +1,7 @@
-// AVX-512 VNNI: Q4_0R, Q8_0R, Q4_KR, Q5_KR and Q6_KR weights (16-row groups, one row per int32 lane:
-// kernels/row_groups.h) times int8 activations. A tile is RG groups x C columns: each 64-byte code
-// vector of a group is loaded once and meets every column's broadcast activation codes with one
-// vpdpbusd (Q4_0R, Q4_KR, Q5_KR: its low and high nibbles, two; Q5_KR's fifth bits or-ed in
+// AVX-512 VNNI: Q4_0R, Q8_0R, Q4_KR, Q5_KR and Q6_KR weights (16-row groups, one row per int32
+// lane: kernels/row_groups.h) times int8 activations. A tile is RG groups x C columns: each 64-byte
+// code vector of a group is loaded once and meets every column's broadcast activation codes with
+// one vpdpbusd (Q4_0R, Q4_KR, Q5_KR: its low and high nibbles, two; Q5_KR's fifth bits or-ed in
 // first), and a block ends with one convert + fused multiply-add per (group, column) (Q4_KR and
 // Q5_KR: two, the second for their mins; the 16 rows'
 // scales built from the super-block's f16 d, dmin and the block's 6-bit sc, mn first). Q6_KR
@@ -150,7 +150,9 @@ constexpr int64_t kGroupStreamsUpTo = 16;
 // 0.996, so Q4_0R keeps the group streams from width 4 on (there its tiles share each activation
 // broadcast among three groups; with two groups a tile on one stream each it took 2.1x the time).
 template <WType T>
-constexpr int64_t kHardwareStreamUpTo = T == WType::Q8_0R ? 4 : T == WType::Q4_0R ? 3 : 0;
+constexpr int64_t kHardwareStreamUpTo = T == WType::Q8_0R   ? 4
+                                        : T == WType::Q4_0R ? 3
+                                                            : 0;
 
 template <WType T>
 Fetch fetch_for(int64_t n, Fetch asked) {
@@ -376,12 +378,12 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
         }
     }
     // Group streams, four-group tiles of the 4-bit types (measured on Q4_0R when its scales still
-    // followed all its codes; now the K-quants' layout): the far distance rounded up to whole groups, so
-    // each group's far stream covers the codes of a later group from their first line, and that
-    // group's scale lines are fetched as far ahead too. Otherwise the far streams leave a gap of
-    // one group's scale bytes (1 KB at 1024 columns, a ninth of a 4-bit group) at the start of
-    // every group's codes, read with no prefetch when a tile begins. Session 32, kernel_ab on the
-    // Xeon: Q4_0R width 1 0.990, 0.994, 0.991, 0.978, width 2 0.994, 2B width 1 0.996 (width 1,
+    // followed all its codes; now the K-quants' layout): the far distance rounded up to whole
+    // groups, so each group's far stream covers the codes of a later group from their first line,
+    // and that group's scale lines are fetched as far ahead too. Otherwise the far streams leave a
+    // gap of one group's scale bytes (1 KB at 1024 columns, a ninth of a 4-bit group) at the start
+    // of every group's codes, read with no prefetch when a tile begins. Session 32, kernel_ab on
+    // the Xeon: Q4_0R width 1 0.990, 0.994, 0.991, 0.978, width 2 0.994, 2B width 1 0.996 (width 1,
     // the rounding alone 1.006, the scale lines alone 0.993). Q8_0R, whose gap is a seventeenth of
     // a group, width 1 0.991, 0.990, 1.005, 1.008, 0.999: left as it was. In three-group tiles it
     // took longer (Q4_0R width 4 1.015; the rounding alone 1.024, the scale lines alone 1.008).
@@ -393,11 +395,11 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
     const char* stop = reinterpret_cast<const char*>(share.end);
     for (int64_t b = 0; b < L.blocks; ++b) {
         if (F == Fetch::GroupStreams && stop) {
-            // Each group: the code lines kGroupStreamAheadBytesFor on into L1 and kGroupStreamFarBytes
-            // on into L2, and (the K-quants) every block the scale line as many bytes of codes on
-            // (36-40 bytes a block). Past a group's codes the lines are its scales, past its
-            // scales the next group's codes: read soon either way. Q4_0R and Q8_0R: the lines of
-            // the block's stretch of its group's one stream, as far ahead.
+            // Each group: the code lines kGroupStreamAheadBytesFor on into L1 and
+            // kGroupStreamFarBytes on into L2, and (the K-quants) every block the scale line as
+            // many bytes of codes on (36-40 bytes a block). Past a group's codes the lines are its
+            // scales, past its scales the next group's codes: read soon either way. Q4_0R and
+            // Q8_0R: the lines of the block's stretch of its group's one stream, as far ahead.
             constexpr int64_t kAheadBlocks = kGroupStreamAheadBytesFor<T, C> / kCodeBytes;
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
@@ -406,7 +408,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                     // The block's stretch of the group's one stream: its codes, and after the
                     // pair's second block the pair's scales.
                     const int64_t from = row_group_codes_at(T, b);
-                    const int64_t to = b % 2 ? (b / 2 + 1) * row_group_pair_bytes(T) : from + kCodeBytes;
+                    const int64_t to =
+                        b % 2 ? (b / 2 + 1) * row_group_pair_bytes(T) : from + kCodeBytes;
                     const char* ahead = codes + from + kAheadBlocks * kCodeBytes;
                     const char* far = codes + from + far_bytes;
 #pragma GCC unroll 9
@@ -475,7 +478,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                     __m512i v[RG];
 #pragma GCC unroll 4
                     for (int g = 0; g < RG; ++g)
-                        v[g] = _mm512_load_si512(group + g * L.group_bytes + row_group_codes_at(T, b) + i * 64);
+                        v[g] = _mm512_load_si512(group + g * L.group_bytes +
+                                                 row_group_codes_at(T, b) + i * 64);
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c) {
                         const __m512i xs = step(c, i);
@@ -498,8 +502,9 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                             vlo[g] = _mm512_load_si512(made);
                             vhi[g] = _mm512_load_si512(made + 4 * 64);
                         } else {
-                            nibble_steps<T, Gfni>(group + g * L.group_bytes + row_group_codes_at(T, b), i,
-                                                  low_mask, shift_matrix, vlo[g], vhi[g]);
+                            nibble_steps<T, Gfni>(
+                                group + g * L.group_bytes + row_group_codes_at(T, b), i, low_mask,
+                                shift_matrix, vlo[g], vhi[g]);
                         }
                     }
 #pragma GCC unroll 8
@@ -540,8 +545,9 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                         acc[g][c] = _mm512_fmadd_ps(_mm512_set1_ps(xsumf[c][b]), _mm512_mul_ps(dm, dx), acc[g][c]);
                     }
                 } else {
-                    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(
-                        reinterpret_cast<const __m256i*>(group + g * L.group_bytes + row_group_d_at(T, b))));
+                    const __m512 dw =
+                        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(
+                            group + g * L.group_bytes + row_group_d_at(T, b))));
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c)
                         acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)),
@@ -735,7 +741,8 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
     if (fetch == Fetch::GroupStreams)
         return tiles<T, Gfni, Fetch::GroupStreams>(L, w.data, g0, g1, group_stream_tile_groups<T>(x.n), x, y, ldy,
                                                    r0, r1);
-    if (fetch == Fetch::HardwareStream) return tiles<T, Gfni, Fetch::HardwareStream>(L, w.data, g0, g1, 1, x, y, ldy, r0, r1);
+    if (fetch == Fetch::HardwareStream)
+        return tiles<T, Gfni, Fetch::HardwareStream>(L, w.data, g0, g1, 1, x, y, ldy, r0, r1);
     const int64_t tile_groups = x.n > kPairedGroupsAbove<T> ? 2 : 1;
     tiles<T, Gfni, Fetch::Cursor>(L, w.data, g0, g1, tile_groups, x, y, ldy, r0, r1);
 }
