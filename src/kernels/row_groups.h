@@ -18,9 +18,9 @@
 //     then the two blocks' scales, [2, 16] f16: block b's d of row 16g+r at 16 * (b % 2) + r
 //          (an odd last block: its pair's second codes and scales are zero padding).
 //   So block b's codes start at row_group_codes_at(b) and its scales at row_group_d_at(b).
-//   With the scales after all of a group's codes (sessions 1-50), a tile read two streams a
-//   group, codes and scales, and this VM's hardware prefetcher served them at about half the
-//   rate of one stream; docs/speed-log.md "session 51" has the measurements.
+//   With the scales after all of a group's codes (until session 51), a tile read two streams a
+//   group, codes and scales, and the 2-core Zen 5 VM's hardware prefetcher served them at about
+//   half the rate of one stream; docs/speed-log.md "session 51" has the measurements.
 // The K-quant types below keep all of a group's codes first, [blocks, V, 64], then its scales.
 // Q4_KR (GGUF Q4_K: cols % 256 == 0, value (d * sc) * code - dmin * mn per 32-value block, d and
 // dmin f16 per 256 values, sc and mn 6-bit): codes as Q4_0R's (the code 0..15 itself); then per
