@@ -407,15 +407,20 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                 if constexpr (row_group_paired(T)) {
                     // The block's stretch of the group's one stream: its codes, and after the
                     // pair's second block the pair's scales.
+                    // (A fixed count of code lines and then the one scale line: a loop to the
+                    // stretch's end, 4 or 5 lines, took Q4_0R width 5 1.12x the time.)
                     const int64_t from = row_group_codes_at(T, b);
-                    const int64_t to =
-                        b % 2 ? (b / 2 + 1) * row_group_pair_bytes(T) : from + kCodeBytes;
                     const char* ahead = codes + from + kAheadBlocks * kCodeBytes;
                     const char* far = codes + from + far_bytes;
-#pragma GCC unroll 9
-                    for (int64_t line = 0; line < to - from; line += 64) {
+#pragma GCC unroll 8
+                    for (int64_t line = 0; line < kCodeBytes; line += 64) {
                         if (ahead + line < stop) _mm_prefetch(ahead + line, _MM_HINT_T0);
                         if (far + line < stop) _mm_prefetch(far + line, _MM_HINT_T1);
+                    }
+                    if (b % 2) {
+                        if (ahead + kCodeBytes < stop)
+                            _mm_prefetch(ahead + kCodeBytes, _MM_HINT_T0);
+                        if (far + kCodeBytes < stop) _mm_prefetch(far + kCodeBytes, _MM_HINT_T1);
                     }
                     continue;
                 }
