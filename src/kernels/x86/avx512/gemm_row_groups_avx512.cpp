@@ -407,8 +407,9 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                 if constexpr (row_group_paired(T)) {
                     // The block's stretch of the group's one stream: its codes, and after the
                     // pair's second block the pair's scales.
-                    // (A fixed count of code lines and then the one scale line: a loop to the
-                    // stretch's end, 4 or 5 lines, took Q4_0R width 5 1.12x the time.)
+                    // (A fixed count of code lines, then the one scale line: with a loop to the
+                    // stretch's end, 4 or 5 lines, Q4_0R width 5 took 1.12x session 50's time
+                    // in tools/kernel_ab, this way 1.03-1.04x.)
                     const int64_t from = row_group_codes_at(T, b);
                     const char* ahead = codes + from + kAheadBlocks * kCodeBytes;
                     const char* far = codes + from + far_bytes;
