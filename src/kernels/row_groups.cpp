@@ -35,13 +35,14 @@ WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std:
     // Q4_0R, Q8_0R with an odd block count: the last pair's second codes and scales; the
     // K-quants: scales short of a whole line (Q6_KR's odd super-block count).
     const int64_t blocks = cols / 32;
-    const size_t scales_end =
+    const size_t padding_from =
         row_group_paired(t)
             ? size_t(row_group_codes_at(t, blocks - 1) + row_group_block_code_bytes(t))
             : row_group_scales_offset(t, cols) + row_group_scale_bytes(t, cols);
-    if (scales_end < group_bytes)
+    if (padding_from < group_bytes)
         for (int64_t g = 0; g < groups; ++g)
-            std::memset(base + size_t(g) * group_bytes + scales_end, 0, group_bytes - scales_end);
+            std::memset(base + size_t(g) * group_bytes + padding_from, 0,
+                        group_bytes - padding_from);
     return w;
 }
 
@@ -217,12 +218,11 @@ struct GroupRow {
     int code(int64_t b, int e) const {
         const int64_t at = row_group_codes_at(type, b);
         if (type == WType::Q8_0R) return int(group[at + (e / 4) * 64 + 4 * lane + e % 4]) - 128;
-        const int64_t code_bytes = row_group_block_code_bytes(type);
         const uint8_t byte = group[at + (e % 16 / 4) * 64 + 4 * lane + e % 4];
         int code = e < 16 ? byte & 15 : byte >> 4;
         if (type == WType::Q5_KR) {  // the fifth bit: bit s (the element's step) of byte e % 4
             const int s = e < 16 ? e / 4 : 4 + (e - 16) / 4;
-            code |= ((group[b * code_bytes + 256 + 4 * lane + e % 4] >> s) & 1) << 4;
+            code |= ((group[at + 256 + 4 * lane + e % 4] >> s) & 1) << 4;
         }
         return code - row_group_code_offset(type);
     }

@@ -404,30 +404,10 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 const char* codes = reinterpret_cast<const char*>(group) + g * L.group_bytes;
-                if constexpr (row_group_paired(T)) {
-                    // The block's stretch of the group's one stream: its codes, and after the
-                    // pair's second block the pair's scales.
-                    // (A fixed count of code lines, then the one scale line: with a loop to the
-                    // stretch's end, 4 or 5 lines, Q4_0R width 5 took 1.12x session 50's time
-                    // in tools/kernel_ab, this way 1.03-1.04x.)
-                    const int64_t from = row_group_codes_at(T, b);
-                    const char* ahead = codes + from + kAheadBlocks * kCodeBytes;
-                    const char* far = codes + from + far_bytes;
-#pragma GCC unroll 8
-                    for (int64_t line = 0; line < kCodeBytes; line += 64) {
-                        if (ahead + line < stop) _mm_prefetch(ahead + line, _MM_HINT_T0);
-                        if (far + line < stop) _mm_prefetch(far + line, _MM_HINT_T1);
-                    }
-                    if (b % 2) {
-                        if (ahead + kCodeBytes < stop)
-                            _mm_prefetch(ahead + kCodeBytes, _MM_HINT_T0);
-                        if (far + kCodeBytes < stop) _mm_prefetch(far + kCodeBytes, _MM_HINT_T1);
-                    }
-                    continue;
-                }
-                const char* ahead = codes + (b + kAheadBlocks) * kCodeBytes;
-                const char* far = codes + b * kCodeBytes + far_bytes;
-                if constexpr (kWholeGroupsAhead) {
+                const int64_t from = row_group_codes_at(T, b);
+                const char* ahead = codes + from + kAheadBlocks * kCodeBytes;
+                const char* far = codes + from + far_bytes;
+                if constexpr (kWholeGroupsAhead && !row_group_paired(T)) {
                     const char* far_scale = codes + L.scales + b * kBlockScaleBytes<T> + far_bytes;
                     if (far_scale < stop) _mm_prefetch(far_scale, _MM_HINT_T1);
                 }
@@ -436,8 +416,20 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                     if (ahead + line < stop) _mm_prefetch(ahead + line, _MM_HINT_T0);
                     if (far + line < stop) _mm_prefetch(far + line, _MM_HINT_T1);
                 }
-                const char* scale = codes + L.scales + (b + kAheadBlocks) * kBlockScaleBytes<T>;
-                if (scale < stop) _mm_prefetch(scale, _MM_HINT_T0);
+                if constexpr (row_group_paired(T)) {
+                    // After the pair's second block, the pair's scale line (the stretch of the
+                    // group's one stream that block ends). A fixed count of code lines and then
+                    // this line: with a loop to the stretch's end, 4 or 5 lines, Q4_0R width 5
+                    // took 1.12x session 50's time in tools/kernel_ab, this way 1.03-1.04x.
+                    if (b % 2) {
+                        if (ahead + kCodeBytes < stop)
+                            _mm_prefetch(ahead + kCodeBytes, _MM_HINT_T0);
+                        if (far + kCodeBytes < stop) _mm_prefetch(far + kCodeBytes, _MM_HINT_T1);
+                    }
+                } else {
+                    const char* scale = codes + L.scales + (b + kAheadBlocks) * kBlockScaleBytes<T>;
+                    if (scale < stop) _mm_prefetch(scale, _MM_HINT_T0);
+                }
             }
         } else if (stop) {
             const char* until = fetch_base + (b + 1 == L.blocks ? share.span : (b + 1) * share.step);
@@ -718,6 +710,10 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
                 }
                 tile_cols<T, RG, Gfni, F>(c, L, at(g), x, j0, store, yt, ldy, share);
             };
+            if constexpr (F == Fetch::HardwareStream) {  // one group a tile (gemm)
+                run.template operator()<1>();
+                continue;
+            }
             switch (n_groups) {
                 case 4: run.template operator()<4>(); break;
                 case 3: run.template operator()<3>(); break;
