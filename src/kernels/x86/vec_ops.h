@@ -396,6 +396,76 @@ inline GdnToken gdn_token(const float* q, const float* k, const float* v, const 
             out + (t * Hv + j) * Dv, __builtin_expf(g[t * Hv + j]), beta[t * Hv + j]};
 }
 
+// One pass of gdn_columns_tokens over a block (its docs) for token tk: First, the decayed state
+// is formed from the state read from S0 (else from `work`); Next, the next token's (nx) decayed
+// state goes into `work` and its sum with the next key into acc (else acc takes zeros); Snap,
+// this token's state goes to `to` (row stride to_stride; streamed where to_aligned). acc: [U] the
+// token's sum_d decayed[d] k[d] on entry.
+// While it computes, the pass fetches into L2 its share of the next block's rows (`fetch`,
+// rows fetch_stride floats apart): rows fetch_from, fetch_from + fetch_step, ... (nullptr:
+// none). The T passes together fetch every row, spread over the block's whole time; fetching
+// the whole next block into L1 during the first pass (as before session 52) evicted `work`,
+// which fills most of L1. A function rather than a lambda over the block's arrays, so that the
+// compiler keeps the accumulators in registers whatever it inlines around it (a copy of the
+// lambda compiled in another unit kept them on the stack and took 2x the time).
+template <class I, int U, bool Partial, bool First, bool Next, bool Snap>
+[[gnu::always_inline]] inline void gdn_token_pass(const float* S0, int64_t s0_stride, float* work, int Dk, int last,
+                                                  const GdnToken& tk, const GdnToken& nx, float* to,
+                                                  int64_t to_stride, bool to_aligned, typename I::V (&acc)[U],
+                                                  const float* fetch, int64_t fetch_stride, int fetch_from,
+                                                  int fetch_step) {
+    using V = typename I::V;
+    constexpr int64_t W = U * I::L;  // floats per row of work
+    auto load = [&](const float* p, int u) { return load_block_vector<I, U, Partial>(p, u, last); };
+    const V vbeta = I::set1(tk.beta), vdecay = I::set1(tk.decay), vdecay_next = I::set1(nx.decay);
+    V delta[U], out[U], acc_next[U];
+#pragma GCC unroll 8
+    for (int u = 0; u < U; ++u) {
+        delta[u] = I::mul(I::sub(load(tk.v + u * I::L, u), acc[u]), vbeta);
+        out[u] = I::zero();
+        acc_next[u] = I::zero();
+    }
+    int fetch_row = fetch ? fetch_from : Dk;  // the next row of the next block to fetch
+    for (int d = 0; d < Dk; ++d) {
+        if (d == fetch_row) {
+#pragma GCC unroll 8
+            for (int u = 0; u < U; ++u) __builtin_prefetch(fetch + d * fetch_stride + u * I::L, 0, 2);
+            fetch_row += fetch_step;
+        }
+        const V kd = I::set1(tk.k[d]), qd = I::set1(tk.q[d]);
+        const V kd_next = Next ? I::set1(nx.k[d]) : I::zero();
+#pragma GCC unroll 8
+        for (int u = 0; u < U; ++u) {
+            const V decayed = First ? I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay)
+                                    : I::load(work + d * W + u * I::L);
+            const V s = I::fma(kd, delta[u], decayed);
+            if constexpr (Snap) {
+                float* p = to + d * to_stride + u * I::L;
+                if (Partial && u == U - 1)
+                    I::store_part(p, s, last);
+                else if (to_aligned)
+                    I::stream(p, s, I::L);
+                else
+                    I::store(p, s);
+            }
+            out[u] = I::fma(s, qd, out[u]);
+            if constexpr (Next) {
+                const V decayed_next = I::mul(s, vdecay_next);
+                I::store(work + d * W + u * I::L, decayed_next);
+                acc_next[u] = I::fma(decayed_next, kd_next, acc_next[u]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int u = 0; u < U; ++u) {
+        if (Partial && u == U - 1)
+            I::store_part(tk.out + u * I::L, out[u], last);
+        else
+            I::store(tk.out + u * I::L, out[u]);
+        acc[u] = acc_next[u];
+    }
+}
+
 // One value head's columns [e0, e0 + U*L) over T >= 2 tokens, the block's state kept in `work`
 // ([Dk, U*L]) between them. token(t) gives token t's inputs (GdnToken, pointers at column e0),
 // snap(t) where its state goes (row stride Dv; nullptr: nowhere; never nullptr for the last).
@@ -403,69 +473,41 @@ inline GdnToken gdn_token(const float* q, const float* k, const float* v, const 
 // key, so a token costs one pass over the block instead of two, and `work` holds the decayed
 // state (decay * S, the rounded product the next token starts from). Per lane the operations and
 // their order are exactly gdn_columns' token after token (the scalar reference's sequence).
-// (Always inlined into its one caller, as it was before the width dispatch moved into a lambda:
-// there the compiler sees that `work`, a static array, aliases none of the token inputs;
-// out of line it reloaded them after every store, 5-10% slower.)
+// fetch: the next block's state (rows Dv floats apart; nullptr: none), fetched into L2 a share
+// a pass (gdn_token_pass). Session 52, the 2-core Zen 5 VM: a layer's recurrence (0.8B shapes,
+// both threads) against the fetch of the whole next block into L1 in the first pass, 0.93x the
+// time at T = 4 and 5 with the states in cache, 0.84-0.88x with 24 MB read between layers;
+// 0.8B Q4_0 forwards alternating in one process, width 4 0.988, width 5 0.991, width 2 0.994,
+// prefill of 128 0.991, Q8_0 width 4 0.994.
 template <class I, int U, bool Partial, class TokenAt, class SnapAt>
 [[gnu::always_inline]] inline void gdn_columns_tokens(const float* S0, int64_t s0_stride, float* work, int Dk, int Dv, int last,
-                        int64_t T, TokenAt&& token, SnapAt&& snap, const float* prefetch) {
+                        int64_t T, TokenAt&& token, SnapAt&& snap, const float* fetch) {
     using V = typename I::V;
-    constexpr int64_t W = U * I::L;  // floats per row of work
-    auto load = [&](const float* p, int u) { return load_block_vector<I, U, Partial>(p, u, last); };
     GdnToken tk = token(0);
     V acc[U];  // the current token's sum_d decayed[d] k[d]
-    decayed_key_sum<I, U, Partial>(S0, s0_stride, Dk, last, tk.decay, tk.k, prefetch, Dv, acc);
+    decayed_key_sum<I, U, Partial>(S0, s0_stride, Dk, last, tk.decay, tk.k, nullptr, Dv, acc);
+    const int passes = int(T);
     for (int64_t t = 0; t < T; ++t) {
         const bool has_next = t + 1 < T;
         const GdnToken nx = has_next ? token(t + 1) : tk;
         float* const to = snap(t);
-        const V vbeta = I::set1(tk.beta), vdecay = I::set1(tk.decay), vdecay_next = I::set1(nx.decay);
-        V delta[U], out[U], acc_next[U];
-#pragma GCC unroll 8
-        for (int u = 0; u < U; ++u) {
-            delta[u] = I::mul(I::sub(load(tk.v + u * I::L, u), acc[u]), vbeta);
-            out[u] = I::zero();
-            acc_next[u] = I::zero();
-        }
-        // First: the decayed state is formed from the state read from memory; Next: the next
-        // token's decayed state and sum are formed; Snap: this token's state is streamed out.
-        auto pass = [&]<bool First, bool Next, bool Snap>() {
-            for (int d = 0; d < Dk; ++d) {
-                const V kd = I::set1(tk.k[d]), qd = I::set1(tk.q[d]);
-                const V kd_next = Next ? I::set1(nx.k[d]) : I::zero();
-#pragma GCC unroll 8
-                for (int u = 0; u < U; ++u) {
-                    const V decayed = First ? I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay)
-                                            : I::load(work + d * W + u * I::L);
-                    const V s = I::fma(kd, delta[u], decayed);
-                    if constexpr (Snap)
-                        I::stream(to + d * int64_t(Dv) + u * I::L, s, Partial && u == U - 1 ? last : I::L);
-                    out[u] = I::fma(s, qd, out[u]);
-                    if constexpr (Next) {
-                        const V decayed_next = I::mul(s, vdecay_next);
-                        I::store(work + d * W + u * I::L, decayed_next);
-                        acc_next[u] = I::fma(decayed_next, kd_next, acc_next[u]);
-                    }
-                }
-            }
-        };
-        if (t == 0) {
-            if (to) pass.template operator()<true, true, true>();  // T >= 2: token 0 has a next
-            else pass.template operator()<true, true, false>();
-        } else if (has_next) {
-            if (to) pass.template operator()<false, true, true>();
-            else pass.template operator()<false, true, false>();
-        } else {
-            pass.template operator()<false, false, true>();  // the last token's state always goes out
-        }
-#pragma GCC unroll 8
-        for (int u = 0; u < U; ++u) {
-            if (Partial && u == U - 1)
-                I::store_part(tk.out + u * I::L, out[u], last);
-            else
-                I::store(tk.out + u * I::L, out[u]);
-            acc[u] = acc_next[u];
-        }
+        const bool aligned = (reinterpret_cast<uintptr_t>(to) & 63) == 0 && (Dv * sizeof(float)) % 64 == 0;
+        const int from = int(t);
+        if (t == 0 && to)  // T >= 2: token 0 has a next
+            gdn_token_pass<I, U, Partial, true, true, true>(S0, s0_stride, work, Dk, last, tk, nx, to, Dv, aligned,
+                                                            acc, fetch, Dv, from, passes);
+        else if (t == 0)
+            gdn_token_pass<I, U, Partial, true, true, false>(S0, s0_stride, work, Dk, last, tk, nx, to, Dv, aligned,
+                                                             acc, fetch, Dv, from, passes);
+        else if (has_next && to)
+            gdn_token_pass<I, U, Partial, false, true, true>(S0, s0_stride, work, Dk, last, tk, nx, to, Dv, aligned,
+                                                             acc, fetch, Dv, from, passes);
+        else if (has_next)
+            gdn_token_pass<I, U, Partial, false, true, false>(S0, s0_stride, work, Dk, last, tk, nx, to, Dv, aligned,
+                                                              acc, fetch, Dv, from, passes);
+        else  // the last token's state always goes out
+            gdn_token_pass<I, U, Partial, false, false, true>(S0, s0_stride, work, Dk, last, tk, nx, to, Dv, aligned,
+                                                              acc, fetch, Dv, from, passes);
         tk = nx;
     }
 }
