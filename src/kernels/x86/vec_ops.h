@@ -409,11 +409,12 @@ inline GdnToken gdn_token(const float* q, const float* k, const float* v, const 
 // compiler keeps the accumulators in registers whatever it inlines around it (a copy of the
 // lambda compiled in another unit kept them on the stack and took 2x the time).
 template <class I, int U, bool Partial, bool First, bool Next, bool Snap>
-[[gnu::always_inline]] inline void gdn_token_pass(const float* S0, int64_t s0_stride, float* work, int Dk, int last,
-                                                  const GdnToken& tk, const GdnToken& nx, float* to,
-                                                  int64_t to_stride, bool to_aligned, typename I::V (&acc)[U],
-                                                  const float* fetch, int64_t fetch_stride, int fetch_from,
-                                                  int fetch_step) {
+[[gnu::always_inline]] inline void gdn_token_pass(const float* S0, int64_t s0_stride, float* work,
+                                                  int Dk, int last, const GdnToken& tk,
+                                                  const GdnToken& nx, float* to, int64_t to_stride,
+                                                  bool to_aligned, typename I::V (&acc)[U],
+                                                  const float* fetch, int64_t fetch_stride,
+                                                  int fetch_from, int fetch_step) {
     using V = typename I::V;
     constexpr int64_t W = U * I::L;  // floats per row of work
     auto load = [&](const float* p, int u) { return load_block_vector<I, U, Partial>(p, u, last); };
@@ -429,7 +430,8 @@ template <class I, int U, bool Partial, bool First, bool Next, bool Snap>
     for (int d = 0; d < Dk; ++d) {
         if (d == fetch_row) {
 #pragma GCC unroll 8
-            for (int u = 0; u < U; ++u) __builtin_prefetch(fetch + d * fetch_stride + u * I::L, 0, 2);
+            for (int u = 0; u < U; ++u)
+                __builtin_prefetch(fetch + d * fetch_stride + u * I::L, 0, 2);
             fetch_row += fetch_step;
         }
         const V kd = I::set1(tk.k[d]), qd = I::set1(tk.q[d]);
@@ -480,8 +482,10 @@ template <class I, int U, bool Partial, bool First, bool Next, bool Snap>
 // 0.8B Q4_0 forwards alternating in one process, width 4 0.988, width 5 0.991, width 2 0.994,
 // prefill of 128 0.991, Q8_0 width 4 0.994.
 template <class I, int U, bool Partial, class TokenAt, class SnapAt>
-[[gnu::always_inline]] inline void gdn_columns_tokens(const float* S0, int64_t s0_stride, float* work, int Dk, int Dv, int last,
-                        int64_t T, TokenAt&& token, SnapAt&& snap, const float* fetch) {
+[[gnu::always_inline]] inline void gdn_columns_tokens(const float* S0, int64_t s0_stride,
+                                                      float* work, int Dk, int Dv, int last,
+                                                      int64_t T, TokenAt&& token, SnapAt&& snap,
+                                                      const float* fetch) {
     using V = typename I::V;
     GdnToken tk = token(0);
     V acc[U];  // the current token's sum_d decayed[d] k[d]
@@ -491,23 +495,29 @@ template <class I, int U, bool Partial, class TokenAt, class SnapAt>
         const bool has_next = t + 1 < T;
         const GdnToken nx = has_next ? token(t + 1) : tk;
         float* const to = snap(t);
-        const bool aligned = (reinterpret_cast<uintptr_t>(to) & 63) == 0 && (Dv * sizeof(float)) % 64 == 0;
+        const bool aligned =
+            (reinterpret_cast<uintptr_t>(to) & 63) == 0 && (Dv * sizeof(float)) % 64 == 0;
         const int from = int(t);
         if (t == 0 && to)  // T >= 2: token 0 has a next
-            gdn_token_pass<I, U, Partial, true, true, true>(S0, s0_stride, work, Dk, last, tk, nx, to, Dv, aligned,
-                                                            acc, fetch, Dv, from, passes);
+            gdn_token_pass<I, U, Partial, true, true, true>(S0, s0_stride, work, Dk, last, tk, nx,
+                                                            to, Dv, aligned, acc, fetch, Dv, from,
+                                                            passes);
         else if (t == 0)
-            gdn_token_pass<I, U, Partial, true, true, false>(S0, s0_stride, work, Dk, last, tk, nx, to, Dv, aligned,
-                                                             acc, fetch, Dv, from, passes);
+            gdn_token_pass<I, U, Partial, true, true, false>(S0, s0_stride, work, Dk, last, tk, nx,
+                                                             to, Dv, aligned, acc, fetch, Dv, from,
+                                                             passes);
         else if (has_next && to)
-            gdn_token_pass<I, U, Partial, false, true, true>(S0, s0_stride, work, Dk, last, tk, nx, to, Dv, aligned,
-                                                             acc, fetch, Dv, from, passes);
+            gdn_token_pass<I, U, Partial, false, true, true>(S0, s0_stride, work, Dk, last, tk, nx,
+                                                             to, Dv, aligned, acc, fetch, Dv, from,
+                                                             passes);
         else if (has_next)
-            gdn_token_pass<I, U, Partial, false, true, false>(S0, s0_stride, work, Dk, last, tk, nx, to, Dv, aligned,
-                                                              acc, fetch, Dv, from, passes);
+            gdn_token_pass<I, U, Partial, false, true, false>(S0, s0_stride, work, Dk, last, tk, nx,
+                                                              to, Dv, aligned, acc, fetch, Dv, from,
+                                                              passes);
         else  // the last token's state always goes out
-            gdn_token_pass<I, U, Partial, false, false, true>(S0, s0_stride, work, Dk, last, tk, nx, to, Dv, aligned,
-                                                              acc, fetch, Dv, from, passes);
+            gdn_token_pass<I, U, Partial, false, false, true>(S0, s0_stride, work, Dk, last, tk, nx,
+                                                              to, Dv, aligned, acc, fetch, Dv, from,
+                                                              passes);
         tk = nx;
     }
 }
