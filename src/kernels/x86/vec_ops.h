@@ -399,24 +399,25 @@ inline GdnToken gdn_token(const float* q, const float* k, const float* v, const 
 // One pass of gdn_columns_tokens over a block (its docs) for token tk: First, the decayed state
 // is formed from the state read from S0 (else from `work`); Next, the next token's (nx) decayed
 // state goes into `work` and its sum with the next key into acc (else acc takes zeros); Snap,
-// this token's state goes to `to` (row stride to_stride; streamed where to_aligned). acc: [U] the
-// token's sum_d decayed[d] k[d] on entry.
-// While it computes, the pass fetches into L2 its share of the next block's rows (`fetch`,
-// rows fetch_stride floats apart): rows fetch_from, fetch_from + fetch_step, ... (nullptr:
-// none). The T passes together fetch every row, spread over the block's whole time; fetching
-// the whole next block into L1 during the first pass (as before session 52) evicted `work`,
-// which fills most of L1. A function rather than a lambda over the block's arrays, so that the
+// this token's state goes to `to` (streamed where its rows are whole aligned lines). acc: [U] the
+// token's sum_d decayed[d] k[d] on entry. Rows of `to` and of the next block are row_stride
+// floats apart.
+// While it computes, pass `pass` of `passes` fetches into L2 its share of the next block's rows
+// (`fetch`; nullptr: none): rows pass, pass + passes, ... The passes together fetch every row,
+// spread over the block's whole time; fetching the whole next block into L1 during the first
+// pass (as before session 52) evicted `work`, which fills most of L1. A function rather than a lambda over the block's arrays, so that the
 // compiler keeps the accumulators in registers whatever it inlines around it (a copy of the
 // lambda compiled in another unit kept them on the stack and took 2x the time).
 template <class I, int U, bool Partial, bool First, bool Next, bool Snap>
 [[gnu::always_inline]] inline void gdn_token_pass(const float* S0, int64_t s0_stride, float* work,
                                                   int Dk, int last, const GdnToken& tk,
-                                                  const GdnToken& nx, float* to, int64_t to_stride,
-                                                  bool to_aligned, typename I::V (&acc)[U],
-                                                  const float* fetch, int64_t fetch_stride,
-                                                  int fetch_from, int fetch_step) {
+                                                  const GdnToken& nx, float* to, int64_t row_stride,
+                                                  typename I::V (&acc)[U], const float* fetch,
+                                                  int pass, int passes) {
     using V = typename I::V;
     constexpr int64_t W = U * I::L;  // floats per row of work
+    const bool to_aligned =
+        (reinterpret_cast<uintptr_t>(to) & 63) == 0 && (row_stride * sizeof(float)) % 64 == 0;
     auto load = [&](const float* p, int u) { return load_block_vector<I, U, Partial>(p, u, last); };
     const V vbeta = I::set1(tk.beta), vdecay = I::set1(tk.decay), vdecay_next = I::set1(nx.decay);
     V delta[U], out[U], acc_next[U];
@@ -426,13 +427,12 @@ template <class I, int U, bool Partial, bool First, bool Next, bool Snap>
         out[u] = I::zero();
         acc_next[u] = I::zero();
     }
-    int fetch_row = fetch ? fetch_from : Dk;  // the next row of the next block to fetch
+    int fetch_row = fetch ? pass : Dk;  // the next row of the next block to fetch
     for (int d = 0; d < Dk; ++d) {
         if (d == fetch_row) {
 #pragma GCC unroll 8
-            for (int u = 0; u < U; ++u)
-                __builtin_prefetch(fetch + d * fetch_stride + u * I::L, 0, 2);
-            fetch_row += fetch_step;
+            for (int u = 0; u < U; ++u) __builtin_prefetch(fetch + d * row_stride + u * I::L, 0, 2);
+            fetch_row += passes;
         }
         const V kd = I::set1(tk.k[d]), qd = I::set1(tk.q[d]);
         const V kd_next = Next ? I::set1(nx.k[d]) : I::zero();
@@ -442,7 +442,7 @@ template <class I, int U, bool Partial, bool First, bool Next, bool Snap>
                                     : I::load(work + d * W + u * I::L);
             const V s = I::fma(kd, delta[u], decayed);
             if constexpr (Snap) {
-                float* p = to + d * to_stride + u * I::L;
+                float* p = to + d * row_stride + u * I::L;
                 if (Partial && u == U - 1)
                     I::store_part(p, s, last);
                 else if (to_aligned)
@@ -490,34 +490,27 @@ template <class I, int U, bool Partial, class TokenAt, class SnapAt>
     GdnToken tk = token(0);
     V acc[U];  // the current token's sum_d decayed[d] k[d]
     decayed_key_sum<I, U, Partial>(S0, s0_stride, Dk, last, tk.decay, tk.k, nullptr, Dv, acc);
-    const int passes = int(T);
     for (int64_t t = 0; t < T; ++t) {
         const bool has_next = t + 1 < T;
         const GdnToken nx = has_next ? token(t + 1) : tk;
         float* const to = snap(t);
-        const bool aligned =
-            (reinterpret_cast<uintptr_t>(to) & 63) == 0 && (Dv * sizeof(float)) % 64 == 0;
-        const int from = int(t);
+        // (Explicit calls: through one forwarding lambda the forwards took 1.01x the time.)
+        const int pass = int(t), passes = int(T);
         if (t == 0 && to)  // T >= 2: token 0 has a next
             gdn_token_pass<I, U, Partial, true, true, true>(S0, s0_stride, work, Dk, last, tk, nx,
-                                                            to, Dv, aligned, acc, fetch, Dv, from,
-                                                            passes);
+                                                            to, Dv, acc, fetch, pass, passes);
         else if (t == 0)
             gdn_token_pass<I, U, Partial, true, true, false>(S0, s0_stride, work, Dk, last, tk, nx,
-                                                             to, Dv, aligned, acc, fetch, Dv, from,
-                                                             passes);
+                                                             to, Dv, acc, fetch, pass, passes);
         else if (has_next && to)
             gdn_token_pass<I, U, Partial, false, true, true>(S0, s0_stride, work, Dk, last, tk, nx,
-                                                             to, Dv, aligned, acc, fetch, Dv, from,
-                                                             passes);
+                                                             to, Dv, acc, fetch, pass, passes);
         else if (has_next)
             gdn_token_pass<I, U, Partial, false, true, false>(S0, s0_stride, work, Dk, last, tk, nx,
-                                                              to, Dv, aligned, acc, fetch, Dv, from,
-                                                              passes);
+                                                              to, Dv, acc, fetch, pass, passes);
         else  // the last token's state always goes out
             gdn_token_pass<I, U, Partial, false, false, true>(S0, s0_stride, work, Dk, last, tk, nx,
-                                                              to, Dv, aligned, acc, fetch, Dv, from,
-                                                              passes);
+                                                              to, Dv, acc, fetch, pass, passes);
         tk = nx;
     }
 }
