@@ -325,10 +325,23 @@ TEST(SamplingPipeline, WorkspaceViewsTheInputWhenNothingChangesIt) {
     Distribution d;
     const std::vector<float> logits = {0.5f, 2.0f, -1.0f};
     process(logits, {}, params, workspace, d);
+    EXPECT_FALSE(params.changes_logits());  // what the decode loop sizes the copies by
     EXPECT_EQ(workspace.processed.data(), logits.data());
     EXPECT_EQ(workspace.processed.size(), logits.size());
+    // A repeat penalty over a window of no tokens changes nothing either.
+    params.repeat_penalty = 1.3f;
+    params.penalty_last_n = 0;
+    process(logits, std::vector<int32_t>{1}, params, workspace, d);
+    EXPECT_FALSE(params.changes_logits());
+    EXPECT_EQ(workspace.processed.data(), logits.data());
+    params.penalty_last_n = 64;
+    process(logits, std::vector<int32_t>{1}, params, workspace, d);
+    EXPECT_TRUE(params.changes_logits());
+    EXPECT_EQ(workspace.processed.data(), workspace.logits.data());
+    params.repeat_penalty = 1.0f;
     params.logit_bias = {{2, 4.0f}};
     process(logits, {}, params, workspace, d);
+    EXPECT_TRUE(params.changes_logits());
     EXPECT_EQ(workspace.processed.data(), workspace.logits.data());
     EXPECT_EQ(std::vector<float>(workspace.processed.begin(), workspace.processed.end()),
               (std::vector<float>{0.5f, 2.0f, 3.0f}));

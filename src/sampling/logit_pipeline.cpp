@@ -405,7 +405,7 @@ Distribution distribution_from_logits(std::span<const float> logits, const Sampl
 
 void process(std::span<const float> logits, std::span<const int32_t> history,
              const SamplerParams& params, SamplingWorkspace& workspace, Distribution& out) {
-    if (params.logit_bias.empty() && !params.penalties_active()) {
+    if (!params.changes_logits()) {
         // Steps 1-2 change nothing: no copy of the V logits (a pass over a megabyte every token).
         // (distribution_from_logits validates params.)
         workspace.processed = logits;

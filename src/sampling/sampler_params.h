@@ -34,6 +34,9 @@ struct SamplerParams {
         return penalty_last_n != 0 &&
                (repeat_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f);
     }
+    // Whether the logit bias or the penalties change the logits (sampling steps 1-2); when not,
+    // process() samples from its input in place, without a copy.
+    bool changes_logits() const { return !logit_bias.empty() || penalties_active(); }
 
     // Throws nextn::Error naming the first field out of range: "sampling: top_k must be ...",
     // or, with `name_of`, name_of("top_k") + " must be ..." (the CLI names its flags).
