@@ -79,7 +79,20 @@ TEST_P(PerfectDraft, EveryRoundCommitsDepthPlusOne) {
             EXPECT_EQ(s.drafted[size_t(d)], s.rounds) << "depth " << depth << ", draft " << d + 1;
             EXPECT_EQ(s.accepted[size_t(d)], s.drafted[size_t(d)]) << "depth " << depth << ", draft " << d + 1;
         }
+        // The round's parts: every round drafted and verified, and the parts (disjoint
+        // intervals of the decode loop) add up to no more than its whole time.
+        const DecodeStats::RoundTimes& t = s.round_times;
+        EXPECT_GT(t.draft, 0.0) << "depth " << depth;
+        EXPECT_GT(t.verify, 0.0) << "depth " << depth;
+        EXPECT_GE(t.accept, 0.0) << "depth " << depth;
+        EXPECT_GE(t.commit, 0.0) << "depth " << depth;
+        EXPECT_LE(t.sum(), s.decode_seconds) << "depth " << depth;
     }
+    // Plain rounds draft nothing: their drafting part is the empty proposal's bookkeeping, far
+    // below a forward.
+    EXPECT_GT(plain_stats.round_times.verify, 0.0);
+    EXPECT_LT(plain_stats.round_times.draft, 0.1 * plain_stats.round_times.verify);
+    EXPECT_LE(plain_stats.round_times.sum(), plain_stats.decode_seconds);
 }
 
 TEST_P(PerfectDraft, ACutShortFinalRoundAcceptsItsDraftsToo) {

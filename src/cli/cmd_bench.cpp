@@ -529,6 +529,28 @@ int cmd_bench(const std::vector<std::string>& argv) {
             row["speedup"] = s.decode_tokens_per_second() / back_to_back_tps;
             row["tokens_per_round"] = s.tokens_per_round();
             row["acceptance_d1"] = acc;
+            // Where a round's time went: what the model below leaves out shows here (the
+            // drafter's flush of the last round's pairs reads the MTP head from memory after the
+            // verify has streamed the trunk, so it costs more than the chained steps the model
+            // counts; the host's sampling; the commit).
+            if (s.rounds > 0) {
+                const auto per_round_ms = [&](double seconds) { return 1e3 * seconds / double(s.rounds); };
+                const DecodeStats::RoundTimes& t = s.round_times;
+                const double total = per_round_ms(s.decode_seconds);
+                const std::string steps = depth == 1   ? " (the last round's pairs flushed)"
+                                          : depth == 2 ? " (the last round's pairs flushed, then 1 chained step)"
+                                          : depth > 2  ? " (the last round's pairs flushed, then " +
+                                                            std::to_string(depth - 1) + " chained steps)"
+                                                       : "";
+                say("  a round: %.2f ms = drafting %.2f%s + verify %.2f + sampling and acceptance %.2f + "
+                    "commit %.2f + %.2f else; %.2f plain tokens\n",
+                    total, per_round_ms(t.draft), steps.c_str(), per_round_ms(t.verify),
+                    per_round_ms(t.accept), per_round_ms(t.commit),
+                    total - per_round_ms(t.sum()), total * 1e-3 * back_to_back_tps);
+                row["round_ms"] = {{"draft", per_round_ms(t.draft)},   {"verify", per_round_ms(t.verify)},
+                                   {"accept", per_round_ms(t.accept)}, {"commit", per_round_ms(t.commit)},
+                                   {"total", total}};
+            }
             if (depth > 0) {
                 const SpeculationModel sm = speculation_model(s.drafted, s.accepted, depth, ratios, configured);
                 say("  model: %.2f tokens/round from the per-position acceptance over a round costing "

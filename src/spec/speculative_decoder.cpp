@@ -16,9 +16,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+double seconds_between(Clock::time_point t0, Clock::time_point t1) {
+    return std::chrono::duration<double>(t1 - t0).count();
 }
+
+double seconds_since(Clock::time_point t0) { return seconds_between(t0, Clock::now()); }
 
 // Prefill in chunks so activation buffers stay bounded on long prompts.
 constexpr int64_t kPrefillChunk = 256;
@@ -167,6 +169,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         const auto round_start = Clock::now();
         proposal.clear();
         if (k > 0) drafter->draft({k, &params, &history, &rng}, proposal);
+        const auto drafted_at = Clock::now();
         batch.assign(1, current);
         batch.insert(batch.end(), proposal.tokens().begin(), proposal.tokens().end());
         const int64_t W = int64_t(batch.size());  // <= max_w: the buffers above hold it
@@ -178,6 +181,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         const bool open = W > 1;
         model.forward(state, batch.data(), W,
                       {drafter ? round_hidden.data() : nullptr, round_logits.data(), W}, open);
+        const auto verified_at = Clock::now();
         // Target distributions p_j after the same processors as the drafts, with the drafts
         // before position j counted in the history.
         for (int64_t j = 0; j < W; ++j) {
@@ -192,8 +196,11 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
             stats.drafted[size_t(d)]++;
             if (d < verdict.n_accepted) stats.accepted[size_t(d)]++;
         }
-        const double round_seconds =
-            seconds_since(round_start);  // the callbacks' time is not the round's
+        const auto accepted_at = Clock::now();
+        const double round_seconds = seconds_between(round_start, accepted_at);
+        stats.round_times.draft += seconds_between(round_start, drafted_at);
+        stats.round_times.verify += seconds_between(drafted_at, verified_at);
+        stats.round_times.accept += seconds_between(verified_at, accepted_at);
         // A stop token or the length limit inside the round keeps only the positions up to it.
         int64_t m = 0;
         while (m < int64_t(emitted.size())) {
@@ -218,8 +225,10 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
             }
         }
         stats.stopped_by_token = is_stop(emitted[size_t(m - 1)]);
+        const auto commit_start = Clock::now();  // the callbacks' time is not the round's
         if (open) model.commit(state, m);  // (a round of one position has m = 1: kept)
         if (drafter) drafter->on_commit(round_hidden.data(), emitted.data(), m, pos0);
+        stats.round_times.commit += seconds_since(commit_start);
         if (options.controller && depth > 0)
             options.controller->observe(k, verdict.n_accepted, round_seconds,
                                         /*timed=*/stats.rounds > 0);

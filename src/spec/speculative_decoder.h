@@ -44,6 +44,16 @@ struct DecodeStats {
     std::vector<int64_t> accepted;  // [depth]: ... and had it accepted
     double prefill_seconds = 0;
     double decode_seconds = 0;
+    // Where the decode rounds' time went, summed over the rounds (seconds): the drafter (its
+    // batched flush of the previous round's committed pairs, then the chained draft steps), the
+    // verify forward, sampling and acceptance on the host over the round's positions, and the
+    // commit (the trunk's caches kept, the pairs queued for the drafter). The token callbacks'
+    // time is in none of them: decode_seconds holds it and the loop's own.
+    struct RoundTimes {
+        double draft = 0, verify = 0, accept = 0, commit = 0;
+        double sum() const { return draft + verify + accept + commit; }
+    };
+    RoundTimes round_times;
     bool stopped_by_token = false;
     // The caches were full before max_new_tokens: the output ended at the context's end (not at a
     // stop token, the length limit, or the callback's word).

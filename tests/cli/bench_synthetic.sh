@@ -70,6 +70,13 @@ for m in r["mtp"][:4]:
     assert abs(m["model_speedup"] - (k + 1) / m["model_round_cost"]) < 1e-9, m
 for m in r["mtp"][4:]:
     assert "model_speedup" not in m, m
+# Where a round's time went: disjoint parts of the round's time, which is the run's decode time
+# over its rounds (tokens a round over tokens a second).
+for m in r["mtp"]:
+    t = m["round_ms"]
+    assert min(t["draft"], t["verify"]) > 0 and min(t["accept"], t["commit"]) >= 0, t
+    assert t["draft"] + t["verify"] + t["accept"] + t["commit"] <= t["total"] * (1 + 1e-9), t
+    assert abs(t["total"] - 1e3 * m["tokens_per_round"] / m["decode_tok_s"]) < 1e-6 * t["total"], (t, m)
 assert r["draft_head"]["draft_step_cost"] > 0, r["draft_head"]
 # How the decode-width matmuls prefetch; where two ways are timed, every timed forward ran on one
 # of them: the decode runs, the verify curve and the MTP rounds, hundreds in all.
