@@ -161,6 +161,16 @@ BenchModel open_bench_model(const Args& a) {
     return m;
 }
 
+// What a round's drafting at a fixed depth consists of, for bench's round line ("" for none).
+std::string drafting_parts(int depth) {
+    if (depth <= 0) return "";
+    std::string parts = " (the last round's pairs flushed";
+    if (depth > 1)
+        parts += ", then " + std::to_string(depth - 1) +
+                 (depth == 2 ? " chained step" : " chained steps");
+    return parts + ")";
+}
+
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& argv) {
@@ -534,21 +544,21 @@ int cmd_bench(const std::vector<std::string>& argv) {
             // verify has streamed the trunk, so it costs more than the chained steps the model
             // counts; the host's sampling; the commit).
             if (s.rounds > 0) {
-                const auto per_round_ms = [&](double seconds) { return 1e3 * seconds / double(s.rounds); };
+                const auto per_round_ms = [&](double seconds) {
+                    return 1e3 * seconds / double(s.rounds);
+                };
                 const DecodeStats::RoundTimes& t = s.round_times;
                 const double total = per_round_ms(s.decode_seconds);
-                const std::string steps = depth == 1   ? " (the last round's pairs flushed)"
-                                          : depth == 2 ? " (the last round's pairs flushed, then 1 chained step)"
-                                          : depth > 2  ? " (the last round's pairs flushed, then " +
-                                                            std::to_string(depth - 1) + " chained steps)"
-                                                       : "";
-                say("  a round: %.2f ms = drafting %.2f%s + verify %.2f + sampling and acceptance %.2f + "
-                    "commit %.2f + %.2f else; %.2f plain tokens\n",
+                const std::string steps = drafting_parts(depth);
+                say("  a round: %.2f ms = drafting %.2f%s + verify %.2f + sampling and "
+                    "acceptance %.2f + commit %.2f + %.2f else; %.2f plain tokens\n",
                     total, per_round_ms(t.draft), steps.c_str(), per_round_ms(t.verify),
-                    per_round_ms(t.accept), per_round_ms(t.commit),
-                    total - per_round_ms(t.sum()), total * 1e-3 * back_to_back_tps);
-                row["round_ms"] = {{"draft", per_round_ms(t.draft)},   {"verify", per_round_ms(t.verify)},
-                                   {"accept", per_round_ms(t.accept)}, {"commit", per_round_ms(t.commit)},
+                    per_round_ms(t.accept), per_round_ms(t.commit), total - per_round_ms(t.sum()),
+                    total * 1e-3 * back_to_back_tps);
+                row["round_ms"] = {{"draft", per_round_ms(t.draft)},
+                                   {"verify", per_round_ms(t.verify)},
+                                   {"accept", per_round_ms(t.accept)},
+                                   {"commit", per_round_ms(t.commit)},
                                    {"total", total}};
             }
             if (depth > 0) {

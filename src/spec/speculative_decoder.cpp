@@ -131,7 +131,8 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     // ZeroPagesBuffer maps as such; a write a 4 KiB page touches them), and the copies are
     // made only where something writes them: 0.3-1.4 ms at any depth.
     const int64_t max_w = depth + 1;
-    ZeroPagesBuffer round_logits(std::max(size_t(max_w * V), kHugePageBytes / sizeof(float)));  // [max_w, V]
+    ZeroPagesBuffer round_logits(
+        std::max(size_t(max_w * V), kHugePageBytes / sizeof(float)));  // [max_w, V]
     for (size_t i = 0; i < round_logits.size(); i += 1024) round_logits.data()[i] = 0.0f;
     round_hidden.resize(size_t(max_w * H));
     batch.reserve(size_t(max_w));
