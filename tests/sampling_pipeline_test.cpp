@@ -348,6 +348,50 @@ TEST(SamplingPipeline, WorkspaceViewsTheInputWhenNothingChangesIt) {
     EXPECT_EQ(d.ids, std::vector<int32_t>{2});
 }
 
+// presize_for_sampling makes exactly the [V] buffers process() then writes in full: it leaves
+// them where they are (no reallocation, so no first touch inside a decode round), and makes
+// none that process() leaves unused.
+TEST(SamplingPipeline, PresizeMakesWhatProcessWritesAndNothingElse) {
+    constexpr int64_t V = 1000;
+    std::vector<float> logits(V);
+    for (int64_t i = 0; i < V; ++i) logits[size_t(i)] = float((i * 37) % 101) / 17.0f;
+    struct Case {
+        const char* name;
+        SamplerParams params;
+        bool copy, dense;  // process() writes a [V] copy / [V] dense weights
+    };
+    SamplerParams greedy = plain(), biased = plain(), penalized = plain(), top_k = plain(),
+                  dense = plain();
+    greedy.temperature = 0.0f;
+    biased.temperature = 0.0f;
+    biased.logit_bias = {{3, 1.0f}};
+    penalized.repeat_penalty = 1.2f;
+    penalized.penalty_last_n = 8;
+    penalized.top_k = 40;
+    top_k.top_k = 40;
+    dense.top_k = 0;
+    for (const Case& c : {Case{"greedy", greedy, false, false}, Case{"bias", biased, true, false},
+                          Case{"penalties, top-k", penalized, true, false},
+                          Case{"top-k", top_k, false, false}, Case{"no top-k", dense, false, true}}) {
+        SamplingWorkspace w;
+        presize_for_sampling(c.params, V, w);
+        EXPECT_EQ(w.logits.size(), c.copy ? size_t(V) : 0u) << c.name;
+        EXPECT_EQ(w.weights.size(), c.dense ? size_t(V) : 0u) << c.name;
+        const float* copy = w.logits.data();
+        const float* weights = w.weights.data();
+        Distribution d;
+        process(logits, std::vector<int32_t>{3, 5}, c.params, w, d);
+        if (c.copy) {
+            EXPECT_EQ(w.logits.data(), copy) << c.name;
+        }
+        if (c.dense) {
+            EXPECT_EQ(w.weights.data(), weights) << c.name;
+        }
+        EXPECT_EQ(w.logits.size(), c.copy ? size_t(V) : 0u) << c.name;
+        EXPECT_EQ(w.weights.size(), c.dense ? size_t(V) : 0u) << c.name;
+    }
+}
+
 // Naive reference of the documented rules: full sort, then prefix scans.
 Distribution reference_pipeline(const std::vector<float>& logits, const SamplerParams& params) {
     const size_t n = logits.size();

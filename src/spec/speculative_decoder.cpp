@@ -128,8 +128,8 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     // time: on that VM a first touch of a 4 KiB page takes about 10 us, and depth 4's 10 MB
     // (the logits, and a copy of them a position) took 28 ms before the first round, 5.5 ms at
     // depth 0. So the logits go on huge pages where the kernel allows (at least one, which
-    // ZeroPagesBuffer maps as such; a write a 4 KiB page touches them), and the copies are
-    // made only where something writes them: 0.3-1.4 ms at any depth.
+    // ZeroPagesBuffer maps as such; a write a 4 KiB page touches them), and the sampling
+    // buffers are made only where process() writes them: 0.3-1.4 ms at any depth.
     const int64_t max_w = depth + 1;
     ZeroPagesBuffer round_logits(
         std::max(size_t(max_w * V), kHugePageBytes / sizeof(float)));  // [max_w, V]
@@ -140,10 +140,9 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     targets.resize(size_t(max_w));
     processed.resize(size_t(max_w));
     for (SamplingWorkspace& w : processed) {
-        // Written only where bias or penalties change the logits (process() otherwise reads the
-        // round's logits in place): a megabyte a position that greedy decoding never uses.
-        if (params.changes_logits()) w.logits.resize(size_t(V));
-        if (!params.greedy()) w.weights.resize(size_t(V));
+        // Only what process() writes: a megabyte a position that greedy decoding without bias
+        // or penalties never uses (it reads the round's logits in place).
+        presize_for_sampling(params, V, w);
         reserve_for_sampling(params, V, w, history.capacity());
     }
     for (Distribution& t : targets) reserve_for_sampling(params, V, t);
