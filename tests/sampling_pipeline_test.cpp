@@ -370,9 +370,10 @@ TEST(SamplingPipeline, PresizeMakesWhatProcessWritesAndNothingElse) {
     penalized.top_k = 40;
     top_k.top_k = 40;
     dense.top_k = 0;
-    for (const Case& c : {Case{"greedy", greedy, false, false}, Case{"bias", biased, true, false},
-                          Case{"penalties, top-k", penalized, true, false},
-                          Case{"top-k", top_k, false, false}, Case{"no top-k", dense, false, true}}) {
+    for (const Case& c :
+         {Case{"greedy", greedy, false, false}, Case{"bias", biased, true, false},
+          Case{"penalties, top-k", penalized, true, false}, Case{"top-k", top_k, false, false},
+          Case{"no top-k", dense, false, true}}) {
         SamplingWorkspace w;
         presize_for_sampling(c.params, V, w);
         EXPECT_EQ(w.logits.size(), c.copy ? size_t(V) : 0u) << c.name;

@@ -300,7 +300,8 @@ void reserve_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWo
 
 void presize_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w) {
     if (params.changes_logits()) w.logits.resize(static_cast<size_t>(vocab));
-    if (!params.greedy() && !uses_top_k(params, vocab)) w.weights.resize(static_cast<size_t>(vocab));
+    if (!params.greedy() && !uses_top_k(params, vocab))
+        w.weights.resize(static_cast<size_t>(vocab));
 }
 
 void apply_bias_and_penalties(std::span<const float> logits, std::span<const int32_t> history,
