@@ -206,9 +206,10 @@ int cmd_bench(const std::vector<std::string>& argv) {
                   << "decodes), the verify cost curve cost(N)/cost(1) for N = 1..8 (cost(1): a\n"
                   << "plain decoding step; N >= 2: a verify forward of N positions), the cost of\n"
                   << "rolling a verify back, and MTP decode at depths 1..4 (greedy; its speed-up\n"
-                  << "over the back-to-back plain decode), each next to its modelled speed-up\n"
-                  << "(tokens per round from the run's per-position acceptance over the round's\n"
-                  << "cost: cost(k+1)/cost(1) + k draft steps).\n"
+                  << "over the back-to-back plain decode), each with where a round's time went\n"
+                  << "(drafting, verify, sampling and acceptance, commit) and next to its\n"
+                  << "modelled speed-up (tokens per round from the run's per-position acceptance\n"
+                  << "over the round's cost: cost(k+1)/cost(1) + k draft steps).\n"
                   << "A synthetic model is built in memory with seeded random weights of the\n"
                   << "release's shapes (it fails up front when MemAvailable is too small).\n\n"
                   << Args::help_text(specs);
