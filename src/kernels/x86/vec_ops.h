@@ -399,15 +399,16 @@ inline GdnToken gdn_token(const float* q, const float* k, const float* v, const 
 // One pass of gdn_columns_tokens over a block (its docs) for token tk: First, the decayed state
 // is formed from the state read from S0 (else from `work`); Next, the next token's (nx) decayed
 // state goes into `work` and its sum with the next key into acc (else acc takes zeros); Snap,
-// this token's state goes to `to` (streamed where its rows are whole aligned lines). acc: [U] the
-// token's sum_d decayed[d] k[d] on entry. Rows of `to` and of the next block are row_stride
-// floats apart.
+// this token's state goes to `to` (I::stream: streamed where a vector is a whole aligned one).
+// acc: [U] the token's sum_d decayed[d] k[d] on entry. Rows of `to` and of the next block are
+// row_stride floats apart.
 // While it computes, pass `pass` of `passes` fetches into L2 its share of the next block's rows
 // (`fetch`; nullptr: none): rows pass, pass + passes, ... The passes together fetch every row,
 // spread over the block's whole time; fetching the whole next block into L1 during the first
-// pass (as before session 52) evicted `work`, which fills most of L1. A function rather than a lambda over the block's arrays, so that the
-// compiler keeps the accumulators in registers whatever it inlines around it (a copy of the
-// lambda compiled in another unit kept them on the stack and took 2x the time).
+// pass (as before session 52) evicted `work`, which fills most of L1. A function rather than a
+// lambda over the block's arrays, so that the compiler keeps the accumulators in registers
+// whatever it inlines around it (a copy of the lambda compiled in another unit kept them on the
+// stack and took 2x the time).
 template <class I, int U, bool Partial, bool First, bool Next, bool Snap>
 [[gnu::always_inline]] inline void gdn_token_pass(const float* S0, int64_t s0_stride, float* work,
                                                   int Dk, int last, const GdnToken& tk,
@@ -416,8 +417,6 @@ template <class I, int U, bool Partial, bool First, bool Next, bool Snap>
                                                   int pass, int passes) {
     using V = typename I::V;
     constexpr int64_t W = U * I::L;  // floats per row of work
-    const bool to_aligned =
-        (reinterpret_cast<uintptr_t>(to) & 63) == 0 && (row_stride * sizeof(float)) % 64 == 0;
     auto load = [&](const float* p, int u) { return load_block_vector<I, U, Partial>(p, u, last); };
     const V vbeta = I::set1(tk.beta), vdecay = I::set1(tk.decay), vdecay_next = I::set1(nx.decay);
     V delta[U], out[U], acc_next[U];
@@ -441,15 +440,8 @@ template <class I, int U, bool Partial, bool First, bool Next, bool Snap>
             const V decayed = First ? I::mul(load(S0 + d * s0_stride + u * I::L, u), vdecay)
                                     : I::load(work + d * W + u * I::L);
             const V s = I::fma(kd, delta[u], decayed);
-            if constexpr (Snap) {
-                float* p = to + d * row_stride + u * I::L;
-                if (Partial && u == U - 1)
-                    I::store_part(p, s, last);
-                else if (to_aligned)
-                    I::stream(p, s, I::L);
-                else
-                    I::store(p, s);
-            }
+            if constexpr (Snap)
+                I::stream(to + d * row_stride + u * I::L, s, Partial && u == U - 1 ? last : I::L);
             out[u] = I::fma(s, qd, out[u]);
             if constexpr (Next) {
                 const V decayed_next = I::mul(s, vdecay_next);
