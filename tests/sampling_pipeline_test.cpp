@@ -348,10 +348,10 @@ TEST(SamplingPipeline, WorkspaceViewsTheInputWhenNothingChangesIt) {
     EXPECT_EQ(d.ids, std::vector<int32_t>{2});
 }
 
-// presize_for_sampling makes exactly the [V] buffers process() then writes in full: it leaves
-// them where they are (no reallocation, so no first touch inside a decode round), and makes
-// none that process() leaves unused.
-TEST(SamplingPipeline, PresizeMakesWhatProcessWritesAndNothingElse) {
+// reserve_for_sampling sizes exactly the [V] buffers process() then writes in full: process()
+// leaves them where they are (no reallocation, so no first touch inside a decode round), and it
+// makes none that process() leaves unused.
+TEST(SamplingPipeline, ReserveSizesWhatProcessWritesInFullAndNothingElse) {
     constexpr int64_t V = 1000;
     std::vector<float> logits(V);
     for (int64_t i = 0; i < V; ++i) logits[size_t(i)] = float((i * 37) % 101) / 17.0f;
@@ -375,7 +375,7 @@ TEST(SamplingPipeline, PresizeMakesWhatProcessWritesAndNothingElse) {
           Case{"penalties, top-k", penalized, true, false}, Case{"top-k", top_k, false, false},
           Case{"no top-k", dense, false, true}}) {
         SamplingWorkspace w;
-        presize_for_sampling(c.params, V, w);
+        reserve_for_sampling(c.params, V, w, 16);
         EXPECT_EQ(w.logits.size(), c.copy ? size_t(V) : 0u) << c.name;
         EXPECT_EQ(w.weights.size(), c.dense ? size_t(V) : 0u) << c.name;
         const float* copy = w.logits.data();

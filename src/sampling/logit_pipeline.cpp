@@ -288,20 +288,14 @@ void reserve_for_sampling(const SamplerParams& params, int64_t vocab, Distributi
 
 void reserve_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w,
                           size_t max_history) {
-    w.logits.reserve(static_cast<size_t>(vocab));
+    if (params.changes_logits()) w.logits.resize(static_cast<size_t>(vocab));
     w.recent.reserve(reserved_penalty_window(params, max_history));
     if (params.greedy()) return;
     w.candidates.reserve(candidate_capacity(params, vocab));
     if (!uses_top_k(params, vocab)) {
-        w.weights.reserve(static_cast<size_t>(vocab));
+        w.weights.resize(static_cast<size_t>(vocab));
         if (params.top_p < 1.0f) w.nucleus_mass.reserve(4 * kNucleusBuckets);
     }
-}
-
-void presize_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w) {
-    if (params.changes_logits()) w.logits.resize(static_cast<size_t>(vocab));
-    if (!params.greedy() && !uses_top_k(params, vocab))
-        w.weights.resize(static_cast<size_t>(vocab));
 }
 
 void apply_bias_and_penalties(std::span<const float> logits, std::span<const int32_t> history,

@@ -61,15 +61,13 @@ struct SamplingWorkspace {
 // that reserves its workspaces and output distributions before the first round allocates
 // nothing later, even at a position (a draft depth) it first reaches late. max_history: the
 // most history tokens it will pass (the penalty window of a whole-history -1 setting).
+// The [vocab] buffers process() writes in full are sized, their pages touched, so that no round
+// pays the first touches (a megabyte each, whose first touch took 2-3 ms on a VM): the copy that
+// bias or penalties make, the dense weights of sampling without top-k. Those it never writes
+// stay empty (greedy decoding without bias or penalties writes neither).
 void reserve_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w,
                           size_t max_history);
 void reserve_for_sampling(const SamplerParams& params, int64_t vocab, Distribution& d);
-// Sizes the [vocab] buffers process() with `params` writes in full, touching their pages: the
-// copy that bias or penalties make, the dense weights of sampling without top-k. Others stay
-// empty (greedy decoding without bias or penalties writes none). A decode loop calls it once,
-// before its first round, so that no round pays the first touches (reserve_for_sampling only
-// reserves: a megabyte each, whose first touch took 2-3 ms on a VM).
-void presize_for_sampling(const SamplerParams& params, int64_t vocab, SamplingWorkspace& w);
 
 // Steps 1-2 (no temperature): writes the biased, penalized logits into out, [V]; `recent` is
 // scratch for the penalty window.

@@ -129,7 +129,8 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     // (the logits, and a copy of them a position) took 28 ms before the first round, 5.5 ms at
     // depth 0. So the logits go on huge pages where the kernel allows (at least one, which
     // ZeroPagesBuffer maps as such; a write a 4 KiB page touches them), and the sampling
-    // buffers are made only where process() writes them: 0.3-1.4 ms at any depth.
+    // buffers are made only where process() writes them (reserve_for_sampling): 0.3-1.4 ms at
+    // any depth.
     const int64_t max_w = depth + 1;
     ZeroPagesBuffer round_logits(
         std::max(size_t(max_w * V), kHugePageBytes / sizeof(float)));  // [max_w, V]
@@ -139,12 +140,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     verdict.tokens.reserve(size_t(max_w));
     targets.resize(size_t(max_w));
     processed.resize(size_t(max_w));
-    for (SamplingWorkspace& w : processed) {
-        // Only what process() writes: a megabyte a position that greedy decoding without bias
-        // or penalties never uses (it reads the round's logits in place).
-        presize_for_sampling(params, V, w);
-        reserve_for_sampling(params, V, w, history.capacity());
-    }
+    for (SamplingWorkspace& w : processed) reserve_for_sampling(params, V, w, history.capacity());
     for (Distribution& t : targets) reserve_for_sampling(params, V, t);
     proposal.reserve(size_t(depth), [&](Distribution& q) { reserve_for_sampling(params, V, q); });
     int previous_k = -1;  // the previous round's drafts (-1: no round yet)
