@@ -88,8 +88,8 @@ constexpr int kMaxTileCols = 4;
 // 16: Q4_0R 0.90, 0.94, 0.93x, Q8_0R (12, 16) 0.97, 0.94x. tools/kernel_ab against passes of 4:
 // 0.8B Q4_0R width 5 0.901; 2B Q4_0R width 5 0.869, width 8 0.853, Q8_0R width 5 0.923. A
 // prefill (128 tokens, cursor) in passes of 8 took 1.13-1.17x the time (1.13-1.14x with one
-// group a tile, whose sums then fit the registers), so the cursor's calls keep passes of 4, as
-// AMD does, where the wide tiles were not measured.
+// group a tile, whose sums then fit the registers), so the cursor's calls keep passes of 4
+// (kLoneColumnJoins: but not a pass of one column).
 constexpr int64_t kWideTileCols = 8;
 // Above this many columns a tile takes two groups, each activation broadcast then serving both;
 // up to it, one group, whose single stream the prefetch cursor covers exactly (with two groups
@@ -114,6 +114,17 @@ constexpr int64_t kPrefetchAheadBytes = 24576;
 // width 5 0.942, 8 0.876; Q4_K_M width 8 0.853; width 4 (one pass) 1.007. A prefill of 128 with
 // the first two of its 32 passes sharing took 1.010x.
 constexpr int64_t kCursorSpreadUpTo = 16;
+// The cursor's column passes over a tile, up to kCursorSpreadUpTo columns: of kMaxTileCols, but
+// a lone last column joins the pass before it (5 = one pass of 5, 9 = 4 + 5). A pass of one
+// column loads the tile's codes again, unpacks them again and runs its dot products for one
+// column alone: in the 5-column verify of MTP depth 4 it cost about what the other four did.
+// Session 54, the 2-core Zen 5 VM, tools/kernel_ab against passes of 4 + 1 (0.8B, the cursor):
+// Q4_K_M width 5 0.908, 0.937 (its Q4_KR and Q6_KR unpack the most); Q4_0R width 5 0.972, 1.005,
+// width 9 (4 + 5) 0.984. One pass of 5 for Q8_0R 1.017, so Q8_0R (no codes to unpack: its second
+// pass only loads them from cache) keeps 4 + 1. Wider single passes lost: width 8 in one pass
+// against 4 + 4, Q4_K_M 1.050, Q4_0R 1.055 (the sums spill); width 6 Q4_K_M 0.998.
+template <WType T>
+constexpr bool kLoneColumnJoins = T != WType::Q8_0R;
 
 // How the tiles of a call prefetch (header): Cursor kPrefetchAheadBytes ahead, GroupStreams
 // each group's own codes and scales kGroupStreamAheadBytes of codes ahead (and its codes
@@ -625,6 +636,10 @@ template <WType T, int RG, bool Gfni, Fetch F, bool kUnpacked = false>
 void tile_cols(int c, const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumns& x,
                int64_t j0, const __mmask16 (&store)[RG], float* y, int64_t ldy,
                const PassFetch& share, const uint8_t* unpacked = nullptr) {
+    if constexpr (F == Fetch::Cursor && !kUnpacked && kLoneColumnJoins<T>) {
+        if (c == kMaxTileCols + 1)
+            return tile<T, RG, kMaxTileCols + 1, Gfni, F>(L, group, x, j0, store, y, ldy, share);
+    }
     if constexpr (F == Fetch::GroupStreams) {  // wide tiles (kWideTileCols) only there
         switch (c) {
             case 8: return tile<T, RG, 8, Gfni, F>(L, group, x, j0, store, y, ldy, share);
@@ -652,7 +667,7 @@ void tile_cols(int c, const RowGroupGeometry& L, const uint8_t* group, const Qua
 
 // The call's tiles, groups g0 .. g1-1: tile_groups (1 to 4) groups a tile while that many are
 // left (one fewer where one more is left), then what is left as one tile; columns kWideTileCols
-// (group streams) or kMaxTileCols (the cursor) at a time.
+// (group streams) or kMaxTileCols (the cursor; kLoneColumnJoins) at a time.
 template <WType T, bool Gfni, Fetch F>
 void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g1, int64_t tile_groups,
            const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
@@ -668,7 +683,10 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
     uint8_t* unpacked = nullptr;
     if (unpack_once) unpacked = x86::tile_scratch(tile_groups * L.blocks * kUnpackedBytesPerBlock);
     constexpr int64_t cols_per_pass = F == Fetch::GroupStreams ? kWideTileCols : kMaxTileCols;
-    const int64_t fetching_passes = x.n <= kCursorSpreadUpTo ? (x.n + cols_per_pass - 1) / cols_per_pass : 1;
+    const bool lone_column_joins = F == Fetch::Cursor && kLoneColumnJoins<T> &&
+                                   x.n <= kCursorSpreadUpTo && x.n % cols_per_pass == 1 && x.n > 1;
+    const int64_t passes = (x.n + cols_per_pass - 1) / cols_per_pass - (lone_column_joins ? 1 : 0);
+    const int64_t fetching_passes = x.n <= kCursorSpreadUpTo ? passes : 1;
     for (int64_t g = g0; g < g1;) {
         const int64_t left = g1 - g;
         // One group more than a tile takes goes as a smaller tile and a pair, not a tile and a
@@ -688,8 +706,11 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
                 unpack_affine_k_scales_tile(L, at(g), n_groups,
                                             unpacked + unpacked_codes_bytes(L, n_groups));
         }
-        for (int64_t j0 = 0; j0 < x.n; j0 += cols_per_pass) {
-            const int c = int(std::min<int64_t>(cols_per_pass, x.n - j0));
+        for (int64_t j0 = 0, pass_cols = 0; j0 < x.n; j0 += pass_cols) {
+            pass_cols = lone_column_joins && x.n - j0 == cols_per_pass + 1
+                            ? cols_per_pass + 1
+                            : std::min<int64_t>(cols_per_pass, x.n - j0);
+            const int c = int(pass_cols);
             float* yt = y + j0 * ldy + g * 16;
             PassFetch share;
             if (F == Fetch::GroupStreams && j0 == 0) share.end = at(g1);
