@@ -117,7 +117,8 @@ constexpr int64_t kCursorSpreadUpTo = 16;
 // The cursor's column passes over a tile, up to kCursorSpreadUpTo columns: of kMaxTileCols, but
 // a lone last column joins the pass before it (5 = one pass of 5, 9 = 4 + 5). A pass of one
 // column loads the tile's codes again, unpacks them again and runs its dot products for one
-// column alone: in the 5-column verify of MTP depth 4 it cost about what the other four did.
+// column alone: in width-5 Q4_K_M forwards (the 5-column verify of MTP depth 4) Q4_KR's
+// one-column passes took half the samples its four-column passes took (perf, session 54).
 // Session 54, the 2-core Zen 5 VM, tools/kernel_ab against passes of 4 + 1 (0.8B, the cursor):
 // Q4_K_M width 5 0.908, 0.937 (its Q4_KR and Q6_KR unpack the most); Q4_0R width 5 0.972, 1.005,
 // width 9 (4 + 5) 0.984. One pass of 5 for Q8_0R 1.017, so Q8_0R (no codes to unpack: its second
