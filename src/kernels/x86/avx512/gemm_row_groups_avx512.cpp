@@ -122,7 +122,8 @@ constexpr int64_t kCursorSpreadUpTo = 16;
 // Session 54, the 2-core Zen 5 VM, tools/kernel_ab against passes of 4 + 1 (0.8B, the cursor):
 // Q4_K_M width 5 0.908, 0.937 (its Q4_KR and Q6_KR unpack the most); Q4_0R width 5 0.972, 1.005,
 // width 9 (4 + 5) 0.984; the 2B at width 5, Q4_K_M 0.806, Q4_0R 0.943. One pass of 5 for Q8_0R
-// 1.017, so Q8_0R (no codes to unpack: its second pass only loads them from cache) keeps 4 + 1.
+// 1.017, 1.035 (the 2B 0.957), so Q8_0R (no codes to unpack: its second pass only loads them
+// from cache) keeps 4 + 1.
 // Wider single passes lost: width 8 in one pass against 4 + 4, Q4_K_M 1.050, Q4_0R 1.055 (the
 // sums spill); width 6 Q4_K_M 0.998.
 template <WType T>
