@@ -134,7 +134,9 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     const int64_t max_w = depth + 1;
     ZeroPagesBuffer round_logits(
         std::max(size_t(max_w * V), kHugePageBytes / sizeof(float)));  // [max_w, V]
-    for (size_t i = 0; i < round_logits.size(); i += 1024) round_logits.data()[i] = 0.0f;
+    constexpr size_t kFloatsPerSmallPage = 4096 / sizeof(float);
+    for (size_t i = 0; i < round_logits.size(); i += kFloatsPerSmallPage)
+        round_logits.data()[i] = 0.0f;
     round_hidden.resize(size_t(max_w * H));
     batch.reserve(size_t(max_w));
     verdict.tokens.reserve(size_t(max_w));

@@ -643,7 +643,8 @@ void tile_cols(int c, const RowGroupGeometry& L, const uint8_t* group, const Qua
         if (c == kMaxTileCols + 1)
             return tile<T, RG, kMaxTileCols + 1, Gfni, F>(L, group, x, j0, store, y, ldy, share);
     }
-    if constexpr (F == Fetch::GroupStreams) {  // wide tiles (kWideTileCols) only there
+    if constexpr (F ==
+                  Fetch::GroupStreams) {  // wide tiles (kWideTileCols); the cursor's widest is 5
         switch (c) {
             case 8: return tile<T, RG, 8, Gfni, F>(L, group, x, j0, store, y, ldy, share);
             case 7: return tile<T, RG, 7, Gfni, F>(L, group, x, j0, store, y, ldy, share);
