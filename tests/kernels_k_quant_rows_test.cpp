@@ -98,17 +98,18 @@ WeightMatrix rows_of(const KQuant& k, const KTensor& q) {
     return w;
 }
 
-// The byte offsets inside a group that belong to lane `lane` (the layouts in kernels/row_groups.h).
+// The byte offsets inside a group that belong to lane `lane` (the layouts in kernels/row_groups.h,
+// worked out here by hand): spans of a super-block (Q4_KR, Q5_KR: 320 scale bytes, then 8 blocks'
+// codes) or of two (Q6_KR: 2 x 288 scale bytes, then 16 blocks' codes).
 std::vector<size_t> lane_bytes(WType type, int64_t cols, int lane) {
     std::vector<size_t> at;
-    const int64_t code_bytes = row_group_block_code_bytes(type);
-    for (int64_t b = 0; b < cols / 32; ++b)
-        for (int64_t v = 0; v < code_bytes / 64; ++v)
-            for (int i = 0; i < 4; ++i) at.push_back(size_t(b * code_bytes + v * 64 + 4 * lane + i));
-    const size_t scales = row_group_scales_offset(type, cols);
+    const bool q4 = row_group_affine_k(type);  // Q4_KR, Q5_KR
+    const int64_t code_bytes = q4 ? (type == WType::Q5_KR ? 320 : 256) : 384;
+    const int64_t supers_a_span = q4 ? 1 : 2, scale_bytes = q4 ? 320 : 288;
+    const int64_t span_bytes = supers_a_span * (scale_bytes + 8 * code_bytes);
     for (int64_t sb = 0; sb < cols / 256; ++sb) {
-        const bool q4 = row_group_affine_k(type);  // Q4_KR, Q5_KR
-        const size_t super = scales + size_t(sb) * size_t(q4 ? kQ4KGroupScaleBytes : kQ6KGroupScaleBytes);
+        const size_t span = size_t(sb / supers_a_span * span_bytes);
+        const size_t super = span + size_t(sb % supers_a_span * scale_bytes);
         for (int i = 0; i < 2; ++i) {
             at.push_back(super + size_t(2 * lane + i));                  // d
             if (q4) at.push_back(super + 32 + size_t(2 * lane + i));     // dmin
@@ -117,6 +118,10 @@ std::vector<size_t> lane_bytes(WType type, int64_t cols, int lane) {
             const size_t block = super + (q4 ? 64 : 32) + size_t(32 * k);
             at.push_back(block + size_t(lane));       // sc (Q6_K: of the first 16 values)
             at.push_back(block + 16 + size_t(lane));  // mn (Q6_K: sc of the last 16)
+            const size_t codes = span + size_t(supers_a_span * scale_bytes +
+                                               (sb % supers_a_span * 8 + k) * code_bytes);
+            for (int64_t v = 0; v < code_bytes / 64; ++v)
+                for (int i = 0; i < 4; ++i) at.push_back(codes + size_t(v * 64 + 4 * lane + i));
         }
     }
     return at;
@@ -129,13 +134,14 @@ TEST(KernelsKQuantRows, HoldEveryValueAndZeroPadding) {
             const KTensor q(k, s.rows, s.cols, 1);
             const WeightMatrix w = rows_of(k, q);
             ASSERT_EQ(k.rows_type, w.type);
-            // A group: 16 rows' codes (4, 5 or 6 bits a value), then the scales: Q4_K and Q5_K 320
-            // bytes a super-block (4.625 and 5.625 bits a value in all), Q6_K 288 (6.5625), padded
-            // to 64 bytes.
-            const int64_t blocks = s.cols / 32, supers = s.cols / 256;
-            const size_t group_bytes = k.dtype == DType::Q4_K   ? size_t(blocks * 256 + supers * 320)
-                                       : k.dtype == DType::Q5_K ? size_t(blocks * 320 + supers * 320)
-                                                                : size_t(blocks * 384 + (supers * 288 + 63) / 64 * 64);
+            // A group: per super-block 320 scale bytes and 16 rows' codes (Q4_K 4 bits a value,
+            // Q5_K 5: 4.625 and 5.625 bits a value in all); Q6_K per two super-blocks 2 x 288
+            // and 6-bit codes (6.5625), an odd last super-block's span padded with zeros.
+            const int64_t supers = s.cols / 256;
+            const size_t group_bytes = k.dtype == DType::Q4_K ? size_t(supers * (320 + 8 * 256))
+                                       : k.dtype == DType::Q5_K
+                                           ? size_t(supers * (320 + 8 * 320))
+                                           : size_t((supers + 1) / 2 * 2 * (288 + 8 * 384));
             ASSERT_EQ(group_bytes, row_group_bytes(k.rows_type, s.cols));
             EXPECT_EQ(size_t(row_groups(s.rows)) * group_bytes, w.nbytes());
             std::vector<float> want(size_t(s.rows * s.cols)), got(size_t(s.cols));
@@ -144,8 +150,8 @@ TEST(KernelsKQuantRows, HoldEveryValueAndZeroPadding) {
                 weight_row_f32(w, r, got.data());
                 ASSERT_EQ(0, std::memcmp(got.data(), want.data() + r * s.cols, got.size() * sizeof(float))) << "row " << r;
             }
-            // Every group's bytes that are no row's (the last group's lanes past `rows`, the scale
-            // padding): zero.
+            // Every group's bytes that are no row's (the last group's lanes past `rows`, an odd
+            // last Q6_K super-block's missing partner): zero.
             std::vector<bool> owned(group_bytes, false);
             for (int lane = 0; lane < kRowGroupRows; ++lane)
                 for (size_t at : lane_bytes(k.rows_type, s.cols, lane)) owned[at] = true;
@@ -166,6 +172,25 @@ TEST(KernelsKQuantRows, HoldEveryValueAndZeroPadding) {
             ASSERT_TRUE(repack_rows(k, q.t, s.rows, s.cols, pooled, &pool));
             ASSERT_EQ(0, std::memcmp(pooled.data, w.data, w.nbytes()));
         }
+}
+
+// The spans at offsets worked out by hand: a Q4_KR super-block takes 320 scale bytes and 8 x 256
+// code bytes (2368), a Q5_KR one 320 + 8 x 320 (2880); Q6_KR spans of two super-blocks 2 x 288 +
+// 16 x 384 (6720), so 768 columns (3 super-blocks) take two spans, the second half empty.
+TEST(KernelsKQuantRows, SpansHoldTheirScalesBeforeTheirCodes) {
+    EXPECT_EQ(320, row_group_codes_at(WType::Q4_KR, 0));
+    EXPECT_EQ(2368 + 320 + 256, row_group_codes_at(WType::Q4_KR, 9));
+    EXPECT_EQ(2368, row_group_super_scales_at(WType::Q4_KR, 8));
+    EXPECT_EQ(2368, row_group_super_scales_at(WType::Q4_KR, 15));
+    EXPECT_EQ(2u * 2368, row_group_bytes(WType::Q4_KR, 512));
+    EXPECT_EQ(2880 + 320, row_group_codes_at(WType::Q5_KR, 8));
+    EXPECT_EQ(3u * 2880, row_group_bytes(WType::Q5_KR, 768));
+    EXPECT_EQ(576, row_group_codes_at(WType::Q6_KR, 0));
+    EXPECT_EQ(576 + 8 * 384, row_group_codes_at(WType::Q6_KR, 8));
+    EXPECT_EQ(288, row_group_super_scales_at(WType::Q6_KR, 8));
+    EXPECT_EQ(6720 + 576 + 384, row_group_codes_at(WType::Q6_KR, 17));
+    EXPECT_EQ(6720, row_group_super_scales_at(WType::Q6_KR, 16));
+    EXPECT_EQ(2u * 6720, row_group_bytes(WType::Q6_KR, 768));
 }
 
 TEST(KernelsKQuantRows, RefuseOtherTensorsAndShapes) {

@@ -32,17 +32,15 @@ WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std:
     auto* base = static_cast<uint8_t*>(w.owner.get());
     const int64_t groups = row_groups(rows);
     if (rows % kRowGroupRows) std::memset(base + size_t(groups - 1) * group_bytes, 0, group_bytes);
-    // Q4_0R, Q8_0R with an odd block count: the last pair's second codes and scales; the
-    // K-quants: scales short of a whole line (Q6_KR's odd super-block count).
-    const int64_t blocks = cols / 32;
-    const size_t padding_from =
-        row_group_paired(t)
-            ? size_t(row_group_codes_at(t, blocks - 1) + row_group_block_code_bytes(t))
-            : row_group_scales_offset(t, cols) + row_group_scale_bytes(t, cols);
-    if (padding_from < group_bytes)
+    // A last span short of blocks (Q4_0R, Q8_0R: an odd block count; Q6_KR: an odd super-block
+    // count): zeroed whole, so its missing blocks' codes and scales are zero (the rows' stores
+    // fill in the rest).
+    const int64_t blocks = cols / 32, span = row_group_span_blocks(t);
+    if (blocks % span) {
+        const size_t last_span = size_t((blocks / span) * row_group_span_bytes(t));
         for (int64_t g = 0; g < groups; ++g)
-            std::memset(base + size_t(g) * group_bytes + padding_from, 0,
-                        group_bytes - padding_from);
+            std::memset(base + size_t(g) * group_bytes + last_span, 0, group_bytes - last_span);
+    }
     return w;
 }
 
@@ -62,16 +60,19 @@ WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, Thre
 
 namespace {
 
-// Q4_KR: where a super-block's scales start in a group, and block b's sc (its mn 16 bytes on).
-size_t q4_k_super_scales(size_t scales, int64_t b) { return scales + size_t(b / 8) * kQ4KGroupScaleBytes; }
-size_t q4_k_block_scales(size_t scales, int64_t b) { return q4_k_super_scales(scales, b) + 64 + size_t(b % 8) * 32; }
+// Q4_KR, Q5_KR: where block b's super-block's scales start in a group, and block b's sc (its mn
+// 16 bytes on).
+size_t q4_k_super_scales(WType t, int64_t b) { return size_t(row_group_super_scales_at(t, b)); }
+size_t q4_k_block_scales(WType t, int64_t b) {
+    return q4_k_super_scales(t, b) + 64 + size_t(b % 8) * 32;
+}
 // Q5_KR: the code of step s's element t (bytes 4s..4s+3 of a lane's step) in a block's 32 codes q:
 // steps 0..3 are elements 4s + t, steps 4..7 elements 16 + 4(s - 4) + t.
 uint8_t q5_k_step_element(int s, int t, const uint8_t* q) { return q[s < 4 ? 4 * s + t : 16 + 4 * (s - 4) + t]; }
 // Q6_KR: where a super-block's scales (its d) start in a group, and block b's sc_a (its sc_b 16
 // bytes on).
-size_t q6_k_super_scales(size_t scales, int64_t b) { return scales + size_t(b / 8) * kQ6KGroupScaleBytes; }
-size_t q6_k_block_scales(size_t scales, int64_t b) { return q6_k_super_scales(scales, b) + 32 + size_t(b % 8) * 32; }
+size_t q6_k_super_scales(int64_t b) { return size_t(row_group_super_scales_at(WType::Q6_KR, b)); }
+size_t q6_k_block_scales(int64_t b) { return q6_k_super_scales(b) + 32 + size_t(b % 8) * 32; }
 // Q6_KR: the bytes of element e's low 4 bits (nibble q6_low_shift(e)) and high 2 bits (at bit
 // q6_high_shift(e)) in lane `lane` of a block's codes: step s = e / 4 is nibble s % 2 of vector
 // s / 2, and bits 2 (s % 4) of vector 4 + s / 4.
@@ -86,7 +87,6 @@ int q6_high_shift(int e) { return 2 * (e / 4 % 4); }
 void store_affine_k_row(bool five, const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
     const WType t = five ? WType::Q5_KR : WType::Q4_KR;
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
-    const size_t scales = row_group_scales_offset(t, cols);
     const int lane = int(row % kRowGroupRows);
     uint8_t codes[kKQuantValues], sc[8], mn[8];
     uint16_t d, dmin;
@@ -95,13 +95,13 @@ void store_affine_k_row(bool five, const uint8_t* blocks, int64_t cols, int64_t 
             q5_k_block_codes(blocks + size_t(sb) * kQ5KBlockBytes, codes, sc, mn, &d, &dmin);
         else
             q4_k_block_codes(blocks + size_t(sb) * kQ4KBlockBytes, codes, sc, mn, &d, &dmin);
-        uint8_t* super = group + q4_k_super_scales(scales, sb * 8);
+        uint8_t* super = group + q4_k_super_scales(t, sb * 8);
         std::memcpy(super + 2 * lane, &d, 2);
         std::memcpy(super + 32 + 2 * lane, &dmin, 2);
         for (int k = 0; k < 8; ++k) {
             const int64_t b = sb * 8 + k;
             // Q4_0R's nibble order: byte 4i + t of lane r holds element 4i + t (low) and 4i + t + 16.
-            uint8_t* lane_codes = group + b * row_group_block_code_bytes(t) + 4 * lane;
+            uint8_t* lane_codes = group + row_group_codes_at(t, b) + 4 * lane;
             const uint8_t* q = codes + k * 32;
             for (int e = 0; e < 16; ++e) lane_codes[(e / 4) * 64 + e % 4] = uint8_t((q[e] & 15) | (q[e + 16] & 15) << 4);
             if (five)  // byte t, bit s: the fifth bit of step s's element t
@@ -110,22 +110,21 @@ void store_affine_k_row(bool five, const uint8_t* blocks, int64_t cols, int64_t 
                     for (int s = 0; s < 8; ++s) bits = uint8_t(bits | (q5_k_step_element(s, t4, q) >> 4) << s);
                     lane_codes[256 + t4] = bits;
                 }
-            group[q4_k_block_scales(scales, b) + size_t(lane)] = sc[k];
-            group[q4_k_block_scales(scales, b) + 16 + size_t(lane)] = mn[k];
+            group[q4_k_block_scales(t, b) + size_t(lane)] = sc[k];
+            group[q4_k_block_scales(t, b) + 16 + size_t(lane)] = mn[k];
         }
     }
 }
 
 void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(WType::Q6_KR, cols);
-    const size_t scales = row_group_scales_offset(WType::Q6_KR, cols);
     const int lane = int(row % kRowGroupRows);
     uint8_t codes[kKQuantValues];
     int8_t sc[16];
     uint16_t d;
     for (int64_t sb = 0; sb < cols / kKQuantValues; ++sb) {
         q6_k_block_codes(blocks + size_t(sb) * kQ6KBlockBytes, codes, sc, &d);
-        std::memcpy(group + q6_k_super_scales(scales, sb * 8) + 2 * lane, &d, 2);
+        std::memcpy(group + q6_k_super_scales(sb * 8) + 2 * lane, &d, 2);
         for (int k = 0; k < 8; ++k) {
             const int64_t b = sb * 8 + k;
             uint8_t lane_codes[384] = {};  // the block's code bytes; only this lane's are copied
@@ -134,10 +133,10 @@ void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
                 lane_codes[q6_low_byte(lane, e)] |= uint8_t((q & 15) << q6_low_shift(e));
                 lane_codes[q6_high_byte(lane, e)] |= uint8_t((q >> 4) << q6_high_shift(e));
             }
-            uint8_t* block = group + b * row_group_block_code_bytes(WType::Q6_KR);
+            uint8_t* block = group + row_group_codes_at(WType::Q6_KR, b);
             for (int v = 0; v < 6; ++v) std::memcpy(block + v * 64 + 4 * lane, lane_codes + v * 64 + 4 * lane, 4);
-            group[q6_k_block_scales(scales, b) + size_t(lane)] = uint8_t(sc[2 * k]);
-            group[q6_k_block_scales(scales, b) + 16 + size_t(lane)] = uint8_t(sc[2 * k + 1]);
+            group[q6_k_block_scales(b) + size_t(lane)] = uint8_t(sc[2 * k]);
+            group[q6_k_block_scales(b) + 16 + size_t(lane)] = uint8_t(sc[2 * k + 1]);
         }
     }
 }
@@ -206,14 +205,13 @@ struct GroupRow {
     const uint8_t* group;
     int lane;
     WType type;
-    size_t scales;
     int q6(int64_t b, int e) const {
-        const uint8_t* block = group + b * row_group_block_code_bytes(WType::Q6_KR);
+        const uint8_t* block = group + row_group_codes_at(WType::Q6_KR, b);
         return ((block[q6_low_byte(lane, e)] >> q6_low_shift(e)) & 15) |
                ((block[q6_high_byte(lane, e)] >> q6_high_shift(e)) & 3) << 4;
     }
     int sub_scale(int64_t b, int half) const {
-        return int8_t(group[q6_k_block_scales(scales, b) + size_t(16 * half + lane)]);
+        return int8_t(group[q6_k_block_scales(b) + size_t(16 * half + lane)]);
     }
     int code(int64_t b, int e) const {
         const int64_t at = row_group_codes_at(type, b);
@@ -232,21 +230,22 @@ struct GroupRow {
         return f16_to_f32(h);
     }
     float d(int64_t b) const {
-        if (type == WType::Q6_KR) return half_at(q6_k_super_scales(scales, b));
+        if (type == WType::Q6_KR) return half_at(q6_k_super_scales(b));
         if (row_group_affine_k(type))
-            return half_at(q4_k_super_scales(scales, b)) * float(group[q4_k_block_scales(scales, b) + size_t(lane)]);
+            return half_at(q4_k_super_scales(type, b)) *
+                   float(group[q4_k_block_scales(type, b) + size_t(lane)]);
         return half_at(size_t(row_group_d_at(type, b)));
     }
     float m(int64_t b) const {
         if (!row_group_affine_k(type)) return 0.0f;
-        return -(half_at(q4_k_super_scales(scales, b) + 32) *
-                 float(group[q4_k_block_scales(scales, b) + 16 + size_t(lane)]));
+        return -(half_at(q4_k_super_scales(type, b) + 32) *
+                 float(group[q4_k_block_scales(type, b) + 16 + size_t(lane)]));
     }
 };
 
 GroupRow group_row(const WeightMatrix& w, int64_t row) {
-    return {w.data + size_t(row / kRowGroupRows) * row_group_bytes(w.type, w.cols), int(row % kRowGroupRows),
-            w.type, row_group_scales_offset(w.type, w.cols)};
+    return {w.data + size_t(row / kRowGroupRows) * row_group_bytes(w.type, w.cols),
+            int(row % kRowGroupRows), w.type};
 }
 
 }  // namespace

@@ -21,10 +21,17 @@
 //   With the scales after all of a group's codes (until session 51), a tile read two streams a
 //   group, codes and scales, and the 2-core Zen 5 VM's hardware prefetcher served them at about
 //   half the rate of one stream; docs/speed-log.md "session 51" has the measurements.
-// The K-quant types below keep all of a group's codes first, [blocks, V, 64], then its scales.
+// The K-quant types below are one stream a group too, in spans (row_group_span_bytes): a span
+// holds the scales of its super-block (Q6_KR: of its two) and then its 8 (16) blocks' codes, each
+// [V, 64]. Scales first: the tile meets a span's scale lines as the stream reaches them (the
+// block's scales are wanted with its first codes), so a hardware prefetcher sees one stream
+// running forward. Block b's codes start at row_group_codes_at(b), its super-block's scales at
+// row_group_super_scales_at(b). (Until session 55 a group held all its codes first, then all its
+// scales: two streams a group.) An odd last Q6_KR super-block leaves its span's second scales
+// and codes zero.
 // Q4_KR (GGUF Q4_K: cols % 256 == 0, value (d * sc) * code - dmin * mn per 32-value block, d and
-// dmin f16 per 256 values, sc and mn 6-bit): codes as Q4_0R's (the code 0..15 itself); then per
-// super-block s (its 8 blocks) 320 bytes at s * 320:
+// dmin f16 per 256 values, sc and mn 6-bit): codes as Q4_0R's (the code 0..15 itself); a
+// super-block's scales 320 bytes:
 //            d [16] f16 at +0, dmin [16] f16 at +32 (lane r: row 16g+r), then for its block k
 //            (0..7) sc [16] u8 at 64 + 32k and mn [16] u8 at 64 + 32k + 16.
 //          4.625 bits a value (the file's 4.5 plus the scales' spread to whole bytes), where the
@@ -37,7 +44,7 @@
 // an f16 d per 256): codes [blocks, 6, 64], as a Q6_KX chunk's with lanes for rows: vector k
 // (0..3), lane r, byte t holds the low 4 bits of element 8k + t (low nibble: step 2k) and of
 // element 8k + 4 + t (high nibble: step 2k + 1); vector 4 + h, lane r, byte t holds at bits 2i,
-// 2i + 1 the high 2 bits of element 16h + 4i + t (step 4h + i). Then per super-block 288
+// 2i + 1 the high 2 bits of element 16h + 4i + t (step 4h + i). A super-block's scales 288
 // bytes: d [16] f16 at +0, then for its block k the sc [16] int8 of the block's first 16 values
 // at 32 + 32k and of its last 16 at 32 + 32k + 16.
 //          6.5625 bits a value (the file's), where the chunked Q6_KX takes 7.
@@ -86,47 +93,67 @@ constexpr int64_t row_group_block_code_bytes(WType t) {
 // Q4_0R and Q8_0R: a pair of blocks' codes and their scales together (the header's layout).
 constexpr bool row_group_paired(WType t) { return t == WType::Q4_0R || t == WType::Q8_0R; }
 constexpr int64_t row_group_pair_bytes(WType t) { return 2 * row_group_block_code_bytes(t) + 64; }
-// Offset in a group of block b's codes (every row-group type).
+constexpr bool row_group_k_quant(WType t) {
+    return t == WType::Q4_KR || t == WType::Q5_KR || t == WType::Q6_KR;
+}
+// Q4_KR and Q5_KR: a code offset per block and row (their mins), and Q4_KR's scales.
+constexpr bool row_group_affine_k(WType t) { return t == WType::Q4_KR || t == WType::Q5_KR; }
+// Q4_KR and Q6_KR: a super-block's scale bytes in a group (Q4_KR: d, dmin, 8 x (sc, mn); Q6_KR: d,
+// 8 x (sc_a, sc_b)); kKQuantValues (kernels/quant_k.h) values a super-block.
+inline constexpr int64_t kQ4KGroupScaleBytes = 320;
+inline constexpr int64_t kQ6KGroupScaleBytes = 288;
+// A span: the stretch of a group's one stream that holds some blocks' codes and their scales (the
+// header's layout): a pair of blocks (Q4_0R, Q8_0R), a super-block (Q4_KR, Q5_KR) or two (Q6_KR,
+// whose 288 scale bytes would leave one super-block's codes off 64-byte alignment).
+constexpr int64_t row_group_span_blocks(WType t) {
+    return row_group_paired(t) ? 2
+           : t == WType::Q6_KR ? 2 * kKQuantValues / 32
+                               : kKQuantValues / 32;
+}
+constexpr int64_t row_group_span_scale_bytes(WType t) {
+    return row_group_paired(t) ? 64
+           : t == WType::Q6_KR ? 2 * kQ6KGroupScaleBytes
+                               : kQ4KGroupScaleBytes;
+}
+constexpr int64_t row_group_span_bytes(WType t) {
+    return row_group_span_blocks(t) * row_group_block_code_bytes(t) + row_group_span_scale_bytes(t);
+}
+// Offset in a group of block b's codes (every row-group type): the K-quants' spans hold their
+// scales first, the pairs theirs last.
 constexpr int64_t row_group_codes_at(WType t, int64_t b) {
-    if (row_group_paired(t))
-        return (b / 2) * row_group_pair_bytes(t) + (b % 2) * row_group_block_code_bytes(t);
-    return b * row_group_block_code_bytes(t);
+    const int64_t span = row_group_span_blocks(t);
+    return (b / span) * row_group_span_bytes(t) +
+           (row_group_k_quant(t) ? row_group_span_scale_bytes(t) : 0) +
+           (b % span) * row_group_block_code_bytes(t);
 }
 // Q4_0R and Q8_0R: offset in a group of block b's 16 f16 scales (lane r: the 2 bytes at + 2r).
 constexpr int64_t row_group_d_at(WType t, int64_t b) {
     return (b / 2) * row_group_pair_bytes(t) + 2 * row_group_block_code_bytes(t) + (b % 2) * 32;
+}
+// The K-quants: offset in a group of the scale bytes of block b's super-block.
+constexpr int64_t row_group_super_scales_at(WType t, int64_t b) {
+    const int64_t span = row_group_span_blocks(t);
+    return (b / span) * row_group_span_bytes(t) +
+           (b % span) / (kKQuantValues / 32) *
+               (t == WType::Q6_KR ? kQ6KGroupScaleBytes : kQ4KGroupScaleBytes);
 }
 // The additive offset of the stored codes: value = (code - offset) * d (Q4_KR: none, its mins
 // carry the offset; Q6_KR: none here, its sub-block sums start at -32 x their activation sums).
 constexpr int32_t row_group_code_offset(WType t) {
     return t == WType::Q8_0R ? 128 : t == WType::Q4_0R ? 8 : 0;
 }
-// Q4_KR and Q6_KR: a super-block's scale bytes in a group (Q4_KR: d, dmin, 8 x (sc, mn); Q6_KR: d,
-// 8 x (sc_a, sc_b)); kKQuantValues (kernels/quant_k.h) values a super-block.
-inline constexpr int64_t kQ4KGroupScaleBytes = 320;
-inline constexpr int64_t kQ6KGroupScaleBytes = 288;
-constexpr bool row_group_k_quant(WType t) { return t == WType::Q4_KR || t == WType::Q5_KR || t == WType::Q6_KR; }
-// Q4_KR and Q5_KR: a code offset per block and row (their mins), and Q4_KR's scales.
-constexpr bool row_group_affine_k(WType t) { return t == WType::Q4_KR || t == WType::Q5_KR; }
 // The columns a row-group type holds: whole 32-value blocks (the K-quants: whole super-blocks).
 constexpr bool row_group_cols_fit(WType t, int64_t cols) {
     return cols > 0 && cols % (row_group_k_quant(t) ? kKQuantValues : 32) == 0;
 }
-// A group's scale bytes before padding: [blocks, 16] f16, or the K-quants' per super-block.
-inline size_t row_group_scale_bytes(WType t, int64_t cols) {
-    if (row_group_affine_k(t)) return size_t(cols / kKQuantValues) * kQ4KGroupScaleBytes;
-    if (t == WType::Q6_KR) return size_t(cols / kKQuantValues) * kQ6KGroupScaleBytes;
-    return size_t(cols / 32) * 32;
-}
-
 // Bytes of one 16-row group of `cols` values (0 when the columns do not fit the type, or t is no
-// row-group type). Inline, as the other layout helpers here: the AVX-512 unit uses them without
-// calling into the library (kernel_ab compiles that unit alone, its namespace renamed).
+// row-group type): whole spans (the last one's missing blocks zero). Inline, as the other layout
+// helpers here: the AVX-512 unit uses them without calling into the library (kernel_ab compiles
+// that unit alone, its namespace renamed).
 inline size_t row_group_bytes(WType t, int64_t cols) {
     if (!is_row_group_type(t) || !row_group_cols_fit(t, cols)) return 0;
-    const size_t blocks = size_t(cols / 32);
-    if (row_group_paired(t)) return (blocks + 1) / 2 * size_t(row_group_pair_bytes(t));
-    return blocks * size_t(row_group_block_code_bytes(t)) + (row_group_scale_bytes(t, cols) + 63) / 64 * 64;
+    const int64_t span = row_group_span_blocks(t);
+    return size_t((cols / 32 + span - 1) / span * row_group_span_bytes(t));
 }
 // Groups holding `rows` rows.
 inline int64_t row_groups(int64_t rows) { return (rows + kRowGroupRows - 1) / kRowGroupRows; }
@@ -136,23 +163,17 @@ inline uint16_t row_group_lanes(int64_t g, int64_t r0, int64_t r1) {
     const int64_t lo = std::max<int64_t>(r0 - g * kRowGroupRows, 0), hi = std::min<int64_t>(r1 - g * kRowGroupRows, kRowGroupRows);
     return uint16_t(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
-// Byte offset inside a group where the K-quant types' scales start (Q4_0R, Q8_0R: each pair's
-// scales follow its codes, row_group_d_at).
-inline size_t row_group_scales_offset(WType t, int64_t cols) {
-    return size_t(cols / 32) * size_t(row_group_block_code_bytes(t));
-}
 // What a kernel walks a row-group matrix of `cols` values by.
 struct RowGroupGeometry {
     int64_t blocks;      // 32-value blocks per row
     size_t group_bytes;  // one group
-    size_t scales;  // the K-quant types: offset of the scales in a group (row_group_scales_offset)
 };
 inline RowGroupGeometry row_group_geometry(WType t, int64_t cols) {
-    return {cols / 32, row_group_bytes(t, cols), row_group_scales_offset(t, cols)};
+    return {cols / 32, row_group_bytes(t, cols)};
 }
 
 // An empty row-group matrix [rows, cols] to fill with row_groups_store_row: its padding (the
-// last group's rows past `rows`, each group's scale padding) zeroed, the rest as it comes (its
+// last group's rows past `rows`, a short last span's missing blocks) zeroed, the rest as it comes (its
 // pages first touched by whoever stores the rows). `what` names it in the memory errors.
 WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std::string& what);
 // A Q4_0 (Q8_0) matrix as Q4_0R (Q8_0R): the same blocks, its rows stored on `pool` when given.

@@ -9,7 +9,8 @@
 # B_FLAGS (optional): extra compiler flags for the working tree's side only, e.g. -DSOME_VARIANT=1
 # to time a variant the working tree guards with a macro against REV.
 # Needs a built tree (make build). Both kernels must use the current WeightMatrix /
-# QuantizedColumns layout: it refuses when REV's kernels/weight.h or kernels/int8_dot.h differ.
+# QuantizedColumns layout: it refuses when REV's kernels/weight.h or kernels/int8_dot.h differ
+# (for q4_k_m also kernels/row_groups.h).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REV=${1:?usage: kernel_ab.sh REV [MODEL] [QUANT] [WIDTH] [TOKENS]}
@@ -20,7 +21,11 @@ TOKENS=${5:-150}
 ISA=${ISA:-avx512}
 BUILD=${BUILD_DIR:-build}
 [ -f "$BUILD/libnextn_core.a" ] || { echo "kernel_ab: no $BUILD/libnextn_core.a (run make build)" >&2; exit 1; }
-for h in src/kernels/weight.h src/kernels/int8_dot.h; do
+# The row groups' layout (kernels/row_groups.h) changed for the K-quants in session 55: a q4_k_m
+# run against an earlier revision would time its kernel reading the other layout's bytes.
+headers="src/kernels/weight.h src/kernels/int8_dot.h"
+[ "$QUANT" = q4_k_m ] && headers="$headers src/kernels/row_groups.h"
+for h in $headers; do
     if ! git show "$REV:$h" | cmp -s - "$h"; then
         echo "kernel_ab: $h differs between $REV and the working tree; the two kernels would not share one layout" >&2
         exit 1

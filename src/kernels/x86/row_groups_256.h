@@ -104,10 +104,10 @@ inline __m256i q6_start_factors_256(const uint8_t* a, const uint8_t* b) {
 struct AffineScales256 {
     __m256 dw, dm;
 };
-[[gnu::always_inline]] inline AffineScales256 affine_k_scales_256(const RowGroupGeometry& L,
-                                                                  const uint8_t* group, int64_t b,
+template <WType T>
+[[gnu::always_inline]] inline AffineScales256 affine_k_scales_256(const uint8_t* group, int64_t b,
                                                                   int half) {
-    const uint8_t* super = group + L.scales + (b / 8) * kQ4KGroupScaleBytes;
+    const uint8_t* super = group + row_group_super_scales_at(T, b);
     const uint8_t* sc_mn = super + 64 + (b % 8) * 32 + 8 * half;
     auto f16_lanes = [](const uint8_t* p) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -207,7 +207,7 @@ void unpack_row_group_256(const RowGroupGeometry& L, const uint8_t* group, uint8
         if constexpr (row_group_affine_k(T)) {
 #pragma GCC unroll 2
             for (int half = 0; half < 2; ++half) {
-                const AffineScales256 a = affine_k_scales_256(L, group, b, half);
+                const AffineScales256 a = affine_k_scales_256<T>(group, b, half);
                 float* made = reinterpret_cast<float*>(to + kRowGroupUnpackedScales256) + half * 16;
                 _mm256_store_ps(made, a.dw);
                 _mm256_store_ps(made + 8, a.dm);
@@ -300,7 +300,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
             kUnpacked ? unpacked + b * row_group_unpacked_block_bytes_256<T> : nullptr;
         // Q6_KR: the block's sub-block scales of half `half` (first at +0, second at +16).
         auto q6_scales_of = [&](int half) {
-            return group + L.scales + (b / 8) * kQ6KGroupScaleBytes + 32 + (b % 8) * 32 + 8 * half;
+            return group + row_group_super_scales_at(WType::Q6_KR, b) + 32 + (b % 8) * 32 +
+                   8 * half;
         };
         if constexpr (kSixBit) {
 #pragma GCC unroll 4
@@ -419,14 +420,14 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
         for (int i = 0; i < H; ++i) {
             const int half = H == 1 ? h : i;
             if constexpr (kScaledSixBit) {  // the sums are scaled: the super-block scale d alone
-                const uint8_t* super = group + L.scales + (b / 8) * kQ6KGroupScaleBytes;
+                const uint8_t* super = group + row_group_super_scales_at(WType::Q6_KR, b);
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 16 * half)));
 #pragma GCC unroll 4
                 for (int c = 0; c < C; ++c)
                     acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][0][c]),
                                                 _mm256_mul_ps(d, _mm256_set1_ps(x.scales_of(j0 + c)[b])), acc[i][c]);
             } else if constexpr (kSixBit) {
-                const uint8_t* super = group + L.scales + (b / 8) * kQ6KGroupScaleBytes;
+                const uint8_t* super = group + row_group_super_scales_at(WType::Q6_KR, b);
                 const uint8_t* sc = super + 32 + (b % 8) * 32 + 8 * half;
                 auto i8_lanes = [](const uint8_t* p) {
                     return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
@@ -448,7 +449,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                     dw = _mm256_load_ps(made);
                     dm = _mm256_load_ps(made + 8);
                 } else if constexpr (row_group_affine_k(T)) {
-                    const AffineScales256 a = affine_k_scales_256(L, group, b, half);
+                    const AffineScales256 a = affine_k_scales_256<T>(group, b, half);
                     dw = a.dw, dm = a.dm;
                 } else {
                     dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(

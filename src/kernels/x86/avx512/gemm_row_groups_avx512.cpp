@@ -163,6 +163,10 @@ constexpr int64_t kGroupStreamsUpTo = 16;
 // session 50's group streams): Q4_0R width 1 0.925, width 3 0.943 (one group a tile), width 4
 // 0.996, so Q4_0R keeps the group streams from width 4 on (there its tiles share each activation
 // broadcast among three groups; with two groups a tile on one stream each it took 2.1x the time).
+// The K-quants are one stream a group too since session 55 (their spans: kernels/row_groups.h),
+// but that session ran on the Xeon, where a stream without software prefetch reads at 60% of the
+// probe (Q4_K_M width 1, either layout) against 81% with the group streams; whether Zen 5 reads
+// them faster this way is not measured yet, so they keep the group streams there (0 below).
 template <WType T>
 constexpr int64_t kHardwareStreamUpTo = T == WType::Q8_0R   ? 4
                                         : T == WType::Q4_0R ? 3
@@ -255,7 +259,6 @@ template <int RG, int C, bool kUnpacked>
                                               const int32_t* const (&xstart_second)[C],
                                               const float* const (&xd)[C], const uint8_t* unpacked,
                                               __m512 (&acc)[RG][C]) {
-    constexpr int64_t kCodeBytes = row_group_block_code_bytes(WType::Q6_KR);
     __m512i isum[2][RG][C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
@@ -277,7 +280,8 @@ template <int RG, int C, bool kUnpacked>
             if constexpr (kUnpacked) {
                 code[g] = _mm512_load_si512(unpacked + ((g * L.blocks + b) * kI8Steps + s) * 64);
             } else {
-                code[g] = q6_k_step(group + g * L.group_bytes + b * kCodeBytes, s);
+                code[g] =
+                    q6_k_step(group + g * L.group_bytes + row_group_codes_at(WType::Q6_KR, b), s);
             }
         }
 #pragma GCC unroll 8
@@ -291,7 +295,8 @@ template <int RG, int C, bool kUnpacked>
     }
 #pragma GCC unroll 4
     for (int g = 0; g < RG; ++g) {
-        const uint8_t* super = group + g * L.group_bytes + L.scales + (b / 8) * kQ6KGroupScaleBytes;
+        const uint8_t* super =
+            group + g * L.group_bytes + row_group_super_scales_at(WType::Q6_KR, b);
         const uint8_t* sc = super + 32 + (b % 8) * 32;
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super)));
         const __m512 sca = _mm512_cvtepi32_ps(
@@ -320,14 +325,14 @@ template <WType T, bool Gfni>
     }
 }
 
-// Q4_KR / Q5_KR block b of the group whose scale bytes start at `scales`: its 16 rows' weight
-// scales dw = d * sc and their mins' factors dm = -(dmin * mn) (exact products, the negation by
-// the sign bit).
+// Q4_KR / Q5_KR block b of the group at `group`: its 16 rows' weight scales dw = d * sc and
+// their mins' factors dm = -(dmin * mn) (exact products, the negation by the sign bit).
 struct AffineScales {
     __m512 dw, dm;
 };
-[[gnu::always_inline]] inline AffineScales affine_k_scales(const uint8_t* scales, int64_t b) {
-    const uint8_t* super = scales + (b / 8) * kQ4KGroupScaleBytes;
+template <WType T>
+[[gnu::always_inline]] inline AffineScales affine_k_scales(const uint8_t* group, int64_t b) {
+    const uint8_t* super = group + row_group_super_scales_at(T, b);
     const uint8_t* sc_mn = super + 64 + (b % 8) * 32;
     auto u8_lanes = [](const uint8_t* p) {
         return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p))));
@@ -392,9 +397,9 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
         }
     }
     // Group streams, four-group tiles of the 4-bit types (measured on Q4_0R when its scales still
-    // followed all its codes; now the K-quants' layout): the far distance rounded up to whole
-    // groups, so each group's far stream covers the codes of a later group from their first line,
-    // and that group's scale lines are fetched as far ahead too. Otherwise the far streams leave a
+    // followed all its codes, the layout the K-quants kept until session 55): the far distance
+    // rounded up to whole groups, so each group's far stream covers a later group from its first
+    // line, as the group reads its own. Otherwise the far streams leave a
     // gap of one group's scale bytes (1 KB at 1024 columns, a ninth of a 4-bit group) at the start
     // of every group's codes, read with no prefetch when a tile begins. Session 32, kernel_ab on
     // the Xeon: Q4_0R width 1 0.990, 0.994, 0.991, 0.978, width 2 0.994, 2B width 1 0.996 (width 1,
@@ -409,11 +414,9 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
     const char* stop = reinterpret_cast<const char*>(share.end);
     for (int64_t b = 0; b < L.blocks; ++b) {
         if (F == Fetch::GroupStreams && stop) {
-            // Each group: the code lines kGroupStreamAheadBytesFor on into L1 and
-            // kGroupStreamFarBytes on into L2, and (the K-quants) every block the scale line as
-            // many bytes of codes on (36-40 bytes a block). Past a group's codes the lines are its
-            // scales, past its scales the next group's codes: read soon either way. Q4_0R and
-            // Q8_0R: the lines of the block's stretch of its group's one stream, as far ahead.
+            // Each group: the lines of the stretch of its one stream that block b reads, as many
+            // bytes on as kAheadBlocks blocks' codes into L1 and far_bytes on into L2: the
+            // block's code lines, and (at a stretch's end) the scale lines that follow them.
             constexpr int64_t kAheadBlocks = kGroupStreamAheadBytesFor<T, C> / kCodeBytes;
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
@@ -421,10 +424,6 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                 const int64_t from = row_group_codes_at(T, b);
                 const char* ahead = codes + from + kAheadBlocks * kCodeBytes;
                 const char* far = codes + from + far_bytes;
-                if constexpr (kWholeGroupsAhead && !row_group_paired(T)) {
-                    const char* far_scale = codes + L.scales + b * kBlockScaleBytes<T> + far_bytes;
-                    if (far_scale < stop) _mm_prefetch(far_scale, _MM_HINT_T1);
-                }
 #pragma GCC unroll 8
                 for (int64_t line = 0; line < kCodeBytes; line += 64) {
                     if (ahead + line < stop) _mm_prefetch(ahead + line, _MM_HINT_T0);
@@ -441,8 +440,22 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                         if (far + kCodeBytes < stop) _mm_prefetch(far + kCodeBytes, _MM_HINT_T1);
                     }
                 } else {
-                    const char* scale = codes + L.scales + (b + kAheadBlocks) * kBlockScaleBytes<T>;
-                    if (scale < stop) _mm_prefetch(scale, _MM_HINT_T0);
+                    // The K-quants: a span's scale lines, which come before its codes: the first
+                    // span's with block 0, the next span's with a span's last block (a fixed
+                    // count of lines, as the pairs' one).
+                    constexpr int64_t kSpan = row_group_span_blocks(T);
+                    constexpr int64_t kSpanScaleBytes = row_group_span_scale_bytes(T);
+                    if (b == 0 || b % kSpan == kSpan - 1) {
+                        const int64_t back =
+                            b == 0 ? -from : kCodeBytes;  // the span's start, from `from`
+#pragma GCC unroll 16
+                        for (int64_t line = 0; line < kSpanScaleBytes; line += 64) {
+                            if (ahead + back + line < stop)
+                                _mm_prefetch(ahead + back + line, _MM_HINT_T0);
+                            if (far + back + line < stop)
+                                _mm_prefetch(far + back + line, _MM_HINT_T1);
+                        }
+                    }
                 }
             }
         } else if (stop) {
@@ -534,7 +547,6 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
 #pragma GCC unroll 4
             for (int g = 0; g < RG; ++g) {
                 if constexpr (row_group_affine_k(T)) {
-                    const uint8_t* scales = group + g * L.group_bytes + L.scales;
                     __m512 dw, dm;
                     if constexpr (kUnpacked) {  // [groups, blocks, dw | dm, 16] floats
                         const float* made =
@@ -543,7 +555,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                         dw = _mm512_load_ps(made);
                         dm = _mm512_load_ps(made + 16);
                     } else {
-                        const AffineScales a = affine_k_scales(scales, b);
+                        const AffineScales a = affine_k_scales<T>(group + g * L.group_bytes, b);
                         dw = a.dw, dm = a.dm;
                     }
 #pragma GCC unroll 8
@@ -589,11 +601,13 @@ constexpr int64_t kUnpackOnceAbove = kCursorSpreadUpTo;
 
 // The scales of Q4_KR / Q5_KR groups at `group` .. n_groups on, as the tile reads them unpacked:
 // [n_groups, blocks, dw | dm, 16] floats (affine_k_scales).
-void unpack_affine_k_scales_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n_groups, uint8_t* out) {
+template <WType T>
+void unpack_affine_k_scales_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n_groups,
+                                 uint8_t* out) {
     float* to = reinterpret_cast<float*>(out);
     for (int64_t g = 0; g < n_groups; ++g)
         for (int64_t b = 0; b < L.blocks; ++b) {
-            const AffineScales a = affine_k_scales(group + g * L.group_bytes + L.scales, b);
+            const AffineScales a = affine_k_scales<T>(group + g * L.group_bytes, b);
             _mm512_store_ps(to + (g * L.blocks + b) * 32, a.dw);
             _mm512_store_ps(to + (g * L.blocks + b) * 32 + 16, a.dm);
         }
@@ -625,10 +639,9 @@ void unpack_nibble_codes_tile(const RowGroupGeometry& L, const uint8_t* group, i
 // bytes, each step's 64 bytes as q6_k_block reads them.
 void unpack_q6_k_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n_groups,
                       uint8_t* out) {
-    constexpr int64_t kCodeBytes = row_group_block_code_bytes(WType::Q6_KR);
     for (int64_t g = 0; g < n_groups; ++g)
         for (int64_t b = 0; b < L.blocks; ++b) {
-            const uint8_t* codes = group + g * L.group_bytes + b * kCodeBytes;
+            const uint8_t* codes = group + g * L.group_bytes + row_group_codes_at(WType::Q6_KR, b);
             uint8_t* to = out + (g * L.blocks + b) * kI8Steps * 64;
 #pragma GCC unroll 8
             for (int s = 0; s < kI8Steps; ++s) _mm512_store_si512(to + s * 64, q6_k_step(codes, s));
@@ -707,8 +720,8 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
             else
                 unpack_nibble_codes_tile<T, Gfni>(L, at(g), n_groups, unpacked);
             if constexpr (row_group_affine_k(T))
-                unpack_affine_k_scales_tile(L, at(g), n_groups,
-                                            unpacked + unpacked_codes_bytes(L, n_groups));
+                unpack_affine_k_scales_tile<T>(L, at(g), n_groups,
+                                               unpacked + unpacked_codes_bytes(L, n_groups));
         }
         for (int64_t j0 = 0, pass_cols = 0; j0 < x.n; j0 += pass_cols) {
             pass_cols = lone_column_joins && x.n - j0 == cols_per_pass + 1
