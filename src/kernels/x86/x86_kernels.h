@@ -103,7 +103,7 @@ enum class RowGroupFetch {
     NarrowGroupStreams,  // GroupStreams up to 16 columns (decode, verify), Cursor above; on Zen 5
                          // HardwareStream where gemm_row_groups_avx512.cpp's header says
     HardwareStream,      // one group a tile, read in order, no software prefetch after the call's
-                         // first lines (Q4_0R and Q8_0R: a group is one stream)
+                         // first lines (a group is one stream: kernels/row_groups.h)
 };
 // The row-group types (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR: kernels/row_groups.h) for rows [r0, r1);
 // gemm_i8_rows sends those types here. gfni: unpack the 4-bit types' high nibbles with GFNI
