@@ -173,8 +173,8 @@ inline RowGroupGeometry row_group_geometry(WType t, int64_t cols) {
 }
 
 // An empty row-group matrix [rows, cols] to fill with row_groups_store_row: its padding (the
-// last group's rows past `rows`, a short last span's missing blocks) zeroed, the rest as it comes (its
-// pages first touched by whoever stores the rows). `what` names it in the memory errors.
+// last group's rows past `rows`, a short last span's missing blocks) zeroed, the rest as it comes
+// (its pages first touched by whoever stores the rows). `what` names it in the memory errors.
 WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std::string& what);
 // A Q4_0 (Q8_0) matrix as Q4_0R (Q8_0R): the same blocks, its rows stored on `pool` when given.
 WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, ThreadPool* pool = nullptr);
