@@ -60,19 +60,17 @@ WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, Thre
 
 namespace {
 
-// Q4_KR, Q5_KR: where block b's super-block's scales start in a group, and block b's sc (its mn
-// 16 bytes on).
-size_t q4_k_super_scales(WType t, int64_t b) { return size_t(row_group_super_scales_at(t, b)); }
-size_t q4_k_block_scales(WType t, int64_t b) {
-    return q4_k_super_scales(t, b) + 64 + size_t(b % 8) * 32;
+// The K-quants: where block b's own scale bytes start in a group (Q4_KR, Q5_KR: its sc, its mn 16
+// bytes on; Q6_KR: its sc_a, its sc_b 16 bytes on), after its super-block's d (and dmin).
+size_t k_block_scales(WType t, int64_t b) {
+    return size_t(row_group_super_scales_at(t, b) + (row_group_affine_k(t) ? 64 : 32) +
+                  (b % 8) * 32);
 }
 // Q5_KR: the code of step s's element t (bytes 4s..4s+3 of a lane's step) in a block's 32 codes q:
 // steps 0..3 are elements 4s + t, steps 4..7 elements 16 + 4(s - 4) + t.
-uint8_t q5_k_step_element(int s, int t, const uint8_t* q) { return q[s < 4 ? 4 * s + t : 16 + 4 * (s - 4) + t]; }
-// Q6_KR: where a super-block's scales (its d) start in a group, and block b's sc_a (its sc_b 16
-// bytes on).
-size_t q6_k_super_scales(int64_t b) { return size_t(row_group_super_scales_at(WType::Q6_KR, b)); }
-size_t q6_k_block_scales(int64_t b) { return q6_k_super_scales(b) + 32 + size_t(b % 8) * 32; }
+uint8_t q5_k_step_element(int s, int t, const uint8_t* q) {
+    return q[s < 4 ? 4 * s + t : 16 + 4 * (s - 4) + t];
+}
 // Q6_KR: the bytes of element e's low 4 bits (nibble q6_low_shift(e)) and high 2 bits (at bit
 // q6_high_shift(e)) in lane `lane` of a block's codes: step s = e / 4 is nibble s % 2 of vector
 // s / 2, and bits 2 (s % 4) of vector 4 + s / 4.
@@ -95,7 +93,7 @@ void store_affine_k_row(bool five, const uint8_t* blocks, int64_t cols, int64_t 
             q5_k_block_codes(blocks + size_t(sb) * kQ5KBlockBytes, codes, sc, mn, &d, &dmin);
         else
             q4_k_block_codes(blocks + size_t(sb) * kQ4KBlockBytes, codes, sc, mn, &d, &dmin);
-        uint8_t* super = group + q4_k_super_scales(t, sb * 8);
+        uint8_t* super = group + row_group_super_scales_at(t, sb * 8);
         std::memcpy(super + 2 * lane, &d, 2);
         std::memcpy(super + 32 + 2 * lane, &dmin, 2);
         for (int k = 0; k < 8; ++k) {
@@ -110,8 +108,8 @@ void store_affine_k_row(bool five, const uint8_t* blocks, int64_t cols, int64_t 
                     for (int s = 0; s < 8; ++s) bits = uint8_t(bits | (q5_k_step_element(s, t4, q) >> 4) << s);
                     lane_codes[256 + t4] = bits;
                 }
-            group[q4_k_block_scales(t, b) + size_t(lane)] = sc[k];
-            group[q4_k_block_scales(t, b) + 16 + size_t(lane)] = mn[k];
+            group[k_block_scales(t, b) + size_t(lane)] = sc[k];
+            group[k_block_scales(t, b) + 16 + size_t(lane)] = mn[k];
         }
     }
 }
@@ -124,7 +122,7 @@ void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
     uint16_t d;
     for (int64_t sb = 0; sb < cols / kKQuantValues; ++sb) {
         q6_k_block_codes(blocks + size_t(sb) * kQ6KBlockBytes, codes, sc, &d);
-        std::memcpy(group + q6_k_super_scales(sb * 8) + 2 * lane, &d, 2);
+        std::memcpy(group + row_group_super_scales_at(WType::Q6_KR, sb * 8) + 2 * lane, &d, 2);
         for (int k = 0; k < 8; ++k) {
             const int64_t b = sb * 8 + k;
             uint8_t lane_codes[384] = {};  // the block's code bytes; only this lane's are copied
@@ -135,8 +133,8 @@ void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
             }
             uint8_t* block = group + row_group_codes_at(WType::Q6_KR, b);
             for (int v = 0; v < 6; ++v) std::memcpy(block + v * 64 + 4 * lane, lane_codes + v * 64 + 4 * lane, 4);
-            group[q6_k_block_scales(b) + size_t(lane)] = uint8_t(sc[2 * k]);
-            group[q6_k_block_scales(b) + 16 + size_t(lane)] = uint8_t(sc[2 * k + 1]);
+            group[k_block_scales(WType::Q6_KR, b) + size_t(lane)] = uint8_t(sc[2 * k]);
+            group[k_block_scales(WType::Q6_KR, b) + 16 + size_t(lane)] = uint8_t(sc[2 * k + 1]);
         }
     }
 }
@@ -211,7 +209,7 @@ struct GroupRow {
                ((block[q6_high_byte(lane, e)] >> q6_high_shift(e)) & 3) << 4;
     }
     int sub_scale(int64_t b, int half) const {
-        return int8_t(group[q6_k_block_scales(b) + size_t(16 * half + lane)]);
+        return int8_t(group[k_block_scales(WType::Q6_KR, b) + size_t(16 * half + lane)]);
     }
     int code(int64_t b, int e) const {
         const int64_t at = row_group_codes_at(type, b);
@@ -230,16 +228,16 @@ struct GroupRow {
         return f16_to_f32(h);
     }
     float d(int64_t b) const {
-        if (type == WType::Q6_KR) return half_at(q6_k_super_scales(b));
+        if (type == WType::Q6_KR) return half_at(size_t(row_group_super_scales_at(type, b)));
         if (row_group_affine_k(type))
-            return half_at(q4_k_super_scales(type, b)) *
-                   float(group[q4_k_block_scales(type, b) + size_t(lane)]);
+            return half_at(size_t(row_group_super_scales_at(type, b))) *
+                   float(group[k_block_scales(type, b) + size_t(lane)]);
         return half_at(size_t(row_group_d_at(type, b)));
     }
     float m(int64_t b) const {
         if (!row_group_affine_k(type)) return 0.0f;
-        return -(half_at(q4_k_super_scales(type, b) + 32) *
-                 float(group[q4_k_block_scales(type, b) + 16 + size_t(lane)]));
+        return -(half_at(size_t(row_group_super_scales_at(type, b)) + 32) *
+                 float(group[k_block_scales(type, b) + 16 + size_t(lane)]));
     }
 };
 

@@ -8,7 +8,7 @@
 //
 // Group g (rows 16g .. 16g+15) starts at data + g * group_bytes, group_bytes = 16 * row_bytes.
 // Q4_0R and Q8_0R hold the group's blocks in pairs, each pair one stretch of bytes read in order:
-//   pair p (blocks 2p, 2p + 1) at p * pair_bytes (row_group_pair_bytes):
+//   pair p (blocks 2p, 2p + 1) at p * pair_bytes (row_group_span_bytes):
 //     codes of block 2p, then of block 2p + 1, each [V, 64] with V = 4 (Q4_0R) or 8 (Q8_0R)
 //          vectors: vector i, lane r (bytes 4r .. 4r+3) holds bytes 4i .. 4i+3 of row 16g+r's
 //          block qs:
@@ -92,7 +92,6 @@ constexpr int64_t row_group_block_code_bytes(WType t) {
 }
 // Q4_0R and Q8_0R: a pair of blocks' codes and their scales together (the header's layout).
 constexpr bool row_group_paired(WType t) { return t == WType::Q4_0R || t == WType::Q8_0R; }
-constexpr int64_t row_group_pair_bytes(WType t) { return 2 * row_group_block_code_bytes(t) + 64; }
 constexpr bool row_group_k_quant(WType t) {
     return t == WType::Q4_KR || t == WType::Q5_KR || t == WType::Q6_KR;
 }
@@ -128,7 +127,7 @@ constexpr int64_t row_group_codes_at(WType t, int64_t b) {
 }
 // Q4_0R and Q8_0R: offset in a group of block b's 16 f16 scales (lane r: the 2 bytes at + 2r).
 constexpr int64_t row_group_d_at(WType t, int64_t b) {
-    return (b / 2) * row_group_pair_bytes(t) + 2 * row_group_block_code_bytes(t) + (b % 2) * 32;
+    return (b / 2) * row_group_span_bytes(t) + 2 * row_group_block_code_bytes(t) + (b % 2) * 32;
 }
 // The K-quants: offset in a group of the scale bytes of block b's super-block.
 constexpr int64_t row_group_super_scales_at(WType t, int64_t b) {

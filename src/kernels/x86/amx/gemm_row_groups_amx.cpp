@@ -198,7 +198,7 @@ void pass_groups(const WeightMatrix& w, const QuantizedColumns& x, int64_t j0, i
             const char* next =
                 reinterpret_cast<const char*>(group + group_bytes + row_group_codes_at(T, b0));
             const int64_t bytes =
-                (b0 + nb + 1) / 2 * row_group_pair_bytes(T) - row_group_codes_at(T, b0);
+                (b0 + nb + 1) / 2 * row_group_span_bytes(T) - row_group_codes_at(T, b0);
             for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
         }
         const __mmask16 store = row_group_lanes(g, r0, r1);

@@ -446,8 +446,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                     constexpr int64_t kSpan = row_group_span_blocks(T);
                     constexpr int64_t kSpanScaleBytes = row_group_span_scale_bytes(T);
                     if (b == 0 || b % kSpan == kSpan - 1) {
-                        const int64_t back =
-                            b == 0 ? -from : kCodeBytes;  // the span's start, from `from`
+                        // The span's start, from `from`: block 0's own span, or the next one.
+                        const int64_t back = b == 0 ? -kSpanScaleBytes : kCodeBytes;
 #pragma GCC unroll 16
                         for (int64_t line = 0; line < kSpanScaleBytes; line += 64) {
                             if (ahead + back + line < stop)
