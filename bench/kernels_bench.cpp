@@ -386,15 +386,18 @@ BENCHMARK(BM_GdnRecurrence)
     ->MinTime(0.3);
 
 // One kv head's cache rows (n positions x 256 values, contiguous as in the head-major cache) for
-// each of the 6 attention layers of a Qwen3.5-0.8B, random, as f32 and as f16; the decode
-// attention benchmarks rotate through the layers so that, as in a forward, none stays in cache.
+// each of the 6 attention layers of a Qwen3.5-0.8B, random, as f32, f16 and q8_0 (the
+// benchmarks' second argument: 0, 1, 2); the decode attention benchmarks rotate through the
+// layers so that, as in a forward, none stays in cache.
 struct HeadCaches {
     static constexpr int64_t kDim = 256, kLayers = 6;
+    static constexpr int64_t kQ8RowBytes = kDim / kQuantBlock * int64_t(sizeof(BlockQ8_0));
     std::vector<std::vector<float>> f32;
     std::vector<std::vector<uint16_t>> f16;
+    std::vector<std::vector<BlockQ8_0>> q8;
     int layer = 0;
 
-    HeadCaches(int64_t n, uint32_t seed) : f32(kLayers), f16(kLayers) {
+    HeadCaches(int64_t n, uint32_t seed) : f32(kLayers), f16(kLayers), q8(kLayers) {
         std::mt19937 rng(seed);
         std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
         for (int l = 0; l < kLayers; ++l) {
@@ -402,14 +405,23 @@ struct HeadCaches {
             for (float& x : f32[size_t(l)]) x = dist(rng);
             f16[size_t(l)].resize(f32[size_t(l)].size());
             for (size_t i = 0; i < f16[size_t(l)].size(); ++i) f16[size_t(l)][i] = f32_to_f16(f32[size_t(l)][i]);
+            q8[size_t(l)].resize(size_t(n * kDim / kQuantBlock));
+            quantize_row_q8_0(f32[size_t(l)].data(), n * kDim, q8[size_t(l)].data());
         }
     }
     void next() { layer = (layer + 1) % kLayers; }
+    const uint8_t* rows(int type) const {
+        const size_t l = size_t(layer);
+        if (type == 2) return reinterpret_cast<const uint8_t*>(q8[l].data());
+        if (type == 1) return reinterpret_cast<const uint8_t*>(f16[l].data());
+        return reinterpret_cast<const uint8_t*>(f32[l].data());
+    }
+    static int64_t row_bytes(int type) { return type == 2 ? kQ8RowBytes : kDim * (type == 1 ? 2 : 4); }
     // GB/s counter and label for a benchmark that read n rows a call.
-    static void report(benchmark::State& state, int64_t n, bool half) {
-        state.counters["GB/s"] = benchmark::Counter(
-            double(n * kDim * (half ? 2 : 4)) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
-        state.SetLabel(std::string(kernels().isa) + (half ? " f16" : " f32"));
+    static void report(benchmark::State& state, int64_t n, int type) {
+        state.counters["GB/s"] = benchmark::Counter(double(n * row_bytes(type)) * double(state.iterations()) / 1e9,
+                                                    benchmark::Counter::kIsRate);
+        state.SetLabel(std::string(kernels().isa) + (type == 2 ? " q8_0" : type == 1 ? " f16" : " f32"));
     }
 };
 
@@ -419,23 +431,27 @@ struct HeadCaches {
 // 32 (a prefill's block of 8 tokens).
 void BM_WeightedRows(benchmark::State& state) {
     const int64_t n = state.range(0);
-    const bool f16 = state.range(1) != 0;
+    const int type = int(state.range(1));
     const int64_t G = state.range(2), D = HeadCaches::kDim;
     HeadCaches v(n, 4);
     const std::vector<float> p = uniform_values(size_t(G * n), 4, 0.0f, 1.0f);
     std::vector<float> out(size_t(G * D));
     for (auto _ : state) {
-        if (f16)
-            kernels().weighted_rows_f16(p.data(), n, G, v.f16[size_t(v.layer)].data(), D, n, D, out.data(), false);
+        const uint8_t* rows = v.rows(type);
+        if (type == 2)
+            kernels().weighted_rows_q8_0(p.data(), n, G, rows, HeadCaches::kQ8RowBytes, n, D, out.data(), false);
+        else if (type == 1)
+            kernels().weighted_rows_f16(p.data(), n, G, reinterpret_cast<const uint16_t*>(rows), D, n, D, out.data(),
+                                        false);
         else
-            kernels().weighted_rows(p.data(), n, G, v.f32[size_t(v.layer)].data(), D, n, D, out.data(), false);
+            kernels().weighted_rows(p.data(), n, G, reinterpret_cast<const float*>(rows), D, n, D, out.data(), false);
         v.next();
         benchmark::ClobberMemory();
     }
-    HeadCaches::report(state, n, f16);
+    HeadCaches::report(state, n, type);
 }
 BENCHMARK(BM_WeightedRows)
-    ->ArgsProduct({{512, 4096, 32768}, {0, 1}, {4, 20, 32}})
+    ->ArgsProduct({{512, 4096, 32768}, {0, 1, 2}, {4, 20, 32}})
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
 
@@ -445,27 +461,26 @@ BENCHMARK(BM_WeightedRows)
 // peak, and the value sum of 32 rows 90-94).
 void BM_AttentionScores(benchmark::State& state) {
     const int64_t n = state.range(0);
-    const bool f16 = state.range(1) != 0;
+    const int type = int(state.range(1));
     const int64_t G = state.range(2), D = HeadCaches::kDim;
     HeadCaches k(n, 5);
     const std::vector<float> q = uniform_values(size_t(G * D), 5, -1.0f, 1.0f);
     std::vector<float> scores(size_t(G * n));
     for (auto _ : state) {
         WeightMatrix keys;
-        keys.type = f16 ? WType::F16 : WType::F32;
+        keys.type = type == 2 ? WType::Q8_0 : type == 1 ? WType::F16 : WType::F32;
         keys.rows = n;
         keys.cols = D;
-        keys.data = f16 ? reinterpret_cast<const uint8_t*>(k.f16[size_t(k.layer)].data())
-                        : reinterpret_cast<const uint8_t*>(k.f32[size_t(k.layer)].data());
-        keys.row_bytes = size_t(D) * (f16 ? 2 : 4);
+        keys.data = k.rows(type);
+        keys.row_bytes = size_t(HeadCaches::row_bytes(type));
         kernels().gemm_rows(keys, q.data(), G, scores.data(), n, 0, n);
         k.next();
         benchmark::ClobberMemory();
     }
-    HeadCaches::report(state, n, f16);
+    HeadCaches::report(state, n, type);
 }
 BENCHMARK(BM_AttentionScores)
-    ->ArgsProduct({{512, 4096, 32768}, {0, 1}, {4, 32}})
+    ->ArgsProduct({{512, 4096, 32768}, {0, 1, 2}, {4, 20, 32}})
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
 

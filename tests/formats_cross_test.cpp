@@ -78,7 +78,7 @@ double teacher_forced_agreement(const Qwen35Model& f32, const Qwen35Model& q,
 // Greedy decoding with mostly right scripted drafts equals plain decoding, with each KV cache
 // type, and accepts drafts (else only the verify's first column would have been compared).
 void expect_accepted_drafts_equal_plain(Qwen35Model& model, const std::vector<int32_t>& prompt) {
-    for (KvCacheType kv : {KvCacheType::F32, KvCacheType::F16}) {
+    for (KvCacheType kv : {KvCacheType::F32, KvCacheType::F16, KvCacheType::Q8_0}) {
         model.set_kv_cache_type(kv);
         const std::vector<int32_t> plain = greedy(model, prompt, 0);
         for (int depth : {2, 5}) {

@@ -32,12 +32,13 @@ const WType kTypes[] = {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType:
 bool is_block_type(WType t) { return t == WType::Q8_0 || t == WType::Q4_0 || t == WType::Q4_1; }
 
 // Shapes with row counts that leave remainders for every tile height and, for float types,
-// column counts that leave vector tails.
+// column counts that leave vector tails. Block rows of up to 512 values are widened to f32 once
+// a chunk for more columns than one tile takes (x86/staged_rows.h); 544 are not.
 struct Shape {
     int64_t rows, cols;
 };
 std::vector<Shape> shapes_for(WType t) {
-    if (is_block_type(t)) return {{37, 96}, {19, 256}, {5, 32}};
+    if (is_block_type(t)) return {{37, 96}, {19, 256}, {5, 32}, {21, 512}, {3, 544}};
     return {{37, 100}, {19, 256}, {5, 7}, {3, 33}};
 }
 

@@ -266,11 +266,11 @@ TEST(SyntheticForward, RealWidthModelRunsAndRandomHeadIsRarelyAccepted) {
 }
 
 // Greedy MTP output of a perfect-draft model equals plain decoding at depths 1..3 and every
-// draft is accepted, with either KV cache type: an f16 cache is rounded once, when written, so
-// it too must give a verify's columns the bits of decode steps.
+// draft is accepted, with every KV cache type: an f16 or q8_0 cache is rounded once, when
+// written, so it too must give a verify's columns the bits of decode steps.
 void expect_perfect_drafts_equal_plain(Qwen35Model& model, const std::string& label) {
     const std::vector<int32_t> prompt = {11, 2024, 7, 999, 16000};
-    for (KvCacheType kv : {KvCacheType::F32, KvCacheType::F16}) {
+    for (KvCacheType kv : {KvCacheType::F32, KvCacheType::F16, KvCacheType::Q8_0}) {
         model.set_kv_cache_type(kv);
         const std::vector<int32_t> plain = decode(model, prompt, 0, 33, nullptr);
         for (int depth = 1; depth <= 3; ++depth) {

@@ -3,21 +3,40 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "kernels/quant.h"
 
 namespace nextn {
 
-const char* kv_cache_type_name(KvCacheType t) { return t == KvCacheType::F16 ? "f16" : "f32"; }
+const char* kv_cache_type_name(KvCacheType t) {
+    switch (t) {
+        case KvCacheType::F16: return "f16";
+        case KvCacheType::Q8_0: return "q8_0";
+        default: return "f32";
+    }
+}
+
+size_t kv_row_bytes(KvCacheType t, int64_t head_dim) {
+    switch (t) {
+        case KvCacheType::F16: return size_t(head_dim) * 2;
+        case KvCacheType::Q8_0: return size_t(head_dim / kQuantBlock) * sizeof(BlockQ8_0);
+        default: return size_t(head_dim) * sizeof(float);
+    }
+}
 
 KvCacheType parse_kv_cache_type(const std::string& name) {
     if (name == "f32") return KvCacheType::F32;
     if (name == "f16") return KvCacheType::F16;
-    fail("unknown KV cache type '", name, "' (supported: f32, f16)");
+    if (name == "q8_0") return KvCacheType::Q8_0;
+    fail("unknown KV cache type '", name, "' (supported: f32, f16, q8_0)");
 }
 
 AttentionCache::AttentionCache(int64_t capacity_, int64_t n_heads_, int64_t head_dim_, KvCacheType type_)
     : capacity(capacity_), n_heads(n_heads_), head_dim(head_dim_), type(type_) {
-    // The buffer counts floats: halves take half as many, rounded up.
-    const size_t bytes = size_t(capacity * n_heads * head_dim) * value_bytes();
+    if (type == KvCacheType::Q8_0 && head_dim % kQuantBlock != 0)
+        fail("--kv-type q8_0 needs an attention head size that is a multiple of ", kQuantBlock,
+             "; this model's is ", head_dim, " (use f16 or f32)");
+    // The buffer counts floats: other types' rows take fewer bytes, rounded up.
+    const size_t bytes = size_t(capacity * n_heads) * row_bytes();
     const size_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
     k = ZeroPagesBuffer(floats);
     v = ZeroPagesBuffer(floats);

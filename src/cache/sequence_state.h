@@ -24,12 +24,14 @@
 namespace nextn {
 
 // How the attention KV cache holds its values (--kv-type). F16 halves the cache's memory and
-// what a decode step reads from it at long contexts; each key and value is rounded to the
-// nearest half once, when written, so plain and speculative decoding still see the same bits.
-enum class KvCacheType { F32, F16 };
+// what a decode step reads from it at long contexts; Q8_0 (ggml's blocks of 32 int8 codes and
+// an f16 scale, 8.5 bits a value) takes 53% of F16's. Each key and value is rounded once, when
+// written, so plain and speculative decoding still see the same bits.
+enum class KvCacheType { F32, F16, Q8_0 };
 const char* kv_cache_type_name(KvCacheType t);
-inline size_t kv_value_bytes(KvCacheType t) { return t == KvCacheType::F16 ? 2 : 4; }
-// Parses "f32" / "f16"; throws Error naming the value otherwise.
+// Bytes of one head's keys (or values) at one position: head_dim values of the type.
+size_t kv_row_bytes(KvCacheType t, int64_t head_dim);
+// Parses "f32" / "f16" / "q8_0"; throws Error naming the value otherwise.
 KvCacheType parse_kv_cache_type(const std::string& name);
 
 // Head-major: each kv head's positions are contiguous, so attention over one head streams its
@@ -47,8 +49,7 @@ struct AttentionCache {
 
     AttentionCache() = default;
     AttentionCache(int64_t capacity, int64_t n_heads, int64_t head_dim, KvCacheType type);
-    size_t value_bytes() const { return kv_value_bytes(type); }
-    size_t row_bytes() const { return size_t(head_dim) * value_bytes(); }  // one head, one position
+    size_t row_bytes() const { return kv_row_bytes(type, head_dim); }  // one head, one position
     size_t bytes() const { return 2 * size_t(capacity * n_heads) * row_bytes(); }  // K and V
     uint8_t* k_at(int64_t head, int64_t pos) { return at(k, head, pos); }
     uint8_t* v_at(int64_t head, int64_t pos) { return at(v, head, pos); }

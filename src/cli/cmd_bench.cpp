@@ -73,13 +73,13 @@ double matmul_macs_per_prefill_token(const Qwen35Model& m) {
 
 // Bytes of sequence state one decode token moves at `position` (its KV cache length), besides
 // the weights: each Gated-DeltaNet layer reads and writes its fp32 recurrent state and conv
-// window; each attention layer reads its K and V cache (f32 or f16) and appends one position.
+// window; each attention layer reads its K and V cache (--kv-type) and appends one position.
 double state_bytes_per_token(const ModelConfig& c, KvCacheType kv, int64_t position) {
     const double f = sizeof(float);
-    const double kv_bytes = double(kv_value_bytes(kv));
+    const double kv_row = double(kv_row_bytes(kv, c.head_dim));  // one head, one position
     const double gdn = 2.0 * f * (double(c.gdn_v_heads) * c.gdn_k_dim * c.gdn_v_dim +
                                   double(c.conv_kernel - 1) * double(c.gdn_conv_dim()));
-    const double attention = 2.0 * kv_bytes * double(c.n_kv_heads) * c.head_dim * double(position + 1);
+    const double attention = 2.0 * kv_row * double(c.n_kv_heads) * double(position + 1);
     double total = 0.0;
     for (const bool linear : c.is_linear) total += linear ? gdn : attention;
     return total;

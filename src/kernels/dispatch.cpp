@@ -40,6 +40,7 @@ const KernelTable* scalar_table() {
         t.softmax = ref::softmax;
         t.weighted_rows = ref::weighted_rows;
         t.weighted_rows_f16 = ref::weighted_rows_f16;
+        t.weighted_rows_q8_0 = ref::weighted_rows_q8_0;
         t.causal_conv = ref::causal_conv;
         t.rope_neox = ref::rope_neox;
         t.gdn_recurrence_heads = ref::gdn_recurrence_heads;
@@ -102,6 +103,7 @@ KernelTable make_avx2_table() {
     t.softmax = avx2::softmax;
     t.weighted_rows = avx2::weighted_rows;
     t.weighted_rows_f16 = avx2::weighted_rows_f16;
+    t.weighted_rows_q8_0 = avx2::weighted_rows_q8_0;
     t.causal_conv = avx2::causal_conv;
     t.rope_neox = avx2::rope_neox;
     t.gdn_recurrence_heads = avx2::gdn_recurrence_heads;
@@ -201,6 +203,7 @@ KernelTable avx512_table_with(const char* narrow_fetch) {
     t.softmax = avx512::softmax;
     t.weighted_rows = avx512::weighted_rows;
     t.weighted_rows_f16 = avx512::weighted_rows_f16;
+    t.weighted_rows_q8_0 = avx512::weighted_rows_q8_0;
     t.causal_conv = avx512::causal_conv;
     t.rope_neox = avx512::rope_neox;
     t.gdn_recurrence_heads = avx512::gdn_recurrence_heads;

@@ -14,14 +14,26 @@ namespace nextn {
 namespace {
 
 // One head's keys or values at one position [D] into the cache row at dst, in the cache's type
-// (f16: rounded to nearest even, once).
+// (f16: rounded to nearest even; q8_0: ggml's rounding to a block scale and int8 codes; once).
 void store_kv_row(const AttentionCache& cache, uint8_t* dst, const float* src) {
-    if (cache.type == KvCacheType::F32) {
-        std::memcpy(dst, src, cache.row_bytes());
-        return;
+    switch (cache.type) {
+        case KvCacheType::F32: std::memcpy(dst, src, cache.row_bytes()); return;
+        case KvCacheType::Q8_0: quantize_row_q8_0(src, cache.head_dim, reinterpret_cast<BlockQ8_0*>(dst)); return;
+        case KvCacheType::F16: {
+            uint16_t* h = reinterpret_cast<uint16_t*>(dst);
+            for (int64_t i = 0; i < cache.head_dim; ++i) h[i] = f32_to_f16(src[i]);
+            return;
+        }
     }
-    uint16_t* h = reinterpret_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < cache.head_dim; ++i) h[i] = f32_to_f16(src[i]);
+}
+
+// The cache's key rows as a matrix for gemm_rows (its f32, f16 and Q8_0 row types).
+WType key_row_type(KvCacheType t) {
+    switch (t) {
+        case KvCacheType::F16: return WType::F16;
+        case KvCacheType::Q8_0: return WType::Q8_0;
+        default: return WType::F32;
+    }
 }
 
 }  // namespace
@@ -73,7 +85,6 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
     const int64_t max_rows = kTokensPerPass * group;  // query rows of a block
     float* attn = ForwardScratch::take(s.attn, size_t(T * Nq * D));  // [T, Nq, D]
     const float scale = 1.0f / std::sqrt(float(D));
-    const bool f16_cache = cache.type == KvCacheType::F16;
     // Per thread: queries [rows, D], their outputs [rows, D] and scores [rows, n_ctx <= capacity].
     // Sized for the whole cache the first time, not for this step's context: growing it with the
     // context would reallocate inside the decode loop. Zero pages: only the part the context
@@ -98,7 +109,7 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
                     for (int64_t d = 0; d < D; ++d) qrow[d] = q[d] * scale;
                 }
             WeightMatrix keys;  // rows = positions of this kv head, contiguous in the cache
-            keys.type = f16_cache ? WType::F16 : WType::F32;
+            keys.type = key_row_type(cache.type);
             keys.rows = n_last;
             keys.cols = D;
             keys.data = cache.k_at(kvh, 0);
@@ -113,12 +124,18 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
                 const float* p = scores + row0 * n_last + p0;
                 float* o = os + row0 * D;
                 const uint8_t* v = values + size_t(p0) * cache.row_bytes();
-                if (f16_cache)
-                    kt.weighted_rows_f16(p, n_last, n_rows, reinterpret_cast<const uint16_t*>(v), D, n, D, o,
-                                         accumulate);
-                else
-                    kt.weighted_rows(p, n_last, n_rows, reinterpret_cast<const float*>(v), D, n, D, o,
-                                     accumulate);
+                switch (cache.type) {
+                    case KvCacheType::F32:
+                        kt.weighted_rows(p, n_last, n_rows, reinterpret_cast<const float*>(v), D, n, D, o, accumulate);
+                        break;
+                    case KvCacheType::F16:
+                        kt.weighted_rows_f16(p, n_last, n_rows, reinterpret_cast<const uint16_t*>(v), D, n, D, o,
+                                             accumulate);
+                        break;
+                    case KvCacheType::Q8_0:
+                        kt.weighted_rows_q8_0(p, n_last, n_rows, v, int64_t(cache.row_bytes()), n, D, o, accumulate);
+                        break;
+                }
             };
             weighted(0, rows, 0, n_first, false);
             for (int64_t tt = 1; tt < tokens; ++tt) weighted(tt * group, group, n_first, tt, true);

@@ -116,19 +116,23 @@ for quant in "--quant q8_0" "--quant q4" "--quant q8_0 --f32-activations" "--bf1
     [ "$qplain" = "$qmtp" ] || fail "$quant: MTP '$qmtp' != plain '$qplain'"
 done
 
-# --kv-type f16: greedy MTP output equals plain output through the CLI, and the stats report a
-# KV cache of half the f32 one's bytes.
-"$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q --no-mtp --stats-json "$TMP/kv32.json" >/dev/null \
+# --kv-type f16 and q8_0: greedy MTP output equals plain output through the CLI, and the stats
+# report a KV cache of half (f16) and 17/64 (q8_0: 34 bytes for 32 values) of the f32 one's bytes.
+"$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q --no-mtp --stats-json "$TMP/kv_f32.json" >/dev/null \
     || fail "kv f32 run"
-kplain=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q --no-mtp --kv-type f16 \
-         --stats-json "$TMP/kv16.json") || fail "kv f16 plain"
-kmtp=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q --draft-depth 3 --kv-type f16) || fail "kv f16 mtp"
-[ "$kplain" = "$kmtp" ] || fail "--kv-type f16: MTP '$kmtp' != plain '$kplain'"
-python3 - "$TMP/kv32.json" "$TMP/kv16.json" <<'PY' || fail "--kv-type f16: kv_cache_bytes"
+for kv in f16 q8_0; do
+    kplain=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q --no-mtp --kv-type $kv \
+             --stats-json "$TMP/kv_$kv.json") || fail "kv $kv plain"
+    kmtp=$("$NEXTN" run "$MODEL" $PROMPT -n 40 --ids --ignore-eos -q --draft-depth 3 --kv-type $kv) \
+        || fail "kv $kv mtp"
+    [ "$kplain" = "$kmtp" ] || fail "--kv-type $kv: MTP '$kmtp' != plain '$kplain'"
+done
+python3 - "$TMP/kv_f32.json" "$TMP/kv_f16.json" "$TMP/kv_q8_0.json" <<'PY' || fail "--kv-type: kv_cache_bytes"
 import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-assert a["kv_cache_bytes"] > 0, "no KV bytes reported"
-assert 2 * b["kv_cache_bytes"] == a["kv_cache_bytes"], (a["kv_cache_bytes"], b["kv_cache_bytes"])
+f32, f16, q8 = (json.load(open(p))["kv_cache_bytes"] for p in sys.argv[1:4])
+assert f32 > 0, "no KV bytes reported"
+assert 2 * f16 == f32, (f32, f16)
+assert 64 * q8 == 17 * f32, (f32, q8)
 PY
 
 # inspect says how the weights are held (this bf16 checkpoint: all bf16, kept as is).

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/half.h"
+#include "kernels/quant.h"
 #include "kernels/ref/ref.h"
 
 namespace nextn::ref {
@@ -84,6 +85,23 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
 void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
                        int64_t n, int64_t d, float* out, bool accumulate) {
     weighted_rows_of(p, ldp, G, v, ldv, n, d, out, accumulate, f16_to_f32);
+}
+
+void weighted_rows_q8_0(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv_bytes,
+                        int64_t n, int64_t d, float* out, bool accumulate) {
+    for (int64_t g = 0; g < G; ++g) {
+        float* o = out + g * d;
+        if (!accumulate)
+            for (int64_t e = 0; e < d; ++e) o[e] = 0.0f;
+        for (int64_t pos = 0; pos < n; ++pos) {
+            const BlockQ8_0* blocks = reinterpret_cast<const BlockQ8_0*>(v + pos * ldv_bytes);
+            const float w = p[g * ldp + pos];
+            for (int64_t e = 0; e < d; ++e) {
+                const BlockQ8_0& b = blocks[e / kQuantBlock];
+                o[e] = std::fma(w, float(b.qs[e % kQuantBlock]) * f16_to_f32(b.d), o[e]);  // exact product
+            }
+        }
+    }
 }
 
 void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,

@@ -7,6 +7,8 @@
 // depends on where it falls in a buffer (and hence never on the batch width).
 #include <cstdint>
 
+#include "kernels/x86/staged_rows.h"
+
 namespace nextn::x86 {
 
 // The first len (1..I::L) floats at p as a vector (zeros past them), and the same store.
@@ -181,16 +183,15 @@ constexpr int64_t kWeightedRowsAhead = 16;
 // next_rows: weighted_rows' position blocks (below) pass the number of rows of the next block,
 // which the first slice's pass fetches whole into L2 (one row per position), so that every
 // pass over the following block hits L2; 0 for the last block, whose passes fetch their own
-// slice kWeightedRowsAhead positions ahead. (An earlier try, blocks of 64 positions whose first
+// slice kWeightedRowsAhead positions ahead; -1 for rows staged in L1, which fetch nothing. (An earlier try, blocks of 64 positions whose first
 // pass fetched its own block's rows whole, measured slower than the per-slice fetch alone.)
-template <class I, class D, class Elem, int NG>
-void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv, int64_t n,
+template <class I, class D, int NG>
+void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t ldv, int64_t n,
                          int64_t d, float* out, bool accumulate, int64_t next_rows) {
     using V = typename I::V;
     // Accumulators NG x U within the register file (32 vectors with AVX-512, 16 with AVX2).
     constexpr int U = I::L >= 16 ? 4 : 2;
-    constexpr int64_t kSliceBytes = U * I::L * int64_t(sizeof(Elem));
-    auto row = [](const Elem* vp) { return reinterpret_cast<const uint8_t*>(vp); };
+    constexpr int64_t kSliceBytes = value_bytes<D>(U * I::L);
     int64_t e0 = 0;
     for (; e0 + U * I::L <= d; e0 += U * I::L) {
         V acc[NG][U];
@@ -199,19 +200,21 @@ void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv
 #pragma GCC unroll 4
             for (int u = 0; u < U; ++u)
                 acc[g][u] = accumulate ? I::load(out + g * d + e0 + u * I::L) : I::zero();
+        const int64_t slice = value_bytes<D>(e0);
         for (int64_t pos = 0; pos < n; ++pos) {
-            if (next_rows == 0) {  // the last block: this slice's rows a few positions ahead
+            if (next_rows < 0) {  // rows already in L1 (staged): nothing to fetch
+            } else if (next_rows == 0) {  // the last block: this slice's rows a few positions ahead
                 const int64_t next = pos + kWeightedRowsAhead < n ? pos + kWeightedRowsAhead : n - 1;
-                const uint8_t* ahead = row(v + next * ldv + e0);
+                const uint8_t* ahead = v + next * ldv + slice;
                 for (int64_t b = 0; b < kSliceBytes; b += 64) __builtin_prefetch(ahead + b, 0, 3);
             } else if (e0 == 0 && pos < next_rows) {  // the next block's row pos, whole, into L2
-                const uint8_t* ahead = row(v + (n + pos) * ldv);
-                for (int64_t b = 0; b < d * int64_t(sizeof(Elem)); b += 64) __builtin_prefetch(ahead + b, 0, 1);
+                const uint8_t* ahead = v + (n + pos) * ldv;
+                for (int64_t b = 0; b < value_bytes<D>(d); b += 64) __builtin_prefetch(ahead + b, 0, 1);
             }
-            const uint8_t* vp = row(v + pos * ldv + e0);
+            const uint8_t* vp = v + pos * ldv;
             V x[U];
 #pragma GCC unroll 4
-            for (int u = 0; u < U; ++u) x[u] = D::sub(vp, 0, u);
+            for (int u = 0; u < U; ++u) x[u] = row_vector<I, D>(vp, e0 + u * I::L);
 #pragma GCC unroll 4
             for (int g = 0; g < NG; ++g) {
                 const V w = I::set1(p[g * ldp + pos]);
@@ -230,7 +233,8 @@ void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv
 #pragma GCC unroll 4
         for (int g = 0; g < NG; ++g) acc[g] = accumulate ? I::load_part(out + g * d + e0, len) : I::zero();
         for (int64_t pos = 0; pos < n; ++pos) {
-            const V x = D::part(row(v + pos * ldv), e0, len);
+            // (A partial vector only for the float types: the block types' rows are whole blocks.)
+            const V x = len == I::L ? row_vector<I, D>(v + pos * ldv, e0) : D::part(v + pos * ldv, e0, len);
 #pragma GCC unroll 4
             for (int g = 0; g < NG; ++g) acc[g] = I::fma(I::set1(p[g * ldp + pos]), x, acc[g]);
         }
@@ -241,7 +245,8 @@ void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv
 
 // out[g, :] = (accumulate ? out[g, :] : 0) + sum_pos p[g, pos] * v[pos, :], one fma per
 // position in order (see KernelTable), probability rows 4 at a time. D reads the value rows (the
-// gemm decoders: DecodeF32, DecodeF16); v is [n, ldv] of D's elements.
+// gemm decoders: DecodeF32, DecodeF16, DecodeQ8_0, whose values d * q are exact); v is n rows of
+// D's values, ldv bytes apart.
 //
 // The positions go in blocks of about kWeightedRowsBlockBytes of value rows, each block
 // continuing the chains the one before stored (exact: the same fma per position in order), and
@@ -257,19 +262,51 @@ void weighted_rows_group(const float* p, int64_t ldp, const Elem* v, int64_t ldv
 //   at 8192 positions (perf) weighted_rows went from 6.8 to 4.7 ms of a token.
 constexpr int64_t kWeightedRowsBlockBytes = int64_t(128) << 10;
 
-template <class I, class D, class Elem>
-void weighted_rows(const float* p, int64_t ldp, int64_t G, const Elem* v, int64_t ldv, int64_t n,
+// More than 4 rows of half or block values (a verify's or prefill's block of tokens over an
+// f16 or q8_0 cache): the passes of 4 rows would each decode every value again, which for Q8_0
+// (widen the codes twice, then scale) costs more than the fma it feeds, and would each read the
+// position block from L2. So each run of positions is widened to f32 once, into a stack buffer
+// that stays in L1, and every pass reads that; the bits are the same, the widening being exact.
+// kernels_bench BM_WeightedRows, 20 rows, one thread, Xeon (session 56), decoding in every pass
+// -> staged: 4096 positions q8_0 557-595 -> 370-378 us, f16 386-401 -> 371-398; 32768 q8_0
+// 4988-5082 -> 3151-3331, f16 4162-4245 -> 3651-3830.
+template <class I, class D>
+void weighted_rows_staged(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv,
+                          int64_t n, int64_t d, float* out, bool accumulate) {
+    alignas(64) float stage[kStageFloats];  // [chunk, d] f32
+    const int64_t chunk = kStageFloats / d;
+    const uint8_t* rows = reinterpret_cast<const uint8_t*>(stage);
+    for (int64_t b0 = 0; b0 == 0 || b0 < n; b0 += chunk) {
+        const int64_t nb = n - b0 < chunk ? n - b0 : chunk;
+        const bool continuing = accumulate || b0 > 0;
+        const float* pb = p + b0;
+        widen_rows<I, D>(v + b0 * ldv, ldv, nb, d, stage);
+        int64_t g = 0;
+        for (; g + 4 <= G; g += 4)
+            weighted_rows_group<I, F32Rows<I>, 4>(pb + g * ldp, ldp, rows, d * 4, nb, d, out + g * d, continuing, -1);
+        switch (G - g) {
+            case 3: weighted_rows_group<I, F32Rows<I>, 3>(pb + g * ldp, ldp, rows, d * 4, nb, d, out + g * d, continuing, -1); break;
+            case 2: weighted_rows_group<I, F32Rows<I>, 2>(pb + g * ldp, ldp, rows, d * 4, nb, d, out + g * d, continuing, -1); break;
+            case 1: weighted_rows_group<I, F32Rows<I>, 1>(pb + g * ldp, ldp, rows, d * 4, nb, d, out + g * d, continuing, -1); break;
+            default: break;
+        }
+    }
+}
+
+template <class I, class D>
+void weighted_rows(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv, int64_t n,
                    int64_t d, float* out, bool accumulate) {
-    const int64_t row_bytes = ldv * int64_t(sizeof(Elem));
+    if (G > 4 && D::kBlockBytes < 128 && d <= kStageFloats)
+        return weighted_rows_staged<I, D>(p, ldp, G, v, ldv, n, d, out, accumulate);
     // (No std::max / std::min here: an inline library template compiled with ISA flags could be
     // the copy the linker keeps for every caller.)
-    const int64_t fit = kWeightedRowsBlockBytes / row_bytes;
+    const int64_t fit = kWeightedRowsBlockBytes / ldv;
     const int64_t block = fit > 16 ? fit : 16;
     for (int64_t b0 = 0; b0 == 0 || b0 < n; b0 += block) {
         const int64_t nb = n - b0 < block ? n - b0 : block;
         const bool continuing = accumulate || b0 > 0;
         const float* pb = p + b0;
-        const Elem* vb = v + b0 * ldv;
+        const uint8_t* vb = v + b0 * ldv;
         // The next block's rows, fetched whole by the first pass: only for up to 4 rows. With
         // more, each block stays in L2 for all the groups' passes anyway, and the whole-block
         // fetch measured slower there (a 0.8B width-5 verify at 8192 positions 54.5-55.4 against
@@ -277,11 +314,11 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const Elem* v, int64_
         const int64_t next_rows = G > 4 ? 0 : n - b0 - nb < block ? n - b0 - nb : block;
         int64_t g = 0;
         for (; g + 4 <= G; g += 4)
-            weighted_rows_group<I, D, Elem, 4>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows);
+            weighted_rows_group<I, D, 4>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows);
         switch (G - g) {
-            case 3: weighted_rows_group<I, D, Elem, 3>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
-            case 2: weighted_rows_group<I, D, Elem, 2>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
-            case 1: weighted_rows_group<I, D, Elem, 1>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
+            case 3: weighted_rows_group<I, D, 3>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
+            case 2: weighted_rows_group<I, D, 2>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
+            case 1: weighted_rows_group<I, D, 1>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
             default: break;
         }
     }

@@ -47,6 +47,8 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
                    int64_t d, float* out, bool accumulate);
 void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
                        int64_t n, int64_t d, float* out, bool accumulate);
+void weighted_rows_q8_0(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv_bytes,
+                        int64_t n, int64_t d, float* out, bool accumulate);
 void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,
                  float* out, int64_t ld_out);
 void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos, const float* sin);
@@ -130,6 +132,8 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64
                    int64_t d, float* out, bool accumulate);
 void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
                        int64_t n, int64_t d, float* out, bool accumulate);
+void weighted_rows_q8_0(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv_bytes,
+                        int64_t n, int64_t d, float* out, bool accumulate);
 void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,
                  float* out, int64_t ld_out);
 void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos, const float* sin);
