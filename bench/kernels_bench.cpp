@@ -416,12 +416,17 @@ struct HeadCaches {
         if (type == 1) return reinterpret_cast<const uint8_t*>(f16[l].data());
         return reinterpret_cast<const uint8_t*>(f32[l].data());
     }
-    static int64_t row_bytes(int type) { return type == 2 ? kQ8RowBytes : kDim * (type == 1 ? 2 : 4); }
+    static int64_t row_bytes(int type) {
+        return type == 2 ? kQ8RowBytes : kDim * (type == 1 ? 2 : 4);
+    }
     // GB/s counter and label for a benchmark that read n rows a call.
     static void report(benchmark::State& state, int64_t n, int type) {
-        state.counters["GB/s"] = benchmark::Counter(double(n * row_bytes(type)) * double(state.iterations()) / 1e9,
-                                                    benchmark::Counter::kIsRate);
-        state.SetLabel(std::string(kernels().isa) + (type == 2 ? " q8_0" : type == 1 ? " f16" : " f32"));
+        state.counters["GB/s"] =
+            benchmark::Counter(double(n * row_bytes(type)) * double(state.iterations()) / 1e9,
+                               benchmark::Counter::kIsRate);
+        state.SetLabel(std::string(kernels().isa) + (type == 2   ? " q8_0"
+                                                     : type == 1 ? " f16"
+                                                                 : " f32"));
     }
 };
 
@@ -439,12 +444,14 @@ void BM_WeightedRows(benchmark::State& state) {
     for (auto _ : state) {
         const uint8_t* rows = v.rows(type);
         if (type == 2)
-            kernels().weighted_rows_q8_0(p.data(), n, G, rows, HeadCaches::kQ8RowBytes, n, D, out.data(), false);
+            kernels().weighted_rows_q8_0(p.data(), n, G, rows, HeadCaches::kQ8RowBytes, n, D,
+                                         out.data(), false);
         else if (type == 1)
-            kernels().weighted_rows_f16(p.data(), n, G, reinterpret_cast<const uint16_t*>(rows), D, n, D, out.data(),
-                                        false);
+            kernels().weighted_rows_f16(p.data(), n, G, reinterpret_cast<const uint16_t*>(rows), D,
+                                        n, D, out.data(), false);
         else
-            kernels().weighted_rows(p.data(), n, G, reinterpret_cast<const float*>(rows), D, n, D, out.data(), false);
+            kernels().weighted_rows(p.data(), n, G, reinterpret_cast<const float*>(rows), D, n, D,
+                                    out.data(), false);
         v.next();
         benchmark::ClobberMemory();
     }

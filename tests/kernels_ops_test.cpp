@@ -451,41 +451,49 @@ TEST(KernelsOps, WeightedRowsF16EqualReferenceBitwise) {
 TEST(KernelsOps, WeightedRowsQ8_0EqualReferenceBitwise) {
     for (int64_t d : {32, 64, 96, 256, 288}) {
         const int64_t blocks = d / kQuantBlock;
-        const int64_t ldv_bytes = (blocks + 1) * int64_t(sizeof(BlockQ8_0));  // one spare block a row
+        const int64_t ldv_bytes =
+            (blocks + 1) * int64_t(sizeof(BlockQ8_0));  // one spare block a row
         for (int64_t n : {1, 2, 7, 64, 300})
-        for (int64_t G : {1, 3, 4, 6, 20}) {
-            const int64_t ldp = n + 5;
-            std::vector<float> p = random_values(size_t(G * ldp), 13, 0.0f, 1.0f);
-            std::vector<float> values = random_values(size_t(n * d), 14, -2.0f, 2.0f);
-            for (int64_t b = 0; b < n * blocks; b += 5)  // some blocks of one tiny or zero scale
-                for (int64_t i = 0; i < kQuantBlock; ++i) values[size_t(b * kQuantBlock + i)] *= b % 2 ? 1e-6f : 0.0f;
-            std::vector<uint8_t> v(size_t(n * ldv_bytes), 0xA5);
-            std::vector<float> dequantized(size_t(n * d));
-            for (int64_t pos = 0; pos < n; ++pos) {
-                BlockQ8_0* row = reinterpret_cast<BlockQ8_0*>(v.data() + pos * ldv_bytes);
-                quantize_row_q8_0(values.data() + pos * d, d, row);
-                dequantize_row_q8_0(row, d, dequantized.data() + pos * d);
+            for (int64_t G : {1, 3, 4, 6, 20}) {
+                const int64_t ldp = n + 5;
+                std::vector<float> p = random_values(size_t(G * ldp), 13, 0.0f, 1.0f);
+                std::vector<float> values = random_values(size_t(n * d), 14, -2.0f, 2.0f);
+                for (int64_t b = 0; b < n * blocks;
+                     b += 5)  // some blocks of one tiny or zero scale
+                    for (int64_t i = 0; i < kQuantBlock; ++i)
+                        values[size_t(b * kQuantBlock + i)] *= b % 2 ? 1e-6f : 0.0f;
+                std::vector<uint8_t> v(size_t(n * ldv_bytes), 0xA5);
+                std::vector<float> dequantized(size_t(n * d));
+                for (int64_t pos = 0; pos < n; ++pos) {
+                    BlockQ8_0* row = reinterpret_cast<BlockQ8_0*>(v.data() + pos * ldv_bytes);
+                    quantize_row_q8_0(values.data() + pos * d, d, row);
+                    dequantize_row_q8_0(row, d, dequantized.data() + pos * d);
+                }
+                std::vector<float> want(size_t(G * d), std::nanf("")), f32 = want;
+                reference_kernels().weighted_rows_q8_0(p.data(), ldp, G, v.data(), ldv_bytes, n, d,
+                                                       want.data(), false);
+                reference_kernels().weighted_rows(p.data(), ldp, G, dequantized.data(), d, n, d,
+                                                  f32.data(), false);
+                ASSERT_EQ(0, std::memcmp(want.data(), f32.data(), want.size() * sizeof(float)))
+                    << "d=" << d << " n=" << n << " G=" << G;
+                for (const std::string& isa : available_isas()) {
+                    const KernelTable& k = kernels_for(isa);
+                    std::vector<float> got(want.size(), std::nanf(""));
+                    k.weighted_rows_q8_0(p.data(), ldp, G, v.data(), ldv_bytes, n, d, got.data(),
+                                         false);
+                    ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                        << isa << " d=" << d << " n=" << n << " G=" << G;
+                    const int64_t cut = n / 3;
+                    std::vector<float> split(want.size(), std::nanf(""));
+                    k.weighted_rows_q8_0(p.data(), ldp, G, v.data(), ldv_bytes, cut, d,
+                                         split.data(), false);
+                    k.weighted_rows_q8_0(p.data() + cut, ldp, G, v.data() + cut * ldv_bytes,
+                                         ldv_bytes, n - cut, d, split.data(), true);
+                    ASSERT_EQ(0,
+                              std::memcmp(want.data(), split.data(), want.size() * sizeof(float)))
+                        << isa << " split at " << cut << " d=" << d << " n=" << n << " G=" << G;
+                }
             }
-            std::vector<float> want(size_t(G * d), std::nanf("")), f32 = want;
-            reference_kernels().weighted_rows_q8_0(p.data(), ldp, G, v.data(), ldv_bytes, n, d, want.data(), false);
-            reference_kernels().weighted_rows(p.data(), ldp, G, dequantized.data(), d, n, d, f32.data(), false);
-            ASSERT_EQ(0, std::memcmp(want.data(), f32.data(), want.size() * sizeof(float)))
-                << "d=" << d << " n=" << n << " G=" << G;
-            for (const std::string& isa : available_isas()) {
-                const KernelTable& k = kernels_for(isa);
-                std::vector<float> got(want.size(), std::nanf(""));
-                k.weighted_rows_q8_0(p.data(), ldp, G, v.data(), ldv_bytes, n, d, got.data(), false);
-                ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
-                    << isa << " d=" << d << " n=" << n << " G=" << G;
-                const int64_t cut = n / 3;
-                std::vector<float> split(want.size(), std::nanf(""));
-                k.weighted_rows_q8_0(p.data(), ldp, G, v.data(), ldv_bytes, cut, d, split.data(), false);
-                k.weighted_rows_q8_0(p.data() + cut, ldp, G, v.data() + cut * ldv_bytes, ldv_bytes, n - cut, d,
-                                     split.data(), true);
-                ASSERT_EQ(0, std::memcmp(want.data(), split.data(), want.size() * sizeof(float)))
-                    << isa << " split at " << cut << " d=" << d << " n=" << n << " G=" << G;
-            }
-        }
     }
 }
 

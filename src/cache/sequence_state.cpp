@@ -9,17 +9,23 @@ namespace nextn {
 
 const char* kv_cache_type_name(KvCacheType t) {
     switch (t) {
-        case KvCacheType::F16: return "f16";
-        case KvCacheType::Q8_0: return "q8_0";
-        default: return "f32";
+        case KvCacheType::F16:
+            return "f16";
+        case KvCacheType::Q8_0:
+            return "q8_0";
+        default:
+            return "f32";
     }
 }
 
 size_t kv_row_bytes(KvCacheType t, int64_t head_dim) {
     switch (t) {
-        case KvCacheType::F16: return size_t(head_dim) * 2;
-        case KvCacheType::Q8_0: return size_t(head_dim / kQuantBlock) * sizeof(BlockQ8_0);
-        default: return size_t(head_dim) * sizeof(float);
+        case KvCacheType::F16:
+            return size_t(head_dim) * 2;
+        case KvCacheType::Q8_0:
+            return size_t(head_dim / kQuantBlock) * sizeof(BlockQ8_0);
+        default:
+            return size_t(head_dim) * sizeof(float);
     }
 }
 

@@ -113,8 +113,9 @@ struct KernelTable {
     // blocks, rows ldv_bytes apart. A value is d_block * code, which f32 holds exactly (an f16
     // scale's 11 significant bits times 8), then the same fused multiply-add: every ISA gives
     // the reference's bits, and those are weighted_rows' on the dequantized rows.
-    void (*weighted_rows_q8_0)(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv_bytes,
-                               int64_t n, int64_t d, float* out, bool accumulate) = nullptr;
+    void (*weighted_rows_q8_0)(const float* p, int64_t ldp, int64_t G, const uint8_t* v,
+                               int64_t ldv_bytes, int64_t n, int64_t d, float* out,
+                               bool accumulate) = nullptr;
     // Gated DeltaNet's causal depthwise conv over a window of rows:
     //   out[t, c] = sum over j in [0, K) of w[j, c] * x[t + j, c]
     // x: [T + K - 1, C] (the K - 1 rows before the run, then the run's T); w: [K, C] (tap K-1

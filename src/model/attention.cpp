@@ -17,8 +17,12 @@ namespace {
 // (f16: rounded to nearest even; q8_0: ggml's rounding to a block scale and int8 codes; once).
 void store_kv_row(const AttentionCache& cache, uint8_t* dst, const float* src) {
     switch (cache.type) {
-        case KvCacheType::F32: std::memcpy(dst, src, cache.row_bytes()); return;
-        case KvCacheType::Q8_0: quantize_row_q8_0(src, cache.head_dim, reinterpret_cast<BlockQ8_0*>(dst)); return;
+        case KvCacheType::F32:
+            std::memcpy(dst, src, cache.row_bytes());
+            return;
+        case KvCacheType::Q8_0:
+            quantize_row_q8_0(src, cache.head_dim, reinterpret_cast<BlockQ8_0*>(dst));
+            return;
         case KvCacheType::F16: {
             uint16_t* h = reinterpret_cast<uint16_t*>(dst);
             for (int64_t i = 0; i < cache.head_dim; ++i) h[i] = f32_to_f16(src[i]);
@@ -30,9 +34,12 @@ void store_kv_row(const AttentionCache& cache, uint8_t* dst, const float* src) {
 // The cache's key rows as a matrix for gemm_rows (its f32, f16 and Q8_0 row types).
 WType key_row_type(KvCacheType t) {
     switch (t) {
-        case KvCacheType::F16: return WType::F16;
-        case KvCacheType::Q8_0: return WType::Q8_0;
-        default: return WType::F32;
+        case KvCacheType::F16:
+            return WType::F16;
+        case KvCacheType::Q8_0:
+            return WType::Q8_0;
+        default:
+            return WType::F32;
     }
 }
 
@@ -126,14 +133,17 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
                 const uint8_t* v = values + size_t(p0) * cache.row_bytes();
                 switch (cache.type) {
                     case KvCacheType::F32:
-                        kt.weighted_rows(p, n_last, n_rows, reinterpret_cast<const float*>(v), D, n, D, o, accumulate);
+                        kt.weighted_rows(p, n_last, n_rows, reinterpret_cast<const float*>(v), D, n,
+                                         D, o, accumulate);
                         break;
                     case KvCacheType::F16:
-                        kt.weighted_rows_f16(p, n_last, n_rows, reinterpret_cast<const uint16_t*>(v), D, n, D, o,
+                        kt.weighted_rows_f16(p, n_last, n_rows,
+                                             reinterpret_cast<const uint16_t*>(v), D, n, D, o,
                                              accumulate);
                         break;
                     case KvCacheType::Q8_0:
-                        kt.weighted_rows_q8_0(p, n_last, n_rows, v, int64_t(cache.row_bytes()), n, D, o, accumulate);
+                        kt.weighted_rows_q8_0(p, n_last, n_rows, v, int64_t(cache.row_bytes()), n,
+                                              D, o, accumulate);
                         break;
                 }
             };

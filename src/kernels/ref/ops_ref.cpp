@@ -98,7 +98,8 @@ void weighted_rows_q8_0(const float* p, int64_t ldp, int64_t G, const uint8_t* v
             const float w = p[g * ldp + pos];
             for (int64_t e = 0; e < d; ++e) {
                 const BlockQ8_0& b = blocks[e / kQuantBlock];
-                o[e] = std::fma(w, float(b.qs[e % kQuantBlock]) * f16_to_f32(b.d), o[e]);  // exact product
+                o[e] = std::fma(w, float(b.qs[e % kQuantBlock]) * f16_to_f32(b.d),
+                                o[e]);  // exact product
             }
         }
     }

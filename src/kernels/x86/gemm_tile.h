@@ -128,7 +128,9 @@ void gemm_rows_impl(const WeightMatrix& w, const float* x, int64_t n, float* y, 
     const size_t row_bytes = staged ? size_t(cols) * 4 : w.row_bytes;
     for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
         const int64_t c1 = c0 + kChunk < r1 ? c0 + kChunk : r1;
-        if (staged) widen_rows<I, D>(w.data + size_t(c0) * w.row_bytes, int64_t(w.row_bytes), c1 - c0, cols, stage);
+        if (staged)
+            widen_rows<I, D>(w.data + size_t(c0) * w.row_bytes, int64_t(w.row_bytes), c1 - c0, cols,
+                             stage);
         // Row r of the chunk's rows, where this call reads it.
         auto row_at = [&](int64_t r) {
             return staged ? reinterpret_cast<const uint8_t*>(stage) + size_t(r - c0) * row_bytes
@@ -142,14 +144,16 @@ void gemm_rows_impl(const WeightMatrix& w, const float* x, int64_t n, float* y, 
             for (; r + R <= c1; r += R) {
                 for (int i = 0; i < R; ++i) wrow[i] = row_at(r + i);
                 if (staged)
-                    gemm_tile_rows<I, F32Rows<I>>(R, wrow, row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
+                    gemm_tile_rows<I, F32Rows<I>>(R, wrow, row_bytes, xcol, c, cols,
+                                                  y + j0 * ldy + r, ldy);
                 else
                     gemm_tile_rows<I, D>(R, wrow, row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
             }
             for (; r < c1; ++r) {
                 wrow[0] = row_at(r);
                 if (staged)
-                    gemm_tile_cols<I, F32Rows<I>, 1>(wrow, row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
+                    gemm_tile_cols<I, F32Rows<I>, 1>(wrow, row_bytes, xcol, c, cols,
+                                                     y + j0 * ldy + r, ldy);
                 else
                     gemm_tile_cols<I, D, 1>(wrow, row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
             }

@@ -49,7 +49,8 @@ template <class I, class D>
 void widen_rows(const uint8_t* v, int64_t ldv, int64_t n, int64_t d, float* out) {
     for (int64_t pos = 0; pos < n; ++pos) {
         const uint8_t* row = v + pos * ldv;
-        for (int64_t b = 0; b < value_bytes<D>(d); b += 64) __builtin_prefetch(row + n * ldv + b, 0, 1);
+        for (int64_t b = 0; b < value_bytes<D>(d); b += 64)
+            __builtin_prefetch(row + n * ldv + b, 0, 1);
         for (int64_t e = 0; e < d; e += I::L) {
             const int len = d - e < I::L ? int(d - e) : I::L;
             if (len == I::L)

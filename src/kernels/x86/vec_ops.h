@@ -183,8 +183,9 @@ constexpr int64_t kWeightedRowsAhead = 16;
 // next_rows: weighted_rows' position blocks (below) pass the number of rows of the next block,
 // which the first slice's pass fetches whole into L2 (one row per position), so that every
 // pass over the following block hits L2; 0 for the last block, whose passes fetch their own
-// slice kWeightedRowsAhead positions ahead; -1 for rows staged in L1, which fetch nothing. (An earlier try, blocks of 64 positions whose first
-// pass fetched its own block's rows whole, measured slower than the per-slice fetch alone.)
+// slice kWeightedRowsAhead positions ahead; -1 for rows staged in L1, which fetch nothing. (An
+// earlier try, blocks of 64 positions whose first pass fetched its own block's rows whole, measured
+// slower than the per-slice fetch alone.)
 template <class I, class D, int NG>
 void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t ldv, int64_t n,
                          int64_t d, float* out, bool accumulate, int64_t next_rows) {
@@ -202,14 +203,15 @@ void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t 
                 acc[g][u] = accumulate ? I::load(out + g * d + e0 + u * I::L) : I::zero();
         const int64_t slice = value_bytes<D>(e0);
         for (int64_t pos = 0; pos < n; ++pos) {
-            if (next_rows < 0) {  // rows already in L1 (staged): nothing to fetch
+            if (next_rows < 0) {          // rows already in L1 (staged): nothing to fetch
             } else if (next_rows == 0) {  // the last block: this slice's rows a few positions ahead
                 const int64_t next = pos + kWeightedRowsAhead < n ? pos + kWeightedRowsAhead : n - 1;
                 const uint8_t* ahead = v + next * ldv + slice;
                 for (int64_t b = 0; b < kSliceBytes; b += 64) __builtin_prefetch(ahead + b, 0, 3);
             } else if (e0 == 0 && pos < next_rows) {  // the next block's row pos, whole, into L2
                 const uint8_t* ahead = v + (n + pos) * ldv;
-                for (int64_t b = 0; b < value_bytes<D>(d); b += 64) __builtin_prefetch(ahead + b, 0, 1);
+                for (int64_t b = 0; b < value_bytes<D>(d); b += 64)
+                    __builtin_prefetch(ahead + b, 0, 1);
             }
             const uint8_t* vp = v + pos * ldv;
             V x[U];
@@ -234,7 +236,8 @@ void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t 
         for (int g = 0; g < NG; ++g) acc[g] = accumulate ? I::load_part(out + g * d + e0, len) : I::zero();
         for (int64_t pos = 0; pos < n; ++pos) {
             // (A partial vector only for the float types: the block types' rows are whole blocks.)
-            const V x = len == I::L ? row_vector<I, D>(v + pos * ldv, e0) : D::part(v + pos * ldv, e0, len);
+            const V x =
+                len == I::L ? row_vector<I, D>(v + pos * ldv, e0) : D::part(v + pos * ldv, e0, len);
 #pragma GCC unroll 4
             for (int g = 0; g < NG; ++g) acc[g] = I::fma(I::set1(p[g * ldp + pos]), x, acc[g]);
         }
@@ -252,7 +255,8 @@ void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t 
 // continuing the chains the one before stored (exact: the same fma per position in order), and
 // with up to 4 rows each block's first pass fetches the next block into L2:
 // - More than 4 rows (a verify's or prefill's block of tokens over one kv head) take a pass per
-//   4 rows, and the block stays in L2 for all of them. Unblocked, a 0.8B width-5 verify at 8192
+//   4 rows, and the block stays in L2 for all of them (f32 rows; narrower ones are widened into
+//   L1 first: weighted_rows_staged). Unblocked, a 0.8B width-5 verify at 8192
 //   positions read each head's 8 MB of values 5 times from memory: weighted_rows was 31% of
 //   its time.
 // - Decode's 4 rows still take one pass per slice of U vectors, which now all hit L2 instead of
@@ -261,6 +265,23 @@ void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t 
 //   4096 positions f32 603-690 -> 311-449 us, f16 175-235 -> 106-223. In the 0.8B q4_0 decode
 //   at 8192 positions (perf) weighted_rows went from 6.8 to 4.7 ms of a token.
 constexpr int64_t kWeightedRowsBlockBytes = int64_t(128) << 10;
+
+// All G rows of weighted_rows over positions [0, n): passes of 4 rows, then the rest in one.
+template <class I, class D>
+void weighted_rows_groups(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv,
+                          int64_t n, int64_t d, float* out, bool accumulate, int64_t next_rows) {
+    int64_t g = 0;
+    for (; g + 4 <= G; g += 4)
+        weighted_rows_group<I, D, 4>(p + g * ldp, ldp, v, ldv, n, d, out + g * d, accumulate, next_rows);
+    const float* pg = p + g * ldp;
+    float* og = out + g * d;
+    switch (G - g) {
+        case 3: return weighted_rows_group<I, D, 3>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
+        case 2: return weighted_rows_group<I, D, 2>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
+        case 1: return weighted_rows_group<I, D, 1>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
+        default: return;
+    }
+}
 
 // More than 4 rows of half or block values (a verify's or prefill's block of tokens over an
 // f16 or q8_0 cache): the passes of 4 rows would each decode every value again, which for Q8_0
@@ -281,15 +302,7 @@ void weighted_rows_staged(const float* p, int64_t ldp, int64_t G, const uint8_t*
         const bool continuing = accumulate || b0 > 0;
         const float* pb = p + b0;
         widen_rows<I, D>(v + b0 * ldv, ldv, nb, d, stage);
-        int64_t g = 0;
-        for (; g + 4 <= G; g += 4)
-            weighted_rows_group<I, F32Rows<I>, 4>(pb + g * ldp, ldp, rows, d * 4, nb, d, out + g * d, continuing, -1);
-        switch (G - g) {
-            case 3: weighted_rows_group<I, F32Rows<I>, 3>(pb + g * ldp, ldp, rows, d * 4, nb, d, out + g * d, continuing, -1); break;
-            case 2: weighted_rows_group<I, F32Rows<I>, 2>(pb + g * ldp, ldp, rows, d * 4, nb, d, out + g * d, continuing, -1); break;
-            case 1: weighted_rows_group<I, F32Rows<I>, 1>(pb + g * ldp, ldp, rows, d * 4, nb, d, out + g * d, continuing, -1); break;
-            default: break;
-        }
+        weighted_rows_groups<I, F32Rows<I>>(pb, ldp, G, rows, d * 4, nb, d, out, continuing, -1);
     }
 }
 
@@ -312,15 +325,7 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int
         // fetch measured slower there (a 0.8B width-5 verify at 8192 positions 54.5-55.4 against
         // 50.9-51.9 ms with each pass fetching its own slice ahead).
         const int64_t next_rows = G > 4 ? 0 : n - b0 - nb < block ? n - b0 - nb : block;
-        int64_t g = 0;
-        for (; g + 4 <= G; g += 4)
-            weighted_rows_group<I, D, 4>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows);
-        switch (G - g) {
-            case 3: weighted_rows_group<I, D, 3>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
-            case 2: weighted_rows_group<I, D, 2>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
-            case 1: weighted_rows_group<I, D, 1>(pb + g * ldp, ldp, vb, ldv, nb, d, out + g * d, continuing, next_rows); break;
-            default: break;
-        }
+        weighted_rows_groups<I, D>(pb, ldp, G, vb, ldv, nb, d, out, continuing, next_rows);
     }
 }
 

@@ -27,13 +27,13 @@ void swiglu(const float* gate, const float* up, float* y, int64_t n) {
 void softmax(float* x, int64_t n_rows, int64_t d) { x86::softmax<Isa>(x, n_rows, d); }
 void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
                    int64_t d, float* out, bool accumulate) {
-    x86::weighted_rows<Isa, DecodeF32>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 4, n, d, out,
-                                       accumulate);
+    x86::weighted_rows<Isa, DecodeF32>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 4, n,
+                                       d, out, accumulate);
 }
 void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
                        int64_t n, int64_t d, float* out, bool accumulate) {
-    x86::weighted_rows<Isa, DecodeF16>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 2, n, d, out,
-                                       accumulate);
+    x86::weighted_rows<Isa, DecodeF16>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 2, n,
+                                       d, out, accumulate);
 }
 void weighted_rows_q8_0(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv_bytes,
                         int64_t n, int64_t d, float* out, bool accumulate) {
