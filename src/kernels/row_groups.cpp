@@ -60,12 +60,6 @@ WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, Thre
 
 namespace {
 
-// The K-quants: where block b's own scale bytes start in a group (Q4_KR, Q5_KR: its sc, its mn 16
-// bytes on; Q6_KR: its sc_a, its sc_b 16 bytes on), after its super-block's d (and dmin).
-size_t k_block_scales(WType t, int64_t b) {
-    return size_t(row_group_super_scales_at(t, b) + (row_group_affine_k(t) ? 64 : 32) +
-                  (b % 8) * 32);
-}
 // Q5_KR: the code of step s's element t (bytes 4s..4s+3 of a lane's step) in a block's 32 codes q:
 // steps 0..3 are elements 4s + t, steps 4..7 elements 16 + 4(s - 4) + t.
 uint8_t q5_k_step_element(int s, int t, const uint8_t* q) {
@@ -108,8 +102,8 @@ void store_affine_k_row(bool five, const uint8_t* blocks, int64_t cols, int64_t 
                     for (int s = 0; s < 8; ++s) bits = uint8_t(bits | (q5_k_step_element(s, t4, q) >> 4) << s);
                     lane_codes[256 + t4] = bits;
                 }
-            group[k_block_scales(t, b) + size_t(lane)] = sc[k];
-            group[k_block_scales(t, b) + 16 + size_t(lane)] = mn[k];
+            group[row_group_block_scales_at(t, b) + size_t(lane)] = sc[k];
+            group[row_group_block_scales_at(t, b) + 16 + size_t(lane)] = mn[k];
         }
     }
 }
@@ -133,8 +127,9 @@ void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
             }
             uint8_t* block = group + row_group_codes_at(WType::Q6_KR, b);
             for (int v = 0; v < 6; ++v) std::memcpy(block + v * 64 + 4 * lane, lane_codes + v * 64 + 4 * lane, 4);
-            group[k_block_scales(WType::Q6_KR, b) + size_t(lane)] = uint8_t(sc[2 * k]);
-            group[k_block_scales(WType::Q6_KR, b) + 16 + size_t(lane)] = uint8_t(sc[2 * k + 1]);
+            group[row_group_block_scales_at(WType::Q6_KR, b) + size_t(lane)] = uint8_t(sc[2 * k]);
+            group[row_group_block_scales_at(WType::Q6_KR, b) + 16 + size_t(lane)] =
+                uint8_t(sc[2 * k + 1]);
         }
     }
 }
@@ -209,7 +204,7 @@ struct GroupRow {
                ((block[q6_high_byte(lane, e)] >> q6_high_shift(e)) & 3) << 4;
     }
     int sub_scale(int64_t b, int half) const {
-        return int8_t(group[k_block_scales(WType::Q6_KR, b) + size_t(16 * half + lane)]);
+        return int8_t(group[row_group_block_scales_at(WType::Q6_KR, b) + size_t(16 * half + lane)]);
     }
     int code(int64_t b, int e) const {
         const int64_t at = row_group_codes_at(type, b);
@@ -231,13 +226,13 @@ struct GroupRow {
         if (type == WType::Q6_KR) return half_at(size_t(row_group_super_scales_at(type, b)));
         if (row_group_affine_k(type))
             return half_at(size_t(row_group_super_scales_at(type, b))) *
-                   float(group[k_block_scales(type, b) + size_t(lane)]);
+                   float(group[row_group_block_scales_at(type, b) + size_t(lane)]);
         return half_at(size_t(row_group_d_at(type, b)));
     }
     float m(int64_t b) const {
         if (!row_group_affine_k(type)) return 0.0f;
         return -(half_at(size_t(row_group_super_scales_at(type, b)) + 32) *
-                 float(group[k_block_scales(type, b) + 16 + size_t(lane)]));
+                 float(group[row_group_block_scales_at(type, b) + 16 + size_t(lane)]));
     }
 };
 

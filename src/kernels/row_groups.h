@@ -136,6 +136,11 @@ constexpr int64_t row_group_super_scales_at(WType t, int64_t b) {
            (b % span) / (kKQuantValues / 32) *
                (t == WType::Q6_KR ? kQ6KGroupScaleBytes : kQ4KGroupScaleBytes);
 }
+// The K-quants: offset in a group of block b's own scale bytes, after its super-block's d (and
+// dmin): Q4_KR, Q5_KR its sc [16], its mn 16 bytes on; Q6_KR its sc_a [16], its sc_b 16 bytes on.
+constexpr int64_t row_group_block_scales_at(WType t, int64_t b) {
+    return row_group_super_scales_at(t, b) + (row_group_affine_k(t) ? 64 : 32) + (b % 8) * 32;
+}
 // The additive offset of the stored codes: value = (code - offset) * d (Q4_KR: none, its mins
 // carry the offset; Q6_KR: none here, its sub-block sums start at -32 x their activation sums).
 constexpr int32_t row_group_code_offset(WType t) {

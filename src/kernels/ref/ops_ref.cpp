@@ -59,18 +59,18 @@ void softmax(float* x, int64_t n_rows, int64_t d) {
 
 namespace {
 
-// weighted_rows over value rows of Elem, each widened to f32 by `widen` (exact for f16).
-template <class Elem, class Widen>
-void weighted_rows_of(const float* p, int64_t ldp, int64_t G, const Elem* v, int64_t ldv, int64_t n,
-                      int64_t d, float* out, bool accumulate, Widen widen) {
+// weighted_rows over value rows whose value e at position pos is value(pos, e), an f32 (exact:
+// a half widened, or a Q8_0 block's d * code).
+template <class Value>
+void weighted_rows_of(const float* p, int64_t ldp, int64_t G, int64_t n, int64_t d, float* out,
+                      bool accumulate, Value value) {
     for (int64_t g = 0; g < G; ++g) {
         float* o = out + g * d;
         if (!accumulate)
             for (int64_t e = 0; e < d; ++e) o[e] = 0.0f;
         for (int64_t pos = 0; pos < n; ++pos) {
             const float w = p[g * ldp + pos];
-            const Elem* vp = v + pos * ldv;
-            for (int64_t e = 0; e < d; ++e) o[e] = std::fma(w, widen(vp[e]), o[e]);
+            for (int64_t e = 0; e < d; ++e) o[e] = std::fma(w, value(pos, e), o[e]);
         }
     }
 }
@@ -79,30 +79,23 @@ void weighted_rows_of(const float* p, int64_t ldp, int64_t G, const Elem* v, int
 
 void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
                    int64_t d, float* out, bool accumulate) {
-    weighted_rows_of(p, ldp, G, v, ldv, n, d, out, accumulate, [](float x) { return x; });
+    weighted_rows_of(p, ldp, G, n, d, out, accumulate,
+                     [&](int64_t pos, int64_t e) { return v[pos * ldv + e]; });
 }
 
 void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
                        int64_t n, int64_t d, float* out, bool accumulate) {
-    weighted_rows_of(p, ldp, G, v, ldv, n, d, out, accumulate, f16_to_f32);
+    weighted_rows_of(p, ldp, G, n, d, out, accumulate,
+                     [&](int64_t pos, int64_t e) { return f16_to_f32(v[pos * ldv + e]); });
 }
 
 void weighted_rows_q8_0(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv_bytes,
                         int64_t n, int64_t d, float* out, bool accumulate) {
-    for (int64_t g = 0; g < G; ++g) {
-        float* o = out + g * d;
-        if (!accumulate)
-            for (int64_t e = 0; e < d; ++e) o[e] = 0.0f;
-        for (int64_t pos = 0; pos < n; ++pos) {
-            const BlockQ8_0* blocks = reinterpret_cast<const BlockQ8_0*>(v + pos * ldv_bytes);
-            const float w = p[g * ldp + pos];
-            for (int64_t e = 0; e < d; ++e) {
-                const BlockQ8_0& b = blocks[e / kQuantBlock];
-                o[e] = std::fma(w, float(b.qs[e % kQuantBlock]) * f16_to_f32(b.d),
-                                o[e]);  // exact product
-            }
-        }
-    }
+    weighted_rows_of(p, ldp, G, n, d, out, accumulate, [&](int64_t pos, int64_t e) {
+        const BlockQ8_0& b =
+            reinterpret_cast<const BlockQ8_0*>(v + pos * ldv_bytes)[e / kQuantBlock];
+        return float(b.qs[e % kQuantBlock]) * f16_to_f32(b.d);
+    });
 }
 
 void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,

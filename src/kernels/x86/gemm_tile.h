@@ -104,60 +104,64 @@ void gemm_tile_rows(int R, const uint8_t* const* wrow, size_t row_bytes, const f
     }
 }
 
-// Rows [r0, r1) for all n columns. Rows go in chunks of 16 (the unit matmul() hands to a
-// thread); inside a chunk every column group of up to I::kMaxCols columns runs over the chunk's
-// rows in tiles of I::rows_for(c) rows (leftover rows one at a time), so the chunk's weights are
-// read from memory once and stay in L1/L2 while further column groups pass over them.
-//
-// Short rows of a block type (at most kStageFloats / 16 values: attention's keys in a q8_0 KV
-// cache, one row a position) with more columns than one group (a verify's or prefill's query
-// rows) are widened to f32 once a chunk (staged_rows.h), and every column group reads that,
-// where each group would decode every value again: same bits. kernels_bench
+// Rows a chunk: the unit matmul() hands to a thread.
+constexpr int kGemmChunkRows = 16;
+
+// One chunk's n_rows rows (rows, row_bytes apart) for all n columns, y at the chunk's first row:
+// every column group of up to I::kMaxCols columns runs over the chunk's rows in tiles of
+// I::rows_for(c) rows (leftover rows one at a time), so the chunk's weights are read from memory
+// once and stay in L1/L2 while further column groups pass over them.
+template <class I, class D>
+void gemm_chunk(const uint8_t* rows, size_t row_bytes, int64_t n_rows, const float* x, int64_t n,
+                int64_t cols, float* y, int64_t ldy) {
+    const uint8_t* wrow[kGemmChunkRows];
+    const float* xcol[I::kMaxCols];
+    for (int64_t j0 = 0; j0 < n; j0 += I::kMaxCols) {
+        const int c = int(n - j0 < I::kMaxCols ? n - j0 : I::kMaxCols);
+        for (int i = 0; i < c; ++i) xcol[i] = x + (j0 + i) * cols;
+        const int R = I::rows_for(c);
+        int64_t r = 0;
+        for (; r + R <= n_rows; r += R) {
+            for (int i = 0; i < R; ++i) wrow[i] = rows + size_t(r + i) * row_bytes;
+            gemm_tile_rows<I, D>(R, wrow, row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
+        }
+        for (; r < n_rows; ++r) {
+            wrow[0] = rows + size_t(r) * row_bytes;
+            gemm_tile_cols<I, D, 1>(wrow, row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
+        }
+    }
+}
+
+// gemm_rows_impl for short rows of a block type (at most kStageFloats / 16 values: attention's
+// keys in a q8_0 KV cache, one row a position) with more columns than one group (a verify's or
+// prefill's query rows): each chunk is widened to f32 once (staged_rows.h) and every column group
+// reads that, where each group would decode every value again: same bits. kernels_bench
 // BM_AttentionScores, 20 query rows, one thread, Xeon (session 56), decoding in every group ->
 // staged: 4096 positions q8_0 461 -> 396-420 us, 32768 3946 -> 3503-3655. Halves (f16) measured
 // slower staged: 362-375 -> 411-437 us, 3406-3480 -> 3842-3970.
 template <class I, class D>
+void gemm_rows_staged(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
+                      int64_t r0, int64_t r1) {
+    alignas(64) float stage[kStageFloats];  // [chunk rows, cols] f32
+    for (int64_t c0 = r0; c0 < r1; c0 += kGemmChunkRows) {
+        const int64_t rows = r1 - c0 < kGemmChunkRows ? r1 - c0 : kGemmChunkRows;
+        widen_rows<I, D>(w.data + size_t(c0) * w.row_bytes, int64_t(w.row_bytes), rows, w.cols,
+                         stage);
+        gemm_chunk<I, F32Rows<I>>(reinterpret_cast<const uint8_t*>(stage), size_t(w.cols) * 4, rows,
+                                  x, n, w.cols, y + c0, ldy);
+    }
+}
+
+// Rows [r0, r1) for all n columns, in chunks of kGemmChunkRows (gemm_chunk).
+template <class I, class D>
 void gemm_rows_impl(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                     int64_t r0, int64_t r1) {
-    constexpr int kChunk = 16;
-    const int64_t cols = w.cols;
-    const bool staged = worth_staging<D> && n > I::kMaxCols && cols * kChunk <= kStageFloats;
-    alignas(64) float stage[kStageFloats];  // [chunk rows, cols] f32, when staged
-    const uint8_t* wrow[kChunk];
-    const float* xcol[I::kMaxCols];
-    const size_t row_bytes = staged ? size_t(cols) * 4 : w.row_bytes;
-    for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
-        const int64_t c1 = c0 + kChunk < r1 ? c0 + kChunk : r1;
-        if (staged)
-            widen_rows<I, D>(w.data + size_t(c0) * w.row_bytes, int64_t(w.row_bytes), c1 - c0, cols,
-                             stage);
-        // Row r of the chunk's rows, where this call reads it.
-        auto row_at = [&](int64_t r) {
-            return staged ? reinterpret_cast<const uint8_t*>(stage) + size_t(r - c0) * row_bytes
-                          : w.data + size_t(r) * row_bytes;
-        };
-        for (int64_t j0 = 0; j0 < n; j0 += I::kMaxCols) {
-            const int c = int(n - j0 < I::kMaxCols ? n - j0 : I::kMaxCols);
-            for (int i = 0; i < c; ++i) xcol[i] = x + (j0 + i) * cols;
-            const int R = I::rows_for(c);
-            int64_t r = c0;
-            for (; r + R <= c1; r += R) {
-                for (int i = 0; i < R; ++i) wrow[i] = row_at(r + i);
-                if (staged)
-                    gemm_tile_rows<I, F32Rows<I>>(R, wrow, row_bytes, xcol, c, cols,
-                                                  y + j0 * ldy + r, ldy);
-                else
-                    gemm_tile_rows<I, D>(R, wrow, row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
-            }
-            for (; r < c1; ++r) {
-                wrow[0] = row_at(r);
-                if (staged)
-                    gemm_tile_cols<I, F32Rows<I>, 1>(wrow, row_bytes, xcol, c, cols,
-                                                     y + j0 * ldy + r, ldy);
-                else
-                    gemm_tile_cols<I, D, 1>(wrow, row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
-            }
-        }
+    if (worth_staging<D> && n > I::kMaxCols && w.cols * kGemmChunkRows <= kStageFloats)
+        return gemm_rows_staged<I, D>(w, x, n, y, ldy, r0, r1);
+    for (int64_t c0 = r0; c0 < r1; c0 += kGemmChunkRows) {
+        const int64_t rows = r1 - c0 < kGemmChunkRows ? r1 - c0 : kGemmChunkRows;
+        gemm_chunk<I, D>(w.data + size_t(c0) * w.row_bytes, w.row_bytes, rows, x, n, w.cols, y + c0,
+                         ldy);
     }
 }
 

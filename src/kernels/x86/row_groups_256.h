@@ -108,7 +108,7 @@ template <WType T>
 [[gnu::always_inline]] inline AffineScales256 affine_k_scales_256(const uint8_t* group, int64_t b,
                                                                   int half) {
     const uint8_t* super = group + row_group_super_scales_at(T, b);
-    const uint8_t* sc_mn = super + 64 + (b % 8) * 32 + 8 * half;
+    const uint8_t* sc_mn = group + row_group_block_scales_at(T, b) + 8 * half;
     auto f16_lanes = [](const uint8_t* p) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     };
@@ -300,8 +300,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
             kUnpacked ? unpacked + b * row_group_unpacked_block_bytes_256<T> : nullptr;
         // Q6_KR: the block's sub-block scales of half `half` (first at +0, second at +16).
         auto q6_scales_of = [&](int half) {
-            return group + row_group_super_scales_at(WType::Q6_KR, b) + 32 + (b % 8) * 32 +
-                   8 * half;
+            return group + row_group_block_scales_at(WType::Q6_KR, b) + 8 * half;
         };
         if constexpr (kSixBit) {
 #pragma GCC unroll 4
@@ -428,7 +427,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                                                 _mm256_mul_ps(d, _mm256_set1_ps(x.scales_of(j0 + c)[b])), acc[i][c]);
             } else if constexpr (kSixBit) {
                 const uint8_t* super = group + row_group_super_scales_at(WType::Q6_KR, b);
-                const uint8_t* sc = super + 32 + (b % 8) * 32 + 8 * half;
+                const uint8_t* sc = group + row_group_block_scales_at(WType::Q6_KR, b) + 8 * half;
                 auto i8_lanes = [](const uint8_t* p) {
                     return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
                 };

@@ -297,7 +297,7 @@ template <int RG, int C, bool kUnpacked>
     for (int g = 0; g < RG; ++g) {
         const uint8_t* super =
             group + g * L.group_bytes + row_group_super_scales_at(WType::Q6_KR, b);
-        const uint8_t* sc = super + 32 + (b % 8) * 32;
+        const uint8_t* sc = group + g * L.group_bytes + row_group_block_scales_at(WType::Q6_KR, b);
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super)));
         const __m512 sca = _mm512_cvtepi32_ps(
             _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))));
@@ -333,7 +333,7 @@ struct AffineScales {
 template <WType T>
 [[gnu::always_inline]] inline AffineScales affine_k_scales(const uint8_t* group, int64_t b) {
     const uint8_t* super = group + row_group_super_scales_at(T, b);
-    const uint8_t* sc_mn = super + 64 + (b % 8) * 32;
+    const uint8_t* sc_mn = group + row_group_block_scales_at(T, b);
     auto u8_lanes = [](const uint8_t* p) {
         return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p))));
     };
