@@ -15,9 +15,10 @@
 #include "formats/raw_tensor.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
+#include "kernels/key_tiles.h"
+#include "kernels/measure.h"
 #include "kernels/quant.h"
 #include "kernels/quant_k.h"
-#include "kernels/measure.h"
 #include "kernels/row_groups.h"
 
 namespace nextn {
@@ -462,25 +463,31 @@ BENCHMARK(BM_WeightedRows)
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
 
-// Attention's scores for the same kv head: the 4 query heads against the head's key rows, one
-// gemm_rows of width 4 as a decode step calls it (third argument 32: a prefill's block of 8
-// tokens; session 40, Xeon, one thread: 94-98 G flop/s at 512 and 4096 positions, 55% of the f32
-// peak, and the value sum of 32 rows 90-94).
+// Attention's scores for the same kv head: the 4 query heads against the head's keys, held in
+// tiles of 16 positions (kernels/key_tiles.h) as the cache holds them, one key_scores call as a
+// decode step makes it (third argument 20: a width-5 verify's rows; 32: a prefill's block of 8
+// tokens). GB/s counts the keys once. Session 57, Xeon, one thread, 4096 positions: the rows
+// through gemm_rows took 179 / 88.6 / 103 us (f32 / f16 / q8_0) for 4 rows, 412 / 333 / 378 us
+// for 20 (docs/speed-log.md has the tiles' figures).
 void BM_AttentionScores(benchmark::State& state) {
     const int64_t n = state.range(0);
     const int type = int(state.range(1));
     const int64_t G = state.range(2), D = HeadCaches::kDim;
+    const WType wtype = type == 2 ? WType::Q8_0 : type == 1 ? WType::F16 : WType::F32;
     HeadCaches k(n, 5);
+    const size_t tile_bytes = key_tile_bytes(wtype, D);
+    std::vector<std::vector<uint8_t>> tiles(HeadCaches::kLayers);  // per layer [n / 16 tiles]
+    for (int64_t l = 0; l < HeadCaches::kLayers; ++l) {
+        tiles[size_t(l)].resize(size_t((n + kKeyTile - 1) / kKeyTile) * tile_bytes);
+        for (int64_t pos = 0; pos < n; ++pos)
+            store_key_in_tile(wtype, tiles[size_t(l)].data() + size_t(pos / kKeyTile) * tile_bytes,
+                              pos % kKeyTile, k.f32[size_t(l)].data() + pos * D, D);
+    }
     const std::vector<float> q = uniform_values(size_t(G * D), 5, -1.0f, 1.0f);
     std::vector<float> scores(size_t(G * n));
     for (auto _ : state) {
-        WeightMatrix keys;
-        keys.type = type == 2 ? WType::Q8_0 : type == 1 ? WType::F16 : WType::F32;
-        keys.rows = n;
-        keys.cols = D;
-        keys.data = k.rows(type);
-        keys.row_bytes = size_t(HeadCaches::row_bytes(type));
-        kernels().gemm_rows(keys, q.data(), G, scores.data(), n, 0, n);
+        kernels().key_scores(wtype, tiles[size_t(k.layer)].data(), n, q.data(), G, D, scores.data(),
+                             n);
         k.next();
         benchmark::ClobberMemory();
     }

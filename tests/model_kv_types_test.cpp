@@ -58,7 +58,9 @@ TEST_P(KvTypes, CacheHoldsTheTypesRows) {
         const AttentionCache& a = s.attention[size_t(i)];
         EXPECT_EQ(a.type, kv.type);
         EXPECT_EQ(a.row_bytes(), kv.row_bytes);
-        EXPECT_EQ(a.bytes(), size_t(2 * 100 * c.n_kv_heads) * kv.row_bytes);
+        // Keys in whole tiles of 16 positions (112 for 100), each 16 rows' bytes; values by row.
+        EXPECT_EQ(a.key_tile_bytes(), size_t(16) * kv.row_bytes);
+        EXPECT_EQ(a.bytes(), size_t((112 + 100) * c.n_kv_heads) * kv.row_bytes);
         ++checked;
     }
     EXPECT_GT(checked, 0);

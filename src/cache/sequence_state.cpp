@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "kernels/key_tiles.h"
 #include "kernels/quant.h"
 
 namespace nextn {
@@ -36,16 +37,35 @@ KvCacheType parse_kv_cache_type(const std::string& name) {
     fail("unknown KV cache type '", name, "' (supported: f32, f16, q8_0)");
 }
 
-AttentionCache::AttentionCache(int64_t capacity_, int64_t n_heads_, int64_t head_dim_, KvCacheType type_)
-    : capacity(capacity_), n_heads(n_heads_), head_dim(head_dim_), type(type_) {
+AttentionCache::AttentionCache(int64_t capacity_, int64_t n_heads_, int64_t head_dim_,
+                               KvCacheType type_)
+    : capacity(capacity_),
+      n_heads(n_heads_),
+      head_dim(head_dim_),
+      key_tiles((capacity_ + kKeyTile - 1) / kKeyTile),
+      type(type_) {
     if (type == KvCacheType::Q8_0 && head_dim % kQuantBlock != 0)
         fail("--kv-type q8_0 needs an attention head size that is a multiple of ", kQuantBlock,
              "; this model's is ", head_dim, " (use f16 or f32)");
-    // The buffer counts floats: other types' rows take fewer bytes, rounded up.
-    const size_t bytes = size_t(capacity * n_heads) * row_bytes();
-    const size_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
-    k = ZeroPagesBuffer(floats);
-    v = ZeroPagesBuffer(floats);
+    // The buffers count floats: other types take fewer bytes, rounded up.
+    auto floats = [](size_t bytes) { return (bytes + sizeof(float) - 1) / sizeof(float); };
+    k = ZeroPagesBuffer(floats(size_t(n_heads * key_tiles) * key_tile_bytes()));
+    v = ZeroPagesBuffer(floats(size_t(capacity * n_heads) * row_bytes()));
+}
+
+WType AttentionCache::key_type() const {
+    switch (type) {
+        case KvCacheType::F16:
+            return WType::F16;
+        case KvCacheType::Q8_0:
+            return WType::Q8_0;
+        default:
+            return WType::F32;
+    }
+}
+
+size_t AttentionCache::key_tile_bytes() const {
+    return nextn::key_tile_bytes(key_type(), head_dim);
 }
 
 int64_t SequenceState::rollback_bytes() const {

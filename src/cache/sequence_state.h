@@ -34,29 +34,37 @@ size_t kv_row_bytes(KvCacheType t, int64_t head_dim);
 // Parses "f32" / "f16" / "q8_0"; throws Error naming the value otherwise.
 KvCacheType parse_kv_cache_type(const std::string& name);
 
-// Head-major: each kv head's positions are contiguous, so attention over one head streams its
-// rows in order (position-major, the heads' rows interleaved, made each head's read a strided
-// stream the hardware prefetcher did not follow: kernels_bench BM_AttentionScores, one 0.8B
-// head at 4096 positions, 644 -> 412 us f32, 273 -> 114 us f16).
+// Head-major: each kv head's positions are contiguous, so attention over one head streams them
+// in order (position-major, the heads' rows interleaved, made each head's read a strided stream
+// the hardware prefetcher did not follow: kernels_bench BM_AttentionScores, one 0.8B head at 4096
+// positions, 644 -> 412 us f32, 273 -> 114 us f16). Keys are held in tiles of kKeyTile positions
+// with the positions in the vector lanes (kernels/key_tiles.h), which the scores kernel reads
+// without horizontal sums; values as rows, one a position, which the value sum reads that way.
 struct AttentionCache {
     int64_t capacity = 0;  // positions
     int64_t n_heads = 0;   // kv heads
     int64_t head_dim = 0;
+    int64_t key_tiles = 0;  // tiles a head: capacity rounded up to whole tiles
     KvCacheType type = KvCacheType::F32;
     // Zero pages backed as positions are written: a new sequence costs nothing up front.
-    ZeroPagesBuffer k;     // [n_heads, capacity, head_dim] of `type`
-    ZeroPagesBuffer v;     // [n_heads, capacity, head_dim] of `type`
+    ZeroPagesBuffer k;  // [n_heads, key_tiles, key_tile_bytes()] of `type`
+    ZeroPagesBuffer v;  // [n_heads, capacity, head_dim] of `type`
 
     AttentionCache() = default;
     AttentionCache(int64_t capacity, int64_t n_heads, int64_t head_dim, KvCacheType type);
     size_t row_bytes() const { return kv_row_bytes(type, head_dim); }  // one head, one position
-    size_t bytes() const { return 2 * size_t(capacity * n_heads) * row_bytes(); }  // K and V
-    uint8_t* k_at(int64_t head, int64_t pos) { return at(k, head, pos); }
-    uint8_t* v_at(int64_t head, int64_t pos) { return at(v, head, pos); }
-
-private:
-    uint8_t* at(ZeroPagesBuffer& b, int64_t head, int64_t pos) const {
-        return reinterpret_cast<uint8_t*>(b.data()) + size_t(head * capacity + pos) * row_bytes();
+    WType key_type() const;                                            // of key_scores' tiles
+    size_t key_tile_bytes() const;                                     // one head, one tile
+    size_t bytes() const {                                             // K and V
+        return size_t(n_heads) *
+               (size_t(key_tiles) * key_tile_bytes() + size_t(capacity) * row_bytes());
+    }
+    uint8_t* key_tile(int64_t head, int64_t tile) {
+        return reinterpret_cast<uint8_t*>(k.data()) +
+               size_t(head * key_tiles + tile) * key_tile_bytes();
+    }
+    uint8_t* v_at(int64_t head, int64_t pos) {
+        return reinterpret_cast<uint8_t*>(v.data()) + size_t(head * capacity + pos) * row_bytes();
     }
 };
 

@@ -38,6 +38,7 @@ const KernelTable* scalar_table() {
         t.sigmoid = ref::sigmoid;
         t.swiglu = ref::swiglu;
         t.softmax = ref::softmax;
+        t.key_scores = ref::key_scores;
         t.weighted_rows = ref::weighted_rows;
         t.weighted_rows_f16 = ref::weighted_rows_f16;
         t.weighted_rows_q8_0 = ref::weighted_rows_q8_0;
@@ -101,6 +102,7 @@ KernelTable make_avx2_table() {
     t.sigmoid = avx2::sigmoid;
     t.swiglu = avx2::swiglu;
     t.softmax = avx2::softmax;
+    t.key_scores = avx2::key_scores;
     t.weighted_rows = avx2::weighted_rows;
     t.weighted_rows_f16 = avx2::weighted_rows_f16;
     t.weighted_rows_q8_0 = avx2::weighted_rows_q8_0;
@@ -201,6 +203,7 @@ KernelTable avx512_table_with(const char* narrow_fetch) {
     t.sigmoid = avx512::sigmoid;
     t.swiglu = avx512::swiglu;
     t.softmax = avx512::softmax;
+    t.key_scores = avx512::key_scores;
     t.weighted_rows = avx512::weighted_rows;
     t.weighted_rows_f16 = avx512::weighted_rows_f16;
     t.weighted_rows_q8_0 = avx512::weighted_rows_q8_0;

@@ -96,6 +96,14 @@ struct KernelTable {
     void (*swiglu)(const float* gate, const float* up, float* y, int64_t n) = nullptr;
     // In place, per row: x = exp(x - max) / sum.                  x: [n_rows, d]
     void (*softmax)(float* x, int64_t n_rows, int64_t d) = nullptr;
+    // Attention's scores over keys held in tiles of kKeyTile positions (kernels/key_tiles.h;
+    // type F32, F16 or Q8_0):
+    //   out[r * ldo + pos] = sum over e in [0, d) of q[r * d + e] * key(pos, e)
+    // for pos in [0, n), r in [0, R); q: [R, d]. Each score starts at 0 and takes one fused
+    // multiply-add per e, in order (a q8_0 key value is d_block * code, exact in f32), so every
+    // ISA gives the reference's bits, whatever R, n or the tile a position sits in.
+    void (*key_scores)(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R,
+                       int64_t d, float* out, int64_t ldo) = nullptr;
     // Attention's probability-weighted sum of value rows:
     //   out[g, :] = sum over pos in [0, n) of p[g * ldp + pos] * v[pos * ldv + :]
     // for g in [0, G); out: [G, d]. Each output element starts at 0 (accumulate: at out's

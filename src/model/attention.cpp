@@ -1,10 +1,11 @@
 // Gated full attention (architecture spec §6): per-head [query | gate] q_proj rows, q/k (1+w)
 // RMSNorm before partial NeoX RoPE, GQA over a position-indexed KV cache, sigmoid output gate.
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/key_tiles.h"
 #include "kernels/quant.h"
 #include "model/ops.h"
 #include "model/qwen35.h"
@@ -14,7 +15,8 @@ namespace nextn {
 namespace {
 
 // One head's keys or values at one position [D] into the cache row at dst, in the cache's type
-// (f16: rounded to nearest even; q8_0: ggml's rounding to a block scale and int8 codes; once).
+// (f16: rounded to nearest even; q8_0: ggml's rounding to a block scale and int8 codes; once):
+// the values. The keys go into their tiles (kernels/key_tiles.h), rounded the same way.
 void store_kv_row(const AttentionCache& cache, uint8_t* dst, const float* src) {
     switch (cache.type) {
         case KvCacheType::F32:
@@ -28,18 +30,6 @@ void store_kv_row(const AttentionCache& cache, uint8_t* dst, const float* src) {
             for (int64_t i = 0; i < cache.head_dim; ++i) h[i] = f32_to_f16(src[i]);
             return;
         }
-    }
-}
-
-// The cache's key rows as a matrix for gemm_rows (its f32, f16 and Q8_0 row types).
-WType key_row_type(KvCacheType t) {
-    switch (t) {
-        case KvCacheType::F16:
-            return WType::F16;
-        case KvCacheType::Q8_0:
-            return WType::Q8_0;
-        default:
-            return WType::F32;
     }
 }
 
@@ -72,21 +62,22 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
         }
         kt.rope_neox(k + t * Nkv * D, Nkv, D, half_rot, rope_cos, rope_sin);
         for (int64_t h = 0; h < Nkv; ++h) {
-            store_kv_row(cache, cache.k_at(h, pos), k + (t * Nkv + h) * D);
+            store_key_in_tile(cache.key_type(), cache.key_tile(h, pos / kKeyTile), pos % kKeyTile,
+                              k + (t * Nkv + h) * D, D);
             store_kv_row(cache, cache.v_at(h, pos), v + (t * Nkv + h) * D);
         }
     }
 
     // Work item (block of up to kTokensPerPass tokens, kv head): the block's tokens' `group`
-    // query heads each score positions [0, their own pos] with one GEMM over the K cache rows
-    // (each K row read once for the whole block), softmax per head, then sum the V rows: the
+    // query heads each score positions [0, their own pos] with one key_scores call over the key
+    // tiles (each key read once for the whole block), softmax per head, then sum the V rows: the
     // positions all of the block's tokens see in one pass for every row, then each token's own
     // last few, continuing the same chains. Batching the block's tokens is what keeps a verify
     // of k+1 tokens (and a prefill) from reading the cache k+1 times: at 8192 positions a 0.8B
     // width-5 verify cost 2.42 decode steps that way. Every score and output still depends only
-    // on its own token and head (the GEMM's reduction order is independent of its width, and a
-    // weighted sum split at any position gives the bits of one), so a token gets the same bits
-    // in a decode step and inside a verify or prefill batch.
+    // on its own token and head (a score's reduction order is independent of the rows and
+    // positions beside it, and a weighted sum split at any position gives the bits of one), so a
+    // token gets the same bits in a decode step and inside a verify or prefill batch.
     constexpr int64_t kTokensPerPass = 8;
     const int64_t blocks = (T + kTokensPerPass - 1) / kTokensPerPass;
     const int64_t max_rows = kTokensPerPass * group;  // query rows of a block
@@ -115,13 +106,8 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
                     float* qrow = qs + (tt * group + g) * D;
                     for (int64_t d = 0; d < D; ++d) qrow[d] = q[d] * scale;
                 }
-            WeightMatrix keys;  // rows = positions of this kv head, contiguous in the cache
-            keys.type = key_row_type(cache.type);
-            keys.rows = n_last;
-            keys.cols = D;
-            keys.data = cache.k_at(kvh, 0);
-            keys.row_bytes = cache.row_bytes();
-            kt.gemm_rows(keys, qs, rows, scores, n_last, 0, n_last);
+            kt.key_scores(cache.key_type(), cache.key_tile(kvh, 0), n_last, qs, rows, D, scores,
+                          n_last);
             // Token tt's rows: scores of positions [0, n_first + tt); the rest are positions after
             // it, unused.
             for (int64_t tt = 0; tt < tokens; ++tt)

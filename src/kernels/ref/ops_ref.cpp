@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/half.h"
+#include "kernels/key_tiles.h"
 #include "kernels/quant.h"
 #include "kernels/ref/ref.h"
 
@@ -55,6 +56,19 @@ void softmax(float* x, int64_t n_rows, int64_t d) {
         const float inv = 1.0f / sum;
         for (int64_t c = 0; c < d; ++c) xi[c] *= inv;
     }
+}
+
+void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R, int64_t d,
+                float* out, int64_t ldo) {
+    const size_t tile_bytes = key_tile_bytes(type, d);
+    for (int64_t r = 0; r < R; ++r)
+        for (int64_t pos = 0; pos < n; ++pos) {
+            const uint8_t* tile = tiles + size_t(pos / kKeyTile) * tile_bytes;
+            float acc = 0.0f;
+            for (int64_t e = 0; e < d; ++e)
+                acc = std::fma(q[r * d + e], key_in_tile(type, tile, pos % kKeyTile, e), acc);
+            out[r * ldo + pos] = acc;
+        }
 }
 
 namespace {

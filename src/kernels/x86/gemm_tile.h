@@ -14,7 +14,6 @@
 #include <cstdint>
 
 #include "kernels/weight.h"
-#include "kernels/x86/staged_rows.h"
 
 namespace nextn::x86 {
 
@@ -132,32 +131,10 @@ void gemm_chunk(const uint8_t* rows, size_t row_bytes, int64_t n_rows, const flo
     }
 }
 
-// gemm_rows_impl for short rows of a block type (at most kStageFloats / 16 values: attention's
-// keys in a q8_0 KV cache, one row a position) with more columns than one group (a verify's or
-// prefill's query rows): each chunk is widened to f32 once (staged_rows.h) and every column group
-// reads that, where each group would decode every value again: same bits. kernels_bench
-// BM_AttentionScores, 20 query rows, one thread, Xeon (session 56), decoding in every group ->
-// staged: 4096 positions q8_0 461 -> 396-420 us, 32768 3946 -> 3503-3655. Halves (f16) measured
-// slower staged: 362-375 -> 411-437 us, 3406-3480 -> 3842-3970.
-template <class I, class D>
-void gemm_rows_staged(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
-                      int64_t r0, int64_t r1) {
-    alignas(64) float stage[kStageFloats];  // [chunk rows, cols] f32
-    for (int64_t c0 = r0; c0 < r1; c0 += kGemmChunkRows) {
-        const int64_t rows = r1 - c0 < kGemmChunkRows ? r1 - c0 : kGemmChunkRows;
-        widen_rows<I, D>(w.data + size_t(c0) * w.row_bytes, int64_t(w.row_bytes), rows, w.cols,
-                         stage);
-        gemm_chunk<I, F32Rows<I>>(reinterpret_cast<const uint8_t*>(stage), size_t(w.cols) * 4, rows,
-                                  x, n, w.cols, y + c0, ldy);
-    }
-}
-
 // Rows [r0, r1) for all n columns, in chunks of kGemmChunkRows (gemm_chunk).
 template <class I, class D>
 void gemm_rows_impl(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                     int64_t r0, int64_t r1) {
-    if (worth_staging<D> && n > I::kMaxCols && w.cols * kGemmChunkRows <= kStageFloats)
-        return gemm_rows_staged<I, D>(w, x, n, y, ldy, r0, r1);
     for (int64_t c0 = r0; c0 < r1; c0 += kGemmChunkRows) {
         const int64_t rows = r1 - c0 < kGemmChunkRows ? r1 - c0 : kGemmChunkRows;
         gemm_chunk<I, D>(w.data + size_t(c0) * w.row_bytes, w.row_bytes, rows, x, n, w.cols, y + c0,

@@ -1,10 +1,10 @@
 #pragma once
 // Rows of half or block values (f16, Q8_0, ...: the ISAs' weight decoders D) widened to f32 once
 // into a small buffer, for kernels whose passes would otherwise decode every value again: the
-// value sum over an f16 or q8_0 KV cache and the scores over a q8_0 one, for a verify's or
-// prefill's many query rows. Widening is exact (a half, or d * code with an f16 d), so a kernel
-// reading the staged rows gives the bits it gives reading the values directly. Written over an
-// ISA description `I`; include only from an ISA translation unit.
+// value sum over an f16 or q8_0 KV cache, for a verify's or prefill's many query rows. Widening is
+// exact (a half, or d * code with an f16 d), so a kernel reading the staged rows gives the bits it
+// gives reading the values directly. Written over an ISA description `I`; include only from an ISA
+// translation unit.
 #include <cstdint>
 
 namespace nextn::x86 {
@@ -34,11 +34,6 @@ struct F32Rows {
         return I::load_part(reinterpret_cast<const float*>(row) + off, n);
     }
 };
-
-// Whether gemm_rows stages rows of D: the block types (Q8_0, Q4_0, ...: under 64 bytes of 32
-// values), whose values take several instructions to decode (gemm_tile.h has the timings).
-template <class D>
-constexpr bool worth_staging = D::kBlockBytes < 64;
 
 // Floats of the stack buffer a call widens rows of half or block values into (32 KB: L1).
 constexpr int64_t kStageFloats = 8192;

@@ -35,6 +35,16 @@ struct Isa {
     }
     static void fence() { _mm_sfence(); }
     static V keep(V v, int n) { return _mm256_and_ps(v, _mm256_castsi256_ps(mask(n))); }
+    // L halves at p widened to f32 (exact), and L int8 at p as f32 (exact): attention's key
+    // tiles (x86/key_scores.h), whose accumulators take at most kKeyAccumulators registers.
+    static V widen_halves(const uint8_t* p) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    static V widen_int8(const uint8_t* p) {
+        return _mm256_cvtepi32_ps(
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    }
+    static constexpr int kKeyAccumulators = 12;
     static V add(V a, V b) { return _mm256_add_ps(a, b); }
     static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
     static V mul(V a, V b) { return _mm256_mul_ps(a, b); }

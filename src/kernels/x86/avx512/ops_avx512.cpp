@@ -1,6 +1,7 @@
 // AVX-512 norms, activations, Gated-DeltaNet recurrence (shared code in x86/vec_ops.h).
 #pragma GCC optimize("fp-contract=off")
 #include "kernels/x86/avx512/isa_avx512.h"
+#include "kernels/x86/key_scores.h"
 #include "kernels/x86/vec_ops.h"
 #include "kernels/x86/x86_kernels.h"
 
@@ -25,6 +26,10 @@ void swiglu(const float* gate, const float* up, float* y, int64_t n) {
     x86::swiglu<Isa>(gate, up, y, n);
 }
 void softmax(float* x, int64_t n_rows, int64_t d) { x86::softmax<Isa>(x, n_rows, d); }
+void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R, int64_t d,
+                float* out, int64_t ldo) {
+    x86::key_scores_of_type<Isa>(type, tiles, n, q, R, d, out, ldo);
+}
 void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
                    int64_t d, float* out, bool accumulate) {
     x86::weighted_rows<Isa, DecodeF32>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 4, n,

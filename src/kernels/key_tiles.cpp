@@ -1,0 +1,77 @@
+#include "kernels/key_tiles.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "kernels/quant.h"
+
+namespace nextn {
+
+size_t key_tile_bytes(WType type, int64_t head_dim) {
+    switch (type) {
+        case WType::F32:
+            return size_t(head_dim * kKeyTile) * sizeof(float);
+        case WType::F16:
+            return size_t(head_dim * kKeyTile) * sizeof(uint16_t);
+        case WType::Q8_0:
+            return size_t(head_dim / kQuantBlock) * key_tile_q8_0_block_bytes;
+        default:
+            fail("attention keys cannot be held as ", wtype_name(type));
+    }
+}
+
+void store_key_in_tile(WType type, uint8_t* tile, int64_t lane, const float* key,
+                       int64_t head_dim) {
+    switch (type) {
+        case WType::F32: {
+            float* t = reinterpret_cast<float*>(tile);  // [head_dim][kKeyTile]
+            for (int64_t d = 0; d < head_dim; ++d) t[d * kKeyTile + lane] = key[d];
+            return;
+        }
+        case WType::F16: {
+            uint16_t* t = reinterpret_cast<uint16_t*>(tile);  // [head_dim][kKeyTile]
+            for (int64_t d = 0; d < head_dim; ++d) t[d * kKeyTile + lane] = f32_to_f16(key[d]);
+            return;
+        }
+        case WType::Q8_0: {
+            // The position's row quantized as a KV value row is, then its blocks spread over the
+            // tile's: the same d and codes.
+            constexpr int64_t kMaxBlocks = 64;  // head_dim up to 2048
+            if (head_dim / kQuantBlock > kMaxBlocks)
+                fail("q8_0 keys of ", head_dim, " values: too long");
+            BlockQ8_0 row[kMaxBlocks];
+            quantize_row_q8_0(key, head_dim, row);
+            for (int64_t b = 0; b < head_dim / kQuantBlock; ++b) {
+                uint8_t* block = tile + size_t(b) * key_tile_q8_0_block_bytes;
+                std::memcpy(block + lane * 2, &row[b].d, 2);
+                int8_t* codes = reinterpret_cast<int8_t*>(block + 2 * kKeyTile);  // [32][kKeyTile]
+                for (int64_t j = 0; j < kQuantBlock; ++j) codes[j * kKeyTile + lane] = row[b].qs[j];
+            }
+            return;
+        }
+        default:
+            fail("attention keys cannot be held as ", wtype_name(type));
+    }
+}
+
+float key_in_tile(WType type, const uint8_t* tile, int64_t lane, int64_t d) {
+    switch (type) {
+        case WType::F32:
+            return reinterpret_cast<const float*>(tile)[d * kKeyTile + lane];
+        case WType::F16:
+            return f16_to_f32(reinterpret_cast<const uint16_t*>(tile)[d * kKeyTile + lane]);
+        case WType::Q8_0: {
+            const uint8_t* block = tile + size_t(d / kQuantBlock) * key_tile_q8_0_block_bytes;
+            uint16_t scale;
+            std::memcpy(&scale, block + lane * 2, 2);
+            const int8_t code = reinterpret_cast<const int8_t*>(
+                block + 2 * kKeyTile)[(d % kQuantBlock) * kKeyTile + lane];
+            return float(code) * f16_to_f32(scale);
+        }
+        default:
+            fail("attention keys cannot be held as ", wtype_name(type));
+    }
+}
+
+}  // namespace nextn

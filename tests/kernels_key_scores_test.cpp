@@ -1,0 +1,190 @@
+// Attention keys in tiles of 16 positions (kernels/key_tiles.h) and the scores kernel over them
+// (KernelTable::key_scores): the layout by hand, each stored key against the row rounding the
+// value cache uses, the reference against double-precision dot products, and every ISA against
+// the reference bitwise, whatever the rows, positions and head size, with the invariances a
+// decode step and a verify rely on.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "kernel_test_helpers.h"
+#include "kernels/kernels.h"
+#include "kernels/key_tiles.h"
+#include "kernels/quant.h"
+
+namespace nextn {
+namespace {
+
+using test::random_normal;
+
+const char* type_name(WType t) { return wtype_name(t); }
+
+// n positions' keys [n, d] stored in tiles; the bytes the keys do not reach (the last tile's
+// spare lanes) are all ones: NaN in every type, so a score that read them would show.
+std::vector<uint8_t> tiles_of(WType type, const std::vector<float>& keys, int64_t n, int64_t d) {
+    const size_t tile_bytes = key_tile_bytes(type, d);
+    std::vector<uint8_t> tiles(size_t((n + kKeyTile - 1) / kKeyTile) * tile_bytes, 0xFF);
+    for (int64_t pos = 0; pos < n; ++pos)
+        store_key_in_tile(type, tiles.data() + size_t(pos / kKeyTile) * tile_bytes, pos % kKeyTile,
+                          keys.data() + pos * d, d);
+    return tiles;
+}
+
+// Random keys, with some 32-value blocks scaled to tiny or zero values (a q8_0 block of scale 0
+// or of subnormal-range codes).
+std::vector<float> random_keys(int64_t n, int64_t d, uint32_t seed) {
+    std::vector<float> keys = random_normal(size_t(n * d), seed);
+    for (int64_t b = 0; b * kQuantBlock < n * d; b += 7)
+        for (int64_t i = b * kQuantBlock; i < std::min((b + 1) * kQuantBlock, n * d); ++i)
+            keys[size_t(i)] *= b % 2 ? 1e-6f : 0.0f;
+    return keys;
+}
+
+TEST(KeyTiles, LayoutByHand) {
+    EXPECT_EQ(key_tile_bytes(WType::F32, 256), size_t(16 * 256 * 4));
+    EXPECT_EQ(key_tile_bytes(WType::F16, 256), size_t(16 * 256 * 2));
+    EXPECT_EQ(key_tile_bytes(WType::Q8_0, 256), size_t(16 * 8 * 34));  // 16 positions' rows
+    // Position 3's value e sits at [e][3] of an f32 tile.
+    std::vector<float> key(48);
+    for (int e = 0; e < 48; ++e) key[size_t(e)] = float(e + 1);
+    std::vector<float> tile(16 * 48, 0.0f);
+    store_key_in_tile(WType::F32, reinterpret_cast<uint8_t*>(tile.data()), 3, key.data(), 48);
+    for (int e = 0; e < 48; ++e) {
+        EXPECT_EQ(tile[size_t(e * 16 + 3)], float(e + 1));
+        EXPECT_EQ(tile[size_t(e * 16 + 2)], 0.0f);
+    }
+    // Q8_0: a block of values k * 0.5 (k = -16..15 then back) has d = max|x| / 127 = 8 / 127;
+    // position 5's scale at bytes [2 * 5, 2 * 5 + 2) of block 1, its code of value 7 at
+    // 32 + 7 * 16 + 5.
+    std::vector<float> q8key(64);
+    for (int e = 0; e < 64; ++e) q8key[size_t(e)] = float((e % 32) - 16) * 0.5f;
+    std::vector<uint8_t> qt(key_tile_bytes(WType::Q8_0, 64), 0);
+    store_key_in_tile(WType::Q8_0, qt.data(), 5, q8key.data(), 64);
+    uint16_t scale;
+    std::memcpy(&scale, qt.data() + key_tile_q8_0_block_bytes + 10, 2);
+    EXPECT_EQ(scale, f32_to_f16(8.0f / 127.0f));
+    const int8_t code = int8_t(qt[key_tile_q8_0_block_bytes + 32 + 7 * 16 + 5]);
+    EXPECT_EQ(code,
+              int8_t(std::nearbyint((7 - 16) * 0.5f * 127.0f / 8.0f)));  // -143 / 2 -> -71 or -72
+}
+
+// A stored key reads back as the value cache's row rounding gives it: f32 as is, f16 rounded to
+// nearest even, q8_0 as quantize_row_q8_0 then dequantize_row_q8_0 of the position's row.
+TEST(KeyTiles, StoredKeysReadBackAsTheRowRoundingGives) {
+    for (int64_t d : {32, 96, 256}) {
+        const int64_t n = 40;  // three tiles, the last part full
+        const std::vector<float> keys = random_keys(n, d, 3);
+        for (WType type : {WType::F32, WType::F16, WType::Q8_0}) {
+            const std::vector<uint8_t> tiles = tiles_of(type, keys, n, d);
+            const size_t tile_bytes = key_tile_bytes(type, d);
+            for (int64_t pos = 0; pos < n; ++pos) {
+                std::vector<float> want(keys.begin() + pos * d, keys.begin() + (pos + 1) * d);
+                if (type == WType::F16)
+                    for (float& x : want) x = f16_to_f32(f32_to_f16(x));
+                if (type == WType::Q8_0) {
+                    std::vector<BlockQ8_0> row(size_t(d / kQuantBlock));
+                    quantize_row_q8_0(keys.data() + pos * d, d, row.data());
+                    dequantize_row_q8_0(row.data(), d, want.data());
+                }
+                for (int64_t e = 0; e < d; ++e)
+                    ASSERT_EQ(key_in_tile(type, tiles.data() + size_t(pos / kKeyTile) * tile_bytes,
+                                          pos % kKeyTile, e),
+                              want[size_t(e)])
+                        << type_name(type) << " d=" << d << " pos=" << pos << " e=" << e;
+            }
+        }
+    }
+}
+
+// The reference is a chain of d fused multiply-adds per score, so it lies within d * 2^-24 of
+// the sum of |q * key| from the exact dot product of the stored keys (taken in double).
+TEST(KernelsKeyScores, ReferenceNearExactDotProducts) {
+    const int64_t n = 50, R = 5;
+    for (int64_t d : {32, 100, 256})
+        for (WType type : {WType::F32, WType::F16, WType::Q8_0}) {
+            if (type == WType::Q8_0 && d % kQuantBlock) continue;
+            const std::vector<float> keys = random_keys(n, d, 5);
+            const std::vector<float> q = random_normal(size_t(R * d), 6);
+            const std::vector<uint8_t> tiles = tiles_of(type, keys, n, d);
+            std::vector<float> got(size_t(R * n), std::nanf(""));
+            reference_kernels().key_scores(type, tiles.data(), n, q.data(), R, d, got.data(), n);
+            const size_t tile_bytes = key_tile_bytes(type, d);
+            for (int64_t r = 0; r < R; ++r)
+                for (int64_t pos = 0; pos < n; ++pos) {
+                    double exact = 0.0, magnitude = 0.0;
+                    for (int64_t e = 0; e < d; ++e) {
+                        const double k =
+                            key_in_tile(type, tiles.data() + size_t(pos / kKeyTile) * tile_bytes,
+                                        pos % kKeyTile, e);
+                        exact += double(q[size_t(r * d + e)]) * k;
+                        magnitude += std::fabs(double(q[size_t(r * d + e)]) * k);
+                    }
+                    EXPECT_NEAR(got[size_t(r * n + pos)], exact, double(d) * 0x1p-24 * magnitude)
+                        << type_name(type) << " d=" << d << " r=" << r << " pos=" << pos;
+                }
+        }
+}
+
+// Every ISA gives the reference's bits for every row count (the passes' shapes: 1-6 rows over 4
+// tiles, 7-8 over 3, more split into passes over 2 or 1), position counts on and off the tile
+// edges, and head sizes with and without a tail of 32; scores past n are left as they were.
+TEST(KernelsKeyScores, EveryIsaEqualsReferenceBitwise) {
+    for (WType type : {WType::F32, WType::F16, WType::Q8_0}) {
+        const std::vector<int64_t> dims = type == WType::Q8_0
+                                              ? std::vector<int64_t>{32, 64, 256, 288}
+                                              : std::vector<int64_t>{1, 7, 48, 100, 256};
+        for (int64_t d : dims)
+            for (int64_t n : {1, 16, 17, 50, 64, 65, 300}) {
+                const std::vector<float> keys = random_keys(n, d, uint32_t(7 + n + d));
+                const std::vector<uint8_t> tiles = tiles_of(type, keys, n, d);
+                for (int64_t R : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 20, 32}) {
+                    const std::vector<float> q = random_normal(size_t(R * d), uint32_t(R));
+                    const int64_t ldo = n + 3;
+                    std::vector<float> want(size_t(R * ldo), std::nanf(""));
+                    reference_kernels().key_scores(type, tiles.data(), n, q.data(), R, d,
+                                                   want.data(), ldo);
+                    for (const std::string& isa : available_isas()) {
+                        std::vector<float> got(want.size(), std::nanf(""));
+                        kernels_for(isa).key_scores(type, tiles.data(), n, q.data(), R, d,
+                                                    got.data(), ldo);
+                        ASSERT_EQ(0,
+                                  std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                            << isa << " " << type_name(type) << " d=" << d << " n=" << n
+                            << " R=" << R;
+                    }
+                }
+            }
+    }
+}
+
+// What a decode step and a verify rely on: a row's scores are the same bits alone (R = 1) as in a
+// batch of 20 rows, and the scores of the first m positions the same as in a call over all n.
+TEST(KernelsKeyScores, RowsAndPositionsInvariantBitwise) {
+    const int64_t d = 256, n = 131, R = 20;
+    const std::vector<float> keys = random_keys(n, d, 11);
+    const std::vector<float> q = random_normal(size_t(R * d), 12);
+    for (WType type : {WType::F32, WType::F16, WType::Q8_0}) {
+        const std::vector<uint8_t> tiles = tiles_of(type, keys, n, d);
+        for (const std::string& isa : available_isas()) {
+            const KernelTable& k = kernels_for(isa);
+            std::vector<float> batch(size_t(R * n));
+            k.key_scores(type, tiles.data(), n, q.data(), R, d, batch.data(), n);
+            for (int64_t r = 0; r < R; r += 3)
+                for (int64_t m : {int64_t(1), int64_t(33), n}) {
+                    std::vector<float> alone(static_cast<size_t>(m));
+                    k.key_scores(type, tiles.data(), m, q.data() + r * d, 1, d, alone.data(), m);
+                    ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + r * n,
+                                             size_t(m) * sizeof(float)))
+                        << isa << " " << type_name(type) << " row " << r << " of " << m
+                        << " positions";
+                }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace nextn
