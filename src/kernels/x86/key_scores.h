@@ -7,7 +7,6 @@
 // its query value e broadcast. Every score is one accumulator lane that starts at 0 and takes e in
 // order, so Rt, T, the ISA's lane count and the position's tile change nothing: the reference's
 // bits (KernelTable::key_scores).
-#include <algorithm>
 #include <cstdint>
 
 #include "kernels/key_tiles.h"
@@ -51,6 +50,13 @@ struct KeyTileQ8_0 {
     }
 };
 
+// (No std::min / std::clamp in these templates: an inline library template compiled with ISA
+// flags could be the copy the linker keeps for every caller.)
+template <class I>
+constexpr int lanes_left(int lanes) {
+    return lanes < 0 ? 0 : lanes > I::L ? I::L : lanes;
+}
+
 // Rt rows of q [.., d] (rows d apart) against the T tiles at `tiles` (tile_bytes apart); out's row
 // r at out + r * ldo, position i of the pass at out[i]; the last tile stores its first last_lanes.
 template <class I, class K, int Rt, int T>
@@ -65,7 +71,7 @@ void key_scores_pass(const uint8_t* tiles, size_t tile_bytes, const float* q, in
 #pragma GCC unroll 8
         for (int i = 0; i < N; ++i) acc[r][i] = I::zero();
     for (int64_t e0 = 0; e0 < d; e0 += kQuantBlock) {
-        const int len = int(std::min<int64_t>(kQuantBlock, d - e0));
+        const int len = d - e0 < kQuantBlock ? int(d - e0) : kQuantBlock;
         V scale[N];
 #pragma GCC unroll 8
         for (int i = 0; i < N; ++i)
@@ -97,8 +103,7 @@ void key_scores_pass(const uint8_t* tiles, size_t tile_bytes, const float* q, in
     for (int r = 0; r < Rt; ++r)
 #pragma GCC unroll 8
         for (int i = 0; i < N; ++i) {
-            const int lanes =
-                i / VT < T - 1 ? I::L : std::clamp(last_lanes - (i % VT) * I::L, 0, I::L);
+            const int lanes = i / VT < T - 1 ? I::L : lanes_left<I>(last_lanes - (i % VT) * I::L);
             if (lanes == I::L)
                 I::store(out + r * ldo + i * I::L, acc[r][i]);
             else if (lanes > 0)
@@ -145,8 +150,9 @@ void key_scores(const uint8_t* tiles, int64_t n, const float* q, int64_t R, int6
         const uint8_t* t = tiles + size_t(t0) * tile_bytes;
         const float* qr = q + r0 * d;
         float* o = out + r0 * ldo + t0 * kKeyTile;
-        const int last_lanes =
-            int(std::min<int64_t>(kKeyTile, n - (t0 + tiles_here - 1) * kKeyTile));
+        const int last_lanes = int(n - (t0 + tiles_here - 1) * kKeyTile < kKeyTile
+                                       ? n - (t0 + tiles_here - 1) * kKeyTile
+                                       : kKeyTile);
         switch (tiles_here) {
             case 4:
                 if constexpr (A / (4 * VT) >= 1)
@@ -169,7 +175,7 @@ void key_scores(const uint8_t* tiles, int64_t n, const float* q, int64_t R, int6
     for (int64_t t0 = 0; t0 < n_tiles; t0 += T) {
         const int64_t tiles_left = n_tiles - t0;
         for (int64_t r0 = 0; r0 < R; r0 += pass_rows) {
-            const int rows = int(std::min(pass_rows, R - r0));
+            const int rows = int(R - r0 < pass_rows ? R - r0 : pass_rows);
             if (tiles_left >= T)
                 pass(t0, T, r0, rows);
             else  // the last few tiles, one at a time
