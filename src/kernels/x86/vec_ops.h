@@ -181,11 +181,15 @@ constexpr int64_t kWeightedRowsAhead = 16;
 // medians of 3 alternating runs: 4096 positions f32 890 -> 478 us, f16 327 -> 157; 32768
 // positions f32 19.3 -> 5.4 ms, f16 10.0 -> 3.4.
 // next_rows: weighted_rows' position blocks (below) pass the number of rows of the next block,
-// which the first slice's pass fetches whole into L2 (one row per position), so that every
-// pass over the following block hits L2; 0 for the last block, whose passes fetch their own
-// slice kWeightedRowsAhead positions ahead; -1 for rows staged in L1, which fetch nothing. (An
-// earlier try, blocks of 64 positions whose first pass fetched its own block's rows whole, measured
-// slower than the per-slice fetch alone.)
+// whose slice each slice's pass fetches into L2 as it goes, so that every pass over the
+// following block hits L2 and the fetches spread over all the passes at the pace they compute;
+// 0 for the last block, whose passes fetch their own slice kWeightedRowsAhead positions ahead;
+// -1 for rows staged in L1, which fetch nothing. (The first pass fetching the next block's rows
+// whole, as until session 57, left the other passes nothing to overlap: BM_WeightedRows 4 rows,
+// one thread, two alternating runs, whole -> spread: 32768 positions f32 3051-3291 -> 2717-2815
+// us, f16 1689-1701 -> 1446-1527, q8_0 1344-1382 -> 1234-1270; 4096 f32 202-209 -> 170-175, f16
+// 123-128 -> 109-114, q8_0 126-132 -> 119-129. Earlier, blocks of 64 positions whose first pass
+// fetched its own block's rows whole measured slower than the per-slice fetch alone.)
 template <class I, class D, int NG>
 void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t ldv, int64_t n,
                          int64_t d, float* out, bool accumulate, int64_t next_rows) {
@@ -208,10 +212,9 @@ void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t 
                 const int64_t next = pos + kWeightedRowsAhead < n ? pos + kWeightedRowsAhead : n - 1;
                 const uint8_t* ahead = v + next * ldv + slice;
                 for (int64_t b = 0; b < kSliceBytes; b += 64) __builtin_prefetch(ahead + b, 0, 3);
-            } else if (e0 == 0 && pos < next_rows) {  // the next block's row pos, whole, into L2
-                const uint8_t* ahead = v + (n + pos) * ldv;
-                for (int64_t b = 0; b < value_bytes<D>(d); b += 64)
-                    __builtin_prefetch(ahead + b, 0, 1);
+            } else if (pos < next_rows) {  // this slice of the next block's row pos into L2
+                const uint8_t* ahead = v + (n + pos) * ldv + slice;
+                for (int64_t b = 0; b < kSliceBytes; b += 64) __builtin_prefetch(ahead + b, 0, 1);
             }
             const uint8_t* vp = v + pos * ldv;
             V x[U];
@@ -253,7 +256,7 @@ void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t 
 //
 // The positions go in blocks of about kWeightedRowsBlockBytes of value rows, each block
 // continuing the chains the one before stored (exact: the same fma per position in order), and
-// with up to 4 rows each block's first pass fetches the next block into L2:
+// with up to 4 rows each block's passes fetch the next block into L2:
 // - More than 4 rows (a verify's or prefill's block of tokens over one kv head) take a pass per
 //   4 rows, and the block stays in L2 for all of them (f32 rows; narrower ones are widened into
 //   L1 first: weighted_rows_staged). Unblocked, a 0.8B width-5 verify at 8192
@@ -320,9 +323,9 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int
         const bool continuing = accumulate || b0 > 0;
         const float* pb = p + b0;
         const uint8_t* vb = v + b0 * ldv;
-        // The next block's rows, fetched whole by the first pass: only for up to 4 rows. With
-        // more, each block stays in L2 for all the groups' passes anyway, and the whole-block
-        // fetch measured slower there (a 0.8B width-5 verify at 8192 positions 54.5-55.4 against
+        // The next block's rows, fetched by the passes: only for up to 4 rows. With more, each
+        // block stays in L2 for all the groups' passes anyway, and fetching the next block
+        // (whole, in the first pass) measured slower there (a 0.8B width-5 verify at 8192 positions 54.5-55.4 against
         // 50.9-51.9 ms with each pass fetching its own slice ahead).
         const int64_t next_rows = G > 4 ? 0 : n - b0 - nb < block ? n - b0 - nb : block;
         weighted_rows_groups<I, D>(pb, ldp, G, vb, ldv, nb, d, out, continuing, next_rows);
