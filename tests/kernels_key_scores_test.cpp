@@ -21,8 +21,6 @@ namespace {
 
 using test::random_normal;
 
-const char* type_name(WType t) { return wtype_name(t); }
-
 // n positions' keys [n, d] stored in tiles; the bytes the keys do not reach (the last tile's
 // spare lanes) are all ones: NaN in every type, so a score that read them would show.
 std::vector<uint8_t> tiles_of(WType type, const std::vector<float>& keys, int64_t n, int64_t d) {
@@ -94,7 +92,7 @@ TEST(KeyTiles, StoredKeysReadBackAsTheRowRoundingGives) {
                     ASSERT_EQ(key_in_tile(type, tiles.data() + size_t(pos / kKeyTile) * tile_bytes,
                                           pos % kKeyTile, e),
                               want[size_t(e)])
-                        << type_name(type) << " d=" << d << " pos=" << pos << " e=" << e;
+                        << wtype_name(type) << " d=" << d << " pos=" << pos << " e=" << e;
             }
         }
     }
@@ -124,7 +122,7 @@ TEST(KernelsKeyScores, ReferenceNearExactDotProducts) {
                         magnitude += std::fabs(double(q[size_t(r * d + e)]) * k);
                     }
                     EXPECT_NEAR(got[size_t(r * n + pos)], exact, double(d) * 0x1p-24 * magnitude)
-                        << type_name(type) << " d=" << d << " r=" << r << " pos=" << pos;
+                        << wtype_name(type) << " d=" << d << " r=" << r << " pos=" << pos;
                 }
         }
 }
@@ -153,7 +151,7 @@ TEST(KernelsKeyScores, EveryIsaEqualsReferenceBitwise) {
                                                     got.data(), ldo);
                         ASSERT_EQ(0,
                                   std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
-                            << isa << " " << type_name(type) << " d=" << d << " n=" << n
+                            << isa << " " << wtype_name(type) << " d=" << d << " n=" << n
                             << " R=" << R;
                     }
                 }
@@ -179,7 +177,7 @@ TEST(KernelsKeyScores, RowsAndPositionsInvariantBitwise) {
                     k.key_scores(type, tiles.data(), m, q.data() + r * d, 1, d, alone.data(), m);
                     ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + r * n,
                                              size_t(m) * sizeof(float)))
-                        << isa << " " << type_name(type) << " row " << r << " of " << m
+                        << isa << " " << wtype_name(type) << " row " << r << " of " << m
                         << " positions";
                 }
         }

@@ -35,18 +35,15 @@ void store_key_in_tile(WType type, uint8_t* tile, int64_t lane, const float* key
             return;
         }
         case WType::Q8_0: {
-            // The position's row quantized as a KV value row is, then its blocks spread over the
-            // tile's: the same d and codes.
-            constexpr int64_t kMaxBlocks = 64;  // head_dim up to 2048
-            if (head_dim / kQuantBlock > kMaxBlocks)
-                fail("q8_0 keys of ", head_dim, " values: too long");
-            BlockQ8_0 row[kMaxBlocks];
-            quantize_row_q8_0(key, head_dim, row);
+            // Each block quantized as a KV value row's is, then spread over the tile's block:
+            // the same d and codes.
             for (int64_t b = 0; b < head_dim / kQuantBlock; ++b) {
+                BlockQ8_0 q;
+                quantize_row_q8_0(key + b * kQuantBlock, kQuantBlock, &q);
                 uint8_t* block = tile + size_t(b) * key_tile_q8_0_block_bytes;
-                std::memcpy(block + lane * 2, &row[b].d, 2);
+                std::memcpy(block + lane * 2, &q.d, 2);
                 int8_t* codes = reinterpret_cast<int8_t*>(block + 2 * kKeyTile);  // [32][kKeyTile]
-                for (int64_t j = 0; j < kQuantBlock; ++j) codes[j * kKeyTile + lane] = row[b].qs[j];
+                for (int64_t j = 0; j < kQuantBlock; ++j) codes[j * kKeyTile + lane] = q.qs[j];
             }
             return;
         }

@@ -14,10 +14,10 @@ namespace nextn {
 
 namespace {
 
-// One head's keys or values at one position [D] into the cache row at dst, in the cache's type
-// (f16: rounded to nearest even; q8_0: ggml's rounding to a block scale and int8 codes; once):
-// the values. The keys go into their tiles (kernels/key_tiles.h), rounded the same way.
-void store_kv_row(const AttentionCache& cache, uint8_t* dst, const float* src) {
+// One head's values at one position [D] into the cache row at dst, in the cache's type (f16:
+// rounded to nearest even; q8_0: ggml's rounding to a block scale and int8 codes; once). The keys
+// go into their tiles (kernels/key_tiles.h), rounded the same way.
+void store_value_row(const AttentionCache& cache, uint8_t* dst, const float* src) {
     switch (cache.type) {
         case KvCacheType::F32:
             std::memcpy(dst, src, cache.row_bytes());
@@ -64,7 +64,7 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
         for (int64_t h = 0; h < Nkv; ++h) {
             store_key_in_tile(cache.key_type(), cache.key_tile(h, pos / kKeyTile), pos % kKeyTile,
                               k + (t * Nkv + h) * D, D);
-            store_kv_row(cache, cache.v_at(h, pos), v + (t * Nkv + h) * D);
+            store_value_row(cache, cache.v_at(h, pos), v + (t * Nkv + h) * D);
         }
     }
 
