@@ -11,6 +11,7 @@
 
 #include "kernels/key_tiles.h"
 #include "kernels/quant.h"
+#include "kernels/x86/rank1_update.h"
 
 namespace nextn::x86 {
 
@@ -91,12 +92,7 @@ void key_scores_pass(const uint8_t* tiles, size_t tile_bytes, const float* q, in
 #pragma GCC unroll 8
             for (int i = 0; i < N; ++i)
                 k[i] = K::key(tiles + (i / VT) * tile_bytes, e, i % VT, scale[i]);
-#pragma GCC unroll 32
-            for (int r = 0; r < Rt; ++r) {
-                const V qe = I::set1(q[r * d + e]);
-#pragma GCC unroll 8
-                for (int i = 0; i < N; ++i) acc[r][i] = I::fma(qe, k[i], acc[r][i]);
-            }
+            rank1_update<I, Rt, N>(acc, k, [&](int r) { return q[r * d + e]; });
         }
     }
 #pragma GCC unroll 32

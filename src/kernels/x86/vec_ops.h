@@ -7,6 +7,7 @@
 // depends on where it falls in a buffer (and hence never on the batch width).
 #include <cstdint>
 
+#include "kernels/x86/rank1_update.h"
 #include "kernels/x86/staged_rows.h"
 
 namespace nextn::x86 {
@@ -220,12 +221,7 @@ void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t 
             V x[U];
 #pragma GCC unroll 4
             for (int u = 0; u < U; ++u) x[u] = row_vector<I, D>(vp, e0 + u * I::L);
-#pragma GCC unroll 4
-            for (int g = 0; g < NG; ++g) {
-                const V w = I::set1(p[g * ldp + pos]);
-#pragma GCC unroll 4
-                for (int u = 0; u < U; ++u) acc[g][u] = I::fma(w, x[u], acc[g][u]);
-            }
+            rank1_update<I, NG, U>(acc, x, [&](int g) { return p[g * ldp + pos]; });
         }
 #pragma GCC unroll 4
         for (int g = 0; g < NG; ++g)
