@@ -265,20 +265,42 @@ void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t 
 //   at 8192 positions (perf) weighted_rows went from 6.8 to 4.7 ms of a token.
 constexpr int64_t kWeightedRowsBlockBytes = int64_t(128) << 10;
 
-// All G rows of weighted_rows over positions [0, n): passes of 4 rows, then the rest in one.
-template <class I, class D>
+// All G rows of weighted_rows over positions [0, n): passes of up to kMostRows rows (4 or 6), as
+// even as can be (decode's 4 rows in one pass). Rows read from L2 (f32 values) take passes of up
+// to 6, a width-5 verify's 20 rows 4 passes of 5, each reading the position block once:
+// BM_WeightedRows f32, one thread, 20 rows, passes of 4 -> these, four alternating runs: 512
+// positions 53.8-56.6 -> 49.6-51.4 us, 4096 464-508 -> 435-446; AVX2 4096 770 -> 678 (32 rows
+// within noise). Rows staged in L1 measured slower so (f16 and q8_0, 20 rows, 4096 positions
+// 374-384 -> 390-413 us) and keep passes of 4.
+template <class I, class D, int64_t kMostRows>
 void weighted_rows_groups(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv,
                           int64_t n, int64_t d, float* out, bool accumulate, int64_t next_rows) {
-    int64_t g = 0;
-    for (; g + 4 <= G; g += 4)
-        weighted_rows_group<I, D, 4>(p + g * ldp, ldp, v, ldv, n, d, out + g * d, accumulate, next_rows);
-    const float* pg = p + g * ldp;
-    float* og = out + g * d;
-    switch (G - g) {
-        case 3: return weighted_rows_group<I, D, 3>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
-        case 2: return weighted_rows_group<I, D, 2>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
-        case 1: return weighted_rows_group<I, D, 1>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
-        default: return;
+    const int64_t passes = (G + kMostRows - 1) / kMostRows, per_pass = (G + passes - 1) / passes;
+    for (int64_t g = 0; g < G; g += per_pass) {
+        const float* pg = p + g * ldp;
+        float* og = out + g * d;
+        switch (G - g < per_pass ? G - g : per_pass) {
+            case 6:
+                if constexpr (kMostRows >= 6)
+                    weighted_rows_group<I, D, 6>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
+                break;
+            case 5:
+                if constexpr (kMostRows >= 5)
+                    weighted_rows_group<I, D, 5>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
+                break;
+            case 4:
+                weighted_rows_group<I, D, 4>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
+                break;
+            case 3:
+                weighted_rows_group<I, D, 3>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
+                break;
+            case 2:
+                weighted_rows_group<I, D, 2>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
+                break;
+            default:
+                weighted_rows_group<I, D, 1>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
+                break;
+        }
     }
 }
 
@@ -301,7 +323,7 @@ void weighted_rows_staged(const float* p, int64_t ldp, int64_t G, const uint8_t*
         const bool continuing = accumulate || b0 > 0;
         const float* pb = p + b0;
         widen_rows<I, D>(v + b0 * ldv, ldv, nb, d, stage);
-        weighted_rows_groups<I, F32Rows<I>>(pb, ldp, G, rows, d * 4, nb, d, out, continuing, -1);
+        weighted_rows_groups<I, F32Rows<I>, 4>(pb, ldp, G, rows, d * 4, nb, d, out, continuing, -1);
     }
 }
 
@@ -324,7 +346,7 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int
         // (whole, in the first pass) measured slower there (a 0.8B width-5 verify at 8192 positions 54.5-55.4 against
         // 50.9-51.9 ms with each pass fetching its own slice ahead).
         const int64_t next_rows = G > 4 ? 0 : n - b0 - nb < block ? n - b0 - nb : block;
-        weighted_rows_groups<I, D>(pb, ldp, G, vb, ldv, nb, d, out, continuing, next_rows);
+        weighted_rows_groups<I, D, 6>(pb, ldp, G, vb, ldv, nb, d, out, continuing, next_rows);
     }
 }
 
