@@ -384,11 +384,11 @@ TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);
         for (int64_t d : kLengths) {
-            // G: row groups of 4 and every leftover count; 20 rows (a block of 5 tokens x 4
-            // heads) over 300 positions: position blocks of kWeightedRowsBlockBytes (d = 1000:
-            // 32 positions) continuing each other's chains.
+            // G: one pass of 1-6 rows, 20 rows (a block of 5 tokens x 4 heads: passes of 5), 13
+            // (5, 5, 3) and 32 (five of 6, then 2); over 300 positions: position blocks of
+            // kWeightedRowsBlockBytes (d = 1000: 32 positions) continuing each other's chains.
             for (int64_t n : {1, 2, 7, 64, 300})
-            for (int64_t G : {1, 3, 4, 6, 20}) {
+            for (int64_t G : {1, 3, 4, 6, 13, 20, 32}) {
                 const int64_t ldp = n + 5, ldv = d + 3;
                 std::vector<float> p = random_values(size_t(G * ldp), 9, 0.0f, 1.0f);
                 std::vector<float> v = random_values(size_t(n * ldv), 10, -2.0f, 2.0f);
