@@ -388,25 +388,27 @@ TEST(KernelsOps, WeightedRowsEqualReferenceBitwise) {
             // (5, 5, 3) and 32 (five of 6, then 2); over 300 positions: position blocks of
             // kWeightedRowsBlockBytes (d = 1000: 32 positions) continuing each other's chains.
             for (int64_t n : {1, 2, 7, 64, 300})
-            for (int64_t G : {1, 3, 4, 6, 13, 20, 32}) {
-                const int64_t ldp = n + 5, ldv = d + 3;
-                std::vector<float> p = random_values(size_t(G * ldp), 9, 0.0f, 1.0f);
-                std::vector<float> v = random_values(size_t(n * ldv), 10, -2.0f, 2.0f);
-                std::vector<float> want(size_t(G * d), std::nanf("")), got = want;
-                reference_kernels().weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d, want.data(), false);
-                k.weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d, got.data(), false);
-                ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
-                    << isa << " d=" << d << " n=" << n << " G=" << G;
-                for (int64_t g = 0; g < G; ++g)
-                    for (int64_t e = 0; e < d; ++e) {
-                        double sum = 0, mag = 0;
-                        for (int64_t pos = 0; pos < n; ++pos) {
-                            sum += double(p[size_t(g * ldp + pos)]) * v[size_t(pos * ldv + e)];
-                            mag += std::fabs(double(p[size_t(g * ldp + pos)]) * v[size_t(pos * ldv + e)]);
+                for (int64_t G : {1, 3, 4, 6, 13, 20, 32}) {
+                    const int64_t ldp = n + 5, ldv = d + 3;
+                    std::vector<float> p = random_values(size_t(G * ldp), 9, 0.0f, 1.0f);
+                    std::vector<float> v = random_values(size_t(n * ldv), 10, -2.0f, 2.0f);
+                    std::vector<float> want(size_t(G * d), std::nanf("")), got = want;
+                    reference_kernels().weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d,
+                                                      want.data(), false);
+                    k.weighted_rows(p.data(), ldp, G, v.data(), ldv, n, d, got.data(), false);
+                    ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                        << isa << " d=" << d << " n=" << n << " G=" << G;
+                    for (int64_t g = 0; g < G; ++g)
+                        for (int64_t e = 0; e < d; ++e) {
+                            double sum = 0, mag = 0;
+                            for (int64_t pos = 0; pos < n; ++pos) {
+                                sum += double(p[size_t(g * ldp + pos)]) * v[size_t(pos * ldv + e)];
+                                mag += std::fabs(double(p[size_t(g * ldp + pos)]) *
+                                                 v[size_t(pos * ldv + e)]);
+                            }
+                            ASSERT_NEAR(want[size_t(g * d + e)], sum, (n + 1) * kU * mag + 1e-30);
                         }
-                        ASSERT_NEAR(want[size_t(g * d + e)], sum, (n + 1) * kU * mag + 1e-30);
-                    }
-            }
+                }
         }
     }
 }

@@ -343,8 +343,8 @@ void weighted_rows(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int
         const uint8_t* vb = v + b0 * ldv;
         // The next block's rows, fetched by the passes: only for up to 4 rows. With more, each
         // block stays in L2 for all the groups' passes anyway, and fetching the next block
-        // (whole, in the first pass) measured slower there (a 0.8B width-5 verify at 8192 positions 54.5-55.4 against
-        // 50.9-51.9 ms with each pass fetching its own slice ahead).
+        // (whole, in the first pass) measured slower there (a 0.8B width-5 verify at 8192
+        // positions 54.5-55.4 against 50.9-51.9 ms with each pass fetching its own slice ahead).
         const int64_t next_rows = G > 4 ? 0 : n - b0 - nb < block ? n - b0 - nb : block;
         weighted_rows_groups<I, D, 6>(pb, ldp, G, vb, ldv, nb, d, out, continuing, next_rows);
     }
