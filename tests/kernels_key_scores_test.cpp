@@ -63,9 +63,9 @@ TEST(KeyTiles, LayoutByHand) {
     std::vector<uint8_t> qt(key_tile_bytes(WType::Q8_0, 64), 0);
     store_key_in_tile(WType::Q8_0, qt.data(), 5, q8key.data(), 64);
     uint16_t scale;
-    std::memcpy(&scale, qt.data() + key_tile_q8_0_block_bytes + 10, 2);
+    std::memcpy(&scale, qt.data() + kKeyTileQ8_0BlockBytes + 10, 2);
     EXPECT_EQ(scale, f32_to_f16(8.0f / 127.0f));
-    const int8_t code = int8_t(qt[key_tile_q8_0_block_bytes + 32 + 7 * 16 + 5]);
+    const int8_t code = int8_t(qt[kKeyTileQ8_0BlockBytes + 32 + 7 * 16 + 5]);
     EXPECT_EQ(code,
               int8_t(std::nearbyint((7 - 16) * 0.5f * 127.0f / 8.0f)));  // -143 / 2 -> -71 or -72
 }

@@ -15,7 +15,7 @@ size_t key_tile_bytes(WType type, int64_t head_dim) {
         case WType::F16:
             return size_t(head_dim * kKeyTile) * sizeof(uint16_t);
         case WType::Q8_0:
-            return size_t(head_dim / kQuantBlock) * key_tile_q8_0_block_bytes;
+            return size_t(head_dim / kQuantBlock) * kKeyTileQ8_0BlockBytes;
         default:
             fail("attention keys cannot be held as ", wtype_name(type));
     }
@@ -40,7 +40,7 @@ void store_key_in_tile(WType type, uint8_t* tile, int64_t lane, const float* key
             for (int64_t b = 0; b < head_dim / kQuantBlock; ++b) {
                 BlockQ8_0 q;
                 quantize_row_q8_0(key + b * kQuantBlock, kQuantBlock, &q);
-                uint8_t* block = tile + size_t(b) * key_tile_q8_0_block_bytes;
+                uint8_t* block = tile + size_t(b) * kKeyTileQ8_0BlockBytes;
                 std::memcpy(block + lane * 2, &q.d, 2);
                 int8_t* codes = reinterpret_cast<int8_t*>(block + 2 * kKeyTile);  // [32][kKeyTile]
                 for (int64_t j = 0; j < kQuantBlock; ++j) codes[j * kKeyTile + lane] = q.qs[j];
@@ -59,7 +59,7 @@ float key_in_tile(WType type, const uint8_t* tile, int64_t lane, int64_t d) {
         case WType::F16:
             return f16_to_f32(reinterpret_cast<const uint16_t*>(tile)[d * kKeyTile + lane]);
         case WType::Q8_0: {
-            const uint8_t* block = tile + size_t(d / kQuantBlock) * key_tile_q8_0_block_bytes;
+            const uint8_t* block = tile + size_t(d / kQuantBlock) * kKeyTileQ8_0BlockBytes;
             uint16_t scale;
             std::memcpy(&scale, block + lane * 2, 2);
             const int8_t code = reinterpret_cast<const int8_t*>(

@@ -24,10 +24,12 @@ namespace nextn {
 
 inline constexpr int64_t kKeyTile = 16;  // positions a tile
 
-// Bytes of one tile of keys of head_dim values of type F32, F16 or Q8_0 (head_dim % 32 == 0).
+// Bytes of one tile of keys of head_dim values of type F32, F16 or Q8_0 (for Q8_0, head_dim a
+// multiple of 32); another type is an Error naming it.
 size_t key_tile_bytes(WType type, int64_t head_dim);
-// Offset of block b's scales in a Q8_0 tile; its codes follow them.
-inline constexpr size_t key_tile_q8_0_block_bytes = 2 * kKeyTile + 32 * kKeyTile;
+// Bytes of one 32-value block of a Q8_0 tile: block b starts b times this in, with its 16 scales
+// and then its codes.
+inline constexpr size_t kKeyTileQ8_0BlockBytes = 2 * kKeyTile + 32 * kKeyTile;
 
 // Stores key [head_dim] (f32) as position `lane` of the tile, rounded to the type.
 void store_key_in_tile(WType type, uint8_t* tile, int64_t lane, const float* key, int64_t head_dim);

@@ -42,11 +42,11 @@ struct KeyTileQ8_0 {
     using V = typename I::V;
     static constexpr WType kType = WType::Q8_0;
     static V scales(const uint8_t* tile, int64_t b, int v) {
-        return I::widen_halves(tile + b * key_tile_q8_0_block_bytes + v * I::L * 2);
+        return I::widen_halves(tile + b * kKeyTileQ8_0BlockBytes + v * I::L * 2);
     }
     // d * code, exact in f32 (an f16 scale's 11 significant bits times 8).
     static V key(const uint8_t* tile, int64_t e, int v, V scale) {
-        const uint8_t* codes = tile + (e / kQuantBlock) * key_tile_q8_0_block_bytes + 2 * kKeyTile;
+        const uint8_t* codes = tile + (e / kQuantBlock) * kKeyTileQ8_0BlockBytes + 2 * kKeyTile;
         return I::mul(I::widen_int8(codes + (e % kQuantBlock) * kKeyTile + v * I::L), scale);
     }
 };
