@@ -32,8 +32,8 @@ const WType kTypes[] = {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType:
 bool is_block_type(WType t) { return t == WType::Q8_0 || t == WType::Q4_0 || t == WType::Q4_1; }
 
 // Shapes with row counts that leave remainders for every tile height and, for float types,
-// column counts that leave vector tails. Block rows of up to 512 values are widened to f32 once
-// a chunk for more columns than one tile takes (x86/staged_rows.h); 544 are not.
+// column counts that leave vector tails; short block rows (512 and 544 values, attention-head
+// sized) among them.
 struct Shape {
     int64_t rows, cols;
 };

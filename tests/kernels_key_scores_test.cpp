@@ -66,8 +66,8 @@ TEST(KeyTiles, LayoutByHand) {
     std::memcpy(&scale, qt.data() + kKeyTileQ8_0BlockBytes + 10, 2);
     EXPECT_EQ(scale, f32_to_f16(8.0f / 127.0f));
     const int8_t code = int8_t(qt[kKeyTileQ8_0BlockBytes + 32 + 7 * 16 + 5]);
-    EXPECT_EQ(code,
-              int8_t(std::nearbyint((7 - 16) * 0.5f * 127.0f / 8.0f)));  // -143 / 2 -> -71 or -72
+    // -4.5 / (8 / 127) = -71.4375, rounded to -71
+    EXPECT_EQ(code, int8_t(std::nearbyint((7 - 16) * 0.5f * 127.0f / 8.0f)));
 }
 
 // A stored key reads back as the value cache's row rounding gives it: f32 as is, f16 rounded to

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "kernels/key_tiles.h"
 #include "kernels/quant.h"
 
 namespace nextn {
@@ -19,14 +18,14 @@ const char* kv_cache_type_name(KvCacheType t) {
     }
 }
 
-size_t kv_row_bytes(KvCacheType t, int64_t head_dim) {
+WType kv_wtype(KvCacheType t) {
     switch (t) {
         case KvCacheType::F16:
-            return size_t(head_dim) * 2;
+            return WType::F16;
         case KvCacheType::Q8_0:
-            return size_t(head_dim / kQuantBlock) * sizeof(BlockQ8_0);
+            return WType::Q8_0;
         default:
-            return size_t(head_dim) * sizeof(float);
+            return WType::F32;
     }
 }
 
@@ -51,21 +50,6 @@ AttentionCache::AttentionCache(int64_t capacity_, int64_t n_heads_, int64_t head
     auto floats = [](size_t bytes) { return (bytes + sizeof(float) - 1) / sizeof(float); };
     k = ZeroPagesBuffer(floats(size_t(n_heads * key_tiles) * key_tile_bytes()));
     v = ZeroPagesBuffer(floats(size_t(capacity * n_heads) * row_bytes()));
-}
-
-WType AttentionCache::key_type() const {
-    switch (type) {
-        case KvCacheType::F16:
-            return WType::F16;
-        case KvCacheType::Q8_0:
-            return WType::Q8_0;
-        default:
-            return WType::F32;
-    }
-}
-
-size_t AttentionCache::key_tile_bytes() const {
-    return nextn::key_tile_bytes(key_type(), head_dim);
 }
 
 int64_t SequenceState::rollback_bytes() const {

@@ -20,6 +20,7 @@
 
 #include "core/zero_pages.h"
 #include "kernels/kernels.h"
+#include "kernels/key_tiles.h"
 
 namespace nextn {
 
@@ -29,8 +30,12 @@ namespace nextn {
 // written, so plain and speculative decoding still see the same bits.
 enum class KvCacheType { F32, F16, Q8_0 };
 const char* kv_cache_type_name(KvCacheType t);
+// The keys' and values' storage type (WType::F32, F16 or Q8_0).
+WType kv_wtype(KvCacheType t);
 // Bytes of one head's keys (or values) at one position: head_dim values of the type.
-size_t kv_row_bytes(KvCacheType t, int64_t head_dim);
+inline size_t kv_row_bytes(KvCacheType t, int64_t head_dim) {
+    return wtype_row_bytes(kv_wtype(t), head_dim);
+}
 // Parses "f32" / "f16" / "q8_0"; throws Error naming the value otherwise.
 KvCacheType parse_kv_cache_type(const std::string& name);
 
@@ -53,8 +58,8 @@ struct AttentionCache {
     AttentionCache() = default;
     AttentionCache(int64_t capacity, int64_t n_heads, int64_t head_dim, KvCacheType type);
     size_t row_bytes() const { return kv_row_bytes(type, head_dim); }  // one head, one position
-    WType key_type() const;                                            // of key_scores' tiles
-    size_t key_tile_bytes() const;                                     // one head, one tile
+    WType wtype() const { return kv_wtype(type); }                     // keys' and values'
+    size_t key_tile_bytes() const { return nextn::key_tile_bytes(wtype(), head_dim); }  // one head
     size_t bytes() const {                                             // K and V
         return size_t(n_heads) *
                (size_t(key_tiles) * key_tile_bytes() + size_t(capacity) * row_bytes());

@@ -39,8 +39,7 @@ std::vector<FlagSpec> model_flags() {
          "multiply bf16 weights (a bf16 checkpoint, or --quant bf16) with activations rounded to "
          "bf16, by the CPU's bf16 dot product (AVX512_BF16: Zen 4, Sapphire Rapids and later; "
          "elsewhere it changes nothing): prefill 1.5-1.7x faster on Zen 4, each activation keeping "
-         "8 "
-         "mantissa bits, as llama.cpp's bf16 path does. Default: f32 activations"},
+         "8 mantissa bits, as llama.cpp's bf16 path does. Default: f32 activations"},
         {"mtp-input", "", true,
          "hidden state the MTP head reads: post-norm (default; vLLM, llama.cpp) or pre-norm "
          "(MLX PR 990)",

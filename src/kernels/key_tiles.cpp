@@ -9,16 +9,11 @@
 namespace nextn {
 
 size_t key_tile_bytes(WType type, int64_t head_dim) {
-    switch (type) {
-        case WType::F32:
-            return size_t(head_dim * kKeyTile) * sizeof(float);
-        case WType::F16:
-            return size_t(head_dim * kKeyTile) * sizeof(uint16_t);
-        case WType::Q8_0:
-            return size_t(head_dim / kQuantBlock) * kKeyTileQ8_0BlockBytes;
-        default:
-            fail("attention keys cannot be held as ", wtype_name(type));
-    }
+    const size_t row = wtype_row_bytes(type, head_dim);
+    if ((type != WType::F32 && type != WType::F16 && type != WType::Q8_0) ||
+        (head_dim > 0 && row == 0))
+        fail("attention keys of ", head_dim, " values cannot be held as ", wtype_name(type));
+    return size_t(kKeyTile) * row;  // the Q8_0 layout's blocks hold 16 rows' 34 bytes too
 }
 
 void store_key_in_tile(WType type, uint8_t* tile, int64_t lane, const float* key,

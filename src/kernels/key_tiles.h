@@ -25,7 +25,7 @@ namespace nextn {
 inline constexpr int64_t kKeyTile = 16;  // positions a tile
 
 // Bytes of one tile of keys of head_dim values of type F32, F16 or Q8_0 (for Q8_0, head_dim a
-// multiple of 32); another type is an Error naming it.
+// multiple of 32; 0 for no values); another type is an Error naming it.
 size_t key_tile_bytes(WType type, int64_t head_dim);
 // Bytes of one 32-value block of a Q8_0 tile: block b starts b times this in, with its 16 scales
 // and then its codes.

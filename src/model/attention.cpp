@@ -2,38 +2,14 @@
 // RMSNorm before partial NeoX RoPE, GQA over a position-indexed KV cache, sigmoid output gate.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "core/error.h"
 #include "kernels/key_tiles.h"
-#include "kernels/quant.h"
+#include "kernels/weight.h"
 #include "model/ops.h"
 #include "model/qwen35.h"
 
 namespace nextn {
-
-namespace {
-
-// One head's values at one position [D] into the cache row at dst, in the cache's type (f16:
-// rounded to nearest even; q8_0: ggml's rounding to a block scale and int8 codes; once). The keys
-// go into their tiles (kernels/key_tiles.h), rounded the same way.
-void store_value_row(const AttentionCache& cache, uint8_t* dst, const float* src) {
-    switch (cache.type) {
-        case KvCacheType::F32:
-            std::memcpy(dst, src, cache.row_bytes());
-            return;
-        case KvCacheType::Q8_0:
-            quantize_row_q8_0(src, cache.head_dim, reinterpret_cast<BlockQ8_0*>(dst));
-            return;
-        case KvCacheType::F16: {
-            uint16_t* h = reinterpret_cast<uint16_t*>(dst);
-            for (int64_t i = 0; i < cache.head_dim; ++i) h[i] = f32_to_f16(src[i]);
-            return;
-        }
-    }
-}
-
-}  // namespace
 
 void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, ForwardScratch& s,
                             const float* xn, int64_t T, int64_t pos0, float* out) const {
@@ -62,9 +38,11 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
         }
         kt.rope_neox(k + t * Nkv * D, Nkv, D, half_rot, rope_cos, rope_sin);
         for (int64_t h = 0; h < Nkv; ++h) {
-            store_key_in_tile(cache.key_type(), cache.key_tile(h, pos / kKeyTile), pos % kKeyTile,
+            // Each key and value rounded to the cache's type once, here (f16: to nearest even;
+            // q8_0: ggml's block rounding): decode and verify then read the same bits.
+            store_key_in_tile(cache.wtype(), cache.key_tile(h, pos / kKeyTile), pos % kKeyTile,
                               k + (t * Nkv + h) * D, D);
-            store_value_row(cache, cache.v_at(h, pos), v + (t * Nkv + h) * D);
+            encode_row_f32(v + (t * Nkv + h) * D, D, cache.wtype(), cache.v_at(h, pos));
         }
     }
 
@@ -106,7 +84,7 @@ void Qwen35Model::attention(const LayerWeights& lw, AttentionCache& cache, Forwa
                     float* qrow = qs + (tt * group + g) * D;
                     for (int64_t d = 0; d < D; ++d) qrow[d] = q[d] * scale;
                 }
-            kt.key_scores(cache.key_type(), cache.key_tile(kvh, 0), n_last, qs, rows, D, scores,
+            kt.key_scores(cache.wtype(), cache.key_tile(kvh, 0), n_last, qs, rows, D, scores,
                           n_last);
             // Token tt's rows: scores of positions [0, n_first + tt); the rest are positions after
             // it, unused.

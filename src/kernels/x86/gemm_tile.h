@@ -103,42 +103,33 @@ void gemm_tile_rows(int R, const uint8_t* const* wrow, size_t row_bytes, const f
     }
 }
 
-// Rows a chunk: the unit matmul() hands to a thread.
-constexpr int kGemmChunkRows = 16;
-
-// One chunk's n_rows rows (rows, row_bytes apart) for all n columns, y at the chunk's first row:
-// every column group of up to I::kMaxCols columns runs over the chunk's rows in tiles of
-// I::rows_for(c) rows (leftover rows one at a time), so the chunk's weights are read from memory
-// once and stay in L1/L2 while further column groups pass over them.
-template <class I, class D>
-void gemm_chunk(const uint8_t* rows, size_t row_bytes, int64_t n_rows, const float* x, int64_t n,
-                int64_t cols, float* y, int64_t ldy) {
-    const uint8_t* wrow[kGemmChunkRows];
-    const float* xcol[I::kMaxCols];
-    for (int64_t j0 = 0; j0 < n; j0 += I::kMaxCols) {
-        const int c = int(n - j0 < I::kMaxCols ? n - j0 : I::kMaxCols);
-        for (int i = 0; i < c; ++i) xcol[i] = x + (j0 + i) * cols;
-        const int R = I::rows_for(c);
-        int64_t r = 0;
-        for (; r + R <= n_rows; r += R) {
-            for (int i = 0; i < R; ++i) wrow[i] = rows + size_t(r + i) * row_bytes;
-            gemm_tile_rows<I, D>(R, wrow, row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
-        }
-        for (; r < n_rows; ++r) {
-            wrow[0] = rows + size_t(r) * row_bytes;
-            gemm_tile_cols<I, D, 1>(wrow, row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
-        }
-    }
-}
-
-// Rows [r0, r1) for all n columns, in chunks of kGemmChunkRows (gemm_chunk).
+// Rows [r0, r1) for all n columns. Rows go in chunks of 16 (the unit matmul() hands to a
+// thread); inside a chunk every column group of up to I::kMaxCols columns runs over the chunk's
+// rows in tiles of I::rows_for(c) rows (leftover rows one at a time), so the chunk's weights are
+// read from memory once and stay in L1/L2 while further column groups pass over them.
 template <class I, class D>
 void gemm_rows_impl(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                     int64_t r0, int64_t r1) {
-    for (int64_t c0 = r0; c0 < r1; c0 += kGemmChunkRows) {
-        const int64_t rows = r1 - c0 < kGemmChunkRows ? r1 - c0 : kGemmChunkRows;
-        gemm_chunk<I, D>(w.data + size_t(c0) * w.row_bytes, w.row_bytes, rows, x, n, w.cols, y + c0,
-                         ldy);
+    constexpr int kChunk = 16;
+    const int64_t cols = w.cols;
+    const uint8_t* wrow[kChunk];
+    const float* xcol[I::kMaxCols];
+    for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
+        const int64_t c1 = c0 + kChunk < r1 ? c0 + kChunk : r1;
+        for (int64_t j0 = 0; j0 < n; j0 += I::kMaxCols) {
+            const int c = int(n - j0 < I::kMaxCols ? n - j0 : I::kMaxCols);
+            for (int i = 0; i < c; ++i) xcol[i] = x + (j0 + i) * cols;
+            const int R = I::rows_for(c);
+            int64_t r = c0;
+            for (; r + R <= c1; r += R) {
+                for (int i = 0; i < R; ++i) wrow[i] = w.data + size_t(r + i) * w.row_bytes;
+                gemm_tile_rows<I, D>(R, wrow, w.row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
+            }
+            for (; r < c1; ++r) {
+                wrow[0] = w.data + size_t(r) * w.row_bytes;
+                gemm_tile_cols<I, D, 1>(wrow, w.row_bytes, xcol, c, cols, y + j0 * ldy + r, ldy);
+            }
+        }
     }
 }
 

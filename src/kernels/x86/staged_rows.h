@@ -22,7 +22,7 @@ template <class I, class D>
     return D::sub(row, e / 32, int((e % 32) / I::L));
 }
 
-// Rows of f32 values, as a decoder (the staged rows below; sub and part as the ISAs' DecodeF32).
+// Rows of f32 values, as a decoder: the staged rows below, and every ISA's DecodeF32.
 template <class I>
 struct F32Rows {
     static constexpr int64_t kBlockBytes = 128;  // bytes of 32 values

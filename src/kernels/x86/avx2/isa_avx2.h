@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/quant.h"
+#include "kernels/x86/staged_rows.h"
 
 namespace nextn::avx2 {
 
@@ -112,16 +113,7 @@ struct Isa {
 
 // Weight decoders: sub(row, b, s) is values [32b + 8s, 32b + 8s + 8) of the row as f32;
 // part(row, off, n) is values [off, off + n) zero-padded (float types only).
-struct DecodeF32 {
-    static constexpr int64_t kBlockBytes = 128;  // bytes of 32 values
-    static constexpr int kPrefetchEvery = 1;  // blocks per cache line (prefetch cadence)
-    static __m256 sub(const uint8_t* row, int64_t b, int s) {
-        return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + b * 32 + s * 8);
-    }
-    static __m256 part(const uint8_t* row, int64_t off, int n) {
-        return Isa::load_part(reinterpret_cast<const float*>(row) + off, n);
-    }
-};
+using DecodeF32 = x86::F32Rows<Isa>;  // f32 rows: a plain load per vector
 
 // The first n of 8 halves at p, zero-padded (no masked 16-bit loads in AVX2).
 inline __m128i load_halves_part(const uint8_t* p, int n) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "kernels/quant.h"
+#include "kernels/x86/staged_rows.h"
 
 namespace nextn::avx512 {
 
@@ -140,16 +141,7 @@ struct Isa {
 
 // Weight decoders: sub(row, b, s) is values [32b + 16s, 32b + 16s + 16) of the row as f32;
 // part(row, off, n) is values [off, off + n) zero-padded (float types only).
-struct DecodeF32 {
-    static constexpr int64_t kBlockBytes = 128;  // bytes of 32 values
-    static constexpr int kPrefetchEvery = 1;  // blocks per cache line (prefetch cadence)
-    static __m512 sub(const uint8_t* row, int64_t b, int s) {
-        return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + b * 32 + s * 16);
-    }
-    static __m512 part(const uint8_t* row, int64_t off, int n) {
-        return Isa::load_part(reinterpret_cast<const float*>(row) + off, n);
-    }
-};
+using DecodeF32 = x86::F32Rows<Isa>;  // f32 rows: a plain load per vector
 
 inline __m512 widen_bf16(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
