@@ -5,11 +5,13 @@
 // decode step and a verify rely on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/half.h"
 #include "kernel_test_helpers.h"
 #include "kernels/kernels.h"
@@ -56,8 +58,8 @@ TEST(KeyTiles, LayoutByHand) {
         EXPECT_EQ(tile[size_t(e * 16 + 2)], 0.0f);
     }
     // Q8_0: a block of values k * 0.5 (k = -16..15 then back) has d = max|x| / 127 = 8 / 127;
-    // position 5's scale at bytes [2 * 5, 2 * 5 + 2) of block 1, its code of value 7 at
-    // 32 + 7 * 16 + 5.
+    // position 5's scale at bytes [2 * 5, 2 * 5 + 2) of block 1, its code of value 7 (step 1 of
+    // four values, third of them) at 32 + (1 * 16 + 5) * 4 + 3, plus 128.
     std::vector<float> q8key(64);
     for (int e = 0; e < 64; ++e) q8key[size_t(e)] = float((e % 32) - 16) * 0.5f;
     std::vector<uint8_t> qt(key_tile_bytes(WType::Q8_0, 64), 0);
@@ -65,9 +67,11 @@ TEST(KeyTiles, LayoutByHand) {
     uint16_t scale;
     std::memcpy(&scale, qt.data() + kKeyTileQ8_0BlockBytes + 10, 2);
     EXPECT_EQ(scale, f32_to_f16(8.0f / 127.0f));
-    const int8_t code = int8_t(qt[kKeyTileQ8_0BlockBytes + 32 + 7 * 16 + 5]);
+    const int code = int(qt[kKeyTileQ8_0BlockBytes + 32 + (1 * 16 + 5) * 4 + 3]) - 128;
     // -4.5 / (8 / 127) = -71.4375, rounded to -71
-    EXPECT_EQ(code, int8_t(std::nearbyint((7 - 16) * 0.5f * 127.0f / 8.0f)));
+    EXPECT_EQ(code, int(std::nearbyint((7 - 16) * 0.5f * 127.0f / 8.0f)));
+    EXPECT_EQ(q8_0_key_code(qt.data(), 5, 32 + 7), code);
+    EXPECT_EQ(q8_0_key_scale(qt.data(), 5, 32 + 7), scale);
 }
 
 // A stored key reads back as the value cache's row rounding gives it: f32 as is, f16 rounded to
@@ -98,13 +102,13 @@ TEST(KeyTiles, StoredKeysReadBackAsTheRowRoundingGives) {
     }
 }
 
-// The reference is a chain of d fused multiply-adds per score, so it lies within d * 2^-24 of
-// the sum of |q * key| from the exact dot product of the stored keys (taken in double).
+// For f32 and f16 keys the reference is a chain of d fused multiply-adds per score, so it lies
+// within d * 2^-24 of the sum of |q * key| from the exact dot product of the stored keys (taken
+// in double).
 TEST(KernelsKeyScores, ReferenceNearExactDotProducts) {
     const int64_t n = 50, R = 5;
     for (int64_t d : {32, 100, 256})
-        for (WType type : {WType::F32, WType::F16, WType::Q8_0}) {
-            if (type == WType::Q8_0 && d % kQuantBlock) continue;
+        for (WType type : {WType::F32, WType::F16}) {
             const std::vector<float> keys = random_keys(n, d, 5);
             const std::vector<float> q = random_normal(size_t(R * d), 6);
             const std::vector<uint8_t> tiles = tiles_of(type, keys, n, d);
@@ -127,6 +131,91 @@ TEST(KernelsKeyScores, ReferenceNearExactDotProducts) {
         }
 }
 
+// For q8_0 keys the reference is ggml's Q8_0 x Q8_0 dot product: each query's 32-value block
+// rounded by quantize_row_q8_0 as the key's was, the codes' integer dot product, then one fused
+// multiply-add a block by the product of the two f16 scales. Worked here from the keys' and
+// queries' own row blocks (not the tiles).
+TEST(KernelsKeyScores, Q8_0ReferenceIsTheBlocksIntegerDotProducts) {
+    const int64_t n = 50, R = 5;
+    for (int64_t d : {32, 96, 256}) {
+        const int64_t blocks = d / kQuantBlock;
+        const std::vector<float> keys = random_keys(n, d, 5);
+        const std::vector<float> q = random_normal(size_t(R * d), 6);
+        const std::vector<uint8_t> tiles = tiles_of(WType::Q8_0, keys, n, d);
+        std::vector<float> got(size_t(R * n), std::nanf(""));
+        reference_kernels().key_scores(WType::Q8_0, tiles.data(), n, q.data(), R, d, got.data(), n);
+        std::vector<BlockQ8_0> key_rows(size_t(n * blocks)), query_rows(size_t(R * blocks));
+        for (int64_t pos = 0; pos < n; ++pos)
+            quantize_row_q8_0(keys.data() + pos * d, d, key_rows.data() + pos * blocks);
+        for (int64_t r = 0; r < R; ++r)
+            quantize_row_q8_0(q.data() + r * d, d, query_rows.data() + r * blocks);
+        for (int64_t r = 0; r < R; ++r)
+            for (int64_t pos = 0; pos < n; ++pos) {
+                float want = 0.0f;
+                for (int64_t b = 0; b < blocks; ++b) {
+                    const BlockQ8_0& kb = key_rows[size_t(pos * blocks + b)];
+                    const BlockQ8_0& qb = query_rows[size_t(r * blocks + b)];
+                    int dot = 0;
+                    for (int j = 0; j < kQuantBlock; ++j) dot += int(kb.qs[j]) * int(qb.qs[j]);
+                    want = std::fma(float(dot), f16_to_f32(kb.d) * f16_to_f32(qb.d), want);
+                }
+                ASSERT_EQ(got[size_t(r * n + pos)], want)
+                    << "d=" << d << " r=" << r << " pos=" << pos;
+            }
+    }
+}
+
+// ... and so within half a query step a value of the exact dot product of the stored keys with
+// the unrounded queries: |error| <= sum over e of |key_e| * query_scale_b(e) / 2, plus the f16
+// rounding of the query's scale (2^-11 relative, applied to every code) and the float sums.
+TEST(KernelsKeyScores, Q8_0ScoresNearExactDotProducts) {
+    const int64_t n = 50, R = 5, d = 256;
+    const std::vector<float> keys = random_keys(n, d, 15);
+    const std::vector<float> q = random_normal(size_t(R * d), 16);
+    const std::vector<uint8_t> tiles = tiles_of(WType::Q8_0, keys, n, d);
+    std::vector<float> got(size_t(R * n));
+    reference_kernels().key_scores(WType::Q8_0, tiles.data(), n, q.data(), R, d, got.data(), n);
+    const size_t tile_bytes = key_tile_bytes(WType::Q8_0, d);
+    for (int64_t r = 0; r < R; ++r)
+        for (int64_t pos = 0; pos < n; ++pos) {
+            double exact = 0.0, bound = 0.0;
+            for (int64_t b = 0; b < d / kQuantBlock; ++b) {
+                float amax = 0.0f;
+                for (int64_t j = 0; j < kQuantBlock; ++j)
+                    amax = std::max(amax, std::fabs(q[size_t(r * d + b * kQuantBlock + j)]));
+                const double step = amax / 127.0;
+                for (int64_t j = 0; j < kQuantBlock; ++j) {
+                    const int64_t e = b * kQuantBlock + j;
+                    const double k =
+                        key_in_tile(WType::Q8_0, tiles.data() + size_t(pos / kKeyTile) * tile_bytes,
+                                    pos % kKeyTile, e);
+                    const double x = q[size_t(r * d + e)];
+                    exact += x * k;
+                    bound += std::fabs(k) * (step / 2 + (std::fabs(x) + step) * 0x1p-11 +
+                                             std::fabs(x) * double(d) * 0x1p-23);
+                }
+            }
+            EXPECT_NEAR(got[size_t(r * n + pos)], exact, bound) << "r=" << r << " pos=" << pos;
+        }
+}
+
+// Heads whose query codes outgrow the kernels' stack buffers are refused by name.
+TEST(KernelsKeyScores, Q8_0RefusesHeadsPastTheQueryBuffer) {
+    const int64_t d = kQueryCodeBytes + kQuantBlock;
+    const std::vector<uint8_t> tiles(key_tile_bytes(WType::Q8_0, d), 0x80);
+    const std::vector<float> q(size_t(d), 1.0f);
+    float out[1];
+    for (const std::string& isa : available_isas()) {
+        if (isa == "scalar") continue;  // the reference rounds a block at a time, no buffer
+        try {
+            kernels_for(isa).key_scores(WType::Q8_0, tiles.data(), 1, q.data(), 1, d, out, 1);
+            ADD_FAILURE() << isa << " took a head of " << d << " values";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(std::to_string(d)), std::string::npos) << e.what();
+        }
+    }
+}
+
 // Every ISA gives the reference's bits for every row count (the passes' shapes: 1-6 rows over 4
 // tiles, 7-8 over 3, more split into passes over 2 or 1), position counts on and off the tile
 // edges, and head sizes with and without a tail of 32; scores past n are left as they were.
@@ -139,7 +228,7 @@ TEST(KernelsKeyScores, EveryIsaEqualsReferenceBitwise) {
             for (int64_t n : {1, 16, 17, 50, 64, 65, 300}) {
                 const std::vector<float> keys = random_keys(n, d, uint32_t(7 + n + d));
                 const std::vector<uint8_t> tiles = tiles_of(type, keys, n, d);
-                for (int64_t R : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 20, 32}) {
+                for (int64_t R : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 20, 32, 40}) {
                     const std::vector<float> q = random_normal(size_t(R * d), uint32_t(R));
                     const int64_t ldo = n + 3;
                     std::vector<float> want(size_t(R * ldo), std::nanf(""));

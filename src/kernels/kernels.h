@@ -99,9 +99,12 @@ struct KernelTable {
     // Attention's scores over keys held in tiles of kKeyTile positions (kernels/key_tiles.h;
     // type F32, F16 or Q8_0):
     //   out[r * ldo + pos] = sum over e in [0, d) of q[r * d + e] * key(pos, e)
-    // for pos in [0, n), r in [0, R); q: [R, d]. Each score starts at 0 and takes one fused
-    // multiply-add per e, in order (a q8_0 key value is d_block * code, exact in f32), so every
-    // ISA gives the reference's bits, whatever R, n or the tile a position sits in.
+    // for pos in [0, n), r in [0, R); q: [R, d]. F32 and F16: each score starts at 0 and takes
+    // one fused multiply-add per e, in order. Q8_0: each query row is rounded to Q8_0 as the
+    // keys are (quantize_queries_q8_0), and each score starts at 0 and takes, per 32-value block
+    // b in order, fma(float(dot_b), key_scale_b * query_scale_b, score), dot_b the exact integer
+    // dot product of the block's codes and the scales their f16 values. Every ISA gives the
+    // reference's bits, whatever R, n or the tile a position sits in.
     void (*key_scores)(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R,
                        int64_t d, float* out, int64_t ldo) = nullptr;
     // Attention's probability-weighted sum of value rows:

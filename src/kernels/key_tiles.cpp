@@ -37,8 +37,10 @@ void store_key_in_tile(WType type, uint8_t* tile, int64_t lane, const float* key
                 quantize_row_q8_0(key + b * kQuantBlock, kQuantBlock, &q);
                 uint8_t* block = tile + size_t(b) * kKeyTileQ8_0BlockBytes;
                 std::memcpy(block + lane * 2, &q.d, 2);
-                int8_t* codes = reinterpret_cast<int8_t*>(block + 2 * kKeyTile);  // [32][kKeyTile]
-                for (int64_t j = 0; j < kQuantBlock; ++j) codes[j * kKeyTile + lane] = q.qs[j];
+                uint8_t* codes = block + 2 * kKeyTile;  // [8][kKeyTile][4]
+                for (int64_t j = 0; j < kQuantBlock; ++j)
+                    codes[((j / 4) * kKeyTile + lane) * 4 + j % 4] =
+                        uint8_t(q.qs[j] + kKeyTileCodeOffset);
             }
             return;
         }
@@ -53,17 +55,47 @@ float key_in_tile(WType type, const uint8_t* tile, int64_t lane, int64_t d) {
             return reinterpret_cast<const float*>(tile)[d * kKeyTile + lane];
         case WType::F16:
             return f16_to_f32(reinterpret_cast<const uint16_t*>(tile)[d * kKeyTile + lane]);
-        case WType::Q8_0: {
-            const uint8_t* block = tile + size_t(d / kQuantBlock) * kKeyTileQ8_0BlockBytes;
-            uint16_t scale;
-            std::memcpy(&scale, block + lane * 2, 2);
-            const int8_t code = reinterpret_cast<const int8_t*>(
-                block + 2 * kKeyTile)[(d % kQuantBlock) * kKeyTile + lane];
-            return float(code) * f16_to_f32(scale);
-        }
+        case WType::Q8_0:
+            return float(q8_0_key_code(tile, lane, d)) * f16_to_f32(q8_0_key_scale(tile, lane, d));
         default:
             fail("attention keys cannot be held as ", wtype_name(type));
     }
+}
+
+int q8_0_key_code(const uint8_t* tile, int64_t lane, int64_t d) {
+    const uint8_t* codes = tile + size_t(d / kQuantBlock) * kKeyTileQ8_0BlockBytes + 2 * kKeyTile;
+    const int64_t j = d % kQuantBlock;
+    return int(codes[((j / 4) * kKeyTile + lane) * 4 + j % 4]) - kKeyTileCodeOffset;
+}
+
+uint16_t q8_0_key_scale(const uint8_t* tile, int64_t lane, int64_t d) {
+    uint16_t scale;
+    std::memcpy(&scale, tile + size_t(d / kQuantBlock) * kKeyTileQ8_0BlockBytes + lane * 2, 2);
+    return scale;
+}
+
+QueriesQ8_0 quantize_queries_q8_0(const float* q, int64_t R, int64_t d, int32_t* fours,
+                                  float* scales, int32_t* offsets) {
+    const int64_t blocks = d / kQuantBlock;
+    for (int64_t r = 0; r < R; ++r)
+        for (int64_t b = 0; b < blocks; ++b) {
+            BlockQ8_0 block;
+            quantize_row_q8_0(q + r * d + b * kQuantBlock, kQuantBlock, &block);
+            int32_t sum = 0;
+            for (int64_t j = 0; j < kQuantBlock; ++j) sum += block.qs[j];
+            for (int64_t s = 0; s < kQuantBlock / 4; ++s)
+                std::memcpy(&fours[(b * kQuantBlock / 4 + s) * R + r], block.qs + 4 * s, 4);
+            scales[r * blocks + b] = f16_to_f32(block.d);
+            offsets[r * blocks + b] = -kKeyTileCodeOffset * sum;
+        }
+    return {fours, R, scales, offsets};
+}
+
+int64_t query_rows_a_chunk(int64_t head_dim) {
+    if (head_dim > kQueryCodeBytes)
+        fail("attention heads of ", head_dim, " values are more than the q8_0 key scores take (",
+             kQueryCodeBytes, ")");
+    return head_dim > 0 ? kQueryCodeBytes / head_dim : 1;
 }
 
 }  // namespace nextn

@@ -58,8 +58,41 @@ void softmax(float* x, int64_t n_rows, int64_t d) {
     }
 }
 
+namespace {
+
+// key_scores over Q8_0 keys: each query row rounded to Q8_0 a block at a time; a score takes, per
+// block in order, one fused multiply-add of the block's integer dot product (exact) by the
+// product of the two scales.
+void q8_0_key_scores(const uint8_t* tiles, int64_t n, const float* q, int64_t R, int64_t d,
+                     float* out, int64_t ldo) {
+    const size_t tile_bytes = key_tile_bytes(WType::Q8_0, d);
+    for (int64_t r = 0; r < R; ++r) {
+        for (int64_t pos = 0; pos < n; ++pos) out[r * ldo + pos] = 0.0f;
+        for (int64_t b = 0; b < d / kQuantBlock; ++b) {
+            int32_t fours[kQuantBlock / 4];  // one row: its codes in order
+            float scale;
+            int32_t offset;  // for the kernels' offset codes; the codes here are the keys' own
+            quantize_queries_q8_0(q + r * d + b * kQuantBlock, 1, kQuantBlock, fours, &scale,
+                                  &offset);
+            const auto* codes = reinterpret_cast<const int8_t*>(fours);
+            for (int64_t pos = 0; pos < n; ++pos) {
+                const uint8_t* tile = tiles + size_t(pos / kKeyTile) * tile_bytes;
+                const int64_t lane = pos % kKeyTile;
+                int32_t dot = 0;
+                for (int64_t j = 0; j < kQuantBlock; ++j)
+                    dot += q8_0_key_code(tile, lane, b * kQuantBlock + j) * codes[j];
+                const float key_scale = f16_to_f32(q8_0_key_scale(tile, lane, b * kQuantBlock));
+                out[r * ldo + pos] = std::fma(float(dot), key_scale * scale, out[r * ldo + pos]);
+            }
+        }
+    }
+}
+
+}  // namespace
+
 void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R, int64_t d,
                 float* out, int64_t ldo) {
+    if (type == WType::Q8_0) return q8_0_key_scores(tiles, n, q, R, d, out, ldo);
     const size_t tile_bytes = key_tile_bytes(type, d);
     for (int64_t r = 0; r < R; ++r)
         for (int64_t pos = 0; pos < n; ++pos) {

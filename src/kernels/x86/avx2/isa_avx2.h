@@ -36,16 +36,14 @@ struct Isa {
     }
     static void fence() { _mm_sfence(); }
     static V keep(V v, int n) { return _mm256_and_ps(v, _mm256_castsi256_ps(mask(n))); }
-    // L halves at p widened to f32 (exact), and L int8 at p as f32 (exact): attention's key
-    // tiles (x86/key_scores.h), whose accumulators take at most kKeyAccumulators registers.
+    // L halves at p widened to f32 (exact): attention's key tiles (x86/key_scores.h), whose
+    // accumulators take at most kKeyAccumulators registers (kInt8KeyAccumulators pairs of an
+    // int32 and an f32 one for Q8_0 keys).
     static V widen_halves(const uint8_t* p) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
-    static V widen_int8(const uint8_t* p) {
-        return _mm256_cvtepi32_ps(
-            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-    }
     static constexpr int kKeyAccumulators = 12;
+    static constexpr int kInt8KeyAccumulators = 4;
     static V add(V a, V b) { return _mm256_add_ps(a, b); }
     static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
     static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
@@ -55,6 +53,22 @@ struct Isa {
     // int32 lanes (the int8-dot kernels' sums)
     using Vi = __m256i;
     static V to_float(Vi v) { return _mm256_cvtepi32_ps(v); }
+    static Vi load_i(const uint8_t* p) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    }
+    static Vi splat_i32(int32_t v) { return _mm256_set1_epi32(v); }
+    // acc + per int32 lane the sum of its 4 products u8 (u) x s8 (s), exact. Without AVX-VNNI's
+    // vpdpbusd: pmaddubsw's int16 pairs could saturate at u up to 255 (2 * 255 * 127 > 32767),
+    // so the even and odd bytes are widened to int16 and multiplied by pmaddwd, each pair
+    // within int32.
+    static Vi dot_u8s8(Vi acc, Vi u, Vi s) {
+        const __m256i u_even = _mm256_and_si256(u, _mm256_set1_epi16(0x00FF));
+        const __m256i u_odd = _mm256_srli_epi16(u, 8);
+        const __m256i s_even = _mm256_srai_epi16(_mm256_slli_epi16(s, 8), 8);
+        const __m256i s_odd = _mm256_srai_epi16(s, 8);
+        return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(u_even, s_even),
+                                                      _mm256_madd_epi16(u_odd, s_odd)));
+    }
     static Vi sub_i32(Vi a, Vi b) { return _mm256_sub_epi32(a, b); }
     static Vi shl_i32(Vi a, unsigned k) { return _mm256_slli_epi32(a, int(k)); }
     static Vi add_i32(Vi a, Vi b) { return _mm256_add_epi32(a, b); }

@@ -59,16 +59,14 @@ struct Isa {
     }
     static void fence() { _mm_sfence(); }
     static V keep(V v, int n) { return _mm512_maskz_mov_ps(mask(n), v); }  // zero lanes >= n
-    // L halves at p widened to f32 (exact), and L int8 at p as f32 (exact): attention's key
-    // tiles (x86/key_scores.h), whose accumulators take at most kKeyAccumulators registers.
+    // L halves at p widened to f32 (exact): attention's key tiles (x86/key_scores.h), whose
+    // accumulators take at most kKeyAccumulators registers (kInt8KeyAccumulators pairs of an
+    // int32 and an f32 one for Q8_0 keys).
     static V widen_halves(const uint8_t* p) {
         return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
-    static V widen_int8(const uint8_t* p) {
-        return _mm512_cvtepi32_ps(
-            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-    }
     static constexpr int kKeyAccumulators = 24;
+    static constexpr int kInt8KeyAccumulators = 12;
     static V add(V a, V b) { return _mm512_add_ps(a, b); }
     static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
     static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
@@ -78,6 +76,10 @@ struct Isa {
     // int32 lanes (the int8-dot kernels' sums)
     using Vi = __m512i;
     static V to_float(Vi v) { return _mm512_cvtepi32_ps(v); }
+    static Vi load_i(const uint8_t* p) { return _mm512_loadu_si512(p); }
+    static Vi splat_i32(int32_t v) { return _mm512_set1_epi32(v); }
+    // acc + per int32 lane the sum of its 4 products u8 (u) x s8 (s), exact (vpdpbusd).
+    static Vi dot_u8s8(Vi acc, Vi u, Vi s) { return _mm512_dpbusd_epi32(acc, u, s); }
     static Vi sub_i32(Vi a, Vi b) { return _mm512_sub_epi32(a, b); }
     static Vi shl_i32(Vi a, unsigned k) { return _mm512_slli_epi32(a, k); }
     static Vi add_i32(Vi a, Vi b) { return _mm512_add_epi32(a, b); }
