@@ -121,7 +121,7 @@ const KernelTable* avx2_table() {
     return &table;
 }
 
-// AVX2 plus AVX-VNNI's 256-bit dot products for the int8-dot kernels.
+// AVX2 plus AVX-VNNI's 256-bit dot products for the int8-dot kernels and the q8_0 key scores.
 const KernelTable* avxvnni_table() {
     static const KernelTable table = [] {
         KernelTable t = make_avx2_table();
@@ -129,6 +129,7 @@ const KernelTable* avxvnni_table() {
         t.gemm_i8_rows = avxvnni::gemm_i8_rows;
         t.quantize_columns = avxvnni::quantize_columns;
         t.int8_peak_probe = avxvnni::int8_peak_probe;
+        t.key_scores = avxvnni::key_scores;
         return t;
     }();
     return &table;

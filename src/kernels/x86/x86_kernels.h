@@ -64,8 +64,8 @@ void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc);
 
 }  // namespace nextn::avx2
 
-// x86/avxvnni/ (AVX2 + AVX-VNNI flags): the int8-dot kernels for the avx2 table on CPUs that
-// have the VEX dot products.
+// x86/avxvnni/ (AVX2 + AVX-VNNI flags): the int8-dot kernels and q8_0 key scores for the avx2
+// table on CPUs that have the VEX dot products.
 namespace nextn::avxvnni {
 
 // The chunked and the row-group types, as the avx2 unit's.
@@ -73,6 +73,9 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
                   int64_t r0, int64_t r1);
 void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);
 void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc);
+// Q8_0 keys with vpdpbusd; F32 and F16 keys as avx2::key_scores.
+void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R, int64_t d,
+                float* out, int64_t ldo);
 
 }  // namespace nextn::avxvnni
 

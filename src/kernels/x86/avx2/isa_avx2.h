@@ -43,7 +43,7 @@ struct Isa {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
     static constexpr int kKeyAccumulators = 12;
-    static constexpr int kInt8KeyAccumulators = 4;
+    static constexpr int kInt8KeyAccumulators = 6;
     static V add(V a, V b) { return _mm256_add_ps(a, b); }
     static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
     static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
