@@ -47,7 +47,9 @@ std::vector<FlagSpec> model_flags() {
         {"kv-type", "", true,
          "attention KV cache values: f32 (default), f16 (half the cache memory and half what "
          "a decode step reads from it at long contexts) or q8_0 (int8 codes with a scale per 32 "
-         "values: 27% of f32); each key and value rounded once, when written",
+         "values: 27% of f32; the queries are rounded to the same blocks and scored against the "
+         "keys in integers, as llama.cpp does: the fastest at long contexts); each key and "
+         "value rounded once, when written",
          "TYPE"},
         {"draft-vocab", "", true,
          "MTP drafts over token ids [0, N) only (0 = whole vocabulary; default: 32768 when the "
