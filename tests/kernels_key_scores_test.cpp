@@ -218,12 +218,13 @@ TEST(KernelsKeyScores, Q8_0RefusesHeadsPastTheQueryBuffer) {
 
 // Every ISA gives the reference's bits for every row count (the passes' shapes: 1-6 rows over 4
 // tiles, 7-8 over 3, more split into passes over 2 or 1), position counts on and off the tile
-// edges, and head sizes with and without a tail of 32; scores past n are left as they were.
+// edges, and head sizes with and without a tail of 32 (and 0: all scores 0); scores past n are left
+// as they were.
 TEST(KernelsKeyScores, EveryIsaEqualsReferenceBitwise) {
     for (WType type : {WType::F32, WType::F16, WType::Q8_0}) {
         const std::vector<int64_t> dims = type == WType::Q8_0
-                                              ? std::vector<int64_t>{32, 64, 256, 288}
-                                              : std::vector<int64_t>{1, 7, 48, 100, 256};
+                                              ? std::vector<int64_t>{0, 32, 64, 256, 288}
+                                              : std::vector<int64_t>{0, 1, 7, 48, 100, 256};
         for (int64_t d : dims)
             for (int64_t n : {1, 16, 17, 50, 64, 65, 300}) {
                 const std::vector<float> keys = random_keys(n, d, uint32_t(7 + n + d));

@@ -76,7 +76,7 @@ void key_scores_pass(const uint8_t* tiles, size_t tile_bytes, const float* q, in
 #pragma GCC unroll 8
         for (int i = 0; i < N; ++i) acc[r][i] = I::zero();
     // Bytes of a tile a value e takes (exact: 64 or 32), the pace of the next tiles' fetch.
-    const size_t fetch_stride = tile_bytes / size_t(d);
+    const size_t fetch_stride = d > 0 ? tile_bytes / size_t(d) : 0;
 #pragma GCC unroll 4
     for (int64_t e = 0; e < d; ++e) {
         // The next pass's tiles into L2 at the pace this pass reads its own (value e's share of
@@ -111,7 +111,7 @@ void q8_0_key_scores_pass(const uint8_t* tiles, size_t tile_bytes, const Queries
 #pragma GCC unroll 8
         for (int i = 0; i < N; ++i) acc[r][i] = I::zero();
     // Bytes of a tile a step of four values takes (exact: 68), the next tiles' fetch pace.
-    const size_t fetch_stride = tile_bytes / size_t(d / 4);
+    const size_t fetch_stride = d >= 4 ? tile_bytes / size_t(d / 4) : 0;
 #pragma GCC unroll 1
     for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t* block = tiles + size_t(b) * kKeyTileQ8_0BlockBytes;
