@@ -162,10 +162,11 @@ struct DecodeF16 {
     }
 };
 
-inline float block_scale(const uint8_t* block) {
+// A block's f16 scale (at `block`) widened and broadcast to every lane (as the AVX-512 one's).
+inline __m256 splat_block_scale(const uint8_t* block) {
     uint16_t d;
     __builtin_memcpy(&d, block, 2);
-    return _cvtsh_ss(d);
+    return _mm256_cvtph_ps(_mm_set1_epi16(short(d)));
 }
 
 struct DecodeQ8_0 {
@@ -174,8 +175,7 @@ struct DecodeQ8_0 {
     static __m256 sub(const uint8_t* row, int64_t b, int s) {
         const uint8_t* blk = row + b * int64_t(sizeof(BlockQ8_0));
         const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + s * 8));
-        return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)),
-                             _mm256_set1_ps(block_scale(blk)));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), splat_block_scale(blk));
     }
     static __m256 part(const uint8_t*, int64_t, int) { return _mm256_setzero_ps(); }
 };
@@ -189,7 +189,7 @@ struct DecodeQ4_0 {
         if (s >= 2) bytes = _mm_srli_epi16(bytes, 4);  // values 16..31 are the high nibbles
         const __m128i codes = _mm_and_si128(bytes, _mm_set1_epi8(15));
         const __m256i q = _mm256_sub_epi32(_mm256_cvtepu8_epi32(codes), _mm256_set1_epi32(8));
-        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(block_scale(blk)));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), splat_block_scale(blk));
     }
     static __m256 part(const uint8_t*, int64_t, int) { return _mm256_setzero_ps(); }
 };
@@ -203,8 +203,7 @@ struct DecodeQ4_1 {
         if (s >= 2) bytes = _mm_srli_epi16(bytes, 4);
         const __m128i codes = _mm_and_si128(bytes, _mm_set1_epi8(15));
         const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes));
-        return _mm256_add_ps(_mm256_mul_ps(q, _mm256_set1_ps(block_scale(blk))),
-                             _mm256_set1_ps(block_scale(blk + 2)));
+        return _mm256_add_ps(_mm256_mul_ps(q, splat_block_scale(blk)), splat_block_scale(blk + 2));
     }
     static __m256 part(const uint8_t*, int64_t, int) { return _mm256_setzero_ps(); }
 };
