@@ -94,8 +94,8 @@ void key_scores_pass(const uint8_t* tiles, size_t tile_bytes, const float* q, in
     store_scores<I, Rt, N>(acc, out, ldo, last_lanes);
 }
 
-// Rt rows of queries rounded to Q8_0 (rows d apart) against the T tiles of Q8_0 keys at `tiles`
-// (tile_bytes apart), to out as store_scores.
+// The first Rt rows of queries rounded to Q8_0 (q, kernels/key_tiles.h) against the T tiles of
+// Q8_0 keys at `tiles` (tile_bytes apart), to out as store_scores.
 template <class I, int Rt, int T>
 void q8_0_key_scores_pass(const uint8_t* tiles, size_t tile_bytes, const QueriesQ8_0& q, int64_t d,
                           float* out, int64_t ldo, int last_lanes, bool fetch_next) {
