@@ -265,6 +265,17 @@ void weighted_rows_group(const float* p, int64_t ldp, const uint8_t* v, int64_t 
 //   at 8192 positions (perf) weighted_rows went from 6.8 to 4.7 ms of a token.
 constexpr int64_t kWeightedRowsBlockBytes = int64_t(128) << 10;
 
+// weighted_rows_group for `rows` in [1, NG] (its row count in a template argument).
+template <class I, class D, int NG>
+void weighted_rows_group_of(int rows, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv,
+                            int64_t n, int64_t d, float* out, bool accumulate, int64_t next_rows) {
+    if (rows == NG)
+        return weighted_rows_group<I, D, NG>(p, ldp, v, ldv, n, d, out, accumulate, next_rows);
+    if constexpr (NG > 1)
+        weighted_rows_group_of<I, D, NG - 1>(rows, p, ldp, v, ldv, n, d, out, accumulate,
+                                             next_rows);
+}
+
 // All G rows of weighted_rows over positions [0, n): passes of up to kMostRows rows (4 or 6), as
 // even as can be (decode's 4 rows in one pass). Rows read from L2 (f32 values) take passes of up
 // to 6, a width-5 verify's 20 rows 4 passes of 5, each reading the position block once:
@@ -272,36 +283,14 @@ constexpr int64_t kWeightedRowsBlockBytes = int64_t(128) << 10;
 // positions 53.8-56.6 -> 49.6-51.4 us, 4096 464-508 -> 435-446; AVX2 4096 770 -> 678 (32 rows
 // within noise). Rows staged in L1 measured slower so (f16 and q8_0, 20 rows, 4096 positions
 // 374-384 -> 390-413 us) and keep passes of 4.
-template <class I, class D, int64_t kMostRows>
+template <class I, class D, int kMostRows>
 void weighted_rows_groups(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv,
                           int64_t n, int64_t d, float* out, bool accumulate, int64_t next_rows) {
     const int64_t passes = (G + kMostRows - 1) / kMostRows, per_pass = (G + passes - 1) / passes;
-    for (int64_t g = 0; g < G; g += per_pass) {
-        const float* pg = p + g * ldp;
-        float* og = out + g * d;
-        switch (G - g < per_pass ? G - g : per_pass) {
-            case 6:
-                if constexpr (kMostRows >= 6)
-                    weighted_rows_group<I, D, 6>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
-                break;
-            case 5:
-                if constexpr (kMostRows >= 5)
-                    weighted_rows_group<I, D, 5>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
-                break;
-            case 4:
-                weighted_rows_group<I, D, 4>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
-                break;
-            case 3:
-                weighted_rows_group<I, D, 3>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
-                break;
-            case 2:
-                weighted_rows_group<I, D, 2>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
-                break;
-            default:
-                weighted_rows_group<I, D, 1>(pg, ldp, v, ldv, n, d, og, accumulate, next_rows);
-                break;
-        }
-    }
+    for (int64_t g = 0; g < G; g += per_pass)
+        weighted_rows_group_of<I, D, kMostRows>(int(G - g < per_pass ? G - g : per_pass),
+                                                p + g * ldp, ldp, v, ldv, n, d, out + g * d,
+                                                accumulate, next_rows);
 }
 
 // More than 4 rows of half or block values (a verify's or prefill's block of tokens over an
