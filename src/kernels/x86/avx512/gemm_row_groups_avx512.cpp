@@ -219,12 +219,26 @@ constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR || T == WType::
 // tools/kernel_ab q4_k_m (llama.cpp's mix, its Q6_K ffn_down, attn_qkv and LM head), 0.8B
 // forwards: width 3 0.989, 4 0.982, 5 0.923 (two groups 0.938), 8 0.957 (two 0.958); two groups
 // against one at width 12 0.998, at width 16 0.972.
+// Session 59 (same VM class, CPUID family 6 model 167): the 4-bit types take four groups at
+// width 4 too, and up to 8 columns where rows are longer than 2048 values. The 9B's cost(4) had
+// jumped from 1.04 at width 3 to 1.20: at width 4 a three-group tile's instructions (the same 12
+// (group, column) pairs as four groups at width 3, but 4/3 the work a byte) read a [4096 x 12288]
+// Q4_0R from L3 at 44 GB/s on 2 threads, four groups (its 16 sums spilling) at 49. kernel_ab,
+// against three groups: width 4 0.8B Q4_0R 0.982-0.986, 2B 0.983, 9B 0.904, Q4_K_M 0.8B 0.992, 9B
+// 0.948. Widths 5-8, rows over 2048 values (the 0.8B's and 2B's FFN down, every 9B matrix): 9B
+// Q4_0R width 5 0.902, 8 0.940, Q4_K_M width 5 0.946; 0.8B Q4_0R width 5 0.994, 6 0.994, 7 1.003,
+// 8 1.000; 2B width 5 0.999, 8 0.991. Shorter rows keep three groups there: a harness timing one
+// matrix at widths 1-8 (copies rotated through 1.2 GB) put four groups at [6144 x 1024] and [6144
+// x 2048] widths 7-8 1.02-1.09x the time of three, the LM head [248320 x 1024] 1.03x.
 template <WType T>
-constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R || T == WType::Q6_KR ? 1 : 3;
+constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R || T == WType::Q6_KR ? 1 : 4;
 constexpr int64_t kThreeGroupsUpTo = 8;
+constexpr int64_t kFourGroupsLongRowsAbove = 2048;  // values a row (cols)
 template <WType T>
-constexpr int64_t group_stream_tile_groups(int64_t n) {
-    return n <= kFourGroupsUpTo<T> ? 4 : n <= kThreeGroupsUpTo ? 3 : 2;
+constexpr int64_t group_stream_tile_groups(int64_t n, int64_t cols) {
+    if (n <= kFourGroupsUpTo<T>) return 4;
+    if (kFourBit<T> && n <= kThreeGroupsUpTo && cols > kFourGroupsLongRowsAbove) return 4;
+    return n <= kThreeGroupsUpTo ? 3 : 2;
 }
 
 // Independent dot-product chains per (group, column) and block: two in one-group tiles, one in
@@ -779,7 +793,7 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
     }
     const Fetch fetch = fetch_for<T>(x.n, asked);
     if (fetch == Fetch::GroupStreams)
-        return tiles<T, Gfni, Fetch::GroupStreams>(L, w.data, g0, g1, group_stream_tile_groups<T>(x.n), x, y, ldy,
+        return tiles<T, Gfni, Fetch::GroupStreams>(L, w.data, g0, g1, group_stream_tile_groups<T>(x.n, w.cols), x, y, ldy,
                                                    r0, r1);
     if (fetch == Fetch::HardwareStream)
         return tiles<T, Gfni, Fetch::HardwareStream>(L, w.data, g0, g1, 1, x, y, ldy, r0, r1);
