@@ -91,8 +91,8 @@ struct Shape {
 // narrowest widths' tiles), the last partial or followed by a pair; 768 columns 3 super-blocks
 // (24 blocks: a ragged second activation chunk); 2560 five chunks; 100 rows of 2304 columns, rows
 // long enough for four-group tiles at widths 5-8 too (group_stream_tile_groups), and three groups.
-const Shape kShapes[] = {{37, 256}, {16, 1024}, {5, 512}, {19, 768}, {61, 256}, {150, 512}, {3, 2560},
-                         {100, 2304}};
+const Shape kShapes[] = {{37, 256}, {16, 1024}, {5, 512},  {19, 768},
+                         {61, 256}, {150, 512}, {3, 2560}, {100, 2304}};
 
 WeightMatrix rows_of(const KQuant& k, const KTensor& q) {
     WeightMatrix w;

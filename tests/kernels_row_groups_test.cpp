@@ -44,8 +44,8 @@ struct Shape {
 // of four groups (the narrowest widths' tiles), the last partial, or followed by a pair; 2144
 // columns (67 blocks) rows long enough for four-group tiles at widths 5-8 too
 // (group_stream_tile_groups), 100 rows such a tile and three groups.
-const Shape kShapes[] = {{37, 96}, {16, 1024}, {5, 32}, {40, 160}, {19, 544}, {64, 512}, {61, 96}, {150, 64},
-                         {100, 2144}};
+const Shape kShapes[] = {{37, 96},  {16, 1024}, {5, 32},   {40, 160},  {19, 544},
+                         {64, 512}, {61, 96},   {150, 64}, {100, 2144}};
 
 const WType kRowGroupTypes[] = {WType::Q4_0R, WType::Q8_0R};
 

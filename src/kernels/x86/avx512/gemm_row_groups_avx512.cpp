@@ -793,8 +793,8 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
     }
     const Fetch fetch = fetch_for<T>(x.n, asked);
     if (fetch == Fetch::GroupStreams)
-        return tiles<T, Gfni, Fetch::GroupStreams>(L, w.data, g0, g1, group_stream_tile_groups<T>(x.n, w.cols), x, y, ldy,
-                                                   r0, r1);
+        return tiles<T, Gfni, Fetch::GroupStreams>(
+            L, w.data, g0, g1, group_stream_tile_groups<T>(x.n, w.cols), x, y, ldy, r0, r1);
     if (fetch == Fetch::HardwareStream)
         return tiles<T, Gfni, Fetch::HardwareStream>(L, w.data, g0, g1, 1, x, y, ldy, r0, r1);
     const int64_t tile_groups = x.n > kPairedGroupsAbove<T> ? 2 : 1;
