@@ -216,6 +216,23 @@ TEST(KernelsKeyScores, Q8_0RefusesHeadsPastTheQueryBuffer) {
     }
 }
 
+// A head of part blocks cannot hold q8_0 keys: every table refuses it by its size (before the
+// kernels round any query, whose blocks must be whole too).
+TEST(KernelsKeyScores, Q8_0RefusesHeadsOfPartBlocks) {
+    const int64_t d = 48;
+    const std::vector<uint8_t> tiles(4096, 0x80);
+    const std::vector<float> q(size_t(d), 1.0f);
+    float out[1];
+    for (const std::string& isa : available_isas()) {
+        try {
+            kernels_for(isa).key_scores(WType::Q8_0, tiles.data(), 1, q.data(), 1, d, out, 1);
+            ADD_FAILURE() << isa << " took a head of " << d << " values";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("48 values"), std::string::npos) << e.what();
+        }
+    }
+}
+
 // Every ISA gives the reference's bits for every row count (the passes' shapes: 1-6 rows over 4
 // tiles, 7-8 over 3, more split into passes over 2 or 1), position counts on and off the tile
 // edges, and head sizes with and without a tail of 32 (and 0: all scores 0); scores past n are left

@@ -92,6 +92,7 @@ QueriesQ8_0 quantize_queries_q8_0(const float* q, int64_t R, int64_t d, int32_t*
 }
 
 int64_t query_rows_a_chunk(int64_t head_dim) {
+    key_tile_bytes(WType::Q8_0, head_dim);  // fails, naming the size, for part blocks
     if (head_dim > kQueryCodeBytes)
         fail("attention heads of ", head_dim, " values are more than the q8_0 key scores take (",
              kQueryCodeBytes, ")");

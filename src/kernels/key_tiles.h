@@ -57,7 +57,8 @@ struct QueriesQ8_0 {
 QueriesQ8_0 quantize_queries_q8_0(const float* q, int64_t R, int64_t d, int32_t* fours,
                                   float* scales, int32_t* offsets);
 // Query rows whose codes fit kQueryCodeBytes (the kernels round a call's queries in chunks of
-// this many rows into buffers on their stack): at least 1; heads of more values are an Error.
+// this many rows into buffers on their stack): at least 1; heads of more values, or of part
+// blocks, are an Error.
 inline constexpr int64_t kQueryCodeBytes = 8192;
 int64_t query_rows_a_chunk(int64_t head_dim);
 

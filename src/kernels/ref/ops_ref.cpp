@@ -69,18 +69,15 @@ void q8_0_key_scores(const uint8_t* tiles, int64_t n, const float* q, int64_t R,
     for (int64_t r = 0; r < R; ++r) {
         for (int64_t pos = 0; pos < n; ++pos) out[r * ldo + pos] = 0.0f;
         for (int64_t b = 0; b < d / kQuantBlock; ++b) {
-            int32_t fours[kQuantBlock / 4];  // one row: its codes in order
-            float scale;
-            int32_t offset;  // for the kernels' offset codes; the codes here are the keys' own
-            quantize_queries_q8_0(q + r * d + b * kQuantBlock, 1, kQuantBlock, fours, &scale,
-                                  &offset);
-            const auto* codes = reinterpret_cast<const int8_t*>(fours);
+            BlockQ8_0 query;
+            quantize_row_q8_0(q + r * d + b * kQuantBlock, kQuantBlock, &query);
+            const float scale = f16_to_f32(query.d);
             for (int64_t pos = 0; pos < n; ++pos) {
                 const uint8_t* tile = tiles + size_t(pos / kKeyTile) * tile_bytes;
                 const int64_t lane = pos % kKeyTile;
                 int32_t dot = 0;
                 for (int64_t j = 0; j < kQuantBlock; ++j)
-                    dot += q8_0_key_code(tile, lane, b * kQuantBlock + j) * codes[j];
+                    dot += q8_0_key_code(tile, lane, b * kQuantBlock + j) * query.qs[j];
                 const float key_scale = f16_to_f32(q8_0_key_scale(tile, lane, b * kQuantBlock));
                 out[r * ldo + pos] = std::fma(float(dot), key_scale * scale, out[r * ldo + pos]);
             }

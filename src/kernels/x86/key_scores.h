@@ -277,8 +277,7 @@ void q8_0_key_scores(const uint8_t* tiles, int64_t n, const float* q, int64_t R,
     alignas(64) int32_t fours[kQueryCodeBytes / 4];
     float scales[kQueryCodeBytes / kQuantBlock];
     int32_t offsets[kQueryCodeBytes / kQuantBlock];
-    const int64_t chunk = query_rows_a_chunk(d);
-    key_tile_bytes(WType::Q8_0, d);  // fails for a head of part blocks
+    const int64_t chunk = query_rows_a_chunk(d);  // (fails for heads it cannot take)
     for (int64_t r0 = 0; r0 < R; r0 += chunk) {
         const int64_t rows = R - r0 < chunk ? R - r0 : chunk;
         const QueriesQ8_0 queries =
