@@ -229,7 +229,8 @@ constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR || T == WType::
 // Q4_0R width 5 0.902, 8 0.940, Q4_K_M width 5 0.946; 0.8B Q4_0R width 5 0.994, 6 0.994, 7 1.003,
 // 8 1.000; 2B width 5 0.999, 8 0.991. Shorter rows keep three groups there: a harness timing one
 // matrix at widths 1-8 (copies rotated through 1.2 GB) put four groups at [6144 x 1024] and [6144
-// x 2048] widths 7-8 1.02-1.09x the time of three, the LM head [248320 x 1024] 1.03x.
+// x 2048] widths 7-8 1.02-1.09x the time of three, the LM head [248320 x 1024] 1.03x. (Q5_KR, which
+// no synthetic model holds, follows Q4_KR's tiles unmeasured.)
 template <WType T>
 constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R || T == WType::Q6_KR ? 1 : 4;
 constexpr int64_t kThreeGroupsUpTo = 8;
