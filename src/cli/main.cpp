@@ -1,6 +1,8 @@
 // The `nextn` binary: dispatches to a subcommand and turns errors into messages + exit codes.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,32 @@ const char* kUsage =
     "                                         streams read the narrowest Q4_0 / Q8_0 products as\n"
     "                                         one stream a group, without software prefetch)\n";
 
+// `rc`, or 1 when the output could not be written: stdio keeps a write error (a full disk, a
+// closed pipe or stdout) to itself, so without this check a command whose output was lost would
+// still exit 0.
+int output_checked(const char* command, int rc) {
+    std::cout.flush();
+    errno = 0;
+    const bool flushed = std::fflush(stdout) == 0;
+    const int err = errno;
+    if (flushed && !std::ferror(stdout) && std::cout.good()) return rc;
+    std::fprintf(stderr, "nextn%s%s: error: cannot write the output to stdout%s%s\n",
+                 *command ? " " : "", command, err ? ": " : "", err ? std::strerror(err) : "");
+    return rc == 0 ? 1 : rc;
+}
+
+int run_command(const std::string& command, const std::vector<std::string>& args) {
+    using namespace nextn;
+    if (command == "run") return cli::cmd_run(args);
+    if (command == "inspect") return cli::cmd_inspect(args);
+    if (command == "tokenize") return cli::cmd_tokenize(args);
+    if (command == "bench") return cli::cmd_bench(args);
+    if (command == "chat") return cli::cmd_chat(args);
+    if (command == "template") return cli::cmd_template(args);
+    std::fprintf(stderr, "nextn: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,19 +73,12 @@ int main(int argc, char** argv) {
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
         !std::strcmp(argv[1], "help")) {
         std::fputs(kUsage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+        return output_checked("", argc < 2 ? 2 : 0);
     }
     const std::string command = argv[1];
     std::vector<std::string> args(argv + 2, argv + argc);
     try {
-        if (command == "run") return cli::cmd_run(args);
-        if (command == "inspect") return cli::cmd_inspect(args);
-        if (command == "tokenize") return cli::cmd_tokenize(args);
-        if (command == "bench") return cli::cmd_bench(args);
-        if (command == "chat") return cli::cmd_chat(args);
-        if (command == "template") return cli::cmd_template(args);
-        std::fprintf(stderr, "nextn: unknown command '%s'\n\n%s", command.c_str(), kUsage);
-        return 2;
+        return output_checked(command.c_str(), run_command(command, args));
     } catch (const cli::UsageError& e) {
         std::fprintf(stderr, "nextn %s: %s\n", command.c_str(), e.what());
         return 2;

@@ -69,6 +69,13 @@ expect 0 "warning: the input is not valid UTF-8; each invalid byte sequence is r
 # --stats-json is checked before the model loads and the text is generated.
 expect 1 "--stats-json: the folder '.*/none' does not exist" -- "$NEXTN" run "$MODEL" -p hi --stats-json "$TMP/none/s.json"
 expect 1 "--stats-json: '.*' is a directory" -- "$NEXTN" run "$MODEL" -p hi --stats-json "$TMP"
+# Output that cannot be written (a full disk) is an error, not a silent exit 0.
+if [ -w /dev/full ]; then
+    to_full() { "$@" >/dev/full; }
+    expect 1 "^nextn run: error: cannot write the output to stdout" -- to_full "$NEXTN" run "$MODEL" -p hi -n 4 -q
+    expect 1 "^nextn inspect: error: cannot write the output to stdout" -- to_full "$NEXTN" inspect "$MODEL"
+    expect 1 "^nextn: error: cannot write the output to stdout" -- to_full "$NEXTN" --help
+fi
 
 # A truncated safetensors file.
 mkdir "$TMP/trunc"
