@@ -112,6 +112,7 @@ void write_stats_json(const std::string& path, const DecodeStats& s,
     std::ofstream f(path);
     if (!f) fail("--stats-json: cannot write '", path, "'");
     f << j.dump(2) << "\n";
+    f.close();  // the buffered bytes are written here: a full disk shows only now
     if (!f) fail("--stats-json: error writing '", path, "'");
 }
 

@@ -75,6 +75,7 @@ if [ -w /dev/full ]; then
     expect 1 "^nextn run: error: cannot write the output to stdout" -- to_full "$NEXTN" run "$MODEL" -p hi -n 4 -q
     expect 1 "^nextn inspect: error: cannot write the output to stdout" -- to_full "$NEXTN" inspect "$MODEL"
     expect 1 "^nextn: error: cannot write the output to stdout" -- to_full "$NEXTN" --help
+    expect 1 "^nextn run: error: --stats-json: error writing '/dev/full'" -- "$NEXTN" run "$MODEL" -p hi -n 4 -q --stats-json /dev/full
 fi
 
 # A truncated safetensors file.
