@@ -21,6 +21,8 @@ expect 2 "unknown flag '--bogus'" -- "$NEXTN" run "$MODEL" -p hi --bogus
 expect 2 "expects an integer" -- "$NEXTN" run "$MODEL" -p hi -n lots
 expect 2 "exactly one of -p" -- "$NEXTN" run "$MODEL"
 expect 2 "--bf16-activations and --f32-activations contradict" -- "$NEXTN" run "$MODEL" -p hi --bf16-activations --f32-activations
+expect 2 "^nextn inspect: --bf16-activations and --f32-activations contradict" -- "$NEXTN" inspect "$MODEL" --bf16-activations --f32-activations
+expect 2 "^nextn inspect: --no-mtp and --draft-model contradict" -- "$NEXTN" inspect "$MODEL" --no-mtp --draft-model "$MODEL"
 expect 2 "^nextn run: --temp must be a finite value >= 0" -- "$NEXTN" run "$MODEL" -p hi --temp -1
 expect 2 "^nextn run: --top-k must be >= 0 \(0 = off\), got -1" -- "$NEXTN" run "$MODEL" -p hi --top-k -1
 expect 2 "^nextn run: --repeat-last-n must be >= -1" -- "$NEXTN" run "$MODEL" -p hi --repeat-last-n -2
