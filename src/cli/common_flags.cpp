@@ -171,8 +171,10 @@ ModelOptions model_options_from(const Args& a) {
     } catch (const Error& e) {
         throw UsageError(std::string("--kv-type: ") + e.what());
     }
-    o.draft_vocab = a.integer("draft-vocab", -1);
-    if (o.draft_vocab < -1) throw UsageError("--draft-vocab must be >= 0 (0 = whole vocabulary)");
+    o.draft_vocab = a.integer("draft-vocab", -1);  // -1: auto, ModelOptions's value, not a flag's
+    if (a.has("draft-vocab") && o.draft_vocab < 0)
+        throw UsageError("--draft-vocab must be >= 0 (0 = whole vocabulary), got " +
+                         std::to_string(o.draft_vocab));
     o.draft_head_type = std::nullopt;  // auto unless --draft-quant says otherwise
     if (a.has("draft-quant")) {
         const std::string t = a.str("draft-quant");

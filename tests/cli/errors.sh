@@ -31,6 +31,8 @@ expect 2 "^nextn run: --logit-bias: expected TOKEN_ID\+BIAS or TOKEN_ID-BIAS" --
 expect 2 "^nextn run: --logit-bias: \+inf is not a bias" -- "$NEXTN" run "$MODEL" -p hi --logit-bias 12+inf
 expect 1 "logit_bias token id 999999 is outside the vocabulary" -- "$NEXTN" run "$MODEL" -p hi --logit-bias 999999+1
 expect 2 "draft-depth" -- "$NEXTN" run "$MODEL" -p hi --draft-depth 99
+# -1 is the loader's "auto", not a value the flag takes.
+expect 2 "^nextn run: --draft-vocab must be >= 0 \(0 = whole vocabulary\), got -1" -- "$NEXTN" run "$MODEL" -p hi --draft-vocab -1
 expect 2 "expects an integer" -- "$NEXTN" run "$MODEL" -p hi --draft-depth deep
 expect 2 "quant" -- "$NEXTN" run "$MODEL" -p hi --quant q3
 expect 2 "--kv-type: unknown KV cache type .f8." -- "$NEXTN" run "$MODEL" -p hi --kv-type f8
