@@ -130,6 +130,9 @@ ModelOptions model_options_from(const Args& a) {
                      o.threads, cpus);
     o.load_mtp = !a.has("no-mtp");
     o.draft_model = a.str("draft-model");
+    // An empty path would mean "no drafter" below: the run would go on without the one asked for.
+    if (a.has("draft-model") && o.draft_model.empty())
+        throw UsageError("--draft-model: the path is empty");
     std::string q = a.str("quant", "native");
     o.int8_activations = !a.has("f32-activations");
     o.bf16_activations = a.has("bf16-activations");

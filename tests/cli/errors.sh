@@ -37,6 +37,7 @@ expect 2 "expects an integer" -- "$NEXTN" run "$MODEL" -p hi --draft-depth deep
 expect 2 "quant" -- "$NEXTN" run "$MODEL" -p hi --quant q3
 expect 2 "--kv-type: unknown KV cache type .f8." -- "$NEXTN" run "$MODEL" -p hi --kv-type f8
 expect 1 "does not exist" -- "$NEXTN" run "$TMP/missing" -p hi
+expect 2 "^nextn run: --draft-model: the path is empty" -- "$NEXTN" run "$MODEL" -p hi --draft-model ""
 # One prefix, the command's, and bench's counts name their flag.
 expect 2 "^nextn run: expected exactly one MODEL path" -- "$NEXTN" run
 expect 2 "^nextn inspect: expected exactly one MODEL path" -- "$NEXTN" inspect
