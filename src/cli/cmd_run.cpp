@@ -154,6 +154,10 @@ int cmd_run(const std::vector<std::string>& argv) {
     const bool auto_depth = a.str("draft-depth", "auto") == "auto";
     const int64_t depth = auto_depth ? 4 : a.integer("draft-depth", 3);
     if (depth < 0 || depth > 8) throw UsageError("--draft-depth must be auto or between 0 and 8");
+    // As --no-mtp with --draft-model: drafts asked for and plain decoding asked for (0 agrees).
+    if (a.has("no-mtp") && !auto_depth && depth > 0)
+        throw UsageError("--no-mtp and --draft-depth " + std::to_string(depth) +
+                         " contradict each other");
     const int64_t logprobs = a.integer("logprobs", 0);
     if (logprobs < 0 || logprobs > 20) throw UsageError("--logprobs must be between 0 and 20");
     ModelOptions mo = model_options_from(a);

@@ -34,6 +34,8 @@ expect 2 "draft-depth" -- "$NEXTN" run "$MODEL" -p hi --draft-depth 99
 # -1 is the loader's "auto", not a value the flag takes.
 expect 2 "^nextn run: --draft-vocab must be >= 0 \(0 = whole vocabulary\), got -1" -- "$NEXTN" run "$MODEL" -p hi --draft-vocab -1
 expect 2 "expects an integer" -- "$NEXTN" run "$MODEL" -p hi --draft-depth deep
+expect 2 "^nextn run: --no-mtp and --draft-depth 4 contradict each other" -- "$NEXTN" run "$MODEL" -p hi --no-mtp --draft-depth 4
+expect 0 "" -- "$NEXTN" run "$MODEL" -p hi -n 2 -q --no-mtp --draft-depth 0
 expect 2 "quant" -- "$NEXTN" run "$MODEL" -p hi --quant q3
 expect 2 "--kv-type: unknown KV cache type .f8." -- "$NEXTN" run "$MODEL" -p hi --kv-type f8
 expect 1 "does not exist" -- "$NEXTN" run "$TMP/missing" -p hi
