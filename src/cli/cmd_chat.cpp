@@ -53,8 +53,10 @@ int cmd_chat(const std::vector<std::string>& argv) {
     std::vector<FlagSpec> specs = {
         {"system", "", true, "system prompt", "TEXT"},
         {"n-predict", "n", true, "maximum tokens per reply (default 512)", "N"},
-        {"ctx", "c", true, "context size in tokens (default 4096, at most the model's context length)", "N"},
-        {"raw", "", false, "no chat template: each line is sent as-is"},
+        {"ctx", "c", true,
+         "context size in tokens (default 4096, at most the model's context length)", "N"},
+        {"raw", "", false,
+         "no chat template: each line is sent as-is (so no --system, --thinking)"},
         {"thinking", "", true, "enable_thinking on|off", "on|off"},
         {"verbose", "v", false, "after each reply print prompt reuse, speed and tokens/round"},
         {"help", "h", false, "show this help"},
@@ -77,6 +79,11 @@ int cmd_chat(const std::vector<std::string>& argv) {
     if (a.integer("ctx", 4096) < 16)
         throw UsageError("--ctx must be at least 16");  // before the load
     std::optional<bool> thinking = thinking_flag(a);
+    // Both go through the chat template, which --raw skips: they would be dropped silently.
+    for (const char* flag : {"system", "thinking"})
+        if (a.has("raw") && a.has(flag))
+            throw UsageError(std::string("--") + flag +
+                             " needs the chat template, and --raw sends each line as-is");
     LoadedModel lm = load_model(a.positional()[0], mo);
     const int64_t ctx = context_from(a, 4096, lm.model->config());
     std::optional<Tokenizer> tok = load_model_tokenizer(lm.checkpoint);

@@ -57,6 +57,8 @@ expect 1 "--prompt-tokens 9999999999999 with --decode-tokens 64: out of memory" 
 # that reaches the end of its context says so.
 expect 2 "^nextn run: --ctx 99999999999 is more than the model's context length \(4096 tokens\)" -- "$NEXTN" run "$MODEL" -p hi --ctx 99999999999
 expect 2 "^nextn chat: --ctx 5000 is more than the model's context length \(4096 tokens\)" -- "$NEXTN" chat "$MODEL" --ctx 5000
+expect 2 "^nextn chat: --system needs the chat template, and --raw sends each line as-is" -- "$NEXTN" chat "$MODEL" --raw --system "be brief"
+expect 2 "^nextn chat: --thinking needs the chat template, and --raw sends each line as-is" -- "$NEXTN" chat "$MODEL" --raw --thinking off
 expect 0 "note: stopped after 19 tokens at the end of the context \(20 tokens, --ctx\)" -- "$NEXTN" run "$MODEL" -p hi -n 50 --ctx 20 --ignore-eos -q
 long_prompt=$(python3 -c "print(','.join(str(i % 1000 + 1) for i in range(4100)))")
 expect 1 "^nextn run: error: the prompt \(4100 tokens\) does not fit the model's context length \(4096\)" -- "$NEXTN" run "$MODEL" --tokens "$long_prompt" -n 2
