@@ -199,7 +199,10 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (ctx < int64_t(prompt.size()) + 1) {
         // --ctx below the prompt is a flag's fault (exit 2); a prompt longer than the model takes
         // is the request's (exit 1), as a token outside the vocabulary is.
-        if (a.has("ctx")) throw UsageError("--ctx is smaller than the prompt");
+        if (a.has("ctx"))  // a --ctx equal to the prompt, or 0 or negative, too
+            throw UsageError("--ctx " + std::to_string(ctx) + " leaves no room after the prompt (" +
+                             std::to_string(prompt.size()) + " tokens): it must be at least " +
+                             std::to_string(prompt.size() + 1));
         fail("the prompt (", prompt.size(), " tokens) does not fit the model's context length (",
              ctx, ")");
     }

@@ -60,6 +60,8 @@ expect 2 "^nextn chat: --ctx 5000 is more than the model's context length \(4096
 expect 2 "^nextn chat: --system needs the chat template, and --raw sends each line as-is" -- "$NEXTN" chat "$MODEL" --raw --system "be brief"
 expect 2 "^nextn chat: --thinking needs the chat template, and --raw sends each line as-is" -- "$NEXTN" chat "$MODEL" --raw --thinking off
 expect 0 "note: stopped after 19 tokens at the end of the context \(20 tokens, --ctx\)" -- "$NEXTN" run "$MODEL" -p hi -n 50 --ctx 20 --ignore-eos -q
+expect 2 "^nextn run: --ctx 3 leaves no room after the prompt \(3 tokens\): it must be at least 4" -- "$NEXTN" run "$MODEL" --tokens 1,2,3 --ctx 3
+expect 2 "^nextn run: --ctx -5 leaves no room after the prompt \(3 tokens\)" -- "$NEXTN" run "$MODEL" --tokens 1,2,3 --ctx -5
 long_prompt=$(python3 -c "print(','.join(str(i % 1000 + 1) for i in range(4100)))")
 expect 1 "^nextn run: error: the prompt \(4100 tokens\) does not fit the model's context length \(4096\)" -- "$NEXTN" run "$MODEL" --tokens "$long_prompt" -n 2
 # More threads than the machine has: allowed, with a warning.
