@@ -50,6 +50,9 @@ MlxQuantConfig parse_mlx_quant_config(const nlohmann::json& config, const std::s
     const nlohmann::json* section = nullptr;
     for (const char* key : {"quantization", "quantization_config"}) {
         auto it = config.find(key);
+        // Anything else would be read as "not quantized", and packed codes as plain weights.
+        if (it != config.end() && !it->is_object() && !it->is_null())
+            fail(origin, ": '", key, "' must be a JSON object (bits, group_size)");
         if (it != config.end() && it->is_object()) {
             section = &*it;
             break;

@@ -121,6 +121,12 @@ python3 -c "import json; c=json.load(open('$MODEL/config.json')); c['model_type'
 cp "$MODEL/model.safetensors" "$TMP/arch/"
 expect 1 "unsupported architecture 'llama' \(supported: qwen3_5, qwen3_5_moe\)" -- "$NEXTN" inspect "$TMP/arch"
 
+# An MLX quantization section that is no object is refused, not read as "not quantized".
+mkdir "$TMP/mlxquant"
+python3 -c "import json; c=json.load(open('$MODEL/config.json')); c['quantization']='4bit'; json.dump(c, open('$TMP/mlxquant/config.json','w'))"
+cp "$MODEL/model.safetensors" "$TMP/mlxquant/"
+expect 1 "mlxquant/config.json: 'quantization' must be a JSON object" -- "$NEXTN" inspect "$TMP/mlxquant"
+
 # A tensor with the wrong shape (config says a wider MLP than the file holds).
 mkdir "$TMP/shape"
 python3 -c "import json; c=json.load(open('$MODEL/config.json')); c['text_config']['intermediate_size']=512; json.dump(c, open('$TMP/shape/config.json','w'))"
