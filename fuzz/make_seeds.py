@@ -9,7 +9,12 @@ magic and length checks and spend their time in the interesting parts of the rea
 - safetensors: the first tensors of tests/data/qwen35-dense-tiny/model.safetensors with their
   real names and dtypes, shapes shrunk and data offsets rewritten;
 - config: the committed dense and MoE config.json files and a text-only variant without
-  layer_types and head_dim (so the derived defaults are exercised).
+  layer_types and head_dim (so the derived defaults are exercised);
+- chat_template: the Qwen3 and tiny-fixture chat templates, ChatML, and small templates that
+  each use one feature (loops, macros, filters, slicing, namespace, ...), one of them followed by
+  a NUL byte and a message content (chat_template_fuzz renders that as the user's text);
+- tokenizer: the tiny fixture's golden texts and a few prompts (special tokens, code, mixed
+  scripts, ill-formed UTF-8).
 
 Usage: fuzz/make_seeds.py  (run from anywhere; rewrites fuzz/corpus/ in place)
 """
@@ -204,6 +209,69 @@ def main():
     text.pop("head_dim", None)
     text["model_type"] = "qwen3_5_text"
     write("config", "text-only.json", json.dumps(text, indent=1).encode())
+
+    tokenizer = os.path.join(DATA, "tokenizer")
+    for name, cfg in (("qwen3.jinja", "qwen3"), ("tiny.jinja", "dense-tiny")):
+        tpl = json.load(open(os.path.join(tokenizer, cfg, "tokenizer_config.json")))["chat_template"]
+        write("chat_template", name, tpl.encode())
+    for name, tpl in CHAT_TEMPLATE_SEEDS.items():
+        write("chat_template", name + ".jinja", tpl.encode())
+
+    texts = json.load(open(os.path.join(tokenizer, "dense-tiny", "tokenize.json")))["texts"]
+    for i, text in enumerate(texts):
+        write("tokenizer", "golden-%02d.txt" % i, text.encode())
+    for name, blob in TOKENIZER_SEEDS.items():
+        write("tokenizer", name, blob)
+
+
+# ---- chat templates and prompt text ----
+CHATML = ("{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
+          "'<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+          "{%- endif %}")
+CHAT_TEMPLATE_SEEDS = {
+    "chatml": CHATML,
+    "loops": "{% for m in messages if m.role != 'system' %}{{ loop.index }}/{{ loop.length }}"
+             "{% if loop.first %}F{% elif loop.last %}L{% else %}{{ loop.cycle('a', 'b') }}{% endif %}"
+             "{% if m.role == 'tool' %}{% continue %}{% endif %}{{ m.content }}{% else %}none{% endfor %}"
+             "{% for k, v in {'a': 1, 'b': [2, 3]}.items() %}{{ k }}={{ v }}{% break %}{% endfor %}",
+    "macros": "{% macro render(m, prefix='>', sep=none) %}{{ prefix }}{{ m.role|upper }}: "
+              "{{ m.content|trim }}{% endmacro %}{% for m in messages %}{{ render(m) }}"
+              "{{ render(m, prefix='#') }}{% endfor %}{% set block %}x{{ 1 + 2 }}{% endset %}{{ block }}",
+    "filters": "{{ tools|tojson }}{{ tools|tojson(indent=2) }}{{ messages|map(attribute='role')|unique|join(',') }}"
+               "{{ messages|selectattr('role', 'equalto', 'user')|list|length }}{{ [3, 1, 2]|sort|reverse|first }}"
+               "{{ 'a b'|title }}{{ ' x '|trim|default('d') }}{{ messages|rejectattr('tool_calls')|list|count }}"
+               "{{ '5'|int + 2.5|round|int }}{{ {'b': 1, 'a': 2}|dictsort }}{{ 'x'|indent(4, true) }}",
+    "slicing": "{{ messages[1:] }}{{ messages[::-1][0].role }}{{ messages[-1].content[::2] }}"
+               "{{ 'hello'[1:-1] }}{{ [1, 2, 3, 4][1::2] }}{{ messages[0]['content'][:5] }}",
+    "namespace": "{% set ns = namespace(last=-1, found=false) %}{% for m in messages[::-1] %}"
+                 "{% if not ns.found and m.role == 'user' %}{% set ns.found = true %}"
+                 "{% set ns.last = messages|length - loop.index %}{% endif %}{% endfor %}{{ ns.last }}",
+    "strings": "{% for m in messages %}{% set c = m.content %}{% if '</think>' in c %}"
+               "{{ c.split('</think>')[-1].lstrip('\\n') }}{{ c.split('<think>')[0].rstrip() }}{% endif %}"
+               "{{ c.startswith('<tool_response>') }}{{ c.replace('a', 'b', 1) }}{{ c.find('x') }}"
+               "{{ c ~ 1 ~ none }}{{ c * 2 }}{{ c|e }}{{ c|length }}{% endfor %}",
+    "expressions": "{{ 7 // 2 }}{{ -7 % 3 }}{{ 2 ** 10 }}{{ 1 < 2 < 3 }}{{ 'a' if x is defined else 'b' }}"
+                   "{{ (1, 2) }}{{ [1] + [2] }}{{ not none }}{{ 1 in [1] }}{{ range(1, 7, 2)|list }}"
+                   "{{ x is not none and x.y }}{{ 0.1 + 0.2 }}{{ 1e300 * 1e300 }}{{ enable_thinking is false }}",
+    "whitespace": "  {%- if true -%}  a  {%+ if false %}b{% endif %}\n{# c #}{% raw %}{{ d }}{% endraw %}"
+                  "{{- ' e ' -}}\n",
+    "tools": "{% if tools %}{% for tool in tools %}{{ tool.function.name }}({{ tool.function.parameters.properties"
+             "|items|map('first')|join(', ') }}){% endfor %}{% endif %}{% for m in messages %}{% if m.tool_calls %}"
+             "{% for tc in m.tool_calls %}{% set f = tc.function if tc.function else tc %}{{ f.name }}"
+             "{{ f.arguments|tojson if f.arguments is not string else f.arguments }}{% endfor %}{% endif %}"
+             "{% endfor %}{{ raise_exception('bad') if messages|length > 100 }}",
+    "content": "{{ messages[1].content|tojson }}{{ messages[1].content|e }}{{ messages[1].content[1:-1] }}"
+               "{{ messages[1].content.split()|reverse|join('.') }}{{ messages[1].content|upper|length }}"
+               "\0<|im_start|>user\n\"quoted\" 'single' \\ é 日本 <think>x</think>\t\x01",
+}
+TOKENIZER_SEEDS = {
+    "chat.txt": "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n"
+                "<|im_start|>assistant\n<think>\n\n</think>\n\n".encode(),
+    "code.txt": "def f(x):\n    return x ** 2  # squared\r\n\tif x != 0:\n\t\tpass\n\n\n".encode(),
+    "scripts.txt": "Ça va? Ünïcödé e\u0301 \u00e9 한국어 العربية हिन्दी 😀👍🏽 \u200b\u00a0x".encode(),
+    "numbers.txt": "1234567890 3.14159 -42 1e10 0x1F 1,000,000".encode(),
+    "invalid-utf8.bin": b"ok \xff\xfe \xc3 \xe2\x82 \xf0\x9f\x98 \xed\xa0\x80 \xc0\xaf end",
+}
 
 
 if __name__ == "__main__":

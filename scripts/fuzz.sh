@@ -4,12 +4,13 @@
 # nextn::Error. New inputs libFuzzer finds go to BUILD_DIR/corpus/<target>, crash inputs to
 # BUILD_DIR/artifacts/ (replay one with: BUILD_DIR/<target> FILE).
 # Usage: scripts/fuzz.sh [SECONDS] [BUILD_DIR]   (defaults: 10, build-fuzz)
+# FUZZ_TARGETS="chat_template_fuzz tokenizer_fuzz" runs only those; FUZZ_JOBS sets build jobs.
 # Exits 77 with "SKIPPED: <reason>" when clang / libFuzzer are not installed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_EACH=${1:-10}
 BUILD=${2:-$ROOT/build-fuzz}
-TARGETS="gguf_fuzz safetensors_fuzz config_fuzz"
+TARGETS=${FUZZ_TARGETS:-"gguf_fuzz safetensors_fuzz config_fuzz chat_template_fuzz tokenizer_fuzz"}
 
 CXX=${FUZZ_CXX:-$(command -v clang++ || command -v clang++-14 || true)}
 if [ -z "$CXX" ]; then
