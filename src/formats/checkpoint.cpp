@@ -22,7 +22,11 @@ const RawTensor& Checkpoint::require(const std::string& name) const {
 
 Checkpoint load_checkpoint(const std::string& path, const LoadOptions& options) {
     if (is_directory(path)) {
-        if (!file_exists(path + "/config.json")) fail(path, ": no config.json in model directory");
+        if (!file_exists(path + "/config.json")) {
+            if (is_directory(path + "/config.json"))  // there, so "no config.json" would mislead
+                fail(path, ": config.json is a directory, not a file");
+            fail(path, ": no config.json in model directory");
+        }
         return load_hf_checkpoint(path, options);
     }
     require_file(path, "model path");

@@ -158,6 +158,9 @@ expect 1 "model.safetensors.index.json: weight_map is empty" -- "$NEXTN" inspect
 expect 2 "^nextn run: --quant q4_k_m builds synthetic models" -- "$NEXTN" run "$MODEL" -p hi --quant q4_k_m
 expect 2 "^nextn bench: give either MODEL or --synthetic NAME" -- "$NEXTN" bench "$MODEL" "$MODEL"
 
+mkdir -p "$TMP/confdir/config.json"
+expect 1 "confdir: config.json is a directory, not a file" -- "$NEXTN" inspect "$TMP/confdir"
+
 # Not JSON.
 mkdir "$TMP/badjson"
 echo "{nope" > "$TMP/badjson/config.json"
