@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "tokenizer/jinja_eval.h"
+#include "tokenizer/jinja_limits.h"
 #include "tokenizer/utf8.h"
 
 namespace nextn::jinja {
@@ -142,7 +143,8 @@ std::string title_words(const std::string& s) {
     return out;
 }
 
-std::string py_replace(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
+std::string py_replace(const std::string& s, const std::string& from, const std::string& to, int64_t count,
+                       int line) {
     std::string out;
     std::size_t pos = 0;
     int64_t done = 0;
@@ -150,21 +152,23 @@ std::string py_replace(const std::string& s, const std::string& from, const std:
         std::u32string u = to_u32(s);
         for (std::size_t i = 0; i <= u.size(); ++i) {
             if (count < 0 || done < count) {
-                out += to;
+                append_bounded(out, to, line);
                 ++done;
             }
-            if (i < u.size()) out += from_u32(u.substr(i, 1));
+            if (i < u.size()) append_bounded(out, from_u32(u.substr(i, 1)), line);
         }
         return out;
     }
     while (count < 0 || done < count) {
         std::size_t p = s.find(from, pos);
         if (p == std::string::npos) break;
-        out += s.substr(pos, p - pos) + to;
+        append_bounded(out, std::string_view(s).substr(pos, p - pos), line);
+        append_bounded(out, to, line);
         pos = p + from.size();
         ++done;
     }
-    return out + s.substr(pos);
+    append_bounded(out, std::string_view(s).substr(pos), line);
+    return out;
 }
 
 bool starts_or_ends(const std::string& s, const Value& what, bool start, int line) {
@@ -211,7 +215,9 @@ Value attribute_path(const Value& v, const std::string& path, int line) {
     while (true) {
         std::size_t dot = path.find('.', start);
         std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-        bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
+        // Up to 18 digits: std::stoll throws std::out_of_range (not a nextn::Error) past int64,
+        // and no list is that long anyway.
+        bool numeric = !part.empty() && part.size() <= 18 && std::all_of(part.begin(), part.end(), ::isdigit);
         cur = numeric && cur.is_array() ? get_item(cur, Value(static_cast<int64_t>(std::stoll(part))), line)
                                         : get_attribute(cur, part, line);
         if (dot == std::string::npos) return cur;
@@ -254,9 +260,17 @@ Value select_like(const Value& input, const CallArgs& a, bool by_attr, bool keep
     return Value(std::move(out));
 }
 
-Value number_filter(const Value& v, bool as_int, const Value& fallback) {
+// float -> int as Python's int() truncates; NaN, infinities and values past int64 are an error
+// (casting them is undefined behaviour).
+int64_t truncate_to_int(double d, int line) {
+    if (!(d > -9223372036854775808.0 && d < 9223372036854775808.0))
+        error_at(line, "cannot convert " + python_float_repr(d) + " to a 64-bit integer");
+    return static_cast<int64_t>(d);
+}
+
+Value number_filter(const Value& v, bool as_int, const Value& fallback, int line) {
     if (v.is_int()) return as_int ? v : Value(static_cast<double>(v.as_int()));
-    if (v.is_float()) return as_int ? Value(static_cast<int64_t>(v.as_double())) : v;
+    if (v.is_float()) return as_int ? Value(truncate_to_int(v.as_double(), line)) : v;
     if (v.is_bool()) return as_int ? Value(static_cast<int64_t>(v.as_bool())) : Value(v.as_bool() ? 1.0 : 0.0);
     if (v.is_string()) {
         std::string s = py_strip(v.as_string(), Value(nullptr), true, true, 0);
@@ -265,7 +279,7 @@ Value number_filter(const Value& v, bool as_int, const Value& fallback) {
             long long x = std::strtoll(s.c_str(), &end, 10);
             if (!s.empty() && end && *end == '\0') return Value(static_cast<int64_t>(x));
             double d = std::strtod(s.c_str(), &end);  // Jinja's int filter also accepts "3.5"
-            if (!s.empty() && end && *end == '\0') return Value(static_cast<int64_t>(d));
+            if (!s.empty() && end && *end == '\0') return Value(truncate_to_int(d, line));
         } else {
             double d = std::strtod(s.c_str(), &end);
             if (!s.empty() && end && *end == '\0') return Value(d);
@@ -337,15 +351,16 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
     };
     int64_t b = clamp(idx(start, "start"), st > 0 ? 0 : n - 1);
     int64_t e = clamp(idx(stop, "stop"), st > 0 ? n : -1);
-    std::vector<int64_t> picks;
-    for (int64_t i = b; st > 0 ? i < e : i > e; i += st) picks.push_back(i);
+    // The next index is computed only while it stays inside [-1, n]: with a step near 2**63,
+    // i + st would overflow int64 (undefined behaviour).
+    auto advance = [&](int64_t i) { return st > 0 ? (st < e - i ? i + st : e) : (st > e - i ? i + st : e); };
     if (obj.is_string()) {
         std::u32string out;
-        for (int64_t i : picks) out.push_back(u[i]);
+        for (int64_t i = b; st > 0 ? i < e : i > e; i = advance(i)) out.push_back(u[i]);
         return Value(from_u32(out));
     }
     Array out;
-    for (int64_t i : picks) out.push_back(obj.as_array()[i]);
+    for (int64_t i = b; st > 0 ? i < e : i > e; i = advance(i)) out.push_back(obj.as_array()[i]);
     return Value(std::move(out));
 }
 
@@ -357,8 +372,12 @@ Array iterate(const Value& v, int line) {
         return keys;
     }
     if (v.is_string()) {
+        // One Value (tens of bytes) per character: bounded like any list.
+        std::u32string u = to_u32(v.as_string());
+        if (u.size() > kMaxListItems)
+            error_at(line, "cannot iterate over a string of more than " + std::to_string(kMaxListItems) + " characters");
         Array chars;
-        for (char32_t c : to_u32(v.as_string())) chars.push_back(Value(from_u32(std::u32string(1, c))));
+        for (char32_t c : u) chars.push_back(Value(from_u32(std::u32string(1, c))));
         return chars;
     }
     if (v.is_undefined()) return {};
@@ -371,6 +390,8 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
     if (name == "length" || name == "count") return Value(length_of(in, line));
     if (name == "tojson") {
         const Value& indent = arg(a, 0, "indent", none);
+        // Each level repeats the indent: a huge one is gigabytes of spaces.
+        if (indent.is_int() && indent.as_int() > 1000) error_at(line, "tojson: indent over 1000");
         try {
             return Value(in.to_json(indent.is_int() ? static_cast<int>(indent.as_int()) : -1));
         } catch (const Error& e) {
@@ -422,15 +443,16 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
         std::string out;
         Array items = iterate(in, line);
         for (std::size_t i = 0; i < items.size(); ++i) {
-            if (i) out += sep;
-            out += (attr.is_string() ? attribute_path(items[i], attr.as_string(), line) : items[i]).str();
+            if (i) append_bounded(out, sep, line);
+            append_bounded(out, (attr.is_string() ? attribute_path(items[i], attr.as_string(), line) : items[i]).str(),
+                           line);
         }
         return Value(std::move(out));
     }
-    if (name == "int") return number_filter(in, true, arg(a, 0, "default", Value(0)));
-    if (name == "float") return number_filter(in, false, arg(a, 0, "default", Value(0.0)));
+    if (name == "int") return number_filter(in, true, arg(a, 0, "default", Value(0)), line);
+    if (name == "float") return number_filter(in, false, arg(a, 0, "default", Value(0.0)), line);
     if (name == "abs") {
-        if (in.is_int()) return Value(in.as_int() < 0 ? -in.as_int() : in.as_int());
+        if (in.is_int()) return Value(in.as_int() < 0 ? sub_int(0, in.as_int(), line) : in.as_int());
         if (in.is_float()) return Value(std::fabs(in.as_double()));
         error_at(line, "abs expects a number");
     }
@@ -447,7 +469,7 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
     if (name == "replace") {
         const Value& count = arg(a, 2, "count", none);
         return Value(py_replace(in.str(), arg(a, 0, "old", Value("")).str(), arg(a, 1, "new", Value("")).str(),
-                                count.is_int() ? count.as_int() : -1));
+                                count.is_int() ? count.as_int() : -1, line));
     }
     if (name == "reverse") {
         if (in.is_string()) {
@@ -506,7 +528,8 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
         for (const Value& v : iterate(in, line)) {
             Value x = attr.is_string() ? attribute_path(v, attr.as_string(), line) : v;
             if (!x.is_number() || !total.is_number()) error_at(line, "sum expects numbers");
-            total = total.is_int() && x.is_int() ? Value(total.as_int() + x.as_int()) : Value(total.as_double() + x.as_double());
+            total = total.is_int() && x.is_int() ? Value(add_int(total.as_int(), x.as_int(), line))
+                                                 : Value(total.as_double() + x.as_double());
         }
         return total;
     }
@@ -522,6 +545,7 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
         int64_t width = arg(a, 0, "width", Value(4)).is_int() ? arg(a, 0, "width", Value(4)).as_int() : 4;
         bool first = arg(a, 1, "first", Value(false)).truthy();
         bool blank = arg(a, 2, "blank", Value(false)).truthy();
+        if (width > 1000) error_at(line, "indent: width over 1000");  // a huge pad is gigabytes
         std::string pad(static_cast<std::size_t>(std::max<int64_t>(width, 0)), ' ');
         std::string s = in.str(), out;
         std::size_t start = 0;
@@ -530,7 +554,8 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
             std::size_t nl = s.find('\n', start);
             std::string ln = s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
             bool add = first_line ? first : (blank || !ln.empty());
-            out += (add ? pad : "") + ln;
+            if (add) append_bounded(out, pad, line);
+            append_bounded(out, ln, line);
             if (nl == std::string::npos) break;
             out += "\n";
             start = nl + 1;
@@ -632,7 +657,7 @@ bool call_method(const Value& obj, const std::string& name, const CallArgs& a, V
             const Value& count = arg(a, 2, "count", none);
             result = Value(py_replace(s, need_string(arg(a, 0, "old", none), line, "replace()"),
                                       need_string(arg(a, 1, "new", none), line, "replace()"),
-                                      count.is_int() ? count.as_int() : -1));
+                                      count.is_int() ? count.as_int() : -1, line));
         } else if (name == "find" || name == "rfind" || name == "index") {
             std::string sub = need_string(arg(a, 0, "sub", none), line, name + "()");
             std::size_t p = name == "rfind" ? s.rfind(sub) : s.find(sub);
@@ -648,7 +673,10 @@ bool call_method(const Value& obj, const std::string& name, const CallArgs& a, V
         } else if (name == "join") {
             std::string out;
             Array items = iterate(arg(a, 0, "iterable", none), line);
-            for (std::size_t i = 0; i < items.size(); ++i) out += (i ? s : "") + need_string(items[i], line, "join()");
+            for (std::size_t i = 0; i < items.size(); ++i) {
+                if (i) append_bounded(out, s, line);
+                append_bounded(out, need_string(items[i], line, "join()"), line);
+            }
             result = Value(std::move(out));
         } else if (name == "isdigit" || name == "isalpha" || name == "isspace" || name == "isalnum" ||
                    name == "islower" || name == "isupper") {
@@ -721,9 +749,14 @@ void add_globals(Object& g) {
         } else error_at(a.line, "range() needs 1 to 3 arguments");
         if (step == 0) error_at(a.line, "range() step must not be zero");
         Array out;
-        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-            if (out.size() >= 1'000'000) error_at(a.line, "range() too long");
+        for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
+            if (out.size() >= kMaxListItems) error_at(a.line, "range() too long");
             out.push_back(Value(i));
+            // Stop before i + step would pass int64's range (undefined behaviour).
+            // (Unsigned: the distance between two int64 values always fits in a uint64.)
+            const uint64_t left = step > 0 ? uint64_t(stop) - uint64_t(i) : uint64_t(i) - uint64_t(stop);
+            if (left <= (step > 0 ? uint64_t(step) : uint64_t(0) - uint64_t(step))) break;
+            i += step;
         }
         return Value(std::move(out));
     });

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "tokenizer/jinja_builtins.h"
+#include "tokenizer/jinja_limits.h"
 
 namespace nextn::jinja {
 
@@ -27,6 +28,9 @@ std::string Interpreter::render(const Body& body) {
 }
 
 Interpreter::Flow Interpreter::exec(const Body& body, Scope& scope, std::string& out) {
+    // Blocks nest inside macro calls that nest inside blocks: the parser's bound on block depth
+    // does not bound this recursion, so blocks count toward the same depth as expressions.
+    Nest nest(*this, body.empty() ? 0 : body.front()->line);
     for (const auto& s : body) {
         Flow f = exec(*s, scope, out);
         if (f != Flow::Normal) return f;
@@ -36,8 +40,8 @@ Interpreter::Flow Interpreter::exec(const Body& body, Scope& scope, std::string&
 
 Interpreter::Flow Interpreter::exec(const Stmt& s, Scope& scope, std::string& out) {
     switch (s.kind) {
-        case Stmt::Kind::Text: out += s.text; break;
-        case Stmt::Kind::Output: out += eval(*s.expr, scope).str(); break;
+        case Stmt::Kind::Text: append_bounded(out, s.text, s.line); break;
+        case Stmt::Kind::Output: append_bounded(out, eval(*s.expr, scope).str(), s.line); break;
         case Stmt::Kind::If:
             for (const auto& [cond, body] : s.branches)
                 if (!cond || eval(*cond, scope).truthy()) return exec(body, scope, out);
@@ -105,6 +109,7 @@ void Interpreter::exec_for(const Stmt& s, Scope& scope, std::string& out) {
     }
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
+        step(s.line);
         bind(items[i]);
         auto loop = std::make_shared<Object>();
         loop->items = {{"index", Value(i + 1)},
@@ -212,14 +217,21 @@ bool any_float(const Value& a, const Value& b) { return a.is_float() || b.is_flo
     error_at(line, "unsupported operand types for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
 }
 
-Value repeat(const Value& seq, int64_t n) {
+// seq * n. The size is checked before building: 'x' * 10**12 must not try to allocate it.
+Value repeat(const Value& seq, int64_t n, int line) {
     if (seq.is_string()) {
+        const std::string& s = seq.as_string();
+        if (n > 0 && !s.empty() && static_cast<uint64_t>(n) > kMaxStringBytes / s.size())
+            error_at(line, "string repetition longer than " + std::to_string(kMaxStringBytes >> 20) + " MiB");
         std::string out;
-        for (int64_t i = 0; i < n; ++i) out += seq.as_string();
+        for (int64_t i = 0; i < n; ++i) out += s;
         return Value(std::move(out));
     }
+    const Array& a = seq.as_array();
+    if (n > 0 && !a.empty() && static_cast<uint64_t>(n) > kMaxListItems / a.size())
+        error_at(line, "list repetition longer than " + std::to_string(kMaxListItems) + " items");
     Array out;
-    for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.as_array().begin(), seq.as_array().end());
+    for (int64_t i = 0; i < n; ++i) out.insert(out.end(), a.begin(), a.end());
     return Value(std::move(out));
 }
 
@@ -274,6 +286,8 @@ Value Interpreter::compare(const Expr& e, Scope& scope) {
     Value left = eval(*e.args[0], scope);
     for (std::size_t i = 0; i < e.ops.size(); ++i) {
         Value right = eval(*e.args[i + 1], scope);
+        // `x in list` scans the list: inside a loop over a long list that is quadratic work.
+        if (right.is_array()) step(e.line, static_cast<int64_t>(right.as_array().size()));
         if (!compare_op(e.line, e.ops[i], left, right)) return Value(false);
         left = std::move(right);
     }
@@ -292,11 +306,18 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
     }
     Value a = eval(*e.args[0], scope), b = eval(*e.args[1], scope);
     int line = e.line;
-    if (op == "~") return Value(a.str() + b.str());
+    if (op == "~" || (op == "+" && a.is_string() && b.is_string())) {
+        std::string out = a.str();
+        append_bounded(out, b.str(), line);
+        return Value(std::move(out));
+    }
     if (op == "+") {
-        if (both_numbers(a, b)) return any_float(a, b) ? Value(a.as_double() + b.as_double()) : Value(to_int(a) + to_int(b));
-        if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+        if (both_numbers(a, b))
+            return any_float(a, b) ? Value(a.as_double() + b.as_double()) : Value(add_int(to_int(a), to_int(b), line));
         if (a.is_array() && b.is_array()) {
+            if (b.as_array().size() > kMaxListItems - std::min(kMaxListItems, a.as_array().size()))
+                error_at(line, "list longer than " + std::to_string(kMaxListItems) + " items");
+            step(line, static_cast<int64_t>(a.as_array().size() + b.as_array().size()));  // copies both
             Array out = a.as_array();
             out.insert(out.end(), b.as_array().begin(), b.as_array().end());
             return Value(std::move(out));
@@ -304,16 +325,25 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
         bad_operands(line, op, a, b);
     }
     if (op == "*") {
-        if (both_numbers(a, b)) return any_float(a, b) ? Value(a.as_double() * b.as_double()) : Value(to_int(a) * to_int(b));
-        if ((a.is_string() || a.is_array()) && b.is_int()) return repeat(a, b.as_int());
-        if ((b.is_string() || b.is_array()) && a.is_int()) return repeat(b, a.as_int());
+        if (both_numbers(a, b))
+            return any_float(a, b) ? Value(a.as_double() * b.as_double()) : Value(mul_int(to_int(a), to_int(b), line));
+        if ((a.is_string() || a.is_array()) && b.is_int()) {
+            Value r = repeat(a, b.as_int(), line);
+            if (r.is_array()) step(line, static_cast<int64_t>(r.as_array().size()));
+            return r;
+        }
+        if ((b.is_string() || b.is_array()) && a.is_int()) {
+            Value r = repeat(b, a.as_int(), line);
+            if (r.is_array()) step(line, static_cast<int64_t>(r.as_array().size()));
+            return r;
+        }
         bad_operands(line, op, a, b);
     }
     if (!both_numbers(a, b)) {
         if (op == "%" && a.is_string()) error_at(line, "printf-style '%' string formatting is not supported");
         bad_operands(line, op, a, b);
     }
-    if (op == "-") return any_float(a, b) ? Value(a.as_double() - b.as_double()) : Value(to_int(a) - to_int(b));
+    if (op == "-") return any_float(a, b) ? Value(a.as_double() - b.as_double()) : Value(sub_int(to_int(a), to_int(b), line));
     if (op == "/") {
         if (b.as_double() == 0) error_at(line, "division by zero");
         return Value(a.as_double() / b.as_double());
@@ -324,14 +354,21 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
             double q = std::floor(a.as_double() / b.as_double());
             return op == "//" ? Value(q) : Value(a.as_double() - q * b.as_double());
         }
-        int64_t x = to_int(a), y = to_int(b), q = x / y;
+        int64_t x = to_int(a), y = to_int(b);
+        if (x == INT64_MIN && y == -1) error_at(line, "integer overflow (results must fit in 64 bits)");
+        int64_t q = x / y;
         if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // Python floors
         return op == "//" ? Value(q) : Value(x - q * y);
     }
     if (op == "**") {
         if (!any_float(a, b) && to_int(b) >= 0) {
+            int64_t base = to_int(a), exp = to_int(b);
+            // |base| <= 1 never overflows (and would loop up to 2**63 times); otherwise overflow
+            // comes within 63 multiplications.
+            if (base == 0 || base == 1) return Value(exp == 0 ? int64_t{1} : base);
+            if (base == -1) return Value(exp % 2 ? int64_t{-1} : int64_t{1});
             int64_t r = 1;
-            for (int64_t i = 0; i < to_int(b) && i < 64; ++i) r *= to_int(a);
+            for (int64_t i = 0; i < exp; ++i) r = mul_int(r, base, line);
             return Value(r);
         }
         return Value(std::pow(a.as_double(), b.as_double()));
@@ -339,12 +376,31 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
     error_at(line, "unknown operator '" + op + "'");
 }
 
+void Interpreter::step(int line, int64_t units) {
+    steps_ += units;
+    if (steps_ > kMaxSteps)
+        error_at(line, "template takes too long (over " + std::to_string(kMaxSteps) + " evaluation steps)");
+}
+
+Interpreter::Nest::Nest(Interpreter& in, int line) : depth(++in.eval_depth_) {
+    if (depth > 400) {
+        --depth;  // the destructor does not run when the constructor throws
+        error_at(line, "expressions and blocks nested too deeply");
+    }
+}
+
 Value Interpreter::eval(const Expr& e, Scope& scope) {
-    struct Depth {
-        int& d;
-        ~Depth() { --d; }
-    } depth{++eval_depth_};
-    if (eval_depth_ > 400) error_at(e.line, "expression nested too deeply");
+    Nest nest(*this, e.line);
+    step(e.line);
+    Value v = eval_node(e, scope);
+    // Building or copying a string is work in proportion to its length (values hold strings by
+    // value): without this, a loop that builds or copies near-limit strings does gigabytes of
+    // work within the step bound.
+    if (v.is_string()) step(e.line, static_cast<int64_t>(v.as_string().size() / kBytesPerStep));
+    return v;
+}
+
+Value Interpreter::eval_node(const Expr& e, Scope& scope) {
     switch (e.kind) {
         case Expr::Kind::Literal: return e.value;
         case Expr::Kind::Name: {
@@ -387,7 +443,7 @@ Value Interpreter::eval(const Expr& e, Scope& scope) {
             if (v.is_bool()) v = Value(static_cast<int64_t>(v.as_bool()));
             if (!v.is_number()) error_at(e.line, "bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
             if (e.name == "+") return v;
-            return v.is_int() ? Value(-v.as_int()) : Value(-v.as_double());
+            return v.is_int() ? Value(sub_int(0, v.as_int(), e.line)) : Value(-v.as_double());
         }
         case Expr::Kind::Binary: return binary(e, scope);
         case Expr::Kind::Compare: return compare(e, scope);

@@ -25,6 +25,9 @@ public:
     Value eval(const Expr& e, Scope& scope);
 
 private:
+    Value eval_node(const Expr& e, Scope& scope);
+
+private:
     enum class Flow { Normal, Break, Continue };
     Flow exec(const Body& body, Scope& scope, std::string& out);
     Flow exec(const Stmt& s, Scope& scope, std::string& out);
@@ -35,11 +38,21 @@ private:
     Value compare(const Expr& e, Scope& scope);
     Value define_macro(const Stmt& s);
     CallArgs eval_args(const Expr& e, Scope& scope, std::size_t first);
+    // Counts `units` of work toward kMaxSteps (jinja_limits.h), failing beyond it.
+    void step(int line, int64_t units = 1);
+    // One level of expression or block nesting, failing beyond the bound (so deep nesting cannot
+    // overflow the stack); undone when it goes out of scope.
+    struct Nest {
+        Nest(Interpreter& in, int line);
+        ~Nest() { --depth; }
+        int& depth;
+    };
 
     Scope& globals_;
     Scope* top_ = nullptr;  // template-level scope of the render in progress (macros see it)
     int depth_ = 0;         // macro call depth, bounded to fail cleanly on runaway recursion
-    int eval_depth_ = 0;    // expression nesting, bounded so long chains cannot exhaust the stack
+    int eval_depth_ = 0;    // expression and block nesting, bounded so long chains cannot exhaust the stack
+    int64_t steps_ = 0;     // work done by this render, bounded so a runaway template ends
 };
 
 [[noreturn]] void error_at(int line, const std::string& what);
