@@ -232,6 +232,26 @@ TEST(ChatTemplateJinja, DeepNestingThroughMacrosIsAnError) {
     expect_error("{% macro f() %}" + open + "{{ f() }}" + close + "{% endmacro %}{{ f() }}", "nested too deeply");
 }
 
+// A namespace stored inside itself was a reference cycle: LeakSanitizer reported the leak and
+// printing it recursed until the stack overflowed. Values nested one level per loop iteration
+// overflowed the stack the same way (printing, comparing, freeing).
+TEST(ChatTemplateJinja, CyclicAndDeepValuesAreAnError) {
+    expect_error("{% set ns = namespace() %}{% set ns.a = ns %}{{ ns }}", "inside itself");
+    expect_error("{% set ns = namespace() %}{% set ns.a = [1, {'b': ns}] %}{{ ns }}", "inside itself");
+    expect_error("{% set ns = namespace(a=[]) %}{% for i in range(100000) %}{% set ns.a = [ns.a] %}{% endfor %}"
+                 "{{ ns.a }}",
+                 "nested too deeply");
+    // A shared value stored twice is fine (not a cycle).
+    EXPECT_EQ(render("{% set ns = namespace() %}{% set x = [1] %}{% set ns.a = [x, x] %}{{ ns.a }}"), "[[1], [1]]");
+}
+
+TEST(ChatTemplateJinja, DeeplyNestedMessageJsonIsAnError) {
+    Json deep = Json::array();
+    for (int i = 0; i < 100000; ++i) deep = Json::array({std::move(deep)});
+    Json messages = Json::array({Json{{"role", "user"}, {"content", "hi"}, {"extra", std::move(deep)}}});
+    EXPECT_THROW(ChatTemplate(ChatTemplate::chatml_source()).render(messages, nullptr, true), Error);
+}
+
 TEST(ChatTemplateJinja, FallbackIsChatml) {
     ChatTemplate tpl(ChatTemplate::chatml_source());
     Json messages = Json::parse(R"([{"role":"user","content":"Hi"}])");

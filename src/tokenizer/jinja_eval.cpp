@@ -1,6 +1,7 @@
 #include "tokenizer/jinja_eval.h"
 
 #include <cmath>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "tokenizer/jinja_builtins.h"
@@ -62,9 +63,37 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, Scope& scope, std::string& ou
     return Flow::Normal;
 }
 
+namespace {
+
+// Fails when `v` holds `self` (a namespace assigned into itself would be a reference cycle:
+// leaked, and printing it recursed until the stack overflowed) or nests lists and dicts deeper
+// than kMaxValueDepth (a loop can add a level per iteration). `seen` keeps the deepest level
+// each shared container was checked at, so shared parts are not walked again and again.
+void check_storable(const Value& v, const Object* self, int depth, std::unordered_map<const void*, int>& seen,
+                    int line) {
+    if (!v.is_array() && !v.is_object()) return;
+    if (depth > kMaxValueDepth)
+        error_at(line, "value nested too deeply (over " + std::to_string(kMaxValueDepth) + " lists/dicts)");
+    const void* key = v.is_array() ? static_cast<const void*>(&v.as_array()) : &v.as_object();
+    if (key == self) error_at(line, "cannot store a namespace inside itself");
+    auto [it, fresh] = seen.emplace(key, depth);
+    if (!fresh) {
+        if (it->second >= depth) return;
+        it->second = depth;
+    }
+    if (v.is_array())
+        for (const Value& x : v.as_array()) check_storable(x, self, depth + 1, seen, line);
+    else
+        for (const auto& [k, x] : v.as_object().items) check_storable(x, self, depth + 1, seen, line);
+}
+
+}  // namespace
+
 void Interpreter::exec_set(const Stmt& s, Scope& scope, const Value& v) {
+    const Value* target = s.attr.empty() ? nullptr : scope.find(s.targets[0]);
+    std::unordered_map<const void*, int> seen;
+    check_storable(v, target && target->is_object() ? &target->as_object() : nullptr, 1, seen, s.line);
     if (!s.attr.empty()) {
-        const Value* target = scope.find(s.targets[0]);
         if (!target || !target->is_object() || !target->as_object().is_namespace)
             error_at(s.line, "cannot assign attribute '" + s.attr + "' of '" + s.targets[0] + "': not a namespace()");
         target->as_object().set(s.attr, v);

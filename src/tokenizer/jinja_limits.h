@@ -18,6 +18,9 @@ constexpr std::size_t kMaxListItems = 1'000'000;
 // Expression evaluations plus loop iterations in one render (a long conversation through the
 // Qwen3 template takes about 100 per message).
 constexpr int64_t kMaxSteps = 10'000'000;
+// Deepest nesting of lists and dicts in a value: printing, comparing and freeing one recurse
+// per level, so a value built one level per loop iteration would overflow the stack.
+constexpr int kMaxValueDepth = 200;
 // A string value costs one step per this many bytes (so at most ~320 MB of strings are built).
 constexpr std::size_t kBytesPerStep = 32;
 

@@ -213,7 +213,12 @@ std::string Value::to_json(int indent) const {
     return out;
 }
 
-Value Value::from_json(const nlohmann::ordered_json& j) {
+namespace {
+
+// Messages and tools come from a request: a deeply nested argument must not recurse until the
+// stack overflows (here, or later when the template prints or compares it).
+Value from_json_at(const nlohmann::ordered_json& j, int depth) {
+    if (depth > 200) fail("chat template: message or tool JSON nested more than 200 levels deep");
     switch (j.type()) {
         case nlohmann::ordered_json::value_t::null: return Value(nullptr);
         case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
@@ -224,17 +229,21 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
         case nlohmann::ordered_json::value_t::array: {
             Array a;
             a.reserve(j.size());
-            for (const auto& e : j) a.push_back(from_json(e));
+            for (const auto& e : j) a.push_back(from_json_at(e, depth + 1));
             return Value(std::move(a));
         }
         case nlohmann::ordered_json::value_t::object: {
             auto o = std::make_shared<Object>();
-            for (const auto& [k, e] : j.items()) o->items.emplace_back(k, from_json(e));
+            for (const auto& [k, e] : j.items()) o->items.emplace_back(k, from_json_at(e, depth + 1));
             return Value(std::move(o));
         }
         default: return Value(nullptr);
     }
 }
+
+}  // namespace
+
+Value Value::from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }
 
 bool equals(const Value& a, const Value& b) {
     if ((a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool())) {
