@@ -191,32 +191,45 @@ TEST(ChatTemplateJinja, IntegerOverflowIsAnError) {
     expect_error("{{ '1e300'|int }}", "cannot convert");
     // In range, the same expressions still compute (including ** with |base| <= 1 and a huge
     // exponent, which used to stop after 64 multiplications).
-    EXPECT_EQ(render("{{ 9223372036854775806 + 1 }} {{ 2 ** 62 }} {{ (-1) ** 65 }} {{ 1 ** 9223372036854775807 }}"),
+    EXPECT_EQ(render("{{ 9223372036854775806 + 1 }} {{ 2 ** 62 }} {{ (-1) ** 65 }} {{ 1 ** "
+                     "9223372036854775807 }}"),
               "9223372036854775807 4611686018427387904 -1 1");
     // range() and slices with a step near 2**63 stop instead of overflowing the index.
     EXPECT_EQ(render("{{ range(1, 9223372036854775807, 9223372036854775807)|list }}"), "[1]");
-    EXPECT_EQ(render("{{ range(-5, -9223372036854775807 - 1, -9223372036854775807 - 1)|list }}"), "[-5]");
-    EXPECT_EQ(render("{{ [1, 2, 3][1::9223372036854775807] }} {{ 'abc'[1::-9223372036854775807 - 1] }}"), "[2] b");
+    EXPECT_EQ(render("{{ range(-5, -9223372036854775807 - 1, -9223372036854775807 - 1)|list }}"),
+              "[-5]");
+    EXPECT_EQ(
+        render("{{ [1, 2, 3][1::9223372036854775807] }} {{ 'abc'[1::-9223372036854775807 - 1] }}"),
+        "[2] b");
 }
 
 // Templates that would build gigabytes or run for hours stop with an error.
 TEST(ChatTemplateJinja, RunawayTemplatesAreBounded) {
     expect_error("{{ 'x' * 1000000000000 }}", "longer than");
     expect_error("{{ [1, 2] * 1000000000 }}", "longer than");
-    expect_error("{% set ns = namespace(s='xx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+    expect_error(
+        "{% set ns = namespace(s='xx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% "
+        "endfor %}",
+        "longer than");
+    expect_error(
+        "{% set ns = namespace(s='xx') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% "
+        "endfor %}",
+        "longer than");
+    expect_error("{{ ('x' * 1000000)|replace('x', 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy') }}",
                  "longer than");
-    expect_error("{% set ns = namespace(s='xx') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
-                 "longer than");
-    expect_error("{{ ('x' * 1000000)|replace('x', 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy') }}", "longer than");
     expect_error("{{ (['x' * 1000000] * 40)|join }}", "longer than");
     // Copying a long string is work: a loop that does it many times ends.
-    expect_error("{% set s = 'x' * 30000000 %}{% for i in range(1000) %}{% set t = s %}{% endfor %}", "takes too long");
+    expect_error(
+        "{% set s = 'x' * 30000000 %}{% for i in range(1000) %}{% set t = s %}{% endfor %}",
+        "takes too long");
     expect_error("{{ 'x'|indent(1000000000000) }}", "width over");
     expect_error("{{ [1]|tojson(indent=1000000000) }}", "indent over");
-    expect_error("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}",
-                 "takes too long");
-    expect_error("{% set xs = range(100000)|list %}{% for i in xs %}{% if i in xs %}{% endif %}{% endfor %}",
-                 "takes too long");
+    expect_error(
+        "{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}",
+        "takes too long");
+    expect_error(
+        "{% set xs = range(100000)|list %}{% for i in xs %}{% if i in xs %}{% endif %}{% endfor %}",
+        "takes too long");
     expect_error("{{ ('x' * 2000000)|list|length }}", "cannot iterate");
     // map(attribute=) with a number past int64 is a missing attribute, not std::out_of_range.
     EXPECT_EQ(render("{{ [[1]]|map(attribute='99999999999999999999')|list }}"), "[]");
@@ -229,7 +242,8 @@ TEST(ChatTemplateJinja, DeepNestingThroughMacrosIsAnError) {
         open += "{% if true %}";
         close += "{% endif %}";
     }
-    expect_error("{% macro f() %}" + open + "{{ f() }}" + close + "{% endmacro %}{{ f() }}", "nested too deeply");
+    expect_error("{% macro f() %}" + open + "{{ f() }}" + close + "{% endmacro %}{{ f() }}",
+                 "nested too deeply");
 }
 
 // A namespace stored inside itself was a reference cycle: LeakSanitizer reported the leak and
@@ -237,19 +251,26 @@ TEST(ChatTemplateJinja, DeepNestingThroughMacrosIsAnError) {
 // overflowed the stack the same way (printing, comparing, freeing).
 TEST(ChatTemplateJinja, CyclicAndDeepValuesAreAnError) {
     expect_error("{% set ns = namespace() %}{% set ns.a = ns %}{{ ns }}", "inside itself");
-    expect_error("{% set ns = namespace() %}{% set ns.a = [1, {'b': ns}] %}{{ ns }}", "inside itself");
-    expect_error("{% set ns = namespace(a=[]) %}{% for i in range(100000) %}{% set ns.a = [ns.a] %}{% endfor %}"
-                 "{{ ns.a }}",
-                 "nested too deeply");
+    expect_error("{% set ns = namespace() %}{% set ns.a = [1, {'b': ns}] %}{{ ns }}",
+                 "inside itself");
+    expect_error(
+        "{% set ns = namespace(a=[]) %}{% for i in range(100000) %}{% set ns.a = [ns.a] %}{% "
+        "endfor %}"
+        "{{ ns.a }}",
+        "nested too deeply");
     // A shared value stored twice is fine (not a cycle).
-    EXPECT_EQ(render("{% set ns = namespace() %}{% set x = [1] %}{% set ns.a = [x, x] %}{{ ns.a }}"), "[[1], [1]]");
+    EXPECT_EQ(
+        render("{% set ns = namespace() %}{% set x = [1] %}{% set ns.a = [x, x] %}{{ ns.a }}"),
+        "[[1], [1]]");
 }
 
 TEST(ChatTemplateJinja, DeeplyNestedMessageJsonIsAnError) {
     Json deep = Json::array();
     for (int i = 0; i < 100000; ++i) deep = Json::array({std::move(deep)});
-    Json messages = Json::array({Json{{"role", "user"}, {"content", "hi"}, {"extra", std::move(deep)}}});
-    EXPECT_THROW(ChatTemplate(ChatTemplate::chatml_source()).render(messages, nullptr, true), Error);
+    Json messages =
+        Json::array({Json{{"role", "user"}, {"content", "hi"}, {"extra", std::move(deep)}}});
+    EXPECT_THROW(ChatTemplate(ChatTemplate::chatml_source()).render(messages, nullptr, true),
+                 Error);
 }
 
 TEST(ChatTemplateJinja, FallbackIsChatml) {

@@ -143,8 +143,8 @@ std::string title_words(const std::string& s) {
     return out;
 }
 
-std::string py_replace(const std::string& s, const std::string& from, const std::string& to, int64_t count,
-                       int line) {
+std::string py_replace(const std::string& s, const std::string& from, const std::string& to,
+                       int64_t count, int line) {
     std::string out;
     std::size_t pos = 0;
     int64_t done = 0;
@@ -217,7 +217,8 @@ Value attribute_path(const Value& v, const std::string& path, int line) {
         std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
         // Up to 18 digits: std::stoll throws std::out_of_range (not a nextn::Error) past int64,
         // and no list is that long anyway.
-        bool numeric = !part.empty() && part.size() <= 18 && std::all_of(part.begin(), part.end(), ::isdigit);
+        bool numeric =
+            !part.empty() && part.size() <= 18 && std::all_of(part.begin(), part.end(), ::isdigit);
         cur = numeric && cur.is_array() ? get_item(cur, Value(static_cast<int64_t>(std::stoll(part))), line)
                                         : get_attribute(cur, part, line);
         if (dot == std::string::npos) return cur;
@@ -353,7 +354,9 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
     int64_t e = clamp(idx(stop, "stop"), st > 0 ? n : -1);
     // The next index is computed only while it stays inside [-1, n]: with a step near 2**63,
     // i + st would overflow int64 (undefined behaviour).
-    auto advance = [&](int64_t i) { return st > 0 ? (st < e - i ? i + st : e) : (st > e - i ? i + st : e); };
+    auto advance = [&](int64_t i) {
+        return st > 0 ? (st < e - i ? i + st : e) : (st > e - i ? i + st : e);
+    };
     if (obj.is_string()) {
         std::u32string out;
         for (int64_t i = b; st > 0 ? i < e : i > e; i = advance(i)) out.push_back(u[i]);
@@ -375,7 +378,8 @@ Array iterate(const Value& v, int line) {
         // One Value (tens of bytes) per character: bounded like any list.
         std::u32string u = to_u32(v.as_string());
         if (u.size() > kMaxListItems)
-            error_at(line, "cannot iterate over a string of more than " + std::to_string(kMaxListItems) + " characters");
+            error_at(line, "cannot iterate over a string of more than " +
+                               std::to_string(kMaxListItems) + " characters");
         Array chars;
         for (char32_t c : u) chars.push_back(Value(from_u32(std::u32string(1, c))));
         return chars;
@@ -444,15 +448,19 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
         Array items = iterate(in, line);
         for (std::size_t i = 0; i < items.size(); ++i) {
             if (i) append_bounded(out, sep, line);
-            append_bounded(out, (attr.is_string() ? attribute_path(items[i], attr.as_string(), line) : items[i]).str(),
-                           line);
+            append_bounded(
+                out,
+                (attr.is_string() ? attribute_path(items[i], attr.as_string(), line) : items[i])
+                    .str(),
+                line);
         }
         return Value(std::move(out));
     }
     if (name == "int") return number_filter(in, true, arg(a, 0, "default", Value(0)), line);
     if (name == "float") return number_filter(in, false, arg(a, 0, "default", Value(0.0)), line);
     if (name == "abs") {
-        if (in.is_int()) return Value(in.as_int() < 0 ? sub_int(0, in.as_int(), line) : in.as_int());
+        if (in.is_int())
+            return Value(in.as_int() < 0 ? sub_int(0, in.as_int(), line) : in.as_int());
         if (in.is_float()) return Value(std::fabs(in.as_double()));
         error_at(line, "abs expects a number");
     }
@@ -468,7 +476,8 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
     }
     if (name == "replace") {
         const Value& count = arg(a, 2, "count", none);
-        return Value(py_replace(in.str(), arg(a, 0, "old", Value("")).str(), arg(a, 1, "new", Value("")).str(),
+        return Value(py_replace(in.str(), arg(a, 0, "old", Value("")).str(),
+                                arg(a, 1, "new", Value("")).str(),
                                 count.is_int() ? count.as_int() : -1, line));
     }
     if (name == "reverse") {
@@ -754,7 +763,8 @@ void add_globals(Object& g) {
             out.push_back(Value(i));
             // Stop before i + step would pass int64's range (undefined behaviour).
             // (Unsigned: the distance between two int64 values always fits in a uint64.)
-            const uint64_t left = step > 0 ? uint64_t(stop) - uint64_t(i) : uint64_t(i) - uint64_t(stop);
+            const uint64_t left =
+                step > 0 ? uint64_t(stop) - uint64_t(i) : uint64_t(i) - uint64_t(stop);
             if (left <= (step > 0 ? uint64_t(step) : uint64_t(0) - uint64_t(step))) break;
             i += step;
         }

@@ -41,8 +41,12 @@ Interpreter::Flow Interpreter::exec(const Body& body, Scope& scope, std::string&
 
 Interpreter::Flow Interpreter::exec(const Stmt& s, Scope& scope, std::string& out) {
     switch (s.kind) {
-        case Stmt::Kind::Text: append_bounded(out, s.text, s.line); break;
-        case Stmt::Kind::Output: append_bounded(out, eval(*s.expr, scope).str(), s.line); break;
+        case Stmt::Kind::Text:
+            append_bounded(out, s.text, s.line);
+            break;
+        case Stmt::Kind::Output:
+            append_bounded(out, eval(*s.expr, scope).str(), s.line);
+            break;
         case Stmt::Kind::If:
             for (const auto& [cond, body] : s.branches)
                 if (!cond || eval(*cond, scope).truthy()) return exec(body, scope, out);
@@ -69,11 +73,12 @@ namespace {
 // leaked, and printing it recursed until the stack overflowed) or nests lists and dicts deeper
 // than kMaxValueDepth (a loop can add a level per iteration). `seen` keeps the deepest level
 // each shared container was checked at, so shared parts are not walked again and again.
-void check_storable(const Value& v, const Object* self, int depth, std::unordered_map<const void*, int>& seen,
-                    int line) {
+void check_storable(const Value& v, const Object* self, int depth,
+                    std::unordered_map<const void*, int>& seen, int line) {
     if (!v.is_array() && !v.is_object()) return;
     if (depth > kMaxValueDepth)
-        error_at(line, "value nested too deeply (over " + std::to_string(kMaxValueDepth) + " lists/dicts)");
+        error_at(line, "value nested too deeply (over " + std::to_string(kMaxValueDepth) +
+                           " lists/dicts)");
     const void* key = v.is_array() ? static_cast<const void*>(&v.as_array()) : &v.as_object();
     if (key == self) error_at(line, "cannot store a namespace inside itself");
     auto [it, fresh] = seen.emplace(key, depth);
@@ -84,7 +89,8 @@ void check_storable(const Value& v, const Object* self, int depth, std::unordere
     if (v.is_array())
         for (const Value& x : v.as_array()) check_storable(x, self, depth + 1, seen, line);
     else
-        for (const auto& [k, x] : v.as_object().items) check_storable(x, self, depth + 1, seen, line);
+        for (const auto& [k, x] : v.as_object().items)
+            check_storable(x, self, depth + 1, seen, line);
 }
 
 }  // namespace
@@ -92,7 +98,8 @@ void check_storable(const Value& v, const Object* self, int depth, std::unordere
 void Interpreter::exec_set(const Stmt& s, Scope& scope, const Value& v) {
     const Value* target = s.attr.empty() ? nullptr : scope.find(s.targets[0]);
     std::unordered_map<const void*, int> seen;
-    check_storable(v, target && target->is_object() ? &target->as_object() : nullptr, 1, seen, s.line);
+    check_storable(v, target && target->is_object() ? &target->as_object() : nullptr, 1, seen,
+                   s.line);
     if (!s.attr.empty()) {
         if (!target || !target->is_object() || !target->as_object().is_namespace)
             error_at(s.line, "cannot assign attribute '" + s.attr + "' of '" + s.targets[0] + "': not a namespace()");
@@ -251,7 +258,8 @@ Value repeat(const Value& seq, int64_t n, int line) {
     if (seq.is_string()) {
         const std::string& s = seq.as_string();
         if (n > 0 && !s.empty() && static_cast<uint64_t>(n) > kMaxStringBytes / s.size())
-            error_at(line, "string repetition longer than " + std::to_string(kMaxStringBytes >> 20) + " MiB");
+            error_at(line, "string repetition longer than " +
+                               std::to_string(kMaxStringBytes >> 20) + " MiB");
         std::string out;
         for (int64_t i = 0; i < n; ++i) out += s;
         return Value(std::move(out));
@@ -342,11 +350,13 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
     }
     if (op == "+") {
         if (both_numbers(a, b))
-            return any_float(a, b) ? Value(a.as_double() + b.as_double()) : Value(add_int(to_int(a), to_int(b), line));
+            return any_float(a, b) ? Value(a.as_double() + b.as_double())
+                                   : Value(add_int(to_int(a), to_int(b), line));
         if (a.is_array() && b.is_array()) {
             if (b.as_array().size() > kMaxListItems - std::min(kMaxListItems, a.as_array().size()))
                 error_at(line, "list longer than " + std::to_string(kMaxListItems) + " items");
-            step(line, static_cast<int64_t>(a.as_array().size() + b.as_array().size()));  // copies both
+            step(line,
+                 static_cast<int64_t>(a.as_array().size() + b.as_array().size()));  // copies both
             Array out = a.as_array();
             out.insert(out.end(), b.as_array().begin(), b.as_array().end());
             return Value(std::move(out));
@@ -355,7 +365,8 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
     }
     if (op == "*") {
         if (both_numbers(a, b))
-            return any_float(a, b) ? Value(a.as_double() * b.as_double()) : Value(mul_int(to_int(a), to_int(b), line));
+            return any_float(a, b) ? Value(a.as_double() * b.as_double())
+                                   : Value(mul_int(to_int(a), to_int(b), line));
         if ((a.is_string() || a.is_array()) && b.is_int()) {
             Value r = repeat(a, b.as_int(), line);
             if (r.is_array()) step(line, static_cast<int64_t>(r.as_array().size()));
@@ -372,7 +383,9 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
         if (op == "%" && a.is_string()) error_at(line, "printf-style '%' string formatting is not supported");
         bad_operands(line, op, a, b);
     }
-    if (op == "-") return any_float(a, b) ? Value(a.as_double() - b.as_double()) : Value(sub_int(to_int(a), to_int(b), line));
+    if (op == "-")
+        return any_float(a, b) ? Value(a.as_double() - b.as_double())
+                               : Value(sub_int(to_int(a), to_int(b), line));
     if (op == "/") {
         if (b.as_double() == 0) error_at(line, "division by zero");
         return Value(a.as_double() / b.as_double());
@@ -384,7 +397,8 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
             return op == "//" ? Value(q) : Value(a.as_double() - q * b.as_double());
         }
         int64_t x = to_int(a), y = to_int(b);
-        if (x == INT64_MIN && y == -1) error_at(line, "integer overflow (results must fit in 64 bits)");
+        if (x == INT64_MIN && y == -1)
+            error_at(line, "integer overflow (results must fit in 64 bits)");
         int64_t q = x / y;
         if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // Python floors
         return op == "//" ? Value(q) : Value(x - q * y);
@@ -408,7 +422,8 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
 void Interpreter::step(int line, int64_t units) {
     steps_ += units;
     if (steps_ > kMaxSteps)
-        error_at(line, "template takes too long (over " + std::to_string(kMaxSteps) + " evaluation steps)");
+        error_at(line, "template takes too long (over " + std::to_string(kMaxSteps) +
+                           " evaluation steps)");
 }
 
 Interpreter::Nest::Nest(Interpreter& in, int line) : depth(++in.eval_depth_) {

@@ -26,8 +26,6 @@ public:
 
 private:
     Value eval_node(const Expr& e, Scope& scope);
-
-private:
     enum class Flow { Normal, Break, Continue };
     Flow exec(const Body& body, Scope& scope, std::string& out);
     Flow exec(const Stmt& s, Scope& scope, std::string& out);
@@ -51,8 +49,10 @@ private:
     Scope& globals_;
     Scope* top_ = nullptr;  // template-level scope of the render in progress (macros see it)
     int depth_ = 0;         // macro call depth, bounded to fail cleanly on runaway recursion
-    int eval_depth_ = 0;    // expression and block nesting, bounded so long chains cannot exhaust the stack
-    int64_t steps_ = 0;     // work done by this render, bounded so a runaway template ends
+    // Expression and block nesting, bounded so long chains cannot exhaust the stack.
+    int eval_depth_ = 0;
+    // Work done by this render, bounded so a runaway template ends.
+    int64_t steps_ = 0;
 };
 
 [[noreturn]] void error_at(int line, const std::string& what);

@@ -234,7 +234,8 @@ Value from_json_at(const nlohmann::ordered_json& j, int depth) {
         }
         case nlohmann::ordered_json::value_t::object: {
             auto o = std::make_shared<Object>();
-            for (const auto& [k, e] : j.items()) o->items.emplace_back(k, from_json_at(e, depth + 1));
+            for (const auto& [k, e] : j.items())
+                o->items.emplace_back(k, from_json_at(e, depth + 1));
             return Value(std::move(o));
         }
         default: return Value(nullptr);
