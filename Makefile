@@ -23,8 +23,8 @@ test: build
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)
 
-# The file-reader fuzzers for FUZZ_SECONDS each; the clang build in $(BUILD_DIR)/fuzz is the one
-# make test uses for its few-second run.
+# The fuzz targets (file readers, chat templates, tokenizer) for FUZZ_SECONDS each; the clang
+# build in $(BUILD_DIR)/fuzz is the one make test uses for its few-second run.
 FUZZ_SECONDS ?= 120
 fuzz:
 	@bash scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD_DIR)/fuzz

@@ -189,6 +189,8 @@ TEST(ChatTemplateJinja, IntegerOverflowIsAnError) {
     expect_error("{{ [9223372036854775807, 1]|sum }}", "integer overflow");
     expect_error("{{ 1e300|int }}", "cannot convert");
     expect_error("{{ '1e300'|int }}", "cannot convert");
+    expect_error("{{ '99999999999999999999'|int }}", "integer overflow");
+    expect_error("{{ '-99999999999999999999'|int }}", "integer overflow");
     // In range, the same expressions still compute (including ** with |base| <= 1 and a huge
     // exponent, which used to stop after 64 multiplications).
     EXPECT_EQ(render("{{ 9223372036854775806 + 1 }} {{ 2 ** 62 }} {{ (-1) ** 65 }} {{ 1 ** "
@@ -231,6 +233,9 @@ TEST(ChatTemplateJinja, RunawayTemplatesAreBounded) {
         "{% set xs = range(100000)|list %}{% for i in xs %}{% if i in xs %}{% endif %}{% endfor %}",
         "takes too long");
     expect_error("{{ ('x' * 2000000)|list|length }}", "cannot iterate");
+    // unique compares each item with every kept one: a million distinct items is bounded.
+    expect_error("{{ range(1000000)|unique|length }}", "unique over too many items");
+    EXPECT_EQ(render("{{ [3, 1, 3, 2, 1]|unique|list }}"), "[3, 1, 2]");
     // map(attribute=) with a number past int64 is a missing attribute, not std::out_of_range.
     EXPECT_EQ(render("{{ [[1]]|map(attribute='99999999999999999999')|list }}"), "[]");
 }

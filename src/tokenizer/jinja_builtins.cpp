@@ -1,6 +1,7 @@
 #include "tokenizer/jinja_builtins.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <ctime>
 #include <optional>
@@ -277,8 +278,13 @@ Value number_filter(const Value& v, bool as_int, const Value& fallback, int line
         std::string s = py_strip(v.as_string(), Value(nullptr), true, true, 0);
         char* end = nullptr;
         if (as_int) {
+            errno = 0;
             long long x = std::strtoll(s.c_str(), &end, 10);
-            if (!s.empty() && end && *end == '\0') return Value(static_cast<int64_t>(x));
+            if (!s.empty() && end && *end == '\0') {
+                // strtoll clamps an out-of-range number to the int64 limits: a wrong value.
+                if (errno == ERANGE) error_at(line, "integer overflow (results must fit in 64 bits)");
+                return Value(static_cast<int64_t>(x));
+            }
             double d = std::strtod(s.c_str(), &end);  // Jinja's int filter also accepts "3.5"
             if (!s.empty() && end && *end == '\0') return Value(truncate_to_int(d, line));
         } else {
@@ -503,8 +509,15 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
         return Value(std::move(items));
     }
     if (name == "unique") {
+        // Each item is compared with every kept one: quadratic, so the comparisons are bounded
+        // as a render's steps are (a million distinct items would otherwise run for hours).
         Array out;
+        int64_t comparisons = 0;
         for (const Value& v : iterate(in, line)) {
+            comparisons += static_cast<int64_t>(out.size());
+            if (comparisons > kMaxSteps)
+                error_at(line, "unique over too many items (over " + std::to_string(kMaxSteps) +
+                                   " comparisons)");
             bool seen = false;
             for (const Value& w : out) seen |= equals(v, w);
             if (!seen) out.push_back(v);
