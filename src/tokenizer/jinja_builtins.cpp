@@ -282,7 +282,8 @@ Value number_filter(const Value& v, bool as_int, const Value& fallback, int line
             long long x = std::strtoll(s.c_str(), &end, 10);
             if (!s.empty() && end && *end == '\0') {
                 // strtoll clamps an out-of-range number to the int64 limits: a wrong value.
-                if (errno == ERANGE) error_at(line, "integer overflow (results must fit in 64 bits)");
+                if (errno == ERANGE)
+                    error_at(line, "integer overflow (results must fit in 64 bits)");
                 return Value(static_cast<int64_t>(x));
             }
             double d = std::strtod(s.c_str(), &end);  // Jinja's int filter also accepts "3.5"
