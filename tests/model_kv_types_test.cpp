@@ -8,6 +8,7 @@
 //     token-by-token) with these caches too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/error.h"
@@ -31,6 +32,12 @@ struct KvCase {
     //   model_golden_test.cpp meet the same), so 7.5. Every one of the 365 clear picks agreed
     //   and 0.95 of them must; for scale, Q8_0 weights move these logits by up to 2.6 and 7.1.
     float logit_tol;
+    // Bound on the median over positions of each position's largest logit distance. A flipped
+    // expert moves a few positions' logits by whole units, so the bound above must allow that,
+    // and a cache that is wrong everywhere could hide under it (values of every head written
+    // from head 0 moved the MoE logits by at most 5.0-7.3); the median it moves by 0.9-1.9.
+    // Measured: f16 2e-4 to 4e-4, so 5e-3; q8_0 0.007-0.022, so 0.1.
+    float median_tol;
     // Of the positions (prompt and greedy steps) whose golden pick is clear (Agreement below),
     // the share whose pick must agree; 1: every pick, clear or not (f16: every pick agreed).
     double min_clear_agreement;
@@ -104,9 +111,12 @@ TEST_P(KvTypes, GoldenLogitsWithinRoundingTolerance) {
         std::vector<float> logits(size_t(T * V));
         model.forward(state, tokens.data(), T, {nullptr, logits.data(), T});
         std::vector<float> want = test::golden_tensor(g, name, "logits");
-        float worst = test::max_abs_diff(logits.data(), want.data(), T * V);
+        std::vector<float> distances;  // [positions] each position's largest logit distance
         Agreement picks;
-        for (int64_t t = 0; t < T; ++t) picks.add(logits.data() + t * V, want.data() + t * V, V);
+        for (int64_t t = 0; t < T; ++t) {
+            distances.push_back(test::max_abs_diff(logits.data() + t * V, want.data() + t * V, V));
+            picks.add(logits.data() + t * V, want.data() + t * V, V);
+        }
         // The greedy continuation, fed the golden tokens so one early flip does not derail the
         // comparison: each step's logits against the golden step's.
         std::vector<int32_t> greedy = test::json_ids(p["greedy_tokens"]);
@@ -114,13 +124,17 @@ TEST_P(KvTypes, GoldenLogitsWithinRoundingTolerance) {
         std::vector<float> step(static_cast<size_t>(V));
         std::copy_n(logits.data() + (T - 1) * V, V, step.data());
         for (size_t k = 0; k < greedy.size(); ++k) {
-            worst = std::max(worst, test::max_abs_diff(step.data(), want_steps.data() + k * V, V));
+            distances.push_back(test::max_abs_diff(step.data(), want_steps.data() + k * V, V));
             picks.add(step.data(), want_steps.data() + k * V, V);
             model.forward(state, &greedy[k], 1, {nullptr, step.data(), 1});
         }
-        std::printf("    %s: max |logit diff| %.4f; %d/%d clear picks agree%s\n", name, worst,
-                    picks.clear_agree, picks.clear, picks.all_agree ? ", every pick agrees" : "");
+        std::sort(distances.begin(), distances.end());
+        const float worst = distances.back(), median = distances[distances.size() / 2];
+        std::printf("    %s: max |logit diff| %.4f, median over positions %.4f; %d/%d clear picks agree%s\n",
+                    name, worst, median, picks.clear_agree, picks.clear,
+                    picks.all_agree ? ", every pick agrees" : "");
         EXPECT_LT(worst, kv.logit_tol);
+        EXPECT_LT(median, kv.median_tol);
         if (kv.min_clear_agreement >= 1.0)
             EXPECT_TRUE(picks.all_agree);
         else
@@ -146,11 +160,11 @@ TEST(KvTypesQ8_0, RefusesHeadsOfPartBlocks) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, KvTypes,
-    ::testing::Values(KvCase{"qwen35-dense-tiny", KvCacheType::F16, 2e-2f, 1.0, 64 * 2},
-                      KvCase{"qwen35-moe-tiny", KvCacheType::F16, 2e-2f, 1.0, 64 * 2},
+    ::testing::Values(KvCase{"qwen35-dense-tiny", KvCacheType::F16, 2e-2f, 5e-3f, 1.0, 64 * 2},
+                      KvCase{"qwen35-moe-tiny", KvCacheType::F16, 2e-2f, 5e-3f, 1.0, 64 * 2},
                       // two blocks of 2 scale bytes + 32 codes
-                      KvCase{"qwen35-dense-tiny", KvCacheType::Q8_0, 0.4f, 0.95, 2 * 34},
-                      KvCase{"qwen35-moe-tiny", KvCacheType::Q8_0, 7.5f, 0.95, 2 * 34}),
+                      KvCase{"qwen35-dense-tiny", KvCacheType::Q8_0, 0.4f, 0.1f, 0.95, 2 * 34},
+                      KvCase{"qwen35-moe-tiny", KvCacheType::Q8_0, 7.5f, 0.1f, 0.95, 2 * 34}),
     [](const auto& info) {
         return test::test_name(info.param.fixture) + "_" + kv_cache_type_name(info.param.type);
     });
