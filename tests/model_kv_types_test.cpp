@@ -130,9 +130,11 @@ TEST_P(KvTypes, GoldenLogitsWithinRoundingTolerance) {
         }
         std::sort(distances.begin(), distances.end());
         const float worst = distances.back(), median = distances[distances.size() / 2];
-        std::printf("    %s: max |logit diff| %.4f, median over positions %.4f; %d/%d clear picks agree%s\n",
-                    name, worst, median, picks.clear_agree, picks.clear,
-                    picks.all_agree ? ", every pick agrees" : "");
+        std::printf(
+            "    %s: max |logit diff| %.4f, median over positions %.4f; %d/%d clear picks "
+            "agree%s\n",
+            name, worst, median, picks.clear_agree, picks.clear,
+            picks.all_agree ? ", every pick agrees" : "");
         EXPECT_LT(worst, kv.logit_tol);
         EXPECT_LT(median, kv.median_tol);
         if (kv.min_clear_agreement >= 1.0)
