@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -140,7 +141,9 @@ TEST(KernelsGemm, BatchInvariantBitwise) {
 }
 
 // Row ranges that cut tiles anywhere (what other thread counts or pool splits would do) give
-// the same bits as one call over all rows.
+// the same bits as one call over all rows, and a call writes its own rows only: each range is
+// computed alone into a buffer of NaN, and every row outside it must still hold NaN (a tile
+// rounded up past its range's end would race with the thread that owns those rows).
 TEST(KernelsGemm, RowSplitInvariantBitwise) {
     for (const std::string& isa : available_isas()) {
         const KernelTable& k = kernels_for(isa);
@@ -149,13 +152,27 @@ TEST(KernelsGemm, RowSplitInvariantBitwise) {
             const WeightMatrix w = random_weight(t, s, 7);
             const int64_t n = 5;
             const std::vector<float> x = random_values(size_t(n * s.cols), 8);
-            std::vector<float> whole(size_t(n * s.rows)), split(size_t(n * s.rows));
+            std::vector<float> whole(size_t(n * s.rows));  // [n, rows]
             k.gemm_rows(w, x.data(), n, whole.data(), s.rows, 0, s.rows);
             for (int64_t cut : {int64_t(1), int64_t(3), int64_t(5), s.rows - 2}) {
-                k.gemm_rows(w, x.data(), n, split.data(), s.rows, 0, cut);
-                k.gemm_rows(w, x.data(), n, split.data(), s.rows, cut, s.rows);
-                ASSERT_EQ(0, std::memcmp(whole.data(), split.data(), whole.size() * 4))
-                    << isa << " " << wtype_name(t) << " cut=" << cut;
+                // The later range first: a call that wrote past its end would not be overwritten.
+                for (auto [r0, r1] : {std::pair{cut, s.rows}, std::pair{int64_t(0), cut}}) {
+                    std::vector<float> part(whole.size(), std::nanf(""));
+                    k.gemm_rows(w, x.data(), n, part.data(), s.rows, r0, r1);
+                    for (int64_t j = 0; j < n; ++j)
+                        for (int64_t r = 0; r < s.rows; ++r) {
+                            const float got = part[size_t(j * s.rows + r)];
+                            const float want = whole[size_t(j * s.rows + r)];
+                            if (r >= r0 && r < r1)
+                                ASSERT_EQ(0, std::memcmp(&got, &want, 4))
+                                    << isa << " " << wtype_name(t) << " rows [" << r0 << ", "
+                                    << r1 << ") column " << j << " row " << r;
+                            else
+                                ASSERT_TRUE(std::isnan(got))
+                                    << isa << " " << wtype_name(t) << " rows [" << r0 << ", "
+                                    << r1 << ") wrote row " << r << " of column " << j;
+                        }
+                }
             }
         }
     }
