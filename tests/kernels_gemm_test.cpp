@@ -165,12 +165,12 @@ TEST(KernelsGemm, RowSplitInvariantBitwise) {
                             const float want = whole[size_t(j * s.rows + r)];
                             if (r >= r0 && r < r1)
                                 ASSERT_EQ(0, std::memcmp(&got, &want, 4))
-                                    << isa << " " << wtype_name(t) << " rows [" << r0 << ", "
-                                    << r1 << ") column " << j << " row " << r;
+                                    << isa << " " << wtype_name(t) << " rows [" << r0 << ", " << r1
+                                    << ") column " << j << " row " << r;
                             else
                                 ASSERT_TRUE(std::isnan(got))
-                                    << isa << " " << wtype_name(t) << " rows [" << r0 << ", "
-                                    << r1 << ") wrote row " << r << " of column " << j;
+                                    << isa << " " << wtype_name(t) << " rows [" << r0 << ", " << r1
+                                    << ") wrote row " << r << " of column " << j;
                         }
                 }
             }
