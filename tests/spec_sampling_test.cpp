@@ -1,11 +1,20 @@
 // Sampled speculative decoding has the plain sampler's distribution (model level): thousands of
 // seeded runs with MTP drafts (rejection-sampling acceptance) and without, compared by a
-// two-sample chi-square test on the marginals of generated tokens 2 and 3 (token 1 comes from
+// two-sample chi-square test on the marginals of generated tokens 2, 3 and 4 (token 1 comes from
 // the prefill in both), for temperature alone and with top-p + min-p + penalties.
+//
+// The drafts come from the embedded model's trained MTP head (models/nextn-tiny), whose q
+// overlaps the target's p: a round of depth 2 has its first draft accepted about half the time,
+// so acceptance, rejection with a residual draw, a second draft and the bonus token are all in
+// the sample. (A random head's drafts are almost never accepted, and the residual draw is then
+// close to p itself, so that test compared plain sampling with plain sampling.) A drafter that
+// misstates its q must fail the same statistic: the control that shows the test has power.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
+#include <memory>
 
 #include "golden.h"
 #include "model/qwen35.h"
@@ -52,52 +61,123 @@ bool same_distribution(const std::map<int, int>& a, const std::map<int, int>& b,
     return stat < chi2_critical(df);
 }
 
-void check(const SamplerParams& params, int runs, int64_t draft_vocab = 0,
-           WType draft_type = WType::Native) {
-    test::GoldenModel g = test::golden_model("qwen35-dense-tiny");
+// Draws its drafts from the MTP head's q but reports q sharpened (q^2, renormalised), as a
+// drafter that scored its drafts with the wrong temperature would: acceptance then uses a q the
+// drafts were not drawn from, and the output distribution is no longer p.
+class MisstatedQDrafter : public Drafter {
+  public:
+    MisstatedQDrafter(const Qwen35Model& model, SequenceState& state) : inner_(model, state) {}
+    void on_commit(const float* hidden, const int32_t* next_tokens, int64_t n,
+                   int64_t pos0) override {
+        inner_.on_commit(hidden, next_tokens, n, pos0);
+    }
+    void flush() override { inner_.flush(); }
+    void reset() override { inner_.reset(); }
+    void draft(const DraftRequest& request, DraftProposal& out) override {
+        inner_.draft(request, drawn_);
+        out.clear();
+        for (size_t i = 0; i < drawn_.size(); ++i) {
+            Distribution& q = out.next_q();
+            q = drawn_.q()[i];
+            double total = 0;
+            for (float& v : q.probs) total += double(v) * v;
+            for (float& v : q.probs) v = float(double(v) * v / total);
+            out.add(drawn_.tokens()[i]);
+        }
+    }
+
+  private:
+    MtpDrafter inner_;
+    DraftProposal drawn_;
+};
+
+enum class DraftKind { Mtp, MisstatedQ };
+
+constexpr int kDepth = 2;
+constexpr int kCompared = 3;  // generated tokens 2..4: one round of depth 2 can make all three
+
+struct Samples {
+    std::map<int, int> plain[kCompared], spec[kCompared];
+    int64_t drafted[kDepth] = {}, accepted[kDepth] = {};
+};
+
+Samples sample_runs(const SamplerParams& params, int runs, DraftKind kind, int64_t draft_vocab,
+                    WType draft_type) {
     ModelOptions mo;
     mo.threads = 1;
     mo.draft_vocab = draft_vocab;
     mo.draft_head_type = draft_type;
-    LoadedModel lm = load_model(g.model_dir, mo);
+    mo.matrix_type = WType::Q8_0;
+    LoadedModel lm = load_model(test::source_dir() + "/models/nextn-tiny", mo);
     const Qwen35Model& model = *lm.model;
-    std::vector<int32_t> prompt = test::json_ids(g.index["prompts"]["p7"]["tokens"]);
-    std::map<int, int> plain[2], spec[2];
-    int64_t drafted = 0, accepted = 0;
+    const nlohmann::json index =
+        nlohmann::json::parse(read_text_file(test::data_dir() + "/nextn-tiny-ref/index.json"));
+    const std::vector<int32_t> prompt = test::json_ids(index["prompts"]["p9"]["tokens"]);
+    Samples out;
     for (int mode = 0; mode < 2; ++mode) {
+        // One state and drafter for all runs, reset before each (as a server's session is).
+        SequenceState state = model.new_state(int64_t(prompt.size()) + 8, kDepth + 2);
+        std::unique_ptr<Drafter> drafter;
+        if (mode == 1 && kind == DraftKind::Mtp)
+            drafter = std::make_unique<MtpDrafter>(model, state);
+        if (mode == 1 && kind == DraftKind::MisstatedQ)
+            drafter = std::make_unique<MisstatedQDrafter>(model, state);
         for (int r = 0; r < runs; ++r) {
-            SequenceState state = model.new_state(int64_t(prompt.size()) + 8, 4);
-            std::unique_ptr<Drafter> drafter;
-            if (mode == 1) drafter = std::make_unique<MtpDrafter>(model, state);
+            state.reset();
+            if (drafter) drafter->reset();
             DecodeOptions o;
-            o.max_new_tokens = 3;
-            o.draft_depth = 2;
+            // Room for the first round to draft kDepth tokens: k = min(depth, room - 1).
+            o.max_new_tokens = kCompared + 1;
+            o.draft_depth = kDepth;
             o.sampler = params;
             // Different seed streams for the two modes: the samples must be independent.
             o.sampler.seed = uint64_t(r) * 2 + uint64_t(mode) + 1000;
-            std::vector<int32_t> out;
-            DecodeStats s = generate(model, state, drafter.get(), prompt, o, [&](const EmittedToken& e) {
-                out.push_back(e.id);
-                return true;
-            });
-            ASSERT_EQ(3u, out.size());
-            for (int i = 0; i < 2; ++i) (mode ? spec : plain)[i][out[size_t(i + 1)]]++;
-            if (mode == 1) {
-                drafted += s.drafted[0];
-                accepted += s.accepted[0];
-            }
+            std::vector<int32_t> tokens;
+            DecodeStats s =
+                generate(model, state, drafter.get(), prompt, o, [&](const EmittedToken& e) {
+                    tokens.push_back(e.id);
+                    return true;
+                });
+            EXPECT_EQ(size_t(kCompared + 1), tokens.size());
+            if (tokens.size() != size_t(kCompared + 1)) return out;
+            for (int i = 0; i < kCompared; ++i)
+                (mode ? out.spec : out.plain)[i][tokens[size_t(i + 1)]]++;
+            if (mode == 1)
+                for (int d = 0; d < kDepth && d < int(s.drafted.size()); ++d) {
+                    out.drafted[d] += s.drafted[size_t(d)];
+                    out.accepted[d] += s.accepted[size_t(d)];
+                }
         }
     }
-    // The test only means something if drafts are both accepted and rejected.
-    EXPECT_GT(accepted, 0);
-    EXPECT_LT(accepted, drafted);
-    for (int i = 0; i < 2; ++i) {
+    return out;
+}
+
+// Whether every compared token's marginal passes the chi-square test; prints each statistic.
+bool all_tokens_match(const Samples& s, int runs) {
+    bool all = true;
+    for (int i = 0; i < kCompared; ++i) {
         double stat;
         int df;
-        EXPECT_TRUE(same_distribution(plain[i], spec[i], runs, &stat, &df))
-            << "token " << i + 2 << ": chi2 " << stat << " df " << df << " critical "
-            << chi2_critical(df);
+        const bool same = same_distribution(s.plain[i], s.spec[i], runs, &stat, &df);
+        std::printf("    token %d: chi2 %.1f, df %d, critical %.1f\n", i + 2, stat, df,
+                    chi2_critical(df));
+        all = all && same;
     }
+    return all;
+}
+
+void check(const SamplerParams& params, int runs, int64_t draft_vocab = 0,
+           WType draft_type = WType::Native) {
+    const Samples s = sample_runs(params, runs, DraftKind::Mtp, draft_vocab, draft_type);
+    // The test only means something if drafts at both depths are accepted and rejected often.
+    for (int d = 0; d < kDepth; ++d) {
+        std::printf("    depth %d: %lld of %lld drafts accepted\n", d + 1, (long long)s.accepted[d],
+                    (long long)s.drafted[d]);
+        EXPECT_GE(s.drafted[d], runs / 10) << "depth " << d + 1;
+        EXPECT_GE(s.accepted[d], s.drafted[d] / 10) << "depth " << d + 1;
+        EXPECT_LE(s.accepted[d], s.drafted[d] * 9 / 10) << "depth " << d + 1;
+    }
+    EXPECT_TRUE(all_tokens_match(s, runs));
 }
 
 TEST(SpeculativeSampling, TemperatureOnlyMatchesPlain) {
@@ -123,7 +203,16 @@ TEST(SpeculativeSampling, SubVocabularyQuantizedDraftHeadMatchesPlain) {
     SamplerParams p;
     p.temperature = 0.7f;
     p.top_p = 0.95f;
-    check(p, 1500, 256, WType::Q8_0);
+    check(p, 1500, 1024, WType::Q8_0);
+}
+
+// The control: the same runs and statistic catch a drafter whose stated q is not the one its
+// drafts were drawn from.
+TEST(SpeculativeSampling, MisstatedDraftDistributionIsCaught) {
+    SamplerParams p;
+    p.temperature = 0.6f;
+    const Samples s = sample_runs(p, 1500, DraftKind::MisstatedQ, 0, WType::Native);
+    EXPECT_FALSE(all_tokens_match(s, 1500));
 }
 
 }  // namespace
