@@ -1,6 +1,7 @@
 // The embedded model (models/nextn-tiny, trained by tools/train) against the reference outputs
 // the torch implementation wrote in float64 on the exported bf16 weights
-// (tests/data/nextn-tiny-ref; tolerances from its index.json), and greedy speculative parity
+// (tests/data/nextn-tiny-ref; tolerances from its index.json: the trunk, the MTP head and two
+// chained draft steps), and greedy speculative parity
 // over 200+ tokens on a head whose drafts are actually accepted.
 #include <gtest/gtest.h>
 
@@ -27,6 +28,7 @@ TEST(TinyModel, MatchesTorchReference) {
     const float logit_tol = tol["logits_max_abs"].get<float>();
     const float hidden_tol = tol["hidden_max_abs"].get<float>();
     const float mtp_tol = tol["mtp_logits_max_abs"].get<float>();
+    const float mtp_hidden_tol = tol["mtp_hidden_max_abs"].get<float>();
     LoadedModel lm = open_tiny();
     const Qwen35Model& m = *lm.model;
     const int64_t V = m.config().vocab_size, H = m.config().hidden_size;
@@ -50,8 +52,32 @@ TEST(TinyModel, MatchesTorchReference) {
         m.mtp_forward(s, hidden.data(), pairs.data(), T, 0, {mtp_hidden.data(), mtp_logits.data(), T});
         EXPECT_LT(test::max_abs_diff(mtp_logits.data() + from * V, file("mtp_logits").data(),
                                      (T - from) * V), mtp_tol);
-        EXPECT_EQ(test::argmax(mtp_logits.data() + (T - 1) * V, V),
-                  p["mtp"]["draft_tokens"][0].get<int>());
+        EXPECT_LT(test::max_abs_diff(mtp_hidden.data(), file("mtp_hidden").data(), T * H),
+                  mtp_hidden_tol);
+        const std::vector<int32_t> drafts = test::json_ids(p["mtp"]["draft_tokens"]);
+        EXPECT_EQ(test::argmax(mtp_logits.data() + (T - 1) * V, V), drafts[0]);
+
+        // The chained draft steps 2..3: each pairs the step before's MTP hidden (after mtp.norm)
+        // with the draft before it, appended to the same MTP KV cache.
+        const std::vector<int32_t> chain_tokens = test::json_ids(p["mtp"]["chain_input_tokens"]);
+        const auto chain_positions = p["mtp"]["chain_positions"].get<std::vector<int64_t>>();
+        const std::vector<float> want_chain_logits = file("mtp_chain_logits");
+        const std::vector<float> want_chain_hidden = file("mtp_chain_hidden");
+        ASSERT_EQ(chain_tokens.size(), chain_positions.size());
+        ASSERT_EQ(want_chain_logits.size(), chain_tokens.size() * size_t(V));
+        std::vector<float> previous(mtp_hidden.end() - H, mtp_hidden.end());  // [H]
+        std::vector<float> step_hidden(static_cast<size_t>(H)), step_logits(static_cast<size_t>(V));
+        for (size_t j = 0; j < chain_tokens.size(); ++j) {
+            SCOPED_TRACE("chained step " + std::to_string(j + 2));
+            m.mtp_forward(s, previous.data(), &chain_tokens[j], 1, chain_positions[j],
+                          {step_hidden.data(), step_logits.data(), 1});
+            EXPECT_LT(test::max_abs_diff(step_logits.data(), want_chain_logits.data() + j * V, V),
+                      mtp_tol);
+            EXPECT_LT(test::max_abs_diff(step_hidden.data(), want_chain_hidden.data() + j * H, H),
+                      mtp_hidden_tol);
+            EXPECT_EQ(test::argmax(step_logits.data(), V), drafts[j + 1]);
+            previous = step_hidden;
+        }
 
         // Plain greedy continuation, exact wherever the reference's top-2 gap is not tiny.
         std::vector<int32_t> want = test::json_ids(p["greedy_tokens"]);
