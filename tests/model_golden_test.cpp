@@ -4,7 +4,9 @@
 // Tolerances are the fixture README's suggestions for an f32 engine (§6).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "golden.h"
 #include "kernels/kernels.h"
@@ -124,6 +126,10 @@ TEST_P(GoldenTest, GreedyContinuationMatches) {
 // the same fixtures differ by up to 2.6 (dense) and 7.1 (MoE), agreeing on 55 and 48 of 64
 // greedy tokens (formats_cross_test).
 constexpr double kBf16MinAgreement = 0.80;
+// The bound on the largest distance must allow an expert flip's whole units, under which a
+// computation wrong at every position could hide; the median over positions of each position's
+// largest distance cannot. Measured (Xeon, AVX512_BF16): 0.05-0.09 dense, 0.06-0.13 MoE.
+constexpr float kBf16MedianBound = 0.5f;
 constexpr float kBf16ClearGap = 0.5f;
 float bf16_logit_bound(const std::string& model) { return model.find("moe") != std::string::npos ? 5.0f : 1.5f; }
 
@@ -142,10 +148,11 @@ TEST_P(GoldenTest, Bf16ActivationsStayNearGolden) {
     std::vector<float> logits(size_t(T * V));
     model.forward(state, tokens.data(), T, {nullptr, logits.data(), T});
     const std::vector<float> want = test::golden_tensor(g, c.prompt, "logits");
-    const float diff = test::max_abs_diff(logits.data(), want.data(), T * V);
+    std::vector<float> distances;  // [T] each position's largest logit distance
     int decided = 0, agree = 0;
     for (int64_t t = 0; t < T; ++t) {
         const float* w = want.data() + t * V;
+        distances.push_back(test::max_abs_diff(logits.data() + t * V, w, V));
         const int best = test::argmax(w, V);
         float second = -INFINITY;
         for (int64_t v = 0; v < V; ++v)
@@ -154,9 +161,14 @@ TEST_P(GoldenTest, Bf16ActivationsStayNearGolden) {
         ++decided;
         agree += test::argmax(logits.data() + t * V, V) == best;
     }
-    std::printf("    bf16 activations: max |logit diff| %.4f; %d/%d clear next-token choices agree\n", diff,
-                agree, decided);
+    std::sort(distances.begin(), distances.end());
+    const float diff = distances.back(), median = distances[distances.size() / 2];
+    std::printf(
+        "    bf16 activations: max |logit diff| %.4f, median over positions %.4f; %d/%d clear "
+        "next-token choices agree\n",
+        diff, median, agree, decided);
     EXPECT_LT(diff, bf16_logit_bound(c.model));
+    EXPECT_LT(median, kBf16MedianBound);
     EXPECT_GE(agree, kBf16MinAgreement * decided);
 }
 
