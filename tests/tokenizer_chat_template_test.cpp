@@ -185,6 +185,7 @@ TEST(ChatTemplateJinja, IntegerOverflowIsAnError) {
     expect_error("{{ 2 ** 64 }}", "integer overflow");
     expect_error("{{ -(-9223372036854775807 - 1) }}", "integer overflow");
     expect_error("{{ (-9223372036854775807 - 1) // -1 }}", "integer overflow");
+    EXPECT_EQ(render("{{ (-9223372036854775807 - 1) % -1 }}"), "0");  // as Python
     expect_error("{{ (-9223372036854775807 - 1)|abs }}", "integer overflow");
     expect_error("{{ [9223372036854775807, 1]|sum }}", "integer overflow");
     expect_error("{{ 1e300|int }}", "cannot convert");

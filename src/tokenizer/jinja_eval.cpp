@@ -397,8 +397,10 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
             return op == "//" ? Value(q) : Value(a.as_double() - q * b.as_double());
         }
         int64_t x = to_int(a), y = to_int(b);
-        if (x == INT64_MIN && y == -1)
+        if (x == INT64_MIN && y == -1) {  // the quotient 2**63 overflows; the remainder is 0
+            if (op == "%") return Value(int64_t{0});
             error_at(line, "integer overflow (results must fit in 64 bits)");
+        }
         int64_t q = x / y;
         if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // Python floors
         return op == "//" ? Value(q) : Value(x - q * y);
