@@ -467,6 +467,10 @@ int cmd_bench(const std::vector<std::string>& argv) {
             "reaches %.0f%%\n",
             weight_bytes / 1e6, weight_sized_gbs, weight_sized_gbs / bw_best, double(cache_bytes) / 1e6,
             100.0 * gbs / weight_sized_gbs);
+    else  // said too, so that the verdict can always be checked against its rates
+        say("a buffer the size of the %.0f MB of weights a token reads is read at %.1f GB/s, "
+            "%.2fx the large probe's rate: not served by cache\n",
+            weight_bytes / 1e6, weight_sized_gbs, weight_sized_gbs / bw_best);
     // Plain decode again, runs back to back with no probe between them, just before the MTP
     // runs and timed as they are: the MTP speed-ups divide by this. Over the probed runs they
     // mixed two ways of timing and two moments of a VM whose rate drifts: on the 2-core Xeon VM
