@@ -135,13 +135,16 @@ assert 2 * f16 == f32, (f32, f16)
 assert 64 * q8 == 17 * f32, (f32, q8)
 PY
 
-# inspect says how the weights are held (this bf16 checkpoint: all bf16, kept as is).
-"$NEXTN" inspect "$MODEL" | grep -qE "^weights held as: bf16 x[0-9]+ \(matrices" || fail "inspect: weights held as"
+# inspect says how the weights are held (this bf16 checkpoint: all bf16, kept as is). Its
+# output is taken whole before it is searched: in a pipe inspect's own exit status would be lost.
+info=$("$NEXTN" inspect "$MODEL") || fail "inspect exited $?"
+grep -qE "^weights held as: bf16 x[0-9]+ \(matrices" <<<"$info" || fail "inspect: weights held as"
 
 # With --bf16-activations on a CPU with the bf16 dot product, inspect shows the matrices as
 # bf16-dot and bench reports bf16 activations; elsewhere the flag changes nothing.
-if "$NEXTN" inspect "$MODEL" | grep -q "AVX512_BF16"; then
-    "$NEXTN" inspect "$MODEL" --bf16-activations | grep -qE "^weights held as: bf16 \(bf16-dot\) x[0-9]+ " \
+info_bf16=$("$NEXTN" inspect "$MODEL" --bf16-activations) || fail "inspect --bf16-activations exited $?"
+if grep -q "AVX512_BF16" <<<"$info"; then
+    grep -qE "^weights held as: bf16 \(bf16-dot\) x[0-9]+ " <<<"$info_bf16" \
         || fail "inspect --bf16-activations: weights held as"
     "$NEXTN" bench "$MODEL" --bf16-activations --json --prompt-tokens 8 --decode-tokens 4 --repeat 1 \
         > "$TMP/bench_bf16.json" 2>/dev/null || fail "bench --bf16-activations"
@@ -152,7 +155,7 @@ assert b["activations"] == "bf16" and b["quant"] == "bf16", (b["activations"], b
 assert b["compute_peak_kind"] == "bf16", b["compute_peak_kind"]
 PY
 else
-    "$NEXTN" inspect "$MODEL" --bf16-activations | grep -qE "^weights held as: bf16 x[0-9]+ " \
+    grep -qE "^weights held as: bf16 x[0-9]+ " <<<"$info_bf16" \
         || fail "inspect --bf16-activations without the bf16 dot product: weights held as"
 fi
 
