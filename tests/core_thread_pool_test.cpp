@@ -1,13 +1,14 @@
-// ThreadPool: every item of a job runs exactly once, on a thread index in range, whatever the job
-// size (the static split below 8 items per thread, the guided claims above it, the contiguous
-// split when asked), across many back-to-back jobs (workers that start a job while spinning)
-// and after the workers fell asleep (when the caller often claims every item before a worker
-// wakes, and the worker must then stay out of that job); run_on_each_thread runs once on every
-// thread, each on its own OS thread.
+// ThreadPool: every item of a job runs exactly once, on a thread index in range and its own,
+// whatever the job size (the static split below 8 items per thread, the guided claims above it, the
+// contiguous split when asked), across many back-to-back jobs (workers that start a job while
+// spinning) and after the workers fell asleep (when the caller often claims every item before a
+// worker wakes, and the worker must then stay out of that job); run_on_each_thread runs once on
+// every thread, each on its own OS thread.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -37,15 +38,31 @@ struct Claims {
     std::atomic<bool> bad_range{false};
 };
 
-// Runs one job of n items and checks each ran once, on a thread index in range.
+// Runs one job of n items and checks each ran once, on a thread index in range that is its
+// thread's own: callers index per-thread scratch with it, so within a job one index must never
+// run on two OS threads, nor two claims of one index at the same time.
 void expect_each_item_once(ThreadPool& pool, int64_t n) {
     Claims claims(n);
-    std::atomic<bool> bad_thread{false};
+    std::atomic<bool> bad_thread{false}, shared_index{false};
+    std::vector<std::atomic<bool>> in_use(static_cast<size_t>(pool.size()));  // [threads]
+    std::mutex owners_mutex;
+    std::map<int, std::thread::id> owners;  // index -> the OS thread that ran it in this job
     pool.run_indexed(n, [&](int thread, int64_t begin, int64_t end) {
-        if (thread < 0 || thread >= pool.size()) bad_thread = true;
+        if (thread < 0 || thread >= pool.size()) {
+            bad_thread = true;
+            return;
+        }
+        if (in_use[size_t(thread)].exchange(true)) shared_index = true;
+        {
+            std::lock_guard<std::mutex> lock(owners_mutex);
+            const auto [it, fresh] = owners.emplace(thread, std::this_thread::get_id());
+            if (!fresh && it->second != std::this_thread::get_id()) shared_index = true;
+        }
         claims.add(begin, end);
+        in_use[size_t(thread)] = false;
     });
     ASSERT_FALSE(bad_thread.load()) << "n=" << n;
+    ASSERT_FALSE(shared_index.load()) << "n=" << n << ": one thread index ran on two OS threads";
     claims.expect_each_item_once();
 }
 
