@@ -30,13 +30,13 @@ expect 2 "^nextn run: --top-k 99999999999 is out of range" -- "$NEXTN" run "$MOD
 expect 2 "^nextn run: --logit-bias: expected TOKEN_ID\+BIAS or TOKEN_ID-BIAS" -- "$NEXTN" run "$MODEL" -p hi --logit-bias 12
 expect 2 "^nextn run: --logit-bias: \+inf is not a bias" -- "$NEXTN" run "$MODEL" -p hi --logit-bias 12+inf
 expect 1 "logit_bias token id 999999 is outside the vocabulary" -- "$NEXTN" run "$MODEL" -p hi --logit-bias 999999+1
-expect 2 "draft-depth" -- "$NEXTN" run "$MODEL" -p hi --draft-depth 99
+expect 2 "^nextn run: --draft-depth must be auto or between 0 and 8" -- "$NEXTN" run "$MODEL" -p hi --draft-depth 99
 # -1 is the loader's "auto", not a value the flag takes.
 expect 2 "^nextn run: --draft-vocab must be >= 0 \(0 = whole vocabulary\), got -1" -- "$NEXTN" run "$MODEL" -p hi --draft-vocab -1
 expect 2 "expects an integer" -- "$NEXTN" run "$MODEL" -p hi --draft-depth deep
 expect 2 "^nextn run: --no-mtp and --draft-depth 4 contradict each other" -- "$NEXTN" run "$MODEL" -p hi --no-mtp --draft-depth 4
 expect 0 "" -- "$NEXTN" run "$MODEL" -p hi -n 2 -q --no-mtp --draft-depth 0
-expect 2 "quant" -- "$NEXTN" run "$MODEL" -p hi --quant q3
+expect 2 "^nextn run: --quant: unknown type .q3. \(supported: native, f32, bf16, q8_0, q4" -- "$NEXTN" run "$MODEL" -p hi --quant q3
 expect 2 "--kv-type: unknown KV cache type .f8." -- "$NEXTN" run "$MODEL" -p hi --kv-type f8
 expect 1 "does not exist" -- "$NEXTN" run "$TMP/missing" -p hi
 expect 2 "^nextn run: --draft-model: the path is empty" -- "$NEXTN" run "$MODEL" -p hi --draft-model ""
