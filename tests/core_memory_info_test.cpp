@@ -1,0 +1,56 @@
+// memory_info: MemAvailable read in bytes (the file gives kB), the up-front memory check's
+// boundary and message, and the two size formats its messages use.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "core/memory_info.h"
+
+namespace nextn {
+namespace {
+
+// MemAvailable in kB, read here with sscanf, apart from the code under test; 0 when absent.
+size_t mem_available_kb() {
+    std::ifstream in("/proc/meminfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        size_t kb = 0;
+        if (std::sscanf(line.c_str(), "MemAvailable: %zu kB", &kb) == 1) return kb;
+    }
+    return 0;
+}
+
+TEST(MemoryInfo, AvailableIsMemAvailableInBytes) {
+    const size_t kb = mem_available_kb();
+    if (kb == 0) GTEST_SKIP() << "SKIPPED: no MemAvailable in /proc/meminfo";
+    const double got = double(read_memory_info().available), want = 1024.0 * double(kb);
+    // The figure moves between the two reads; kB taken as 1000 bytes would be 2.3% off.
+    EXPECT_NEAR(got / want, 1.0, 0.005) << got << " bytes against " << kb << " kB";
+}
+
+TEST(MemoryInfo, RequireMemoryFailsOnlyBeyondWhatIsAvailable) {
+    EXPECT_NO_THROW(require_memory(size_t(5) << 30, size_t(5) << 30, "x"));
+    EXPECT_NO_THROW(require_memory(size_t(9) << 40, 0, "x"));  // 0: unknown, no check
+    try {
+        require_memory(size_t(2'600'000'000), size_t(1'260'000'000), "the cache", "try --ctx 512",
+                       "the test's figure");
+        FAIL() << "2.6 GB fitted in 1.26 GB";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(),
+                     "the cache needs 2.6 GB of memory but only 1.3 GB is available (the test's "
+                     "figure); try --ctx 512");
+    }
+}
+
+TEST(MemoryInfo, SizesSwitchToGigabytesAtOne) {
+    EXPECT_EQ(size_text(999'900'000), "999.9 MB");
+    EXPECT_EQ(size_text(1'000'000'000), "1.00 GB");
+    EXPECT_EQ(size_text(12'340'000), "12.3 MB");
+    EXPECT_EQ(gigabytes(1'260'000'000), "1.3 GB");
+}
+
+}  // namespace
+}  // namespace nextn
