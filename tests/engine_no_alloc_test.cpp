@@ -182,9 +182,12 @@ TEST_P(NoAllocation, GenerateLoop) {
     for (auto& [sampler_name, params] : samplers) {
         SCOPED_TRACE(sampler_name);
         params.seed = 7;
-        for (const int depth : {0, 3, -4}) {  // -4: adaptive depth up to 4
-            if (depth != 0 && !m.has_mtp()) continue;
-            SCOPED_TRACE("depth " + std::to_string(depth));
+        // Each with and without --logprobs (a report of the top 5 for every emitted token).
+        for (const auto& [depth, logprobs] : {std::pair{0, 0}, std::pair{3, 0}, std::pair{-4, 0},
+                                              std::pair{0, 5}, std::pair{3, 5}}) {
+            if (depth != 0 && !m.has_mtp()) continue;  // -4: adaptive depth up to 4
+            SCOPED_TRACE("depth " + std::to_string(depth) + ", logprobs " +
+                         std::to_string(logprobs));
             const int max_depth = std::abs(depth);
             DepthController controller(max_depth);
             std::vector<int32_t> prompt = prompt_for(m);
@@ -197,6 +200,7 @@ TEST_P(NoAllocation, GenerateLoop) {
             o.draft_depth = max_depth;
             if (depth < 0) o.controller = &controller;
             o.sampler = params;
+            o.logprobs = logprobs;
             std::optional<AllocationCount> count;
             int64_t emitted = 0, allocations = -1;
             generate(m, s, d.get(), prompt, o, [&](const EmittedToken&) {

@@ -424,10 +424,15 @@ Distribution process(std::span<const float> logits, std::span<const int32_t> his
     return out;
 }
 
-std::vector<int32_t> top_k_ids(std::span<const float> logits, int64_t k) {
-    checked_argmax(logits);
-    std::vector<Candidate> best;
+void top_k_candidates(std::span<const float> logits, int64_t k,
+                      std::vector<SamplingCandidate>& best) {
+    checked_argmax(logits);  // rejects NaN / +inf logits
     select_top_k(logits, k, best);
+}
+
+std::vector<int32_t> top_k_ids(std::span<const float> logits, int64_t k) {
+    std::vector<Candidate> best;
+    top_k_candidates(logits, k, best);
     std::vector<int32_t> ids;
     for (const Candidate& c : best) ids.push_back(c.id);
     return ids;

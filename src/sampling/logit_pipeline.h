@@ -97,5 +97,9 @@ Distribution distribution_from_logits(std::span<const float> logits, const Sampl
 // Ids of the k largest logits, sorted by (logit descending, id ascending); -inf logits are
 // never selected, so fewer than k come back when fewer are finite.
 std::vector<int32_t> top_k_ids(std::span<const float> logits, int64_t k);
+// The same candidates (id and logit; weight unset) into `best`, whose capacity is reused: with
+// k entries reserved, a call with k up to 4096 allocates nothing.
+void top_k_candidates(std::span<const float> logits, int64_t k,
+                      std::vector<SamplingCandidate>& best);
 
 }  // namespace nextn

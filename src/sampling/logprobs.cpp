@@ -31,14 +31,23 @@ LogprobReport logprobs_from_distribution(const Distribution& d, int32_t chosen, 
 }
 
 LogprobReport logprobs_from_logits(std::span<const float> logits, int32_t chosen, int32_t top_n) {
+    std::vector<SamplingCandidate> scratch;
+    LogprobReport report;
+    logprobs_from_logits(logits, chosen, top_n, scratch, report);
+    return report;
+}
+
+void logprobs_from_logits(std::span<const float> logits, int32_t chosen, int32_t top_n,
+                          std::vector<SamplingCandidate>& scratch, LogprobReport& out) {
     const auto vocab = static_cast<int64_t>(logits.size());
     if (chosen < 0 || chosen >= vocab)
         fail("sampling: logprob token ", chosen, " is outside the vocabulary (size ", vocab, ")");
     if (top_n < 0) fail("sampling: top_logprobs must be >= 0, got ", top_n);
-    // top_k_ids also rejects NaN / +inf logits.
-    const std::vector<int32_t> top = top_k_ids(logits, std::max<int32_t>(top_n, 1));
+    // top_k_candidates also rejects NaN / +inf logits.
+    std::vector<SamplingCandidate>& top = scratch;
+    top_k_candidates(logits, std::max<int32_t>(top_n, 1), top);
     if (top.empty()) fail("sampling: every token has a -inf logit (all banned)");
-    const double max_logit = logits[static_cast<size_t>(top[0])];
+    const double max_logit = top[0].logit;
     double sum = 0.0;
     for (float v : logits) sum += std::exp(static_cast<double>(v) - max_logit);
     const double log_normalizer = max_logit + std::log(sum);
@@ -46,11 +55,10 @@ LogprobReport logprobs_from_logits(std::span<const float> logits, int32_t chosen
         return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(id)]) -
                                   log_normalizer);
     };
-    LogprobReport report;
-    report.chosen = {chosen, logprob(chosen)};
+    out.chosen = {chosen, logprob(chosen)};
+    out.top.clear();
     for (size_t i = 0; i < top.size() && i < static_cast<size_t>(top_n); ++i)
-        report.top.push_back({top[i], logprob(top[i])});
-    return report;
+        out.top.push_back({top[i].id, logprob(top[i].id)});
 }
 
 }  // namespace nextn

@@ -66,13 +66,17 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     history.reserve(prompt.size() + stats.tokens.capacity() + size_t(depth) + 1);
     history = prompt;
     SamplingWorkspace workspace;            // its .processed: [V] after bias and penalties
-    LogprobReport report;
+    LogprobReport report;                   // reused token after token
+    std::vector<SamplingCandidate> logprob_ranking;  // logprobs_from_logits's scratch
+    report.top.reserve(size_t(std::max(options.logprobs, 0)));
+    logprob_ranking.reserve(size_t(std::max(options.logprobs, 1)));
     auto emit = [&](int32_t token) {
         EmittedToken e;
         e.id = token;
         if (options.logprobs > 0) {
             // Logprobs of the target's logits after bias and penalties (workspace holds them).
-            report = logprobs_from_logits(workspace.processed, token, options.logprobs);
+            logprobs_from_logits(workspace.processed, token, options.logprobs, logprob_ranking,
+                                 report);
             e.logprobs = &report;
         }
         return on_token(e);
