@@ -215,5 +215,43 @@ TEST(SpeculativeSampling, MisstatedDraftDistributionIsCaught) {
     EXPECT_FALSE(all_tokens_match(s, 1500));
 }
 
+// A logit bias that bans the whole draft sub-vocabulary leaves q nothing to draw from, while the
+// target can still pick tokens above it: the drafter then drafts nothing, and each round is a
+// plain step (the same tokens as plain decoding, for the same seed), where the request failed.
+TEST(SpeculativeSampling, DraftVocabularyAllBannedDraftsNothing) {
+    ModelOptions mo;
+    mo.threads = 1;
+    mo.draft_vocab = 64;
+    LoadedModel lm = load_model(test::source_dir() + "/models/nextn-tiny", mo);
+    const Qwen35Model& model = *lm.model;
+    const nlohmann::json index =
+        nlohmann::json::parse(read_text_file(test::data_dir() + "/nextn-tiny-ref/index.json"));
+    const std::vector<int32_t> prompt = test::json_ids(index["prompts"]["p9"]["tokens"]);
+    for (const float temperature : {0.0f, 0.8f}) {
+        SCOPED_TRACE("temperature " + std::to_string(temperature));
+        std::vector<int32_t> out[2];
+        for (int depth : {0, 2}) {
+            SequenceState state = model.new_state(int64_t(prompt.size()) + 16, depth + 1);
+            MtpDrafter drafter(model, state);
+            DecodeOptions o;
+            o.max_new_tokens = 8;
+            o.draft_depth = depth;
+            o.sampler.temperature = temperature;
+            o.sampler.seed = 11;
+            for (int32_t id = 0; id < 64; ++id) o.sampler.logit_bias[id] = -INFINITY;
+            DecodeStats s = generate(model, state, depth ? &drafter : nullptr, prompt, o,
+                                     [&](const EmittedToken& e) {
+                                         out[depth / 2].push_back(e.id);
+                                         return true;
+                                     });
+            if (depth > 0) {
+                EXPECT_EQ(s.drafted[0], 0);
+            }
+        }
+        EXPECT_EQ(out[0].size(), 8u);
+        EXPECT_EQ(out[0], out[1]);
+    }
+}
+
 }  // namespace
 }  // namespace nextn

@@ -78,24 +78,34 @@ void MtpDrafter::draft(const DraftRequest& request, DraftProposal& proposal) {
     std::vector<int32_t>& history = *request.history;
     const size_t committed = history.size();
     reserve_for_sampling(*request.params, V, workspace_, history.capacity());
+    // False, drafting nothing more this round, when the draft sub-vocabulary has no token q can
+    // draw: a logit bias that bans all of [0, Vd) while the target may still pick a token above
+    // it, or logits the head made NaN or +inf. Drafts only propose: the round then verifies the
+    // drafts made so far (none is a plain step), and the target's own logits decide the output.
     auto propose = [&](const float* logits) {
         Distribution& q = proposal.next_q();
-        process({logits, size_t(V)}, history, *request.params, workspace_, q);
+        try {
+            process({logits, size_t(V)}, history, *request.params, workspace_, q);
+        } catch (const Error&) {
+            return false;
+        }
         const int32_t tok = sample(q, *request.rng);
         proposal.add(tok);
         history.push_back(tok);
+        return true;
     };
-    propose(last_logits_.data());
-    prev_hidden_ = last_hidden_;
-    std::vector<float>& prev = prev_hidden_;
-    for (int step = 1; step < k; ++step) {
-        const int64_t pos = last_pos_ + step;
-        if (pos >= state_.mtp_attention.capacity) break;
-        int32_t tok = proposal.tokens().back();
-        model_.mtp_forward(state_, prev.data(), &tok, 1, pos,
-                           {step_hidden_.data(), step_logits_.data(), 1});
-        propose(step_logits_.data());
-        std::copy_n(step_hidden_.data(), H, prev.data());
+    if (propose(last_logits_.data())) {
+        prev_hidden_ = last_hidden_;
+        std::vector<float>& prev = prev_hidden_;
+        for (int step = 1; step < k; ++step) {
+            const int64_t pos = last_pos_ + step;
+            if (pos >= state_.mtp_attention.capacity) break;
+            int32_t tok = proposal.tokens().back();
+            model_.mtp_forward(state_, prev.data(), &tok, 1, pos,
+                               {step_hidden_.data(), step_logits_.data(), 1});
+            if (!propose(step_logits_.data())) break;
+            std::copy_n(step_hidden_.data(), H, prev.data());
+        }
     }
     history.resize(committed);
 }
