@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "golden.h"
+#include "misstated_q_drafter.h"
 #include "model/qwen35.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
@@ -61,36 +62,6 @@ bool same_distribution(const std::map<int, int>& a, const std::map<int, int>& b,
     return stat < chi2_critical(df);
 }
 
-// Draws its drafts from the MTP head's q but reports q sharpened (q^2, renormalised), as a
-// drafter that scored its drafts with the wrong temperature would: acceptance then uses a q the
-// drafts were not drawn from, and the output distribution is no longer p.
-class MisstatedQDrafter : public Drafter {
-  public:
-    MisstatedQDrafter(const Qwen35Model& model, SequenceState& state) : inner_(model, state) {}
-    void on_commit(const float* hidden, const int32_t* next_tokens, int64_t n,
-                   int64_t pos0) override {
-        inner_.on_commit(hidden, next_tokens, n, pos0);
-    }
-    void flush() override { inner_.flush(); }
-    void reset() override { inner_.reset(); }
-    void draft(const DraftRequest& request, DraftProposal& out) override {
-        inner_.draft(request, drawn_);
-        out.clear();
-        for (size_t i = 0; i < drawn_.size(); ++i) {
-            Distribution& q = out.next_q();
-            q = drawn_.q()[i];
-            double total = 0;
-            for (float& v : q.probs) total += double(v) * v;
-            for (float& v : q.probs) v = float(double(v) * v / total);
-            out.add(drawn_.tokens()[i]);
-        }
-    }
-
-  private:
-    MtpDrafter inner_;
-    DraftProposal drawn_;
-};
-
 enum class DraftKind { Mtp, MisstatedQ };
 
 constexpr int kDepth = 2;
@@ -121,7 +92,7 @@ Samples sample_runs(const SamplerParams& params, int runs, DraftKind kind, int64
         if (mode == 1 && kind == DraftKind::Mtp)
             drafter = std::make_unique<MtpDrafter>(model, state);
         if (mode == 1 && kind == DraftKind::MisstatedQ)
-            drafter = std::make_unique<MisstatedQDrafter>(model, state);
+            drafter = std::make_unique<test::MisstatedQDrafter>(model, state);
         for (int r = 0; r < runs; ++r) {
             state.reset();
             if (drafter) drafter->reset();

@@ -1,0 +1,38 @@
+#pragma once
+// A drafter for the exactness tests' controls (spec_sampling_test.cpp,
+// spec_exact_distribution_test.cpp): a statistic that passes the real drafter must fail this one.
+#include "spec/mtp_drafter.h"
+
+namespace nextn::test {
+
+// Draws its drafts from the MTP head's q but reports q sharpened (q^2, renormalised), as a
+// drafter that scored its drafts with the wrong temperature would: acceptance then uses a q the
+// drafts were not drawn from, and the output distribution is no longer p.
+class MisstatedQDrafter : public Drafter {
+  public:
+    MisstatedQDrafter(const Qwen35Model& model, SequenceState& state) : inner_(model, state) {}
+    void on_commit(const float* hidden, const int32_t* next_tokens, int64_t n,
+                   int64_t pos0) override {
+        inner_.on_commit(hidden, next_tokens, n, pos0);
+    }
+    void flush() override { inner_.flush(); }
+    void reset() override { inner_.reset(); }
+    void draft(const DraftRequest& request, DraftProposal& out) override {
+        inner_.draft(request, drawn_);
+        out.clear();
+        for (size_t i = 0; i < drawn_.size(); ++i) {
+            Distribution& q = out.next_q();
+            q = drawn_.q()[i];
+            double total = 0;
+            for (float& v : q.probs) total += double(v) * v;
+            for (float& v : q.probs) v = float(double(v) * v / total);
+            out.add(drawn_.tokens()[i]);
+        }
+    }
+
+  private:
+    MtpDrafter inner_;
+    DraftProposal drawn_;
+};
+
+}  // namespace nextn::test
