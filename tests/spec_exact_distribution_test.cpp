@@ -207,9 +207,8 @@ TEST(SpeculativeExactDistribution, StopTokenInsideRounds) {
     check(c, 3000, [](Case& c, const std::vector<int32_t>& top) { c.stop_tokens = {top[1]}; });
 }
 
-// Depths chosen round by round by the adaptive controller (its modelled costs: a sampled request
-// never follows timings), up to 4.
-TEST(SpeculativeExactDistribution, AdaptiveDepth) {
+// Top-k 2 with a presence penalty over 5 tokens, up to depth 4, 7 tokens.
+Case top_2_depth_4() {
     Case c;
     c.params.temperature = 1.2f;
     c.params.top_k = 2;
@@ -217,6 +216,13 @@ TEST(SpeculativeExactDistribution, AdaptiveDepth) {
     c.params.penalty_last_n = 5;
     c.depth = 4;
     c.length = 7;
+    return c;
+}
+
+// Depths chosen round by round by the adaptive controller (its modelled costs: a sampled request
+// never follows timings), up to 4.
+TEST(SpeculativeExactDistribution, AdaptiveDepth) {
+    Case c = top_2_depth_4();
     c.adaptive = true;
     check(c, 3000, nullptr);
 }
@@ -224,14 +230,7 @@ TEST(SpeculativeExactDistribution, AdaptiveDepth) {
 // The control: the same runs and statistic catch a drafter whose stated q is not the one its
 // drafts were drawn from.
 TEST(SpeculativeExactDistribution, MisstatedDraftDistributionIsCaught) {
-    Case c;
-    c.params.temperature = 1.2f;
-    c.params.top_k = 2;
-    c.params.presence_penalty = 0.7f;
-    c.params.penalty_last_n = 5;
-    c.depth = 4;
-    c.length = 7;
-    const Verdict v = sample_against_exact(c, 3000, nullptr, /*misstated=*/true);
+    const Verdict v = sample_against_exact(top_2_depth_4(), 3000, nullptr, /*misstated=*/true);
     EXPECT_GT(v.stat, v.critical);
 }
 
