@@ -282,8 +282,7 @@ Value number_filter(const Value& v, bool as_int, const Value& fallback, int line
             long long x = std::strtoll(s.c_str(), &end, 10);
             if (!s.empty() && end && *end == '\0') {
                 // strtoll clamps an out-of-range number to the int64 limits: a wrong value.
-                if (errno == ERANGE)
-                    error_at(line, "integer overflow (results must fit in 64 bits)");
+                if (errno == ERANGE) integer_overflow(line);
                 return Value(static_cast<int64_t>(x));
             }
             double d = std::strtod(s.c_str(), &end);  // Jinja's int filter also accepts "3.5"
@@ -359,18 +358,14 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
     };
     int64_t b = clamp(idx(start, "start"), st > 0 ? 0 : n - 1);
     int64_t e = clamp(idx(stop, "stop"), st > 0 ? n : -1);
-    // The next index is computed only while it stays inside [-1, n]: with a step near 2**63,
-    // i + st would overflow int64 (undefined behaviour).
-    auto advance = [&](int64_t i) {
-        return st > 0 ? (st < e - i ? i + st : e) : (st > e - i ? i + st : e);
-    };
     if (obj.is_string()) {
         std::u32string out;
-        for (int64_t i = b; st > 0 ? i < e : i > e; i = advance(i)) out.push_back(u[i]);
+        for (int64_t i = b; st > 0 ? i < e : i > e; i = step_toward(i, st, e)) out.push_back(u[i]);
         return Value(from_u32(out));
     }
     Array out;
-    for (int64_t i = b; st > 0 ? i < e : i > e; i = advance(i)) out.push_back(obj.as_array()[i]);
+    for (int64_t i = b; st > 0 ? i < e : i > e; i = step_toward(i, st, e))
+        out.push_back(obj.as_array()[i]);
     return Value(std::move(out));
 }
 
@@ -772,15 +767,9 @@ void add_globals(Object& g) {
         } else error_at(a.line, "range() needs 1 to 3 arguments");
         if (step == 0) error_at(a.line, "range() step must not be zero");
         Array out;
-        for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
+        for (int64_t i = start; step > 0 ? i < stop : i > stop; i = step_toward(i, step, stop)) {
             if (out.size() >= kMaxListItems) error_at(a.line, "range() too long");
             out.push_back(Value(i));
-            // Stop before i + step would pass int64's range (undefined behaviour).
-            // (Unsigned: the distance between two int64 values always fits in a uint64.)
-            const uint64_t left =
-                step > 0 ? uint64_t(stop) - uint64_t(i) : uint64_t(i) - uint64_t(stop);
-            if (left <= (step > 0 ? uint64_t(step) : uint64_t(0) - uint64_t(step))) break;
-            i += step;
         }
         return Value(std::move(out));
     });

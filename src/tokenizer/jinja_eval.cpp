@@ -367,13 +367,10 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
         if (both_numbers(a, b))
             return any_float(a, b) ? Value(a.as_double() * b.as_double())
                                    : Value(mul_int(to_int(a), to_int(b), line));
-        if ((a.is_string() || a.is_array()) && b.is_int()) {
-            Value r = repeat(a, b.as_int(), line);
-            if (r.is_array()) step(line, static_cast<int64_t>(r.as_array().size()));
-            return r;
-        }
-        if ((b.is_string() || b.is_array()) && a.is_int()) {
-            Value r = repeat(b, a.as_int(), line);
+        // A sequence times an int, either way round.
+        const bool sequence_first = (a.is_string() || a.is_array()) && b.is_int();
+        if (sequence_first || ((b.is_string() || b.is_array()) && a.is_int())) {
+            Value r = sequence_first ? repeat(a, b.as_int(), line) : repeat(b, a.as_int(), line);
             if (r.is_array()) step(line, static_cast<int64_t>(r.as_array().size()));
             return r;
         }
@@ -399,7 +396,7 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
         int64_t x = to_int(a), y = to_int(b);
         if (x == INT64_MIN && y == -1) {  // the quotient 2**63 overflows; the remainder is 0
             if (op == "%") return Value(int64_t{0});
-            error_at(line, "integer overflow (results must fit in 64 bits)");
+            integer_overflow(line);
         }
         int64_t q = x / y;
         if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // Python floors
@@ -429,7 +426,7 @@ void Interpreter::step(int line, int64_t units) {
 }
 
 Interpreter::Nest::Nest(Interpreter& in, int line) : depth(++in.eval_depth_) {
-    if (depth > 400) {
+    if (depth > kMaxNesting) {
         --depth;  // the destructor does not run when the constructor throws
         error_at(line, "expressions and blocks nested too deeply");
     }

@@ -23,6 +23,8 @@ constexpr int64_t kMaxSteps = 10'000'000;
 constexpr int kMaxValueDepth = 200;
 // A string value costs one step per this many bytes (so at most ~320 MB of strings are built).
 constexpr std::size_t kBytesPerStep = 32;
+// Deepest nesting of expressions and blocks (macro calls included) one render evaluates.
+constexpr int kMaxNesting = 400;
 
 [[noreturn]] void error_at(int line, const std::string& what);
 
@@ -35,8 +37,11 @@ inline void append_bounded(std::string& out, std::string_view s, int line) {
 
 // Python integers are unbounded; ours are int64, so an overflowing result is an error instead of
 // undefined behaviour (or a silently wrapped number).
+[[noreturn]] inline void integer_overflow(int line) {
+    error_at(line, "integer overflow (results must fit in 64 bits)");
+}
 inline int64_t checked_int(bool overflowed, int64_t result, int line) {
-    if (overflowed) error_at(line, "integer overflow (results must fit in 64 bits)");
+    if (overflowed) integer_overflow(line);
     return result;
 }
 inline int64_t add_int(int64_t a, int64_t b, int line) {
@@ -53,6 +58,16 @@ inline int64_t mul_int(int64_t a, int64_t b, int line) {
     int64_t r;
     const bool overflowed = __builtin_mul_overflow(a, b, &r);
     return checked_int(overflowed, r, line);
+}
+
+// The index after i, stepping by `step` (not 0) toward `bound`: i + step while that stays short
+// of the bound, else the bound itself, so a loop `i != bound` ends without i + step ever passing
+// int64's range (undefined behaviour with a step near 2**63). The distance is taken unsigned: the
+// distance between two int64 values always fits in a uint64.
+inline int64_t step_toward(int64_t i, int64_t step, int64_t bound) {
+    const uint64_t left = step > 0 ? uint64_t(bound) - uint64_t(i) : uint64_t(i) - uint64_t(bound);
+    const uint64_t stride = step > 0 ? uint64_t(step) : uint64_t(0) - uint64_t(step);
+    return left <= stride ? bound : i + step;
 }
 
 }  // namespace nextn::jinja

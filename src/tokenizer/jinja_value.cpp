@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "tokenizer/jinja_limits.h"
 #include "tokenizer/utf8.h"
 
 namespace nextn::jinja {
@@ -218,7 +219,9 @@ namespace {
 // Messages and tools come from a request: a deeply nested argument must not recurse until the
 // stack overflows (here, or later when the template prints or compares it).
 Value from_json_at(const nlohmann::ordered_json& j, int depth) {
-    if (depth > 200) fail("chat template: message or tool JSON nested more than 200 levels deep");
+    if (depth > kMaxValueDepth)
+        fail("chat template: message or tool JSON nested more than ", kMaxValueDepth,
+             " levels deep");
     switch (j.type()) {
         case nlohmann::ordered_json::value_t::null: return Value(nullptr);
         case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
