@@ -93,7 +93,7 @@ struct Case {
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 std::vector<Case> cases() {
-    const std::string tiny = test::source_dir() + "/models/nextn-tiny";
+    const std::string tiny = test::tiny_model_dir();
     const std::string dense = test::data_dir() + "/qwen35-dense-tiny";
     const std::string moe = test::data_dir() + "/qwen35-moe-tiny";
     return {{"tiny_native", tiny, WType::Native},  {"tiny_q4", tiny, WType::Q4_0},

@@ -74,4 +74,15 @@ inline int argmax(const float* x, int64_t n) {
     return best;
 }
 
+// The embedded model (models/nextn-tiny: a trained MTP head, whose drafts are often accepted)
+// and the reference outputs of the torch implementation it was trained with.
+inline std::string tiny_model_dir() { return source_dir() + "/models/nextn-tiny"; }
+inline std::string tiny_refs_dir() { return data_dir() + "/nextn-tiny-ref"; }
+// Prompt `name` (p1, p9, p48, p200) of that reference, as token ids.
+inline std::vector<int32_t> tiny_prompt(const std::string& name) {
+    const nlohmann::json index =
+        nlohmann::json::parse(read_text_file(tiny_refs_dir() + "/index.json"));
+    return json_ids(index["prompts"][name]["tokens"]);
+}
+
 }  // namespace nextn::test

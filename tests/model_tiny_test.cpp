@@ -13,8 +13,8 @@
 namespace nextn {
 namespace {
 
-const std::string kModel = test::source_dir() + "/models/nextn-tiny";
-const std::string kRefs = test::data_dir() + "/nextn-tiny-ref";
+const std::string kModel = test::tiny_model_dir();
+const std::string kRefs = test::tiny_refs_dir();
 
 LoadedModel open_tiny() {
     ModelOptions o;
@@ -97,9 +97,8 @@ TEST(TinyModel, MatchesTorchReference) {
 TEST(TinyModel, GreedyMtpEqualsPlainOver200TokensAtEveryDepth) {
     LoadedModel lm = open_tiny();
     const Qwen35Model& m = *lm.model;
-    nlohmann::json index = nlohmann::json::parse(read_text_file(kRefs + "/index.json"));
     for (const char* prompt_name : {"p9", "p48"}) {
-        std::vector<int32_t> prompt = test::json_ids(index["prompts"][prompt_name]["tokens"]);
+        std::vector<int32_t> prompt = test::tiny_prompt(prompt_name);
         auto run = [&](int depth, DecodeStats* stats) {
             SequenceState s = m.new_state(int64_t(prompt.size()) + 216, depth + 1);
             std::unique_ptr<Drafter> d;

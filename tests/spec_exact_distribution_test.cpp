@@ -98,11 +98,9 @@ Verdict sample_against_exact(Case c, int runs,
     mo.matrix_type = WType::Q8_0;  // int8 kernels: the runs are many
     mo.draft_vocab = c.draft_vocab;
     if (c.draft_vocab) mo.draft_head_type = WType::Q8_0;
-    LoadedModel lm = load_model(test::source_dir() + "/models/nextn-tiny", mo);
+    LoadedModel lm = load_model(test::tiny_model_dir(), mo);
     const Qwen35Model& model = *lm.model;
-    const nlohmann::json index =
-        nlohmann::json::parse(read_text_file(test::data_dir() + "/nextn-tiny-ref/index.json"));
-    const Sequence prompt = test::json_ids(index["prompts"]["p9"]["tokens"]);
+    const Sequence prompt = test::tiny_prompt("p9");
     if (adjust) adjust(c, top_after(model, prompt, 4));
 
     std::map<Sequence, double> exact;

@@ -79,11 +79,9 @@ Samples sample_runs(const SamplerParams& params, int runs, DraftKind kind, int64
     mo.draft_vocab = draft_vocab;
     mo.draft_head_type = draft_type;
     mo.matrix_type = WType::Q8_0;
-    LoadedModel lm = load_model(test::source_dir() + "/models/nextn-tiny", mo);
+    LoadedModel lm = load_model(test::tiny_model_dir(), mo);
     const Qwen35Model& model = *lm.model;
-    const nlohmann::json index =
-        nlohmann::json::parse(read_text_file(test::data_dir() + "/nextn-tiny-ref/index.json"));
-    const std::vector<int32_t> prompt = test::json_ids(index["prompts"]["p9"]["tokens"]);
+    const std::vector<int32_t> prompt = test::tiny_prompt("p9");
     Samples out;
     for (int mode = 0; mode < 2; ++mode) {
         // One state and drafter for all runs, reset before each (as a server's session is).
@@ -193,11 +191,9 @@ TEST(SpeculativeSampling, DraftVocabularyAllBannedDraftsNothing) {
     ModelOptions mo;
     mo.threads = 1;
     mo.draft_vocab = 64;
-    LoadedModel lm = load_model(test::source_dir() + "/models/nextn-tiny", mo);
+    LoadedModel lm = load_model(test::tiny_model_dir(), mo);
     const Qwen35Model& model = *lm.model;
-    const nlohmann::json index =
-        nlohmann::json::parse(read_text_file(test::data_dir() + "/nextn-tiny-ref/index.json"));
-    const std::vector<int32_t> prompt = test::json_ids(index["prompts"]["p9"]["tokens"]);
+    const std::vector<int32_t> prompt = test::tiny_prompt("p9");
     for (const float temperature : {0.0f, 0.8f}) {
         SCOPED_TRACE("temperature " + std::to_string(temperature));
         std::vector<int32_t> out[2];
