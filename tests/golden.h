@@ -74,6 +74,22 @@ inline int argmax(const float* x, int64_t n) {
     return best;
 }
 
+// Each position's largest logit distance from the golden one, and two summaries: the largest over
+// positions, and the median, which the few positions an expert flip moves by whole units cannot
+// raise as they raise the largest.
+struct PositionDistances {
+    std::vector<float> each;  // [positions]
+    void add(const float* got, const float* want, int64_t vocab) {
+        each.push_back(max_abs_diff(got, want, vocab));
+    }
+    float largest() const { return *std::max_element(each.begin(), each.end()); }
+    float median() const {
+        std::vector<float> sorted = each;
+        std::nth_element(sorted.begin(), sorted.begin() + long(sorted.size() / 2), sorted.end());
+        return sorted[sorted.size() / 2];
+    }
+};
+
 // The embedded model (models/nextn-tiny: a trained MTP head, whose drafts are often accepted)
 // and the reference outputs of the torch implementation it was trained with.
 inline std::string tiny_model_dir() { return source_dir() + "/models/nextn-tiny"; }

@@ -148,11 +148,11 @@ TEST_P(GoldenTest, Bf16ActivationsStayNearGolden) {
     std::vector<float> logits(size_t(T * V));
     model.forward(state, tokens.data(), T, {nullptr, logits.data(), T});
     const std::vector<float> want = test::golden_tensor(g, c.prompt, "logits");
-    std::vector<float> distances;  // [T] each position's largest logit distance
+    test::PositionDistances distances;
     int decided = 0, agree = 0;
     for (int64_t t = 0; t < T; ++t) {
         const float* w = want.data() + t * V;
-        distances.push_back(test::max_abs_diff(logits.data() + t * V, w, V));
+        distances.add(logits.data() + t * V, w, V);
         const int best = test::argmax(w, V);
         float second = -INFINITY;
         for (int64_t v = 0; v < V; ++v)
@@ -161,8 +161,7 @@ TEST_P(GoldenTest, Bf16ActivationsStayNearGolden) {
         ++decided;
         agree += test::argmax(logits.data() + t * V, V) == best;
     }
-    std::sort(distances.begin(), distances.end());
-    const float diff = distances.back(), median = distances[distances.size() / 2];
+    const float diff = distances.largest(), median = distances.median();
     std::printf(
         "    bf16 activations: max |logit diff| %.4f, median over positions %.4f; %d/%d clear "
         "next-token choices agree\n",

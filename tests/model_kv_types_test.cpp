@@ -8,7 +8,6 @@
 //     token-by-token) with these caches too.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdio>
 
 #include "core/error.h"
@@ -111,10 +110,10 @@ TEST_P(KvTypes, GoldenLogitsWithinRoundingTolerance) {
         std::vector<float> logits(size_t(T * V));
         model.forward(state, tokens.data(), T, {nullptr, logits.data(), T});
         std::vector<float> want = test::golden_tensor(g, name, "logits");
-        std::vector<float> distances;  // [positions] each position's largest logit distance
+        test::PositionDistances distances;
         Agreement picks;
         for (int64_t t = 0; t < T; ++t) {
-            distances.push_back(test::max_abs_diff(logits.data() + t * V, want.data() + t * V, V));
+            distances.add(logits.data() + t * V, want.data() + t * V, V);
             picks.add(logits.data() + t * V, want.data() + t * V, V);
         }
         // The greedy continuation, fed the golden tokens so one early flip does not derail the
@@ -124,12 +123,11 @@ TEST_P(KvTypes, GoldenLogitsWithinRoundingTolerance) {
         std::vector<float> step(static_cast<size_t>(V));
         std::copy_n(logits.data() + (T - 1) * V, V, step.data());
         for (size_t k = 0; k < greedy.size(); ++k) {
-            distances.push_back(test::max_abs_diff(step.data(), want_steps.data() + k * V, V));
+            distances.add(step.data(), want_steps.data() + k * V, V);
             picks.add(step.data(), want_steps.data() + k * V, V);
             model.forward(state, &greedy[k], 1, {nullptr, step.data(), 1});
         }
-        std::sort(distances.begin(), distances.end());
-        const float worst = distances.back(), median = distances[distances.size() / 2];
+        const float worst = distances.largest(), median = distances.median();
         std::printf(
             "    %s: max |logit diff| %.4f, median over positions %.4f; %d/%d clear picks "
             "agree%s\n",
