@@ -21,25 +21,17 @@
 #include <vector>
 
 #include "golden.h"
-#include "misstated_q_drafter.h"
 #include "model/qwen35.h"
 #include "sampling/logit_pipeline.h"
 #include "spec/depth_controller.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
+#include "spec_sampling_checks.h"
 
 namespace nextn {
 namespace {
 
 using Sequence = std::vector<int32_t>;
-
-// Upper critical value of chi-square with df degrees of freedom at alpha = 1e-3
-// (Wilson-Hilferty: z = 3.09).
-double chi2_critical(int df) {
-    const double z = 3.090232, k = double(df);
-    const double t = 1.0 - 2.0 / (9.0 * k) + z * std::sqrt(2.0 / (9.0 * k));
-    return k * t * t * t;
-}
 
 struct Case {
     SamplerParams params;
@@ -155,7 +147,7 @@ Verdict sample_against_exact(Case c, int runs,
     for (const auto& [sequence, count] : observed)
         if (!exact.count(sequence)) v.impossible += count;
     v.stat = stat;
-    v.critical = chi2_critical(bins - 1);
+    v.critical = test::chi2_critical(bins - 1);
     std::printf(
         "    %zu sequences, %d bins: chi2 %.1f, critical %.1f; %lld of %lld drafts accepted\n",
         exact.size(), bins, v.stat, v.critical, (long long)v.accepted, (long long)v.drafted);

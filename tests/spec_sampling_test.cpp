@@ -17,25 +17,17 @@
 #include <memory>
 
 #include "golden.h"
-#include "misstated_q_drafter.h"
 #include "model/qwen35.h"
 #include "spec/mtp_drafter.h"
 #include "spec/speculative_decoder.h"
+#include "spec_sampling_checks.h"
 
 namespace nextn {
 namespace {
 
-// Upper critical value of chi-square with df degrees of freedom at alpha = 1e-3
-// (Wilson-Hilferty: z = 3.09).
-double chi2_critical(int df) {
-    const double z = 3.090232, k = double(df);
-    const double t = 1.0 - 2.0 / (9.0 * k) + z * std::sqrt(2.0 / (9.0 * k));
-    return k * t * t * t;
-}
-
 // Two-sample chi-square over bins; bins with a pooled count below 10 are merged.
-bool same_distribution(const std::map<int, int>& a, const std::map<int, int>& b, int n,
-                       double* stat_out, int* df_out) {
+bool same_distribution(const std::map<int, int>& a, const std::map<int, int>& b, double* stat_out,
+                       int* df_out) {
     std::map<int, std::pair<int, int>> bins;
     for (auto [k, v] : a) bins[k].first += v;
     for (auto [k, v] : b) bins[k].second += v;
@@ -58,8 +50,7 @@ bool same_distribution(const std::map<int, int>& a, const std::map<int, int>& b,
     int df = int(merged.size()) - 1;
     *stat_out = stat;
     *df_out = df;
-    (void)n;
-    return stat < chi2_critical(df);
+    return stat < test::chi2_critical(df);
 }
 
 enum class DraftKind { Mtp, MisstatedQ };
@@ -122,14 +113,14 @@ Samples sample_runs(const SamplerParams& params, int runs, DraftKind kind, int64
 }
 
 // Whether every compared token's marginal passes the chi-square test; prints each statistic.
-bool all_tokens_match(const Samples& s, int runs) {
+bool all_tokens_match(const Samples& s) {
     bool all = true;
     for (int i = 0; i < kCompared; ++i) {
         double stat;
         int df;
-        const bool same = same_distribution(s.plain[i], s.spec[i], runs, &stat, &df);
+        const bool same = same_distribution(s.plain[i], s.spec[i], &stat, &df);
         std::printf("    token %d: chi2 %.1f, df %d, critical %.1f\n", i + 2, stat, df,
-                    chi2_critical(df));
+                    test::chi2_critical(df));
         all = all && same;
     }
     return all;
@@ -146,7 +137,7 @@ void check(const SamplerParams& params, int runs, int64_t draft_vocab = 0,
         EXPECT_GE(s.accepted[d], s.drafted[d] / 10) << "depth " << d + 1;
         EXPECT_LE(s.accepted[d], s.drafted[d] * 9 / 10) << "depth " << d + 1;
     }
-    EXPECT_TRUE(all_tokens_match(s, runs));
+    EXPECT_TRUE(all_tokens_match(s));
 }
 
 TEST(SpeculativeSampling, TemperatureOnlyMatchesPlain) {
@@ -181,7 +172,7 @@ TEST(SpeculativeSampling, MisstatedDraftDistributionIsCaught) {
     SamplerParams p;
     p.temperature = 0.6f;
     const Samples s = sample_runs(p, 1500, DraftKind::MisstatedQ, 0, WType::Native);
-    EXPECT_FALSE(all_tokens_match(s, 1500));
+    EXPECT_FALSE(all_tokens_match(s));
 }
 
 // A logit bias that bans the whole draft sub-vocabulary leaves q nothing to draw from, while the

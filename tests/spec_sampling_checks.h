@@ -1,9 +1,21 @@
 #pragma once
-// A drafter for the exactness tests' controls (spec_sampling_test.cpp,
-// spec_exact_distribution_test.cpp): a statistic that passes the real drafter must fail this one.
+// What the sampled-speculation tests share (spec_sampling_test.cpp,
+// spec_exact_distribution_test.cpp): the chi-square critical value their statistics are held
+// to, and the drafter of their controls, which a statistic that passes the real drafter must
+// fail.
+#include <cmath>
+
 #include "spec/mtp_drafter.h"
 
 namespace nextn::test {
+
+// Upper critical value of chi-square with df degrees of freedom at alpha = 1e-3
+// (Wilson-Hilferty: z = 3.09).
+inline double chi2_critical(int df) {
+    const double z = 3.090232, k = double(df);
+    const double t = 1.0 - 2.0 / (9.0 * k) + z * std::sqrt(2.0 / (9.0 * k));
+    return k * t * t * t;
+}
 
 // Draws its drafts from the MTP head's q but reports q sharpened (q^2, renormalised), as a
 // drafter that scored its drafts with the wrong temperature would: acceptance then uses a q the
