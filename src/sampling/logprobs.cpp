@@ -31,20 +31,19 @@ LogprobReport logprobs_from_distribution(const Distribution& d, int32_t chosen, 
 }
 
 LogprobReport logprobs_from_logits(std::span<const float> logits, int32_t chosen, int32_t top_n) {
-    std::vector<SamplingCandidate> scratch;
+    std::vector<SamplingCandidate> ranking;
     LogprobReport report;
-    logprobs_from_logits(logits, chosen, top_n, scratch, report);
+    logprobs_from_logits(logits, chosen, top_n, ranking, report);
     return report;
 }
 
 void logprobs_from_logits(std::span<const float> logits, int32_t chosen, int32_t top_n,
-                          std::vector<SamplingCandidate>& scratch, LogprobReport& out) {
+                          std::vector<SamplingCandidate>& top, LogprobReport& out) {
     const auto vocab = static_cast<int64_t>(logits.size());
     if (chosen < 0 || chosen >= vocab)
         fail("sampling: logprob token ", chosen, " is outside the vocabulary (size ", vocab, ")");
     if (top_n < 0) fail("sampling: top_logprobs must be >= 0, got ", top_n);
     // top_k_candidates also rejects NaN / +inf logits.
-    std::vector<SamplingCandidate>& top = scratch;
     top_k_candidates(logits, std::max<int32_t>(top_n, 1), top);
     if (top.empty()) fail("sampling: every token has a -inf logit (all banned)");
     const double max_logit = top[0].logit;

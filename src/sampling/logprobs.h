@@ -32,9 +32,10 @@ struct LogprobReport {
 
 LogprobReport logprobs_from_distribution(const Distribution& d, int32_t chosen, int32_t top_n);
 LogprobReport logprobs_from_logits(std::span<const float> logits, int32_t chosen, int32_t top_n);
-// The same into `out`, ranking in `scratch`: both keep their capacity, so a decode loop that
-// reserved top_n entries in each (at least one in scratch) allocates nothing per token.
+// The same into `out`, ranking the top tokens in `ranking` (scratch): both keep their capacity,
+// so a decode loop that reserved top_n entries in each (at least one in ranking) allocates
+// nothing per token.
 void logprobs_from_logits(std::span<const float> logits, int32_t chosen, int32_t top_n,
-                          std::vector<SamplingCandidate>& scratch, LogprobReport& out);
+                          std::vector<SamplingCandidate>& ranking, LogprobReport& out);
 
 }  // namespace nextn
