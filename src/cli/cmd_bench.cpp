@@ -455,22 +455,21 @@ int cmd_bench(const std::vector<std::string>& argv) {
     const bool cache_served = weight_sized_gbs >= kCacheServedRatio * bw_best;
     const bool larger_than_cache = cache_bytes > 0 && weight_bytes > double(cache_bytes);
     const bool fits_in_cache = cache_served && !larger_than_cache;
+    // Said in every case, so that the verdict can always be checked against its rates; a note
+    // where the cache serves the buffer.
+    say("%sa buffer the size of the %.0f MB of weights a token reads is read at %.1f GB/s, %.2fx "
+        "the large probe's rate: ",
+        cache_served ? "note: " : "", weight_bytes / 1e6, weight_sized_gbs,
+        weight_sized_gbs / bw_best);
     if (fits_in_cache)
-        say("note: a buffer the size of the %.0f MB of weights a token reads is read at %.1f GB/s, "
-            "%.2fx the large probe's rate: decode reads the weights from cache, and the "
-            "percentages above do not measure memory streaming\n",
-            weight_bytes / 1e6, weight_sized_gbs, weight_sized_gbs / bw_best);
+        say("decode reads the weights from cache, and the percentages above do not measure memory "
+            "streaming\n");
     else if (cache_served)
-        say("note: a buffer the size of the %.0f MB of weights a token reads is read at %.1f GB/s, "
-            "%.2fx the large probe's rate: the last-level cache (%.0f MB reported) serves part of "
-            "such a buffer now, and may serve part of the weights; against that rate decode "
-            "reaches %.0f%%\n",
-            weight_bytes / 1e6, weight_sized_gbs, weight_sized_gbs / bw_best, double(cache_bytes) / 1e6,
-            100.0 * gbs / weight_sized_gbs);
-    else  // said too, so that the verdict can always be checked against its rates
-        say("a buffer the size of the %.0f MB of weights a token reads is read at %.1f GB/s, "
-            "%.2fx the large probe's rate: not served by cache\n",
-            weight_bytes / 1e6, weight_sized_gbs, weight_sized_gbs / bw_best);
+        say("the last-level cache (%.0f MB reported) serves part of such a buffer now, and may "
+            "serve part of the weights; against that rate decode reaches %.0f%%\n",
+            double(cache_bytes) / 1e6, 100.0 * gbs / weight_sized_gbs);
+    else
+        say("not served by cache\n");
     // Plain decode again, runs back to back with no probe between them, just before the MTP
     // runs and timed as they are: the MTP speed-ups divide by this. Over the probed runs they
     // mixed two ways of timing and two moments of a VM whose rate drifts: on the 2-core Xeon VM
