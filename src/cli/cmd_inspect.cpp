@@ -63,11 +63,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
         return 0;
     }
     if (a.positional().size() != 1) throw UsageError("expected exactly one MODEL path");
-    // The same contradictions run, chat and bench refuse (model_options_from).
-    if (a.has("bf16-activations") && a.has("f32-activations"))
-        throw UsageError("--bf16-activations and --f32-activations contradict each other");
-    if (a.has("no-mtp") && a.has("draft-model"))
-        throw UsageError("--no-mtp and --draft-model contradict each other");
+    refuse_contradicting_load_flags(a);  // as run, chat and bench do (model_options_from)
     LoadOptions lo;
     lo.load_mtp = !a.has("no-mtp");
     lo.draft_model = a.str("draft-model");

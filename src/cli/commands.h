@@ -23,6 +23,10 @@ int cmd_template(const std::vector<std::string>& args);
 std::vector<FlagSpec> model_flags();
 std::vector<FlagSpec> sampling_flags();
 ModelOptions model_options_from(const Args& a);
+// Usage errors for load flags that contradict each other (--no-mtp with --draft-model,
+// --bf16-activations with --f32-activations) or an empty --draft-model: model_options_from's,
+// and inspect's, which loads without it.
+void refuse_contradicting_load_flags(const Args& a);
 SamplerParams sampler_params_from(const Args& a);
 // --seed -1: sampler_params_from drew the seed at random (the command then reports it).
 bool random_seed_requested(const Args& a);

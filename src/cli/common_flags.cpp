@@ -128,16 +128,12 @@ ModelOptions model_options_from(const Args& a) {
                      "nextn: warning: --threads %d is more than the %u hardware threads here; the "
                      "workers will take turns on the cores and every matmul waits for the slowest\n",
                      o.threads, cpus);
+    refuse_contradicting_load_flags(a);
     o.load_mtp = !a.has("no-mtp");
     o.draft_model = a.str("draft-model");
-    // An empty path would mean "no drafter" below: the run would go on without the one asked for.
-    if (a.has("draft-model") && o.draft_model.empty())
-        throw UsageError("--draft-model: the path is empty");
     std::string q = a.str("quant", "native");
     o.int8_activations = !a.has("f32-activations");
     o.bf16_activations = a.has("bf16-activations");
-    if (o.bf16_activations && !o.int8_activations)
-        throw UsageError("--bf16-activations and --f32-activations contradict each other");
     if (o.bf16_activations && !kernels().bf16_dot_fast)
         std::fprintf(stderr,
                      "nextn: note: --bf16-activations: the %s kernel table has no bf16 dot "
@@ -190,9 +186,17 @@ ModelOptions model_options_from(const Args& a) {
                              "' (supported: native, f32, bf16, q8_0, q4)");
         }
     }
-    if (!o.load_mtp && !o.draft_model.empty())
-        throw UsageError("--no-mtp and --draft-model contradict each other");
     return o;
+}
+
+void refuse_contradicting_load_flags(const Args& a) {
+    // An empty path would mean "no drafter": the run would go on without the one asked for.
+    if (a.has("draft-model") && a.str("draft-model").empty())
+        throw UsageError("--draft-model: the path is empty");
+    if (a.has("no-mtp") && a.has("draft-model"))
+        throw UsageError("--no-mtp and --draft-model contradict each other");
+    if (a.has("bf16-activations") && a.has("f32-activations"))
+        throw UsageError("--bf16-activations and --f32-activations contradict each other");
 }
 
 namespace {
