@@ -191,9 +191,13 @@ TEST(SpeculativeSampling, DraftVocabularyAllBannedDraftsNothing) {
         for (int depth : {0, 2}) {
             SequenceState state = model.new_state(int64_t(prompt.size()) + 16, depth + 1);
             MtpDrafter drafter(model, state);
+            // The adaptive depth must not count drafts that were never made as rejected.
+            DepthController controller = DepthController::with_modelled_costs(2);
+            const double prior = controller.acceptance(1);
             DecodeOptions o;
             o.max_new_tokens = 8;
             o.draft_depth = depth;
+            o.controller = depth ? &controller : nullptr;
             o.sampler.temperature = temperature;
             o.sampler.seed = 11;
             for (int32_t id = 0; id < 64; ++id) o.sampler.logit_bias[id] = -INFINITY;
@@ -204,6 +208,8 @@ TEST(SpeculativeSampling, DraftVocabularyAllBannedDraftsNothing) {
                                      });
             if (depth > 0) {
                 EXPECT_EQ(s.drafted[0], 0);
+                EXPECT_EQ(controller.acceptance(1), prior);
+                EXPECT_EQ(controller.acceptance(2), prior);
             }
         }
         EXPECT_EQ(out[0].size(), 8u);

@@ -231,8 +231,11 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         if (open) model.commit(state, m);  // (a round of one position has m = 1: kept)
         if (drafter) drafter->on_commit(round_hidden.data(), emitted.data(), m, pos0);
         stats.round_times.commit += seconds_since(commit_start);
+        // Told the drafts the round made, not the k it asked for: a drafter may return fewer
+        // (none where a logit bias bans its whole sub-vocabulary), and positions it never
+        // drafted were not tested, so they must not count as rejected.
         if (options.controller && depth > 0)
-            options.controller->observe(k, verdict.n_accepted, round_seconds,
+            options.controller->observe(int(W - 1), verdict.n_accepted, round_seconds,
                                         /*timed=*/stats.rounds > 0);
         history.insert(history.end(), emitted.begin(), emitted.begin() + m);
         stats.tokens.insert(stats.tokens.end(), emitted.begin(), emitted.begin() + m);
