@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "core/error.h"
@@ -21,6 +22,28 @@ TEST(SamplingRng, SameSeedSameStreamDifferentSeedDifferentStream) {
         same_as_c += va == c.next_u64();
     }
     EXPECT_EQ(same_as_c, 0);
+}
+
+// The generator is xoshiro256** seeded by four splitmix64 outputs (rng.h), so a seed names the
+// same stream on every platform and in every version. The words below come from a transcription
+// of Vigna's two reference C functions (splitmix64.c, xoshiro256starstar.c), itself checked on
+// their published known answers: splitmix64 from 1234567 gives 6457827717110365317,
+// 3203168211198807973, ...; xoshiro256** from state {1, 2, 3, 4} gives 11520, 0, 1509978240,
+// 1215971899390074240, .... A generator that only passes the statistical tests above (a changed
+// shift, rotation or constant) fails here.
+TEST(SamplingRng, SeedsGiveTheReferenceXoshiro256StarStarStream) {
+    const uint64_t seed0[] = {0x99ec5f36cb75f2b4ULL, 0xbf6e1f784956452aULL, 0x1a5f849d4933e6e0ULL,
+                              0x6aa594f1262d2d2cULL};
+    const uint64_t seed42[] = {0x15780b2e0c2ec716ULL, 0x6104d9866d113a7eULL, 0xae17533239e499a1ULL,
+                               0xecb8ad4703b360a1ULL};
+    Rng a(0), b(42);
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(a.next_u64(), seed0[i]) << "seed 0, word " << i;
+        EXPECT_EQ(b.next_u64(), seed42[i]) << "seed 42, word " << i;
+    }
+    // uniform() is the top 53 bits of the next word, times 2^-53.
+    Rng c(0);
+    EXPECT_EQ(c.uniform(), static_cast<double>(seed0[0] >> 11) * 0x1.0p-53);
 }
 
 TEST(SamplingRng, UniformIsInUnitIntervalAndFlat) {
@@ -60,6 +83,42 @@ TEST(SamplingDistribution, UniformMapsToCumulativeIntervalsInIdOrder) {
     EXPECT_EQ(sample_with_uniform(d, 0.9999999999), 9);
 }
 
+// The intervals are half-open, [c_{i-1}, c_i): a u landing exactly on a boundary belongs to the
+// next token. (0.25 and 0.5 are exact in float and double, so the boundary is hit exactly.)
+TEST(SamplingDistribution, UniformOnABoundaryBelongsToTheNextToken) {
+    Distribution d;
+    d.vocab_size = 4;
+    d.ids = {0, 2, 3};
+    d.probs = {0.25f, 0.25f, 0.5f};
+    EXPECT_EQ(sample_with_uniform(d, 0.25), 2);
+    EXPECT_EQ(sample_with_uniform(d, 0.5), 3);
+}
+
+// u is scaled by the distribution's actual mass: with unnormalized weights 1, 1, 2 (total 4) the
+// intervals are [0, 1), [1, 2), [2, 4), so u = 0.3 (target 1.2) is the second token and u = 0.6
+// (target 2.4) the third. Unscaled, both would fall in the first.
+TEST(SamplingDistribution, UniformIsScaledByTheTotalMass) {
+    Distribution d;
+    d.vocab_size = 3;
+    d.ids = {0, 1, 2};
+    d.probs = {1.0f, 1.0f, 2.0f};
+    EXPECT_EQ(sample_with_uniform(d, 0.2), 0);
+    EXPECT_EQ(sample_with_uniform(d, 0.3), 1);
+    EXPECT_EQ(sample_with_uniform(d, 0.6), 2);
+}
+
+TEST(SamplingDistribution, MalformedDistributionsAreErrors) {
+    Distribution empty;
+    empty.vocab_size = 4;
+    EXPECT_THROW(sample_with_uniform(empty, 0.5), Error);
+    EXPECT_THROW(empty.argmax(), Error);
+    Distribution mismatched;
+    mismatched.vocab_size = 4;
+    mismatched.ids = {0, 1};
+    mismatched.probs = {1.0f};
+    EXPECT_THROW(sample_with_uniform(mismatched, 0.5), Error);
+}
+
 TEST(SamplingDistribution, LookupAndArgmax) {
     Distribution d = three_tokens();
     EXPECT_FLOAT_EQ(d.prob(7), 0.3f);
@@ -68,6 +127,8 @@ TEST(SamplingDistribution, LookupAndArgmax) {
     EXPECT_EQ(d.argmax(), 9);
     d.probs = {0.4f, 0.2f, 0.4f};
     EXPECT_EQ(d.argmax(), 3);  // tie: lowest id
+    d.probs = {0.2f, 0.5f, 0.3f};
+    EXPECT_EQ(d.argmax(), 7);  // every entry is a candidate, the second included
     EXPECT_THROW(Distribution::one_hot(5, 5), Error);
 }
 
@@ -144,6 +205,13 @@ TEST(SamplingLogprobs, FromLogitsIsLogSoftmax) {
     EXPECT_EQ(r.top[2].token, 0);
     EXPECT_EQ(logprobs_from_logits(logits, 3, 0).chosen.logprob, -INFINITY);
     EXPECT_EQ(logprobs_from_logits(logits, 3, 10).top.size(), 3u);  // -inf never listed
+    // top_n = 0 asks for no alternatives (the chosen token's logprob alone).
+    EXPECT_TRUE(logprobs_from_logits(logits, 1, 0).top.empty());
+    EXPECT_EQ(logprobs_from_logits(logits, 2, 1).top.size(), 1u);
+    // The chosen token must be one the logits score; top_n must not be negative.
+    EXPECT_THROW(logprobs_from_logits(logits, 4, 1), Error);
+    EXPECT_THROW(logprobs_from_logits(logits, -1, 1), Error);
+    EXPECT_THROW(logprobs_from_logits(logits, 0, -1), Error);
 }
 
 TEST(SamplingLogprobs, ProcessWorkspaceHoldsBiasedPenalizedLogits) {
