@@ -228,6 +228,53 @@ TEST(SamplingPipeline, MinPIsRelativeToTheLargestProbability) {
     expect_distribution(process(logits, {}, params), {1}, {1.0});
 }
 
+// min-p keeps p >= min_p * max p on the ranked (top-k / top-p) path as on the dense one, the
+// boundary included: min_p = 1 keeps exactly the most likely token (and any tied with it).
+TEST(SamplingPipeline, MinPFiltersAfterTopKAndTopP) {
+    const std::vector<float> logits = logs_of({0.1, 0.5, 0.15, 0.25});
+    SamplerParams params = plain();
+    params.top_k = 3;      // 0.5, 0.25, 0.15
+    params.min_p = 0.45f;  // threshold 0.45 * 0.5 = 0.225: drops 0.15
+    expect_distribution(process(logits, {}, params), {1, 3}, {0.5 / 0.75, 0.25 / 0.75});
+    params.top_k = 0;
+    params.top_p = 0.85f;  // 0.5, 0.25, 0.15 (0.75 < 0.85 <= 0.9); min-p then drops 0.15
+    expect_distribution(process(logits, {}, params), {1, 3}, {0.5 / 0.75, 0.25 / 0.75});
+    params.top_p = 1.0f;
+    params.min_p = 1.0f;
+    params.top_k = 3;
+    expect_distribution(process(logits, {}, params), {1}, {1.0});
+    params.top_k = 0;
+    params.top_p = 0.9f;
+    expect_distribution(process(logits, {}, params), {1}, {1.0});
+    // Two tokens tied at the max both sit on the boundary and both stay.
+    params.top_p = 1.0f;
+    params.top_k = 3;
+    expect_distribution(process(std::vector<float>{2.0f, 0.0f, 2.0f, 1.0f}, {}, params), {0, 2},
+                        {0.5, 0.5});
+}
+
+// Under top-k a tiny temperature underflows every weight but the max's to 0; such tokens leave
+// the support (the distribution holds only p > 0), as they do without top-k.
+TEST(SamplingPipeline, TinyTemperatureUnderTopKDropsUnderflowedTokens) {
+    SamplerParams params = plain();
+    params.temperature = 1e-30f;
+    params.top_k = 3;
+    const Distribution d = process(std::vector<float>{100.0f, 99.0f, 100.0f, 98.0f}, {}, params);
+    expect_distribution(d, {0, 2}, {0.5, 0.5});
+}
+
+// -inf logits are never selected, also where k is above the heap's limit (4096) and the selection
+// runs over every logit: fewer than k come back when fewer are finite.
+TEST(SamplingPipeline, TopKNeverSelectsBannedTokensAtLargeK) {
+    std::vector<float> logits(6000, -INFINITY);  // [V]
+    for (size_t i = 0; i < 5000; ++i) logits[i * 6000 / 5000] = float(i % 7);
+    for (int64_t k : {int64_t(10), int64_t(5500)}) {
+        const std::vector<int32_t> ids = top_k_ids(logits, k);
+        EXPECT_EQ(ids.size(), size_t(std::min<int64_t>(k, 5000))) << "k " << k;
+        for (int32_t id : ids) ASSERT_NE(logits[size_t(id)], -INFINITY) << "k " << k;
+    }
+}
+
 TEST(SamplingPipeline, TopPIsMeasuredAfterTopKRenormalizes) {
     // Rank order 0.4, 0.3, 0.2, 0.1. top_k = 2 renormalizes to 4/7, 3/7, so top_p = 0.5 keeps
     // one token; top_p alone at 0.5 would need two (0.4 < 0.5).
@@ -493,6 +540,17 @@ TEST(SamplingParamsValidation, OutOfRangeValuesAreErrors) {
     expect_error_naming(with([](SamplerParams& p) { p.logit_bias = {{0, NAN}}; }), "logit_bias");
 }
 
+// Values outside the ranges sampler_params.h states that a sign or NaN check alone would let
+// through, and validate_for_vocab's own checks beyond the vocabulary bound.
+TEST(SamplingParamsValidation, InfiniteRepeatPenaltyAndBadFieldsUnderVocabCheckAreErrors) {
+    SamplerParams p;
+    p.repeat_penalty = INFINITY;
+    expect_error_naming(p, "repeat_penalty");
+    SamplerParams q;
+    q.temperature = -1.0f;  // every id in range: the field checks must still run
+    EXPECT_THROW(q.validate_for_vocab(10), Error);
+}
+
 TEST(SamplingParamsValidation, BoundaryValuesAreAccepted) {
     SamplerParams p;
     p.temperature = 0.0f;
@@ -500,7 +558,7 @@ TEST(SamplingParamsValidation, BoundaryValuesAreAccepted) {
     p.min_p = 1.0f;
     p.penalty_last_n = -1;
     p.presence_penalty = -2.0f;
-    p.logit_bias = {{5, -INFINITY}};
+    p.logit_bias = {{0, 2.0f}, {5, -INFINITY}};  // token 0 is a token like any other
     EXPECT_NO_THROW(p.validate());
     EXPECT_NO_THROW(p.validate_for_vocab(6));
     EXPECT_THROW(p.validate_for_vocab(5), Error);
