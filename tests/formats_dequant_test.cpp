@@ -287,5 +287,70 @@ TEST(FormatsDequant, RowRangesMatchTheWholeTensor) {
     }
 }
 
+// The row reader widens bf16 in steps of 16 values and then the rest one at a time: a row of
+// 37 (two steps and a tail of 5) must come out whole. Expected: a bf16 value is the top half of
+// its f32 bits, so each is bf16_to_f32 of its code. The output starts as NaN so that a value left
+// unwritten cannot pass.
+TEST(FormatsDequant, RowReaderWidensBf16RowsOfAnyLength) {
+    const int rows = 2, cols = 37;
+    std::vector<uint8_t> b(size_t(rows * cols) * 2);
+    for (int i = 0; i < rows * cols; ++i)
+        put16(b, 2 * size_t(i), f32_to_bf16(float(i) * 0.75f - 20.0f));
+    RawTensor t = tensor(DType::BF16, {rows, cols}, b);
+    std::vector<float> y(size_t(rows * cols), std::nanf(""));
+    dequantize_rows_to_f32(t, 0, rows, y.data());
+    for (int i = 0; i < rows * cols; ++i) EXPECT_EQ(y[size_t(i)], float(i) * 0.75f - 20.0f) << i;
+}
+
+// A row of 48 Q8_0 values is one and a half blocks: the row reader must refuse it even when the
+// byte count matches its whole blocks (one 34-byte block a row), or half of each row would be
+// left unwritten.
+TEST(FormatsDequant, RowReaderRefusesRowsOfPartBlocks) {
+    std::vector<uint8_t> b(2 * 34);
+    std::vector<float> y(2 * 48);
+    EXPECT_THROW(dequantize_rows_to_f32(tensor(DType::Q8_0, {2, 48}, b), 0, 2, y.data()), Error);
+}
+
+// An MLX tensor as the loader would build it: [rows, in] codes of `bits`, bf16 scales and biases.
+RawTensor mlx_tensor(std::vector<int64_t> shape, int bits, int group,
+                     const std::vector<uint8_t>& packed, const std::vector<uint8_t>& scales,
+                     const std::vector<uint8_t>& biases) {
+    RawTensor t = tensor(DType::MLX_AFFINE, std::move(shape), packed);
+    t.bits = bits;
+    t.group_size = group;
+    t.scale_dtype = DType::BF16;
+    t.scales = scales.data();
+    t.biases = biases.data();
+    return t;
+}
+
+// MLX packs each row into 32-bit words, so a row's bits must fill whole words, and the bytes
+// must be exactly rows x row bytes. 4 codes of 4 bits are half a word (and 4 codes of 3 bits
+// end inside a byte, which a reader of whole bytes would read past); a tensor one byte longer
+// than its rows is not what MLX wrote either.
+TEST(FormatsDequant, MlxPackingMustFillWholeWordsExactly) {
+    std::vector<uint8_t> scales(8, 0), biases(8, 0);
+    std::vector<float> y(64);
+    std::vector<uint8_t> half_word(2 * 2);  // [2, 4] at 4 bits: 2 bytes a row
+    EXPECT_THROW(run(mlx_tensor({2, 4}, 4, 4, half_word, scales, biases)), Error);
+    EXPECT_THROW(
+        dequantize_rows_to_f32(mlx_tensor({2, 4}, 4, 4, half_word, scales, biases), 0, 2, y.data()),
+        Error);
+    std::vector<uint8_t> one_word(2 * 4), one_word_and_a_byte(2 * 4 + 1);      // [2, 8] at 4 bits
+    EXPECT_NO_THROW(run(mlx_tensor({2, 8}, 4, 8, one_word, scales, biases)));  // the control
+    EXPECT_THROW(run(mlx_tensor({2, 8}, 4, 8, one_word_and_a_byte, scales, biases)), Error);
+}
+
+// The code form (affine_code_bits / affine_row) gives one scale and bias per 32 values, which is
+// only right when every 32-value block lies in one MLX group: group 16 has two scales a block
+// and must be refused (0), while groups 32 and 64 are taken.
+TEST(FormatsDequant, AffineCodeFormNeedsGroupsOfWhole32Blocks) {
+    std::vector<uint8_t> packed(2 * 32), scales(2 * 4 * 2, 0),
+        biases(scales.size(), 0);  // [2, 64] 4-bit
+    EXPECT_EQ(affine_code_bits(mlx_tensor({2, 64}, 4, 16, packed, scales, biases), 2, 64), 0);
+    EXPECT_EQ(affine_code_bits(mlx_tensor({2, 64}, 4, 32, packed, scales, biases), 2, 64), 4);
+    EXPECT_EQ(affine_code_bits(mlx_tensor({2, 64}, 4, 64, packed, scales, biases), 2, 64), 4);
+}
+
 }  // namespace
 }  // namespace nextn
