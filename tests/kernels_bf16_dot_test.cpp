@@ -168,5 +168,26 @@ TEST(KernelsBf16Dot, ExtremesMatchTheReference) {
         EXPECT_TRUE(same_bits(want, matmul_on(kernels_for(isa), w, xv, 2, 1))) << isa;
 }
 
+// A subnormal bf16 weight reads as zero (vdpbf16ps's DAZ), which the extremes above cannot show:
+// their subnormal weight meets an activation of ~1e-20, and the product underflows either way.
+// Here 2^-130 (a bf16 subnormal, kept exactly by the weight) meets 2^100: read as its value the
+// product would be 2^-30; read as zero, row 0 is exactly 0. Row 1's normal 2^-120 is the control
+// (2^-20). Every table must agree.
+TEST(KernelsBf16Dot, SubnormalWeightsReadAsZeroAgainstLargeActivations) {
+    const int64_t rows = 2, cols = 32;
+    std::vector<float> wv(size_t(rows * cols), 0.0f), xv(size_t(cols), 0.0f);
+    wv[0] = std::ldexp(1.0f, -130);
+    wv[size_t(cols)] = std::ldexp(1.0f, -120);
+    xv[0] = std::ldexp(1.0f, 100);
+    WeightMatrix w = make_weight_f32(wv.data(), rows, cols, WType::BF16D);
+    std::vector<float> row(static_cast<size_t>(cols));
+    weight_row_f32(w, 0, row.data());
+    ASSERT_EQ(row[0], std::ldexp(1.0f, -130)) << "the weight must hold the subnormal itself";
+    const std::vector<float> want = {0.0f, std::ldexp(1.0f, -20)};
+    EXPECT_EQ(reference_product(w, xv.data(), 1), want);
+    for (const std::string& isa : available_isas())
+        EXPECT_EQ(matmul_on(kernels_for(isa), w, xv, 1, 1), want) << isa;
+}
+
 }  // namespace
 }  // namespace nextn

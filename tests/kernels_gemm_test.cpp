@@ -13,6 +13,7 @@
 #include "core/thread_pool.h"
 #include "kernel_test_helpers.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/ref.h"
 
 namespace nextn {
 namespace {
@@ -80,6 +81,21 @@ TEST(KernelsGemm, ReferenceMatchesDoubleSum) {
             }
         }
     }
+}
+
+// The reference is an f32 sum in index order (kernels/ref/gemm_ref.cpp): the oracle is the same
+// on every machine only if its order is fixed. Two columns where the order decides the result:
+// 2^24 + 1 rounds to 2^24 (a tie, to even), so [2^24, 1, -2^24] sums to 0 in index order (1 the
+// other way), and [-2^24, 1, 2^24] to 1 (0 the other way).
+TEST(KernelsGemm, ReferenceSumsEachRowInIndexOrder) {
+    const float big = 16777216.0f;  // 2^24
+    const float ones[3] = {1.0f, 1.0f, 1.0f};
+    WeightMatrix w = make_weight_f32(ones, 1, 3, WType::F32);
+    const float x[6] = {big, 1.0f, -big, -big, 1.0f, big};
+    float y[2] = {-1.0f, -1.0f};
+    ref::gemm_rows(w, x, 2, y, 1, 0, 1);
+    EXPECT_EQ(y[0], 0.0f);
+    EXPECT_EQ(y[1], 1.0f);
 }
 
 TEST(KernelsGemm, EveryIsaMatchesReference) {
