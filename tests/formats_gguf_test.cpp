@@ -4,14 +4,15 @@
 // after the converter's documented rules (fixture README sections 4, 8, 11.2, 12).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <random>
-
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -74,6 +75,13 @@ public:
         put(kv_, uint32_t(0));
         put(kv_, uint64_t(1));
         kv_.push_back(3);
+    }
+    void i8(const std::string& key, int8_t v) { scalar(key, 1, &v, 1); }
+    // A value of any type written byte for byte after its key and type id: for what the typed
+    // helpers do not write (element types without a helper, deep nesting, corrupt counts).
+    void raw(const std::string& key, uint32_t type, const std::vector<uint8_t>& value) {
+        key_type(key, type);
+        kv_.insert(kv_.end(), value.begin(), value.end());
     }
     void tensor(const std::string& name, std::vector<uint64_t> ne, uint32_t type,
                 std::vector<uint8_t> data) {
@@ -459,6 +467,180 @@ TEST(FormatsGguf, TensorInfoErrors) {
     GgufBuilder align;
     align.u32("general.alignment", 48);
     expect_error(align.build(), "power of two");
+}
+
+// Little-endian bytes of v appended to b, for values written with GgufBuilder::raw.
+template <class V>
+void append(std::vector<uint8_t>& b, V v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    b.insert(b.end(), p, p + sizeof(V));
+}
+
+// An array value (element type, count) holding `elements` as they are on disk.
+std::vector<uint8_t> array_value(uint32_t elem_type, uint64_t count,
+                                 const std::vector<uint8_t>& elements) {
+    std::vector<uint8_t> v;
+    append(v, elem_type);
+    append(v, count);
+    v.insert(v.end(), elements.begin(), elements.end());
+    return v;
+}
+
+// Values and accessors the test above leaves out: a signed byte keeps its sign; any nonzero
+// bool byte is true; a u64 past INT64_MAX is out of range for get_int, and its number is
+// positive; an integer is a number for get_float; an array or a string is not an integer or a
+// bool; f64 array elements keep their double precision (0.1 is not a float); u64 elements past
+// INT64_MAX are clamped to INT64_MAX, never wrapped negative (gguf.h).
+TEST(FormatsGguf, ScalarKindsAndAccessorsKeepTheirMeaning) {
+    GgufBuilder g;
+    g.i8("a.i8", -7);
+    g.raw("a.bool2", 7, {2});
+    const uint64_t past = (uint64_t(1) << 63) + 5;
+    g.u64("a.big", past);
+    g.i32("a.i32", -70000);
+    g.str("a.str", "x");
+    g.i32s("a.ints", {3, -1});
+    std::vector<uint8_t> f64s, u64s;
+    append(f64s, 0.1);
+    append(f64s, -1e300);
+    append(u64s, uint64_t(9));
+    append(u64s, past);
+    g.raw("a.f64s", 9, array_value(12, 2, f64s));
+    g.raw("a.u64s", 9, array_value(10, 2, u64s));
+    GgufFile f = read_gguf(write_file("kinds.gguf", g.build()));
+    EXPECT_EQ(f.get_int("a.i8"), -7);
+    EXPECT_TRUE(f.get_bool("a.bool2", false));
+    EXPECT_NE(error_of([&] { f.get_int("a.big"); }).find("out of range"), std::string::npos);
+    EXPECT_GT(f.get_float("a.big"), 9e18);
+    EXPECT_EQ(f.get_float("a.i32"), -70000.0);
+    EXPECT_NE(error_of([&] { f.get_int("a.ints"); }).find("expected an integer"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { f.get_bool("a.str", false); }).find("expected a bool"),
+              std::string::npos);
+    EXPECT_EQ(f.find("a.f64s")->numbers, (std::vector<double>{0.1, -1e300}));
+    EXPECT_EQ(f.find("a.u64s")->integers,
+              (std::vector<int64_t>{9, std::numeric_limits<int64_t>::max()}));
+}
+
+// Arrays nest at most 4 deep (kMaxArrayDepth): 4 levels of arrays parse, 5 are refused.
+TEST(FormatsGguf, ArraysNestAtMostFourDeep) {
+    auto nested = [](int levels) {  // `levels` arrays, each holding one, the innermost one u8
+        std::vector<uint8_t> v = array_value(0, 1, {42});
+        for (int l = 1; l < levels; ++l) v = array_value(9, 1, v);
+        GgufBuilder g;
+        g.raw("deep", 9, v);
+        return g.build();
+    };
+    EXPECT_NO_THROW(read_gguf(write_file("deep4.gguf", nested(4))));
+    EXPECT_NE(error_of([&] {
+                  read_gguf(write_file("deep5.gguf", nested(5)));
+              }).find("nests arrays too deeply"),
+              std::string::npos);
+}
+
+// An array's count is checked, before anything is read, against the smallest size of its
+// element: 8 bytes for a string (its length), 12 for an array (type and count), 4 for an i32.
+// Each count here fits the bytes at 1 byte an element but not at the element's least size.
+TEST(FormatsGguf, ArrayCountsAreCheckedAgainstTheSmallestElement) {
+    for (const auto& [elem_type, name] :
+         std::vector<std::pair<uint32_t, std::string>>{{8, "string"}, {9, "array"}, {5, "i32"}}) {
+        GgufBuilder g;
+        g.raw("x", 9, array_value(elem_type, 40, std::vector<uint8_t>(60, 0)));
+        const std::string msg = error_of([&] { read_gguf(write_file("count.gguf", g.build())); });
+        EXPECT_NE(msg.find("claims 40 elements"), std::string::npos) << name << ": " << msg;
+    }
+}
+
+// The count bound assumes 13 bytes an entry at least (an 8-byte key length, a 4-byte type, a
+// 1-byte value): it must never refuse a file of small real entries, here 40 one-letter-keyed u8
+// values of 14 bytes each.
+TEST(FormatsGguf, ManySmallMetadataEntriesAreAccepted) {
+    GgufBuilder g;
+    for (int i = 0; i < 40; ++i)
+        g.u8(std::string(1, char(i < 26 ? 'a' + i : 'A' + i - 26)), uint8_t(i));
+    GgufFile f = read_gguf(write_file("small.gguf", g.build()));
+    EXPECT_EQ(f.metadata.size(), 40u);
+    EXPECT_EQ(f.get_int("N"), 39);
+}
+
+TEST(FormatsGguf, RepeatedMetadataKeyIsAnError) {
+    GgufBuilder g;
+    g.u32("k", 1);
+    g.u32("k", 2);
+    EXPECT_NE(error_of([&] {
+                  read_gguf(write_file("dupkey.gguf", g.build()));
+              }).find("'k' appears twice"),
+              std::string::npos);
+}
+
+// The data section starts at the header's end rounded up to the alignment; a header that ends
+// exactly on the boundary is not moved a whole alignment further. The string's length is chosen
+// so that the header ends on a multiple of 32, and the tensor must read back its own values.
+TEST(FormatsGguf, DataStartsAtAnAlignedHeaderEnd) {
+    for (size_t pad = 0; pad < 32; ++pad) {
+        GgufBuilder g;
+        g.str("pad", std::string(pad, 'p'));
+        g.tensor_f32("w", {4}, {1.5f, -2.0f, 3.25f, 4.0f});
+        size_t header_end = 0;
+        const std::vector<uint8_t> bytes = g.build(&header_end);
+        if (header_end % 32 != 0) continue;
+        GgufFile f = read_gguf(write_file("aligned.gguf", bytes));
+        float v[4];
+        std::memcpy(v, f.find_tensor("w")->data, 16);
+        EXPECT_EQ(std::vector<float>(v, v + 4), (std::vector<float>{1.5f, -2.0f, 3.25f, 4.0f}));
+        return;
+    }
+    FAIL() << "no padding put the header end on the alignment";
+}
+
+// Each dimension may be up to 2^40, but their product is bounded (2^50) as it is formed: 2^40 x
+// 2^40 x 2^40 x 16 is 2^124 values, which in 64 bits wraps to 0, a tensor of no bytes that every
+// later size check would pass.
+TEST(FormatsGguf, ElementCountsThatWrapAreAnError) {
+    GgufBuilder g;
+    const uint64_t big = uint64_t(1) << 40;
+    g.tensor("w", {big, big, big, 16}, 0, {});
+    expect_error(g.build(), "absurd element count");
+}
+
+// A file of metadata alone whose last value ends the file (its header a whole number of
+// alignments, so nothing is padded after it): reading up to the last byte is not a truncation.
+TEST(FormatsGguf, MetadataThatEndsTheFileIsRead) {
+    for (size_t pad = 0; pad < 32; ++pad) {
+        GgufBuilder g;
+        g.str("pad", std::string(pad, 'p'));
+        const std::vector<uint8_t> bytes = g.build();
+        if (bytes.size() != 24 + 8 + 3 + 4 + 8 + pad) continue;  // padding was added
+        EXPECT_EQ(read_gguf(write_file("end.gguf", bytes)).get_string("pad"),
+                  std::string(pad, 'p'));
+        return;
+    }
+    FAIL() << "no padding put the header end on the alignment";
+}
+
+// general.alignment is at most 2^24 (a larger one would pad each tensor by more than that).
+TEST(FormatsGguf, AlignmentAboveTwoToTheTwentyFourIsAnError) {
+    GgufBuilder g;
+    g.u32("general.alignment", uint32_t(1) << 25);
+    expect_error(g.build(), "power of two");
+}
+
+// Two tensors whose data ranges overlap: the second's offset patched to the first's.
+TEST(FormatsGguf, OverlappingTensorDataIsAnError) {
+    GgufBuilder g;
+    g.tensor_f32("t0", {8}, std::vector<float>(8, 1.0f));
+    g.tensor_f32("t1", {8}, std::vector<float>(8, 2.0f));
+    std::vector<uint8_t> b = g.build();
+    // t1's info: name length (8), "t1", n_dims (4), ne (8), type (4), then its offset.
+    const std::vector<uint8_t> name = {2, 0, 0, 0, 0, 0, 0, 0, 't', '1'};
+    const auto at = std::search(b.begin(), b.end(), name.begin(), name.end());
+    ASSERT_NE(at, b.end());
+    const size_t offset_at = size_t(at - b.begin()) + name.size() + 4 + 8 + 4;
+    uint64_t offset;
+    std::memcpy(&offset, b.data() + offset_at, 8);
+    ASSERT_EQ(offset, 32u);  // the control: t0's 32 bytes, then t1
+    const uint64_t inside_t0 = 0;
+    expect_error(patched(b, offset_at, &inside_t0, 8), "overlap");
 }
 
 TEST(FormatsGguf, EveryTruncationIsAnError) {
