@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -15,6 +17,7 @@
 #include "core/mapped_file.h"
 #include "formats/checkpoint.h"
 #include "formats/mlx_checkpoint.h"
+#include "formats/mlx_weights.h"
 #include "kernels/weight.h"
 #include "test_paths.h"
 
@@ -192,6 +195,174 @@ TEST(FormatsMlx, CanonicalNames) {
     EXPECT_EQ(mlx_canonical_name("mtp.norm.weight"), "mtp.norm.weight");
     EXPECT_EQ(mlx_canonical_name("model.norm.weight"), "norm.weight");
     EXPECT_EQ(mlx_canonical_name("vision_tower.blocks.0.attn.qkv.weight"), "");
+}
+
+// ---- MLX weight helpers on tensors built here (mlx_weights.h) ----
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+std::string quant_error(const std::string& config) {
+    return error_of([&] { parse_mlx_quant_config(nlohmann::json::parse(config), "config.json"); });
+}
+
+// The section may be under "quantization_config" (as transformers writes it); bits are 2..8, a
+// group size a power of two, the mode affine, for the default and for every override.
+TEST(FormatsMlxWeights, QuantConfigIsCheckedWhereverItIs) {
+    const MlxQuantConfig q = parse_mlx_quant_config(
+        nlohmann::json::parse(R"({"quantization_config": {"bits": 4, "group_size": 64}})"),
+        "config.json");
+    EXPECT_TRUE(q.present);
+    EXPECT_EQ(q.bits, 4);
+    EXPECT_EQ(q.group_size, 64);
+    EXPECT_NE(quant_error(R"({"quantization": {"bits": 1, "group_size": 64}})")
+                  .find("unsupported bits 1"),
+              std::string::npos);
+    EXPECT_NE(quant_error(R"({"quantization": {"bits": 4, "group_size": 48}})")
+                  .find("unsupported group_size 48"),
+              std::string::npos);
+    EXPECT_NE(quant_error(R"({"quantization": {"bits": 4, "group_size": 32, "mode": "mxfp4"}})")
+                  .find("unsupported MLX quantization mode 'mxfp4'"),
+              std::string::npos);
+    EXPECT_NE(
+        quant_error(
+            R"({"quantization": {"bits": 4, "group_size": 32, "m.q": {"bits": 4, "mode": "nvfp4"}}})")
+            .find("unsupported mode 'nvfp4'"),
+        std::string::npos);
+    // Anything but an object (or null) would read as "not quantized", and packed codes as weights.
+    EXPECT_NE(quant_error(R"({"quantization": 4})").find("must be a JSON object"),
+              std::string::npos);
+    // A module marked `true` is quantized with the defaults.
+    const MlxQuantConfig d = parse_mlx_quant_config(
+        nlohmann::json::parse(R"({"quantization": {"bits": 6, "group_size": 128, "m.q": true}})"),
+        "config.json");
+    ASSERT_EQ(d.overrides.count("m.q"), 1u);
+    EXPECT_EQ(d.overrides.at("m.q").bits, 6);
+    EXPECT_EQ(d.overrides.at("m.q").group_size, 128);
+}
+
+// The mean of every stored value of the norms, not of the per-tensor sums: [1, 1, 1, 1] and
+// [0, 0] average 4/6.
+TEST(FormatsMlxWeights, MeanNormValueIsOverValues) {
+    const std::vector<float> a = {1, 1, 1, 1}, b = {0, 0};
+    RawTensor ta, tb;
+    ta.dtype = tb.dtype = DType::F32;
+    ta.shape = {4};
+    tb.shape = {2};
+    ta.data = reinterpret_cast<const uint8_t*>(a.data());
+    tb.data = reinterpret_cast<const uint8_t*>(b.data());
+    ta.nbytes = 16;
+    tb.nbytes = 8;
+    EXPECT_DOUBLE_EQ(mean_norm_value({&ta, &tb}), 4.0 / 6.0);
+}
+
+// One packed MLX linear as a file holds it: "m.weight" U32 [rows, words], "m.scales" and
+// "m.biases" [rows, groups] of `scale_type`, over caller-owned bytes.
+struct PackedLinear {
+    std::vector<uint8_t> words, scales, biases;
+    std::map<std::string, RawTensor> file;
+    PackedLinear(int64_t rows, int64_t words_per_row, int64_t groups, DType scale_type,
+                 DType bias_type) {
+        const size_t es = scale_type == DType::F32 ? 4 : 2, eb = bias_type == DType::F32 ? 4 : 2;
+        words.assign(size_t(rows * words_per_row) * 4, 0x11);  // every 4-bit code 1
+        scales.assign(size_t(rows * groups) * es, 0);
+        biases.assign(size_t(rows * groups) * eb, 0);
+        add("m.weight", DType::U32, {rows, words_per_row}, words);
+        add("m.scales", scale_type, {rows, groups}, scales);
+        add("m.biases", bias_type, {rows, groups}, biases);
+    }
+    void add(const std::string& name, DType t, std::vector<int64_t> shape,
+             const std::vector<uint8_t>& bytes) {
+        RawTensor r;
+        r.name = name;
+        r.file = "m.safetensors";
+        r.dtype = t;
+        r.shape = std::move(shape);
+        r.data = bytes.data();
+        r.nbytes = bytes.size();
+        file[name] = r;
+    }
+};
+
+MlxQuantConfig quant4_g32() {
+    return parse_mlx_quant_config(
+        nlohmann::json::parse(R"({"quantization": {"bits": 4, "group_size": 32}})"), "c");
+}
+
+// F16 scales are read as halves: scale 0.5 (0x3800) and bias -1 (0xBC00) on codes of 1 give
+// -0.5 (read as bf16 bits they would be other values).
+TEST(FormatsMlxWeights, AssembledTensorKeepsItsScaleType) {
+    PackedLinear p(2, 4, 1, DType::F16, DType::F16);  // [2, 32] at 4 bits: 4 words a row
+    for (size_t g = 0; g < 2; ++g) {
+        const uint16_t s = 0x3800, b = 0xBC00;
+        std::memcpy(p.scales.data() + 2 * g, &s, 2);
+        std::memcpy(p.biases.data() + 2 * g, &b, 2);
+    }
+    const std::map<std::string, RawTensor> out = assemble_mlx_tensors(p.file, quant4_g32(), "c");
+    const RawTensor& w = out.at("m.weight");
+    EXPECT_EQ(w.dtype, DType::MLX_AFFINE);
+    EXPECT_EQ(w.scale_dtype, DType::F16);
+    EXPECT_EQ(w.shape, (std::vector<int64_t>{2, 32}));
+    for (float v : tensor_to_f32(w)) ASSERT_EQ(v, -0.5f);
+}
+
+// Scales of a type that is not a float, biases of another type than the scales, and packed words
+// that do not hold the groups' codes (8 words of 4-bit codes are 64 values, not the 32 one group
+// of 32 holds) are all refused.
+TEST(FormatsMlxWeights, MismatchedPackingIsRefused) {
+    EXPECT_NE(error_of([] {
+                  PackedLinear p(2, 4, 1, DType::U32, DType::U32);
+                  assemble_mlx_tensors(p.file, quant4_g32(), "c");
+              }).find("expected BF16, F16 or F32"),
+              std::string::npos);
+    EXPECT_NE(error_of([] {
+                  PackedLinear p(2, 4, 1, DType::BF16, DType::F16);
+                  assemble_mlx_tensors(p.file, quant4_g32(), "c");
+              }).find("do not match scales"),
+              std::string::npos);
+    EXPECT_NE(error_of([] {
+                  PackedLinear p(2, 8, 1, DType::BF16, DType::BF16);
+                  assemble_mlx_tensors(p.file, quant4_g32(), "c");
+              }).find("packs 8 words per row"),
+              std::string::npos);
+    // Packed tensors in a checkpoint whose config has no quantization section.
+    EXPECT_NE(error_of([] {
+                  PackedLinear p(2, 4, 1, DType::BF16, DType::BF16);
+                  assemble_mlx_tensors(p.file, MlxQuantConfig{}, "c");
+              }).find("config.json has no 'quantization'"),
+              std::string::npos);
+}
+
+// Expert e of a stacked MLX tensor takes the e-th slice of the codes and of the scales and
+// biases; with F32 scales a slice of scales is 4 bytes a group.
+TEST(FormatsMlxWeights, ExpertViewSlicesF32ScalesByTheirSize) {
+    PackedLinear p(2 * 3, 4, 1, DType::F32, DType::F32);  // 2 experts of [3, 32] at 4 bits
+    std::vector<float> scale(6), bias(6);
+    for (int i = 0; i < 6; ++i) {
+        scale[size_t(i)] = float(i + 1);
+        bias[size_t(i)] = -float(i);
+    }
+    std::memcpy(p.scales.data(), scale.data(), 24);
+    std::memcpy(p.biases.data(), bias.data(), 24);
+    p.file["m.weight"].shape = {2, 3, 4};
+    p.file["m.scales"].shape = {2, 3, 1};
+    p.file["m.biases"].shape = {2, 3, 1};
+    const RawTensor stacked = assemble_mlx_tensors(p.file, quant4_g32(), "c").at("m.weight");
+    ASSERT_EQ(stacked.shape, (std::vector<int64_t>{2, 3, 32}));
+    for (int e = 0; e < 2; ++e) {
+        const std::vector<float> v = tensor_to_f32(expert_view(stacked, e));
+        ASSERT_EQ(v.size(), 96u);
+        for (int r = 0; r < 3; ++r)  // code 1: scale + bias of row 3e + r
+            EXPECT_EQ(v[size_t(r * 32)], scale[size_t(3 * e + r)] + bias[size_t(3 * e + r)])
+                << e << " " << r;
+    }
+    EXPECT_THROW(expert_view(stacked, 2), Error);
 }
 
 }  // namespace
