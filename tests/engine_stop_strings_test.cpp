@@ -38,6 +38,40 @@ TEST(StopStrings, EarliestOfSeveralWins) {
     EXPECT_EQ("hel", feed(m, {"hello world"}));
 }
 
+// The earliest occurrence wins whichever order the stop strings are listed in.
+TEST(StopStrings, EarliestWinsInAnyListOrder) {
+    StopStringMatcher m({"lo w", "world"});
+    EXPECT_EQ("hel", feed(m, {"hello world"}));
+    StopStringMatcher n({"world", "xyz", "lo w"});
+    EXPECT_EQ("hel", feed(n, {"hello ", "world"}));
+}
+
+// A one-character prefix of a stop string is held back too.
+TEST(StopStrings, SingleCharacterPrefixIsHeld) {
+    StopStringMatcher m({"STOP"});
+    EXPECT_EQ("x", m.push("xS"));
+    EXPECT_EQ("", m.push("TOP and more"));
+    EXPECT_TRUE(m.stopped());
+}
+
+// Once stopped, nothing more comes out: not what a later push adds, not the text after the stop
+// string in the piece that completed it, and not from flush().
+TEST(StopStrings, NothingIsReleasedAfterTheStop) {
+    StopStringMatcher m({"END"});
+    EXPECT_EQ("abc", m.push("abcEND tail"));
+    EXPECT_TRUE(m.stopped());
+    EXPECT_EQ("", m.push("more text"));
+    EXPECT_EQ("", m.flush());
+}
+
+// flush() hands over what was held once; a second flush has nothing left.
+TEST(StopStrings, FlushEmptiesTheHeldText) {
+    StopStringMatcher m({"STOP"});
+    EXPECT_EQ("a", m.push("aSTO"));
+    EXPECT_EQ("STO", m.flush());
+    EXPECT_EQ("", m.flush());
+}
+
 TEST(StopStrings, NoStopsPassesEverything) {
     StopStringMatcher m({});
     EXPECT_EQ("abc", feed(m, {"a", "b", "c"}));
