@@ -2,8 +2,11 @@
 // here in closed form for simulated acceptance and cost.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "spec/depth_controller.h"
@@ -164,6 +167,173 @@ TEST(DepthController, StatePersistsAcrossInstances) {
     DepthController other(3);  // a different max depth ignores the file
     other.load(path);
     EXPECT_DOUBLE_EQ(0.5, other.acceptance(1));
+}
+
+// The cold start round by round with every draft right and deeper always better: depth 0 and
+// the initial choice, depth 1, are measured first (rounds 1-2); depth 1 holds until the first
+// probe, 4 rounds after the model is first trusted (rounds 2-5); then probes 2, 3 and 4 each win,
+// and the next probe follows at once in the same direction (rounds 6-8). At the deepest depth
+// the next probe, 4 rounds on, can only go down (round 12); it loses (depth 3's cost already
+// rests on 2 rounds), and depth 4 resumes.
+TEST(DepthController, ColdStartMeasuresPlainAndDepthOneThenClimbs) {
+    DepthController c(4);
+    std::vector<int> choices;
+    for (int r = 0; r < 14; ++r) {
+        const int depth = c.choose();
+        choices.push_back(depth);
+        c.observe(depth, depth, 0.01 * (1 + 0.1 * depth));
+    }
+    EXPECT_EQ((std::vector<int>{0, 1, 1, 1, 1, 2, 3, 4, 4, 4, 4, 3, 4, 4}), choices);
+}
+
+// A probe that loses on its first, cold round (3x slow) goes on to a second round, and wins
+// there once its cost is the minimum of the two: every draft right, a depth-N round
+// 0.01 * (1 + 0.1 N) s, each depth's first round 3x that.
+TEST(DepthController, ALosingProbeIsConfirmedOnASecondRound) {
+    DepthController c(2);
+    std::vector<bool> seen(3, false);
+    std::vector<int> choices;
+    for (int r = 0; r < 8; ++r) {
+        const int depth = c.choose();
+        choices.push_back(depth);
+        const double cold = seen[size_t(depth)] ? 1.0 : 3.0;
+        seen[size_t(depth)] = true;
+        c.observe(depth, depth, cold * 0.01 * (1 + 0.1 * depth));
+    }
+    // Rounds 1-2 measure 0 and 1; 2-5 stay at 1; 6 probes 2 (cold: a loss so far); 7 confirms it
+    // (warm: a win) and depth 2 stays.
+    EXPECT_EQ((std::vector<int>{0, 1, 1, 1, 1, 2, 2, 2}), choices);
+}
+
+// A loss turns the next probe around: settled at depth 2 (drafts 1-2 always right, draft 3
+// never), the probes go 3, 1, 3, 1, ..., each a losing one.
+TEST(DepthController, ProbesAlternateDirectionAfterALoss) {
+    DepthController c(4);
+    std::vector<int> probes;  // depth of each run of rounds away from depth 2, after settling
+    int previous = -1;
+    for (int r = 0; r < 1500; ++r) {
+        const int depth = c.choose();
+        if (r >= 40 && depth != 2 && depth != previous) probes.push_back(depth);
+        previous = depth;
+        c.observe(depth, std::min(depth, 2), 0.01 * (1 + 0.1 * depth));
+    }
+    ASSERT_GE(probes.size(), 4u);
+    for (size_t i = 0; i < probes.size(); ++i) {
+        EXPECT_TRUE(probes[i] == 1 || probes[i] == 3) << "probe " << i << " at " << probes[i];
+        if (i > 0) {
+            EXPECT_NE(probes[i - 1], probes[i]) << "probes " << i - 1 << " and " << i;
+        }
+    }
+}
+
+// A win resets the probe interval to 4, however far losses had doubled it: drafts never right
+// for 30 rounds (plain decoding wins, the probes to depth 1 lose, the interval grows), then
+// always right. The first probe after that wins, and at the deepest depth the next probe (back
+// down) comes 4 rounds later.
+TEST(DepthController, AWinResetsTheProbeInterval) {
+    DepthController c(1);
+    std::vector<int> choices;
+    for (int r = 0; r < 120; ++r) {
+        const int depth = c.choose();
+        choices.push_back(depth);
+        c.observe(depth, r < 30 ? 0 : depth, 0.01 * (1 + 0.2 * depth));
+    }
+    size_t win = 30;
+    while (win < choices.size() && choices[win] == 0) ++win;
+    ASSERT_LT(win + 4, choices.size());
+    EXPECT_EQ((std::vector<int>{1, 1, 1, 1, 0}),
+              std::vector<int>(choices.begin() + long(win), choices.begin() + long(win) + 5))
+        << "first probe at round " << win;
+}
+
+// A depth's cost starts as the minimum of its first 3 rounds (interference only slows a round).
+TEST(DepthController, CostStartsAsTheMinimumOfTheFirstRounds) {
+    DepthController c(1);
+    c.observe(0, 0, 0.03);
+    EXPECT_DOUBLE_EQ(0.03, c.cost(0));
+    c.observe(0, 0, 0.01);
+    c.observe(0, 0, 0.02);
+    EXPECT_DOUBLE_EQ(0.01, c.cost(0));
+}
+
+// With modelled costs a probe is decided in its own round: when drafts are never accepted, a
+// losing probe goes back to plain decoding at once, and the probes' interval doubles (4, 8, 16,
+// 32, 64 rounds), so 100 rounds spend at most the first few (before the acceptance estimate
+// falls from its prior) and one round a probe at depth > 0.
+TEST(DepthController, ModelledCostsDecideAProbeInItsOwnRound) {
+    DepthController c = DepthController::with_modelled_costs(4);
+    int deep = 0;
+    for (int r = 0; r < 100; ++r) {
+        const int depth = c.choose();
+        deep += depth > 0;
+        c.observe(depth, 0, 0.01, r > 0);
+    }
+    EXPECT_LE(deep, 10);
+    EXPECT_EQ(0, c.choose());
+}
+
+// The estimates against the formulas depth_controller.h states, on a few hand-fed rounds.
+// E(N) = 1 + sum_{i=1..N} prod_{j<=i} a_j: with every a_j at its 0.5 prior, 1, 1.5, 1.75, 1.875.
+TEST(DepthController, ExpectedTokensIsTheProductChainOfAcceptances) {
+    DepthController c(3);
+    EXPECT_DOUBLE_EQ(1.0, c.expected_tokens(0));
+    EXPECT_DOUBLE_EQ(1.5, c.expected_tokens(1));
+    EXPECT_DOUBLE_EQ(1.75, c.expected_tokens(2));
+    EXPECT_DOUBLE_EQ(1.875, c.expected_tokens(3));
+    c.observe(1, 1, 0.01);  // a_1: mean of the prior and one accept = 0.75
+    EXPECT_DOUBLE_EQ(1.0 + 0.75 + 0.75 * 0.5 + 0.75 * 0.5 * 0.5, c.expected_tokens(3));
+}
+
+// Acceptance is a running mean in which the 0.5 prior counts as one sample, until it holds
+// 1/ewma = 10 samples; from then on an EWMA with weight 0.1. A position after a rejected draft
+// was not tested and keeps its estimate.
+TEST(DepthController, AcceptanceIsARunningMeanThenAnEwma) {
+    DepthController c(2);
+    c.observe(2, 0, 0.01);  // draft 1 rejected: position 1 gets a 0, position 2 nothing
+    EXPECT_DOUBLE_EQ(0.25, c.acceptance(1));
+    EXPECT_DOUBLE_EQ(0.5, c.acceptance(2));
+    c.observe(2, 1, 0.01);  // draft 1 accepted, draft 2 rejected
+    EXPECT_NEAR((0.5 + 0 + 1) / 3, c.acceptance(1), 1e-12);
+    EXPECT_DOUBLE_EQ(0.25, c.acceptance(2));
+    for (int i = 0; i < 7; ++i) c.observe(1, 1, 0.01);  // 10 samples: 0.5, 0, 8 ones
+    EXPECT_NEAR(8.5 / 10, c.acceptance(1), 1e-12);
+    c.observe(1, 0, 0.01);  // the 11th: EWMA
+    EXPECT_NEAR(0.9 * 0.85, c.acceptance(1), 1e-12);
+}
+
+// A loaded state continues as EWMAs (its averages are settled), while a depth it never measured
+// takes its first round's time as is.
+TEST(DepthController, LoadedEstimatesContinueAsEwmas) {
+    const std::string path = test::scratch_dir() + "/depth_ewma.json";
+    DepthController a(2);
+    for (int r = 0; r < 3; ++r) a.observe(1, 1, 0.02);  // depth 2 never measured
+    a.save(path);
+    DepthController b(2);
+    b.load(path);
+    const double saved = b.acceptance(1);
+    EXPECT_DOUBLE_EQ(a.acceptance(1), saved);
+    EXPECT_EQ(0.0, b.cost(2));
+    b.observe(1, 0, 0.02);
+    EXPECT_NEAR(0.9 * saved, b.acceptance(1), 1e-12);
+    b.observe(2, 2, 0.05);
+    EXPECT_DOUBLE_EQ(0.05, b.cost(2));
+}
+
+// ~/.cache/nextn/depth-<key>.json, XDG_CACHE_HOME first, the key's other characters than letters
+// and digits as '_', and "" without either variable.
+TEST(DepthController, DefaultPathFollowsXdgThenHome) {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    const std::string saved_xdg = xdg ? xdg : "", saved_home = home ? home : "";
+    setenv("XDG_CACHE_HOME", "/x/cache", 1);
+    setenv("HOME", "/h", 1);
+    EXPECT_EQ("/x/cache/nextn/depth-m_dir_a_b.json", DepthController::default_path("m/dir-a.b"));
+    unsetenv("XDG_CACHE_HOME");
+    EXPECT_EQ("/h/.cache/nextn/depth-m_dir_a_b.json", DepthController::default_path("m/dir-a.b"));
+    unsetenv("HOME");
+    EXPECT_EQ("", DepthController::default_path("m"));
+    if (xdg) setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+    if (home) setenv("HOME", saved_home.c_str(), 1);
 }
 
 // A sampled request's controller (with_modelled_costs) chooses from acceptance alone: the same
