@@ -269,6 +269,31 @@ TEST(SamplingSpeculative, ZeroDraftProbabilityIsRejected) {
     EXPECT_THROW(accept_or_resample(p, q, -1, rng), Error);
 }
 
+// No uniform is drawn where the outcome is certain (speculative_accept.h): here p(x) = 0 while
+// q(x) > 0, so x is rejected without a draw, and the residual max(0, p - q) = {0: 0.5, 1: 0}
+// has one token with positive mass (token 1's excess is exactly 0: p and q agree on it), so the
+// replacement is token 0, again without a draw. The generator is left where it was.
+TEST(SamplingSpeculative, CertainOutcomesDrawNoUniform) {
+    Distribution p, q;
+    p.vocab_size = q.vocab_size = 3;
+    p.ids = {0, 1};
+    p.probs = {0.5f, 0.5f};
+    q.ids = {1, 2};
+    q.probs = {0.5f, 0.5f};
+    Rng rng(21);
+    const AcceptResult r = accept_or_resample(p, q, 2, rng);
+    EXPECT_FALSE(r.accepted);
+    EXPECT_EQ(r.token, 0);
+    EXPECT_EQ(rng.next_u64(), Rng(21).next_u64()) << "a uniform was drawn";
+}
+
+TEST(SamplingSpeculative, EmptyTargetIsAnError) {
+    Distribution p, q = Distribution::one_hot(4, 1);
+    p.vocab_size = 4;
+    Rng rng(1);
+    EXPECT_THROW(accept_or_resample(p, q, 1, rng), Error);
+}
+
 TEST(SamplingSpeculative, ResidualWithoutMassFallsBackToP) {
     // Inconsistent float masses: q >= p everywhere, so max(0, p - q) is all zero while x = 0 can
     // still be rejected (p/q = 5/6). The replacement must then come from p.
@@ -323,6 +348,22 @@ TEST(SamplingSpeculative, GreedyIsExactAndUsesNoRandomness) {
     EXPECT_EQ(all.tokens, (std::vector<int32_t>{1, 1, 1}));
     // The generator was never advanced.
     EXPECT_EQ(rng.next_u64(), Rng(99).next_u64());
+}
+
+// The decode loop reuses one verdict round after round: each call reports its own chain only.
+TEST(SamplingSpeculative, AReusedVerdictHoldsOnlyTheLastChain) {
+    const Distribution p = Distribution::one_hot(4, 1);
+    const std::vector<Distribution> targets = {p, p, p};
+    const std::vector<Distribution> drafts = {p, p};
+    Rng rng(5);
+    DraftVerdict verdict;
+    verify_draft(targets, drafts, std::vector<int32_t>{1, 1}, rng, verdict);
+    EXPECT_EQ(verdict.n_accepted, 2);
+    EXPECT_EQ(verdict.tokens, (std::vector<int32_t>{1, 1, 1}));
+    verify_draft(targets, std::vector<Distribution>{Distribution::one_hot(4, 2), p},
+                 std::vector<int32_t>{2, 1}, rng, verdict);
+    EXPECT_EQ(verdict.n_accepted, 0);
+    EXPECT_EQ(verdict.tokens, (std::vector<int32_t>{1}));
 }
 
 TEST(SamplingSpeculative, SameSeedSameTokens) {
