@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "error_of.h"
 #include "formats/checkpoint.h"
 #include "formats/drafter.h"
 #include "kernels/weight.h"
@@ -23,14 +23,7 @@ namespace fs = std::filesystem;
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 std::string temp_dir(const std::string& name) {
     fs::path dir = fs::path(test::scratch_dir()) / name;

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "error_of.h"
 #include "formats/checkpoint.h"
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
@@ -162,14 +163,7 @@ std::string write_file(const std::string& name, const std::vector<uint8_t>& byte
     return path;
 }
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 std::vector<uint8_t> q8_0_block(float d, const std::vector<int8_t>& q) {
     std::vector<uint8_t> b(34);

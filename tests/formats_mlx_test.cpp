@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/mapped_file.h"
+#include "error_of.h"
 #include "formats/checkpoint.h"
 #include "formats/mlx_checkpoint.h"
 #include "formats/mlx_weights.h"
@@ -199,14 +200,7 @@ TEST(FormatsMlx, CanonicalNames) {
 
 // ---- MLX weight helpers on tensors built here (mlx_weights.h) ----
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 std::string quant_error(const std::string& config) {
     return error_of([&] { parse_mlx_quant_config(nlohmann::json::parse(config), "config.json"); });

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "error_of.h"
 #include "formats/safetensors.h"
 #include "test_paths.h"
 
@@ -31,14 +32,7 @@ Bytes file_of(const std::string& header, size_t data_bytes) {
     return b;
 }
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 std::string parse_error(const Bytes& b) {
     return error_of([&] { parse_safetensors(b, "t.safetensors"); });

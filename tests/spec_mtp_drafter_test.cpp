@@ -40,15 +40,25 @@ class MtpDrafterChain : public ::testing::Test {
         return hidden;
     }
 
+    // The head's committed pairs after the prompt and `current`: the trunk's hidden at each
+    // prompt position (in `state`, fresh) with the token that follows it.
+    struct Pairs {
+        std::vector<float> hidden;  // [n, H]
+        std::vector<int32_t> next;  // [n]
+    };
+    Pairs pairs_after(SequenceState& state, int32_t current) const {
+        Pairs p{trunk_hidden(state), std::vector<int32_t>(prompt_.begin() + 1, prompt_.end())};
+        p.next.push_back(current);
+        return p;
+    }
+
     // The k drafts the chain gives after the prompt and `current`, composed from mtp_forward.
     std::vector<int32_t> reference_drafts(int32_t current, int k,
                                           const SamplerParams& params) const {
         const Qwen35Model& m = *lm_.model;
         SequenceState s = m.new_state(64, 8);
-        const std::vector<float> hidden = trunk_hidden(s);
+        const auto [hidden, next] = pairs_after(s, current);
         const int64_t n = int64_t(prompt_.size());
-        std::vector<int32_t> next(prompt_.begin() + 1, prompt_.end());
-        next.push_back(current);
         std::vector<float> out(static_cast<size_t>(n * H_)), logits(static_cast<size_t>(Vd_));
         m.mtp_forward(s, hidden.data(), next.data(), n, 0, {out.data(), logits.data(), 1});
         std::vector<float> prev(out.end() - H_, out.end());  // the last pair's output hidden
@@ -75,10 +85,8 @@ class MtpDrafterChain : public ::testing::Test {
     std::vector<int32_t> drafter_drafts(int32_t current, int k, const SamplerParams& params) const {
         const Qwen35Model& m = *lm_.model;
         SequenceState s = m.new_state(64, 8);
-        const std::vector<float> hidden = trunk_hidden(s);
+        const auto [hidden, next] = pairs_after(s, current);
         const int64_t n = int64_t(prompt_.size());
-        std::vector<int32_t> next(prompt_.begin() + 1, prompt_.end());
-        next.push_back(current);
         MtpDrafter drafter(m, s);
         drafter.on_commit(hidden.data(), next.data(), 3, 0);
         drafter.on_commit(hidden.data() + 3 * H_, next.data() + 3, n - 3, 3);
