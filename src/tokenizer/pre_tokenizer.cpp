@@ -25,7 +25,8 @@ SplitRegex::SplitRegex(const std::string& pattern, bool literal, const std::stri
     int err = 0;
     PCRE2_SIZE err_off = 0;
     // MATCH_INVALID_UTF keeps PCRE2 safe on ill-formed input (we sanitize first anyway).
-    uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : 0);
+    // PCRE2_LITERAL refuses PCRE2_UCP (which only matters to \p, \w and the like).
+    uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                      options, &err, &err_off, nullptr);
     if (code == nullptr)
