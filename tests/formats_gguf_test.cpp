@@ -176,9 +176,16 @@ std::vector<uint8_t> q8_0_block(float d, const std::vector<int8_t>& q) {
     return b;
 }
 
+// Metadata variations of tiny_model().
+struct TinyMetadata {
+    bool per_block_head_counts = false;  // head counts as per-block arrays, 0 for recurrent blocks
+    int32_t eot_token_id = -1;           // tokenizer.ggml.eot_token_id, when >= 0
+};
+
 // A tiny qwen35moe model: one trunk GDN layer (blk.0) and the MTP block (blk.1); block_count
 // other than 2 makes its metadata disagree with its tensors.
-GgufBuilder tiny_model(bool with_trunk = true, uint32_t block_count = 2) {
+GgufBuilder tiny_model(bool with_trunk = true, uint32_t block_count = 2,
+                       const TinyMetadata& meta = {}) {
     GgufBuilder g;
     g.str("general.architecture", "qwen35moe");
     const std::string k = "qwen35moe.";
@@ -186,8 +193,13 @@ GgufBuilder tiny_model(bool with_trunk = true, uint32_t block_count = 2) {
     g.u32(k + "nextn_predict_layers", 1);
     g.u32(k + "context_length", 64);
     g.u32(k + "embedding_length", 32);
-    g.u32(k + "attention.head_count", 2);
-    g.u32(k + "attention.head_count_kv", 1);
+    if (meta.per_block_head_counts) {
+        g.i32s(k + "attention.head_count", {0, 2});
+        g.i32s(k + "attention.head_count_kv", {0, 1});
+    } else {
+        g.u32(k + "attention.head_count", 2);
+        g.u32(k + "attention.head_count_kv", 1);
+    }
     g.u32(k + "attention.key_length", 16);
     g.u32(k + "attention.value_length", 16);
     g.u32(k + "rope.dimension_count", 4);
@@ -209,6 +221,7 @@ GgufBuilder tiny_model(bool with_trunk = true, uint32_t block_count = 2) {
     g.strings("tokenizer.ggml.merges", {"a b"});
     g.i32s("tokenizer.ggml.token_type", {1, 1, 1, 1, 3, 1, 1, 1});
     g.u32("tokenizer.ggml.eos_token_id", 4);
+    if (meta.eot_token_id >= 0) g.i32("tokenizer.ggml.eot_token_id", meta.eot_token_id);
     g.boolean("tokenizer.ggml.add_bos_token", false);
     g.str("tokenizer.chat_template", "{{ messages }}");
 
@@ -349,6 +362,28 @@ TEST(FormatsGguf, TinyModelMapsToCanonicalNames) {
     EXPECT_EQ(tok.bos_id, -1);
     EXPECT_FALSE(tok.add_bos);
     EXPECT_EQ(tok.chat_template, "{{ messages }}");
+}
+
+TEST(FormatsGguf, PerBlockHeadCountsAreReadAtTheFirstAttentionBlock) {
+    // blk.0 is recurrent (interval 4), so the first full-attention block is the MTP block blk.1.
+    TinyMetadata meta;
+    meta.per_block_head_counts = true;
+    const ModelConfig c =
+        load_checkpoint(write_file("heads.gguf", tiny_model(true, 2, meta).build())).config;
+    EXPECT_EQ(c.n_q_heads, 2);
+    EXPECT_EQ(c.n_kv_heads, 1);
+}
+
+TEST(FormatsGguf, EndOfTurnJoinsEndOfTextOnlyWhereItDiffers) {
+    TinyMetadata meta;
+    meta.eot_token_id = 6;
+    EXPECT_EQ(load_checkpoint(write_file("eot.gguf", tiny_model(true, 2, meta).build()))
+                  .config.eos_token_ids,
+              (std::vector<int>{4, 6}));
+    meta.eot_token_id = 4;
+    EXPECT_EQ(load_checkpoint(write_file("eot_same.gguf", tiny_model(true, 2, meta).build()))
+                  .config.eos_token_ids,
+              (std::vector<int>{4}));
 }
 
 TEST(FormatsGguf, VersionTwoIsAccepted) {
