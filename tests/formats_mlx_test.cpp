@@ -189,6 +189,18 @@ TEST(FormatsMlxFixtures, MissingSidecarIsAnErrorUnlessNoMtp) {
     EXPECT_EQ("none", load_checkpoint(dir.string(), no_mtp).mtp_source);
 }
 
+TEST(FormatsMlx, HfQuantizationConfigNamesItsMethodAndMlxsDoesNot) {
+    // The HF fixture directory holds HF names (model.language_model.*): only the config decides.
+    const std::string hf_dir = test::data_dir() + "/qwen35-dense-tiny";
+    EXPECT_FALSE(is_mlx_checkpoint(nlohmann::json::object(), hf_dir));
+    EXPECT_FALSE(is_mlx_checkpoint({{"quantization_config", {{"quant_method", "fp8"}}}}, hf_dir));
+    EXPECT_TRUE(
+        is_mlx_checkpoint({{"quantization_config", {{"group_size", 64}, {"bits", 4}}}}, hf_dir));
+    EXPECT_TRUE(is_mlx_checkpoint({{"quantization", {{"group_size", 64}, {"bits", 4}}}}, hf_dir));
+    EXPECT_TRUE(
+        is_mlx_checkpoint({{"mlx_lm_extra_tensors", {{"mtp_file", "mtp.safetensors"}}}}, hf_dir));
+}
+
 TEST(FormatsMlx, CanonicalNames) {
     EXPECT_EQ(mlx_canonical_name("language_model.model.layers.3.mlp.gate.weight"), "layers.3.mlp.gate.weight");
     EXPECT_EQ(mlx_canonical_name("language_model.lm_head.weight"), "lm_head.weight");
