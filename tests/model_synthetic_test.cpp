@@ -13,6 +13,7 @@
 #include "core/memory_info.h"
 #include "core/thread_pool.h"
 #include "decode_helpers.h"
+#include "error_of.h"
 #include "formats/model_config.h"
 #include "kernel_test_helpers.h"
 #include "kernels/kernels.h"
@@ -249,6 +250,72 @@ TEST(SyntheticForward, FiniteLogitsAndHiddenOverALongRun) {
         m.mtp_forward(s, hidden.data() + (T - 1) * H, &tokens[0], 1, T - 1, {nullptr, mtp_logits.data(), 1});
         EXPECT_TRUE(all_finite(mtp_logits));
     }
+}
+
+// MoE routing (spec section 7): top-k of the router's softmax, ties to the lower expert index.
+// With every router row zero all E probabilities are equal, so each token takes experts 0 and 1
+// (k = 2) in every layer, the MTP layer too: the other experts' weights cannot change a logit,
+// and expert 1's must.
+TEST(SyntheticForward, RouterTiesGoToTheLowerExpertIndex) {
+    const ModelConfig c = tiny_config(true);
+    ASSERT_EQ(c.n_experts_used, 2);
+    const int64_t H = c.hidden_size, I = c.expert_ffn_size, V = c.vocab_size, T = 5;
+    const std::vector<float> zeros(size_t(std::max<int64_t>(c.n_experts, H) * std::max(H, I)),
+                                   0.0f);
+    // Logits and MTP logits of the model whose routers are zero and whose experts in `zeroed`
+    // have zero down projections.
+    auto run = [&](const std::vector<int>& zeroed) {
+        ThreadPool pool(2);
+        SyntheticOptions o;
+        o.matrix_type = WType::F32;
+        ModelWeights w = synthetic_weights(c, o, pool);
+        auto edit = [&](LayerWeights& l) {
+            l.ffn.router = make_weight_f32(zeros.data(), c.n_experts, H, WType::F32);
+            for (int e : zeroed)
+                l.ffn.experts[size_t(e)].down = make_weight_f32(zeros.data(), H, I, WType::F32);
+        };
+        for (LayerWeights& l : w.layers) edit(l);
+        edit(w.mtp.layer);
+        Qwen35Model m(c, std::move(w), pool);
+        std::vector<int32_t> tokens = {3, 700, 41, 3, 999};
+        SequenceState s = m.new_state(T + 1, 1);
+        std::vector<float> out(size_t((T + 1) * V)), hidden(size_t(T * H));
+        m.forward(s, tokens.data(), T, {hidden.data(), out.data(), T});
+        m.mtp_forward(s, hidden.data() + (T - 1) * H, &tokens[0], 1, T - 1,
+                      {nullptr, out.data() + T * V, 1});
+        return out;
+    };
+    const std::vector<float> base = run({});
+    EXPECT_TRUE(base == run({2, 3, 4, 5, 6, 7}));
+    EXPECT_FALSE(base == run({1}));
+}
+
+TEST(SyntheticForward, TokenIdsOutsideTheVocabularyAreRefused) {
+    const ModelConfig c = tiny_config(false);
+    SyntheticOptions o;
+    o.matrix_type = WType::F32;
+    LoadedModel lm = load_synthetic_model(c, "tiny", o, 1);
+    const Qwen35Model& m = *lm.model;
+    const int64_t V = c.vocab_size, H = c.hidden_size;
+    std::vector<float> hidden(static_cast<size_t>(H)), logits(static_cast<size_t>(V));
+    for (int32_t bad : {int32_t(V), -1}) {
+        SequenceState s = m.new_state(4, 1);
+        const std::string want = "token id " + std::to_string(bad) +
+                                 " is outside the vocabulary [0, " + std::to_string(V) + ")";
+        EXPECT_NE(test::error_of([&] {
+                      m.forward(s, &bad, 1, {hidden.data(), logits.data(), 1});
+                  }).find(want),
+                  std::string::npos);
+        EXPECT_NE(test::error_of([&] {
+                      m.mtp_forward(s, hidden.data(), &bad, 1, 0, {nullptr, logits.data(), 1});
+                  }).find(want),
+                  std::string::npos);
+    }
+    // The last id is inside.
+    const int32_t last = int32_t(V - 1);
+    SequenceState s = m.new_state(4, 1);
+    EXPECT_NO_THROW(m.forward(s, &last, 1, {hidden.data(), logits.data(), 1}));
+    EXPECT_NO_THROW(m.mtp_forward(s, hidden.data(), &last, 1, 0, {nullptr, logits.data(), 1}));
 }
 
 TEST(SyntheticForward, RealWidthModelRunsAndRandomHeadIsRarelyAccepted) {
