@@ -189,6 +189,35 @@ TEST(FormatsMlxFixtures, MissingSidecarIsAnErrorUnlessNoMtp) {
     EXPECT_EQ("none", load_checkpoint(dir.string(), no_mtp).mtp_source);
 }
 
+// README 10.3(b): MTPLX adds 1 to the sidecar's MTP norms only where the config declares
+// mtplx_mtp_norm_encoding "delta"; the declaration wins over what the values look like. The
+// fixture's sidecar norms are stored shifted (mean near 1) and the config has no such key.
+TEST(FormatsMlxFixtures, DeclaredDeltaNormEncodingWinsOverTheValues) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    namespace fs = std::filesystem;
+    const fs::path from = fx + "/qwen35-dense-tiny/mlx-4bit",
+                   dir = test::scratch_dir() + "/mlx-4bit-delta";
+    fs::create_directories(dir);
+    for (const char* f : {"model.safetensors", "model.safetensors.index.json", "mtp.safetensors"})
+        fs::create_symlink(from / f, dir / f);
+    nlohmann::json config = nlohmann::json::parse(read_text_file((from / "config.json").string()));
+    ASSERT_FALSE(config.contains("mtplx_mtp_norm_encoding"));
+    const std::vector<std::string> mtp_norms = {
+        "mtp.norm.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight",
+        "mtp.layers.0.input_layernorm.weight"};
+    const Checkpoint numeric = load_checkpoint(from.string());
+    ASSERT_EQ(numeric.mtp_source, "sidecar");
+    for (const auto& n : mtp_norms) EXPECT_TRUE(numeric.norms_already_shifted.count(n)) << n;
+
+    config["mtplx_mtp_norm_encoding"] = "delta";
+    std::ofstream((dir / "config.json").string()) << config.dump();
+    const Checkpoint declared = load_checkpoint(dir.string());
+    ASSERT_EQ(declared.mtp_source, "sidecar");
+    for (const auto& n : mtp_norms) EXPECT_FALSE(declared.norms_already_shifted.count(n)) << n;
+    EXPECT_TRUE(declared.norms_already_shifted.count(
+        "layers.0.input_layernorm.weight"));  // trunk unchanged
+}
+
 TEST(FormatsMlx, HfQuantizationConfigNamesItsMethodAndMlxsDoesNot) {
     // The HF fixture directory holds HF names (model.language_model.*): only the config decides.
     const std::string hf_dir = test::data_dir() + "/qwen35-dense-tiny";
