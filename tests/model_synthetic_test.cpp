@@ -318,6 +318,42 @@ TEST(SyntheticForward, TokenIdsOutsideTheVocabularyAreRefused) {
     EXPECT_NO_THROW(m.mtp_forward(s, hidden.data(), &last, 1, 0, {nullptr, logits.data(), 1}));
 }
 
+// ModelOptions' draft-head rules (model/qwen35.h): a draft vocabulary of 0 or above V is the whole
+// vocabulary, a smaller one the first rows of the LM head itself; auto (-1, nullopt) takes the
+// whole of a vocabulary below kAutoDraftVocab and Q8_0 for a float head, Native for a block one.
+TEST(SyntheticForward, DraftHeadVocabularyAndTypeRules) {
+    const ModelConfig c = tiny_config(false);
+    ASSERT_LT(c.vocab_size, kAutoDraftVocab);
+    const int64_t V = c.vocab_size;
+    for (WType t : {WType::F32, WType::Q8_0}) {
+        SyntheticOptions o;
+        o.matrix_type = t;
+        LoadedModel lm = load_synthetic_model(c, "tiny", o, 1);
+        Qwen35Model& m = *lm.model;
+        const WeightMatrix& head = m.weights().lm_head;
+        for (int64_t vocab : {int64_t(0), V, V + 100}) {
+            m.set_draft_head(vocab, WType::Native);
+            EXPECT_EQ(m.draft_vocab(), V) << vocab;
+        }
+        m.set_draft_head(10, WType::Native);
+        EXPECT_EQ(m.draft_vocab(), 10);
+        EXPECT_EQ(m.draft_lm_head().data, head.data);
+        EXPECT_NE(test::error_of([&] { m.set_draft_head(-1, WType::Native); }).find("negative"),
+                  std::string::npos);
+
+        ModelOptions auto_head;
+        auto_head.draft_vocab = -1;
+        auto_head.draft_head_type = std::nullopt;
+        apply_model_options(m, auto_head);
+        EXPECT_EQ(m.draft_vocab(), V);
+        const WType want = t == WType::F32
+                               ? kernel_storage_type(WType::Q8_0, auto_head.int8_activations,
+                                                     auto_head.bf16_activations)
+                               : head.type;
+        EXPECT_EQ(m.draft_lm_head().type, want) << wtype_name(t);
+    }
+}
+
 TEST(SyntheticForward, RealWidthModelRunsAndRandomHeadIsRarelyAccepted) {
     SyntheticOptions o;
     o.matrix_type = WType::Q4_0;
