@@ -3,6 +3,7 @@
 // error naming the expected shape, not rows read past what the shape says.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 
 #include "error_of.h"
@@ -32,6 +33,23 @@ TEST(BindWeights, OneDimensionalTensorsBindOnlyAsSingleRows) {
     const ModelWeights w = bind_weights(moe, BindOptions{});
     EXPECT_EQ(w.layers[0].ffn.shared_expert_gate.rows, 1);
     EXPECT_EQ(w.layers[0].ffn.shared_expert_gate.cols, 128);
+}
+
+// shared_expert_intermediate_size 0 (absent: model_config's default) means no shared expert:
+// nothing of it is bound, and the checkpoint need not hold its tensors.
+TEST(BindWeights, MoeWithoutSharedExpertBindsNone) {
+    Checkpoint moe = load_checkpoint(test::data_dir() + "/qwen35-moe-tiny");
+    ASSERT_GT(moe.config.shared_expert_ffn_size, 0);
+    moe.config.shared_expert_ffn_size = 0;
+    for (auto it = moe.tensors.begin(); it != moe.tensors.end();)
+        it = it->first.find("shared_expert") != std::string::npos ? moe.tensors.erase(it)
+                                                                  : std::next(it);
+    const ModelWeights w = bind_weights(moe, BindOptions{});
+    for (const LayerWeights& l : w.layers) {
+        EXPECT_TRUE(l.ffn.shared_gate.empty());
+        EXPECT_TRUE(l.ffn.shared_expert_gate.empty());
+        EXPECT_EQ(l.ffn.experts.size(), size_t(moe.config.n_experts));
+    }
 }
 
 }  // namespace
