@@ -39,8 +39,34 @@ TEST(TokenizerUtf8, MaximalSubpartReplacement) {
     EXPECT_EQ(utf8::lossy("a\xC3\xA9z"), "a\xC3\xA9z");
     EXPECT_EQ(utf8::lossy("\xC3(" ), kFffd + "(");
     EXPECT_EQ(utf8::lossy("\xE4\xB8" "a"), kFffd + "a");
+    EXPECT_EQ(utf8::lossy("\xF0\x8F\xBF\xBF"), repeat(kFffd, 4));  // overlong: F0 needs 90..BF next
+    EXPECT_EQ(utf8::lossy("\xF0\x90\x80\x80"), "\xF0\x90\x80\x80");  // U+10000, the first F0 one
     EXPECT_TRUE(utf8::is_valid("\xF0\x9F\x98\x80"));
     EXPECT_FALSE(utf8::is_valid("\xC0\x80"));
+    EXPECT_FALSE(utf8::is_valid("a\xE4\xB8"));  // truncated at the end
+    EXPECT_FALSE(
+        utf8::is_valid("\xE4\xB8"
+                       "a"));
+}
+
+// UTF-8 encoding at each length boundary (RFC 3629), and decoding back.
+TEST(TokenizerUtf8, AppendAndNextAtLengthBoundaries) {
+    const std::vector<std::pair<char32_t, std::string>> cases{{0x7F, "\x7F"},
+                                                              {0x80, "\xC2\x80"},
+                                                              {0x7FF, "\xDF\xBF"},
+                                                              {0x800, "\xE0\xA0\x80"},
+                                                              {0xFFFF, "\xEF\xBF\xBF"},
+                                                              {0x10000, "\xF0\x90\x80\x80"},
+                                                              {0x20000, "\xF0\xA0\x80\x80"},
+                                                              {0x10FFFF, "\xF4\x8F\xBF\xBF"}};
+    for (const auto& [cp, bytes] : cases) {
+        std::string out;
+        utf8::append(out, cp);
+        EXPECT_EQ(out, bytes) << std::hex << uint32_t(cp);
+        std::size_t pos = 0;
+        EXPECT_EQ(utf8::next(bytes, pos), cp) << std::hex << uint32_t(cp);
+        EXPECT_EQ(pos, bytes.size());
+    }
 }
 
 TEST(TokenizerUtf8, StreamingKeepsUnfinishedCharacter) {
@@ -210,6 +236,7 @@ TEST(TokenizerTiny, ChatTemplateListAndJinjaFile) {
 TEST(TokenizerTiny, InvalidUtf8InputIsReplaced) {
     Tokenizer tok = Tokenizer::load(tiny_dir());
     EXPECT_EQ(tok.decode(tok.encode("a\xFF" "b")), "a" + kFffd + "b");
+    EXPECT_EQ(tok.encode("b\xE4\xB8"), tok.encode("b" + kFffd));  // a truncated character too
 }
 
 }  // namespace

@@ -64,6 +64,17 @@ Json tokenizer_json(const Vocab& v, const Json& pre_tokenizer, bool ignore_merge
         {"decoder", {{"type", "ByteLevel"}}}};
 }
 
+// The 256 byte tokens and each of `pieces` as one token, no merges, ignore_merges on: a pre-token
+// that is one of `pieces` becomes its token, any other one its single bytes. The pre-tokenizer
+// tests use it, so any other cut shows.
+Json pieces_json(const Pieces& pieces, const Json& pre_tokenizer) {
+    Vocab v;
+    for (int b = 0; b < 256; ++b) v.tokens.push_back(byte_level::encode(std::string(1, char(b))));
+    for (const std::string& p : pieces)
+        if (p.size() > 1) v.tokens.push_back(byte_level::encode(p));
+    return tokenizer_json(v, pre_tokenizer, true);
+}
+
 Tokenizer load(const Json& j, const Json& config = nullptr) {
     return Tokenizer::from_json(j.dump(), config.is_null() ? "" : config.dump(),
                                 "test/tokenizer.json");
@@ -100,14 +111,13 @@ Pieces concat(std::initializer_list<Pieces> lists) {
 }
 
 TEST(TokenizerPreTokenizer, ByteLevelRegexIsGpt2s) {
-    Tokenizer tok = load(
-        tokenizer_json(chain_vocab(concat({kGpt2Text1, kGpt2Text2})), byte_level_pre(false, true)));
+    Tokenizer tok =
+        load(pieces_json(concat({kGpt2Text1, kGpt2Text2}), byte_level_pre(false, true)));
     EXPECT_EQ(split(tok, kText1), kGpt2Text1);
     EXPECT_EQ(split(tok, kText2), kGpt2Text2);
     // No normalizer here: a combining mark is not a letter to \p{L}.
-    Tokenizer marks =
-        load(tokenizer_json(chain_vocab({"e", "\xCC\x81", "t\xC3\xA9", " _", " \xD9\xA3\xD9\xA4"}),
-                            byte_level_pre(false, true)));
+    Tokenizer marks = load(pieces_json({"e", "\xCC\x81", "t\xC3\xA9", " _", " \xD9\xA3\xD9\xA4"},
+                                       byte_level_pre(false, true)));
     EXPECT_EQ(split(marks, "e\xCC\x81t\xC3\xA9 _ \xD9\xA3\xD9\xA4"),
               (Pieces{"e", "\xCC\x81", "t\xC3\xA9", " _",
                       " \xD9\xA3\xD9\xA4"}));  // Arabic-Indic digits are \p{N}
@@ -116,19 +126,18 @@ TEST(TokenizerPreTokenizer, ByteLevelRegexIsGpt2s) {
 // ByteLevel(add_prefix_space) puts a space before a piece that does not start with one; without
 // use_regex the whole text is one piece.
 TEST(TokenizerPreTokenizer, ByteLevelPrefixSpace) {
-    Tokenizer tok = load(tokenizer_json(chain_vocab({" hello", " world", " hi", "hello"}),
-                                        byte_level_pre(true, true)));
+    Tokenizer tok =
+        load(pieces_json({" hello", " world", " hi", "hello"}, byte_level_pre(true, true)));
     EXPECT_EQ(split(tok, "hello world"), (Pieces{" hello", " world"}));
     EXPECT_EQ(split(tok, " hi"), (Pieces{" hi"}));
     EXPECT_EQ(split(tok, "hello!hello"),
               (Pieces{" hello", "!", "hello"}));  // only the text's first piece
     // use_regex defaults to true (HF).
-    Tokenizer by_default =
-        load(tokenizer_json(chain_vocab({"hello", " world"}), Json{{"type", "ByteLevel"}}));
-    EXPECT_EQ(split(by_default, "hello world"), (Pieces{"hello", " world"}));
-    Tokenizer whole = load(tokenizer_json(chain_vocab({" a b"}), byte_level_pre(true, false)));
+    Tokenizer by_default = load(pieces_json({"a b", " b"}, Json{{"type", "ByteLevel"}}));
+    EXPECT_EQ(split(by_default, "a b"), (Pieces{"a", " b"}));
+    Tokenizer whole = load(pieces_json({" a b"}, byte_level_pre(true, false)));
     EXPECT_EQ(split(whole, "a b"), (Pieces{" a b"}));
-    Tokenizer none = load(tokenizer_json(chain_vocab({"a b"}), byte_level_pre(false, false)));
+    Tokenizer none = load(pieces_json({"a b"}, byte_level_pre(false, false)));
     EXPECT_EQ(split(none, "a b"), (Pieces{"a b"}));
     // In a Sequence each step works on every piece the step before made.
     Json seq{{"type", "Sequence"},
@@ -136,19 +145,18 @@ TEST(TokenizerPreTokenizer, ByteLevelPrefixSpace) {
               Json::array(
                   {Json{{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", "Removed"}},
                    byte_level_pre(true, false)})}};
-    Tokenizer each = load(tokenizer_json(chain_vocab({" a", " b"}), seq));
+    Tokenizer each = load(pieces_json({" a", " b"}, seq));
     EXPECT_EQ(split(each, "a-b"), (Pieces{" a", " b"}));
 }
 
 // HF tokenizers' SplitDelimiterBehavior, on the example its documentation gives.
 TEST(TokenizerPreTokenizer, SplitBehaviors) {
-    // ignore_merges: "-final" is one token though the merges of "final" come first.
-    Vocab v =
-        chain_vocab({"the", "final", "countdown", "the-", "final-", "-final", "-countdown", "--"});
+    const Pieces pieces{"the",    "final",  "countdown",  "the-",
+                        "final-", "-final", "-countdown", "--"};
     auto with = [&](const char* behavior) {
-        return load(tokenizer_json(
-            v, Json{{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}},
-            true));
+        return load(pieces_json(
+            pieces,
+            Json{{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}}));
     };
     const char* text = "the-final--countdown";
     EXPECT_EQ(split(with("Removed"), text), (Pieces{"the", "final", "countdown"}));
@@ -165,19 +173,18 @@ TEST(TokenizerPreTokenizer, SplitBehaviors) {
                   {"behavior", "Removed"},
                   {"invert", true}};
     EXPECT_NE(test::error_of([&] {
-                  load(tokenizer_json(v, inverted));
+                  load(pieces_json(pieces, inverted));
               }).find("invert=true is not supported"),
               std::string::npos);
 }
 
 // A String pattern is literal text, a Regex pattern is a regex.
 TEST(TokenizerPreTokenizer, SplitStringIsLiteral) {
-    Vocab v = chain_vocab({"a", "b"});
-    Tokenizer literal = load(tokenizer_json(
-        v, Json{{"type", "Split"}, {"pattern", {{"String", "."}}}, {"behavior", "Removed"}}));
+    Tokenizer literal = load(pieces_json(
+        {}, Json{{"type", "Split"}, {"pattern", {{"String", "."}}}, {"behavior", "Removed"}}));
     EXPECT_EQ(split(literal, "a.b"), (Pieces{"a", "b"}));
-    Tokenizer regex = load(tokenizer_json(
-        v, Json{{"type", "Split"}, {"pattern", {{"Regex", "."}}}, {"behavior", "Removed"}}));
+    Tokenizer regex = load(pieces_json(
+        {}, Json{{"type", "Split"}, {"pattern", {{"Regex", "."}}}, {"behavior", "Removed"}}));
     EXPECT_EQ(split(regex, "a.b"), Pieces{});
 }
 
@@ -188,26 +195,43 @@ Tokenizer from_vocab(const Vocab& v, const std::string& pre) {
     return Tokenizer::from_vocab(v.tokens, merges, {}, pre);
 }
 
+// Each two neighbouring pieces joined (decoys, ranked first), then each expected piece: a wrong
+// cut shows as a decoy token or as pieces that no longer merge whole.
+Vocab with_decoys(const std::vector<Pieces>& texts) {
+    Pieces all;
+    for (const Pieces& t : texts)
+        for (std::size_t i = 0; i + 1 < t.size(); ++i) all.push_back(t[i] + t[i + 1]);
+    for (const Pieces& t : texts) all.insert(all.end(), t.begin(), t.end());
+    return chain_vocab(all);
+}
+
 TEST(TokenizerPreTokenizer, GgufRegexes) {
     // "x" + U+0301 has no precomposed form, so NFC keeps the mark; Qwen3.5 keeps it with the
     // letters.
     const char* marks = "x\xCC\x81y \xD9\xA3\xD9\xA4";
     const Pieces qwen2_marks{"x", "\xCC\x81y", " ", "\xD9\xA3", "\xD9\xA4"};
     const Pieces qwen35_marks{"x\xCC\x81y", " ", "\xD9\xA3", "\xD9\xA4"};
+    // Contractions match in any case, and only the contraction: "'LL" then "ama".
+    const char* contraction = "x'LLama 'Sup";
+    const Pieces qwen_contraction{"x", "'LL", "ama", " '", "Sup"};
+    const Pieces gpt2_contraction{"x", "'", "LLama", " '", "Sup"};
     // Qwen3.5's first: its piece's merges must rank before those of the shorter "\xCC\x81y".
-    Vocab qwen = chain_vocab(concat({qwen35_marks, qwen2_marks, kQwen2Text1, kQwen2Text2}));
+    Vocab qwen =
+        with_decoys({qwen35_marks, qwen2_marks, kQwen2Text1, kQwen2Text2, qwen_contraction});
     for (const char* pre : {"qwen2", "qwen3", "qwen35"}) {
         Tokenizer tok = from_vocab(qwen, pre);
         EXPECT_EQ(split(tok, kText1), kQwen2Text1) << pre;
         EXPECT_EQ(split(tok, kText2), kQwen2Text2) << pre;
+        EXPECT_EQ(split(tok, contraction), qwen_contraction) << pre;
         EXPECT_EQ(split(tok, marks), std::string(pre) == "qwen35" ? qwen35_marks : qwen2_marks)
             << pre;
     }
-    Vocab gpt2 = chain_vocab(concat({kGpt2Text1, kGpt2Text2}));
+    Vocab gpt2 = with_decoys({kGpt2Text1, kGpt2Text2, gpt2_contraction});
     for (const char* pre : {"gpt2", "default"}) {
         Tokenizer tok = from_vocab(gpt2, pre);
         EXPECT_EQ(split(tok, kText1), kGpt2Text1) << pre;
         EXPECT_EQ(split(tok, kText2), kGpt2Text2) << pre;
+        EXPECT_EQ(split(tok, contraction), gpt2_contraction) << pre;
     }
 }
 
@@ -256,6 +280,15 @@ TEST(TokenizerBpe, NewPairsWithBothNeighbours) {
         nullptr));
     EXPECT_EQ(split(tok, "xabcde"), (Pieces{"xab", "cde"}));
     EXPECT_EQ(split(tok, repeat("xabcde", 10)), repeat(Pieces{"xab", "cde"}, 10));
+}
+
+// A piece given a prefix space is not the same piece without it (the per-call piece cache must
+// tell them apart).
+TEST(TokenizerBpe, PrefixSpaceIsPartOfThePiece) {
+    Tokenizer tok =
+        load(tokenizer_json(chain_vocab({" hello", "hello"}), byte_level_pre(true, true)));
+    EXPECT_EQ(split(tok, "hello!hello"), (Pieces{" hello", "!", "hello"}));
+    EXPECT_EQ(split(tok, "hello!hello"), (Pieces{" hello", "!", "hello"}));  // with a warm cache
 }
 
 // ignore_merges: a pre-token that is itself in the vocab is that token, whatever the merges say.
@@ -329,7 +362,7 @@ TEST(TokenizerAddedTokens, LongestMatchAndSpecialFlag) {
 
 // Invalid UTF-8 in the text is encoded as its U+FFFD repair (one per maximal subpart).
 TEST(TokenizerBpe, InvalidUtf8IsEncodedAsReplacement) {
-    Tokenizer tok = load(tokenizer_json(chain_vocab({}), nullptr));
+    Tokenizer tok = load(pieces_json({}, nullptr));
     EXPECT_EQ(tok.encode("a\xFF"
                          "b\xE4\xB8"),
               tok.encode("a\xEF\xBF\xBD"
@@ -410,6 +443,13 @@ TEST(TokenizerLoad, ConfigSpecialTokens) {
     config["add_eos_token"] = false;
     config["add_bos_token"] = true;
     EXPECT_EQ(load(j, config).encode("a", true, true), (std::vector<int32_t>{n, 'a'}));
+
+    // Without add_bos_token / add_eos_token nothing is added (tokenizer.json's ByteLevel
+    // post-processor adds no tokens).
+    EXPECT_EQ(load(j, Json{{"bos_token", "<s>"}, {"eos_token", "</s>"}}).encode("a", true, true),
+              (std::vector<int32_t>{'a'}));
+    config["chat_template"] = nullptr;  // as transformers saves "no template"
+    EXPECT_EQ(load(j, config).chat_template(), "");
 
     // ChatTemplate::for_tokenizer passes both to the template.
     config["chat_template"] = "{{ bos_token }}|{{ eos_token }}|{{ enable_thinking is defined }}";
