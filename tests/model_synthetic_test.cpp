@@ -354,6 +354,32 @@ TEST(SyntheticForward, DraftHeadVocabularyAndTypeRules) {
     }
 }
 
+// commit(state, 0) drops the whole verify forward (model/qwen35.h): the Gated DeltaNet state,
+// conv window and position are those before it, so what follows computes as on a state that
+// never saw it. (A decode round always keeps at least one position, so generate() never does this.)
+TEST(SyntheticForward, CommittingNoPositionsLeavesTheStateAsBefore) {
+    const ModelConfig c = tiny_config(false);
+    SyntheticOptions o;
+    o.matrix_type = WType::F32;
+    LoadedModel lm = load_synthetic_model(c, "tiny", o, 1);
+    const Qwen35Model& m = *lm.model;
+    const int64_t V = c.vocab_size;
+    const std::vector<int32_t> prompt = {5, 17, 300}, dropped = {9, 9, 40}, next = {77, 2};
+    auto run = [&](bool with_dropped) {
+        SequenceState s = m.new_state(16, 4);
+        m.forward(s, prompt.data(), 3, {});
+        if (with_dropped) {
+            m.forward(s, dropped.data(), 3, {}, /*keep_open=*/true);
+            m.commit(s, 0);
+        }
+        EXPECT_EQ(s.n_past, 3);
+        std::vector<float> logits(static_cast<size_t>(2 * V));
+        m.forward(s, next.data(), 2, {nullptr, logits.data(), 2});
+        return logits;
+    };
+    EXPECT_TRUE(run(true) == run(false));
+}
+
 TEST(SyntheticForward, RealWidthModelRunsAndRandomHeadIsRarelyAccepted) {
     SyntheticOptions o;
     o.matrix_type = WType::Q4_0;
