@@ -291,6 +291,17 @@ TEST(TokenizerBpe, PrefixSpaceIsPartOfThePiece) {
     EXPECT_EQ(split(tok, "hello!hello"), (Pieces{" hello", "!", "hello"}));  // with a warm cache
 }
 
+// A pair listed twice keeps the rank its format's own reader gives it: Hugging Face tokenizers
+// collects tokenizer.json's merges into a hash map (the later entry wins), llama.cpp emplaces a
+// GGUF's into a std::map (the first wins). With "a b" at ranks 0 and 2 and "b c" at 1, "abc" is
+// "a" "bc" from tokenizer.json and "ab" "c" from a GGUF.
+TEST(TokenizerBpe, RepeatedMergeKeepsTheRankItsFormatsReaderGives) {
+    const Vocab v = plain_vocab({"ab", "bc"}, {{"a", "b"}, {"b", "c"}, {"a", "b"}});
+    EXPECT_EQ(split(load(tokenizer_json(v, nullptr)), "abc"), (Pieces{"a", "bc"}));
+    const Tokenizer gguf = Tokenizer::from_vocab(v.tokens, {"a b", "b c", "a b"}, {}, "qwen2");
+    EXPECT_EQ(split(gguf, "abc"), (Pieces{"ab", "c"}));
+}
+
 // ignore_merges: a pre-token that is itself in the vocab is that token, whatever the merges say.
 TEST(TokenizerBpe, IgnoreMerges) {
     Vocab v = plain_vocab({"ab", "abc"}, {{"a", "b"}});

@@ -11,8 +11,8 @@
 namespace nextn {
 
 BpeModel::BpeModel(std::vector<std::string> vocab,
-                   const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
-                   const std::string& where)
+                   const std::vector<std::pair<std::string, std::string>>& merges,
+                   bool ignore_merges, RepeatedMerge repeated, const std::string& where)
     : id_to_token_(std::move(vocab)), ignore_merges_(ignore_merges) {
     token_to_id_.reserve(id_to_token_.size() * 2);
     for (std::size_t id = 0; id < id_to_token_.size(); ++id) {
@@ -33,7 +33,7 @@ BpeModel::BpeModel(std::vector<std::string> vocab,
         int32_t l = token_to_id(left), r = token_to_id(right), m = token_to_id(left + right);
         if (l < 0 || r < 0 || m < 0)
             fail(where, ": merge #", rank, " \"", left, " ", right, "\" uses a token missing from the vocab");
-        insert_merge(pair_key(l, r), Merge{static_cast<int32_t>(rank), m});
+        insert_merge(pair_key(l, r), Merge{static_cast<int32_t>(rank), m}, repeated);
     }
 }
 
@@ -48,9 +48,12 @@ const std::string& BpeModel::id_to_token(int32_t id) const {
     return id_to_token_[id];
 }
 
-void BpeModel::insert_merge(uint64_t key, Merge merge) {
+void BpeModel::insert_merge(uint64_t key, Merge merge, RepeatedMerge repeated) {
     for (uint64_t i = slot_hash(key) & merge_mask_;; i = (i + 1) & merge_mask_) {
-        if (merge_slots_[i].key == key) return;  // a repeated pair keeps its first (best) rank, as in HF
+        if (merge_slots_[i].key == key) {
+            if (repeated == RepeatedMerge::KeepLast) merge_slots_[i].merge = merge;
+            return;
+        }
         if (merge_slots_[i].key == kEmptyKey) {
             merge_slots_[i] = {key, merge};
             return;

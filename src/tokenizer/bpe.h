@@ -13,13 +13,19 @@
 
 namespace nextn {
 
+// Which rank a pair listed twice in the merges keeps. The formats' own readers differ: Hugging
+// Face tokenizers collects tokenizer.json's merges into a hash map, so the later entry wins;
+// llama.cpp emplaces a GGUF's into a std::map, so the first does.
+enum class RepeatedMerge { KeepFirst, KeepLast };
+
 class BpeModel {
 public:
     BpeModel() = default;
     // `vocab` is indexed by id ("" for ids without a vocab token, e.g. added-token-only ids).
     // `merges` are (left, right) vocab strings, best first. `where` names the source for errors.
-    BpeModel(std::vector<std::string> vocab, const std::vector<std::pair<std::string, std::string>>& merges,
-             bool ignore_merges, const std::string& where);
+    BpeModel(std::vector<std::string> vocab,
+             const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
+             RepeatedMerge repeated, const std::string& where);
 
     // Appends the ids for one pre-tokenized piece given as raw bytes (before the byte-level
     // mapping), with an optional leading space byte. `cache` holds earlier results (may be null).
@@ -58,7 +64,7 @@ private:
         key *= 0xBF58476D1CE4E5B9ull;
         return key ^ (key >> 32);
     }
-    void insert_merge(uint64_t key, Merge merge);
+    void insert_merge(uint64_t key, Merge merge, RepeatedMerge repeated);
     std::vector<MergeSlot> merge_slots_;
     uint64_t merge_mask_ = 0;
     int32_t byte_ids_[256] = {};  // id of the one-character token of each byte, -1 if absent

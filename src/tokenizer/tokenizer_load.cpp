@@ -122,8 +122,8 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
         if (static_cast<std::size_t>(id) >= vocab.size()) vocab.resize(id + 1);
         vocab[id] = token;
     }
-    impl->bpe = BpeModel(std::move(vocab), read_merges(model["merges"], where), model.value("ignore_merges", false),
-                         where);
+    impl->bpe = BpeModel(std::move(vocab), read_merges(model["merges"], where),
+                         model.value("ignore_merges", false), RepeatedMerge::KeepLast, where);
 
     if (root.contains("added_tokens")) {
         if (!root["added_tokens"].is_array()) fail(where, ": added_tokens must be a list");
@@ -225,7 +225,7 @@ Tokenizer Tokenizer::from_vocab(const std::vector<std::string>& tokens, const st
         if (sp == std::string::npos) fail(where, ": merge #", i, " \"", merges[i], "\" has no space");
         pairs.emplace_back(merges[i].substr(0, sp), merges[i].substr(sp + 1));
     }
-    impl->bpe = BpeModel(std::move(vocab), pairs, false, where);
+    impl->bpe = BpeModel(std::move(vocab), pairs, false, RepeatedMerge::KeepFirst, where);
     impl->normalizer = Normalizer({NormalForm::NFC});  // as Qwen's tokenizer.json specifies
     impl->pre_tokenizer = PreTokenizer::isolated_regex(regex, where);
     auto check_id = [&](int32_t id, const char* what) {
