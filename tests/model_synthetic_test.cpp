@@ -290,11 +290,16 @@ TEST(SyntheticForward, RouterTiesGoToTheLowerExpertIndex) {
     EXPECT_FALSE(base == run({1}));
 }
 
-TEST(SyntheticForward, TokenIdsOutsideTheVocabularyAreRefused) {
-    const ModelConfig c = tiny_config(false);
+// The synthetic tiny model with f32 matrices, on one thread.
+LoadedModel tiny_f32_model(const ModelConfig& c) {
     SyntheticOptions o;
     o.matrix_type = WType::F32;
-    LoadedModel lm = load_synthetic_model(c, "tiny", o, 1);
+    return load_synthetic_model(c, "tiny", o, 1);
+}
+
+TEST(SyntheticForward, TokenIdsOutsideTheVocabularyAreRefused) {
+    const ModelConfig c = tiny_config(false);
+    LoadedModel lm = tiny_f32_model(c);
     const Qwen35Model& m = *lm.model;
     const int64_t V = c.vocab_size, H = c.hidden_size;
     std::vector<float> hidden(static_cast<size_t>(H)), logits(static_cast<size_t>(V));
@@ -359,9 +364,7 @@ TEST(SyntheticForward, DraftHeadVocabularyAndTypeRules) {
 // never saw it. (A decode round always keeps at least one position, so generate() never does this.)
 TEST(SyntheticForward, CommittingNoPositionsLeavesTheStateAsBefore) {
     const ModelConfig c = tiny_config(false);
-    SyntheticOptions o;
-    o.matrix_type = WType::F32;
-    LoadedModel lm = load_synthetic_model(c, "tiny", o, 1);
+    LoadedModel lm = tiny_f32_model(c);
     const Qwen35Model& m = *lm.model;
     const int64_t V = c.vocab_size;
     const std::vector<int32_t> prompt = {5, 17, 300}, dropped = {9, 9, 40}, next = {77, 2};
