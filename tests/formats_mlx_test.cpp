@@ -189,6 +189,50 @@ TEST(FormatsMlxFixtures, MissingSidecarIsAnErrorUnlessNoMtp) {
     EXPECT_EQ("none", load_checkpoint(dir.string(), no_mtp).mtp_source);
 }
 
+// A sidecar replaces an inline MTP head whole: the 8-bit folder's inline head with the 4-bit
+// folder's (float) sidecar named in its config, the sidecar's mtp.fc.weight left out. Kept beside
+// the sidecar's tensors, the inline head's fc would stand in for the missing one; the load must
+// instead say the sidecar has none.
+TEST(FormatsMlxFixtures, SidecarReplacesTheInlineHeadWhole) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    namespace fs = std::filesystem;
+    const fs::path inline_dir = fx + "/qwen35-dense-tiny/mlx-8bit",
+                   sidecar_from = fx + "/qwen35-dense-tiny/mlx-4bit/mtp.safetensors",
+                   dir = test::scratch_dir() + "/mlx-8bit-with-sidecar";
+    fs::create_directories(dir);
+    for (const char* f : {"model.safetensors", "model.safetensors.index.json", "tokenizer.json",
+                          "tokenizer_config.json"})
+        if (!fs::exists(dir / f)) fs::create_symlink(inline_dir / f, dir / f);
+    nlohmann::json config =
+        nlohmann::json::parse(read_text_file((inline_dir / "config.json").string()));
+    ASSERT_FALSE(config.contains("mlx_lm_extra_tensors")) << "the premise: an inline head";
+    ASSERT_EQ("inline", load_checkpoint(inline_dir.string()).mtp_source);
+    config["mlx_lm_extra_tensors"]["mtp_file"] = "mtp.safetensors";
+    std::ofstream((dir / "config.json").string()) << config.dump();
+
+    // The sidecar less mtp.fc.weight: its header without that entry, then the same data bytes
+    // (offsets count from the data's start, so the other entries still point at their bytes).
+    std::ifstream in(sidecar_from.string(), std::ios::binary);
+    uint64_t header_bytes = 0;
+    in.read(reinterpret_cast<char*>(&header_bytes), 8);
+    std::string header(header_bytes, '\0');
+    in.read(header.data(), std::streamsize(header_bytes));
+    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    nlohmann::json h = nlohmann::json::parse(header);
+    ASSERT_EQ(1u, h.erase("mtp.fc.weight"));
+    const std::string new_header = h.dump();
+    const uint64_t new_bytes = new_header.size();
+    std::ofstream out((dir / "mtp.safetensors").string(), std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&new_bytes), 8);
+    out << new_header << data;
+    out.close();
+
+    EXPECT_NE(test::error_of([&] {
+                  load_checkpoint(dir.string());
+              }).find("MTP sidecar has no mtp.fc.weight"),
+              std::string::npos);
+}
+
 // README 10.3(b): MTPLX adds 1 to the sidecar's MTP norms only where the config declares
 // mtplx_mtp_norm_encoding "delta"; the declaration wins over what the values look like. The
 // fixture's sidecar norms are stored shifted (mean near 1) and the config has no such key.
