@@ -94,18 +94,18 @@ void MtpDrafter::draft(const DraftRequest& request, DraftProposal& proposal) {
         history.push_back(tok);
         return true;
     };
-    if (propose(last_logits_.data())) {
-        prev_hidden_ = last_hidden_;
-        std::vector<float>& prev = prev_hidden_;
-        for (int step = 1; step < k; ++step) {
-            const int64_t pos = last_pos_ + step;
-            if (pos >= state_.mtp_attention.capacity) break;
-            int32_t tok = proposal.tokens().back();
-            model_.mtp_forward(state_, prev.data(), &tok, 1, pos,
-                               {step_hidden_.data(), step_logits_.data(), 1});
-            if (!propose(step_logits_.data())) break;
-            std::copy_n(step_hidden_.data(), H, prev.data());
-        }
+    // Draft 1 from the last committed pair's logits; each further draft runs the head on the
+    // draft before it and that step's output hidden state.
+    bool drafted = propose(last_logits_.data());
+    prev_hidden_ = last_hidden_;
+    for (int step = 1; drafted && step < k; ++step) {
+        const int64_t pos = last_pos_ + step;
+        if (pos >= state_.mtp_attention.capacity) break;
+        int32_t tok = proposal.tokens().back();
+        model_.mtp_forward(state_, prev_hidden_.data(), &tok, 1, pos,
+                           {step_hidden_.data(), step_logits_.data(), 1});
+        drafted = propose(step_logits_.data());
+        std::copy_n(step_hidden_.data(), H, prev_hidden_.data());
     }
     history.resize(committed);
 }
