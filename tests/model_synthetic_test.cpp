@@ -356,6 +356,12 @@ TEST(SyntheticForward, DraftHeadVocabularyAndTypeRules) {
                                                      auto_head.bf16_activations)
                                : head.type;
         EXPECT_EQ(m.draft_lm_head().type, want) << wtype_name(t);
+        // The rule itself, not only the storage mapping: a float head is drafted in Q8_0 (in
+        // whichever layout the kernels read it).
+        if (t == WType::F32) {
+            EXPECT_EQ(std::string(wtype_name(m.draft_lm_head().type)).rfind("q8_0", 0), 0u)
+                << wtype_name(m.draft_lm_head().type);
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "decode_helpers.h"
+#include "error_of.h"
 #include "golden.h"
 #include "model/qwen35.h"
 #include "spec/depth_controller.h"
@@ -201,28 +202,36 @@ TEST_F(DecodeLoop, RequestsThatCannotRun) {
     EXPECT_EQ(0, calls);
     EXPECT_EQ(0, s.n_past);
 
-    auto fails = [&](const std::vector<int32_t>& prompt, const DecodeOptions& opts, int width,
+    // The error each request gives ("(no error)" when it runs), each its own.
+    auto error = [&](const std::vector<int32_t>& prompt, const DecodeOptions& opts, int width,
                      SequenceState* state = nullptr) {
         SequenceState fresh = lm_.model->new_state(32, width);
         test::ScriptedDrafter d(prompt_, prompt_, 0, V_);
-        EXPECT_THROW(generate(*lm_.model, state ? *state : fresh, &d, prompt, opts,
-                              [](const EmittedToken&) { return true; }),
-                     Error);
+        return test::error_of([&] {
+            generate(*lm_.model, state ? *state : fresh, &d, prompt, opts,
+                     [](const EmittedToken&) { return true; });
+        });
+    };
+    auto fails = [&](const std::vector<int32_t>& prompt, const DecodeOptions& opts, int width,
+                     const std::string& why, SequenceState* state = nullptr) {
+        const std::string got = error(prompt, opts, width, state);
+        EXPECT_NE(got.find(why), std::string::npos) << got;
     };
     DecodeOptions ok;
     ok.max_new_tokens = 4;
     ok.draft_depth = 2;
-    fails({}, ok, 3);
+    EXPECT_EQ("(no error)", error(prompt_, ok, 3));  // the control: these settings run
+    fails({}, ok, 3, "the prompt is empty");
     DecodeOptions biased = ok;
     biased.sampler.logit_bias = {{int32_t(V_), 1.0f}};
-    fails(prompt_, biased, 3);
-    fails(prompt_, ok, 2);  // depth 2 needs verify width 3
+    fails(prompt_, biased, 3, "is outside the vocabulary");
+    fails(prompt_, ok, 2, "needs verify width 3");
     SequenceState cached = lm_.model->new_state(32, 3);
     lm_.model->forward(cached, prompt_.data(), int64_t(prompt_.size()), {});
     DecodeOptions whole = ok;
     whole.max_new_tokens = 1;  // the prefill's token alone: no round's forward to catch it later
     whole.cached_prefix = int64_t(prompt_.size());
-    fails(prompt_, whole, 3, &cached);
+    fails(prompt_, whole, 3, "does not match the state", &cached);
 }
 
 }  // namespace
