@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/memory_info.h"
+#include "error_of.h"
 
 namespace nextn {
 namespace {
@@ -34,15 +35,12 @@ TEST(MemoryInfo, AvailableIsMemAvailableInBytes) {
 TEST(MemoryInfo, RequireMemoryFailsOnlyBeyondWhatIsAvailable) {
     EXPECT_NO_THROW(require_memory(size_t(5) << 30, size_t(5) << 30, "x"));
     EXPECT_NO_THROW(require_memory(size_t(9) << 40, 0, "x"));  // 0: unknown, no check
-    try {
-        require_memory(size_t(2'600'000'000), size_t(1'260'000'000), "the cache", "try --ctx 512",
-                       "the test's figure");
-        FAIL() << "2.6 GB fitted in 1.26 GB";
-    } catch (const Error& e) {
-        EXPECT_STREQ(e.what(),
-                     "the cache needs 2.6 GB of memory but only 1.3 GB is available (the test's "
-                     "figure); try --ctx 512");
-    }
+    EXPECT_EQ(test::error_of([] {
+                  require_memory(size_t(2'600'000'000), size_t(1'260'000'000), "the cache",
+                                 "try --ctx 512", "the test's figure");
+              }),
+              "the cache needs 2.6 GB of memory but only 1.3 GB is available (the test's "
+              "figure); try --ctx 512");
 }
 
 TEST(MemoryInfo, SizesSwitchToGigabytesAtOne) {

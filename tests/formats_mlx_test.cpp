@@ -160,21 +160,37 @@ TEST(FormatsMlxFixtures, NoMtpSkipsSidecarAndInlineHeads) {
     }
 }
 
+nlohmann::json config_of(const std::filesystem::path& folder) {
+    return nlohmann::json::parse(read_text_file((folder / "config.json").string()));
+}
+
+// A scratch folder `name` with links to `files` of the fixture folder `from` and `config` as its
+// config.json: a fixture with its config edited.
+std::filesystem::path linked_folder(const std::filesystem::path& from, const std::string& name,
+                                    std::initializer_list<const char*> files,
+                                    const nlohmann::json& config) {
+    namespace fs = std::filesystem;
+    const fs::path dir = test::scratch_dir() + "/" + name;
+    fs::create_directories(dir);
+    for (const char* f : files)
+        if (!fs::exists(dir / f)) fs::create_symlink(from / f, dir / f);
+    std::ofstream((dir / "config.json").string()) << config.dump();
+    return dir;
+}
+
 // A config that names a sidecar the directory lacks is an error naming it (a run would otherwise
 // go on without the head it promises); --no-mtp loads the trunk all the same.
 TEST(FormatsMlxFixtures, MissingSidecarIsAnErrorUnlessNoMtp) {
     NEXTN_REQUIRE_FIXTURES(fx);
     namespace fs = std::filesystem;
-    const fs::path from = fx + "/qwen35-dense-tiny/mlx-4bit",
-                   dir = test::scratch_dir() + "/mlx-4bit-no-sidecar";
-    fs::create_directories(dir);
-    for (const char* f : {"model.safetensors", "model.safetensors.index.json", "tokenizer.json",
-                          "tokenizer_config.json"})
-        if (!fs::exists(dir / f)) fs::create_symlink(from / f, dir / f);
-    nlohmann::json config = nlohmann::json::parse(read_text_file((from / "config.json").string()));
+    const fs::path from = fx + "/qwen35-dense-tiny/mlx-4bit";
+    nlohmann::json config = config_of(from);
     ASSERT_TRUE(config.contains("mlx_lm_extra_tensors"));
     config["mlx_lm_extra_tensors"]["mtp_file"] = "nope.safetensors";
-    std::ofstream((dir / "config.json").string()) << config.dump();
+    const fs::path dir = linked_folder(from, "mlx-4bit-no-sidecar",
+                                       {"model.safetensors", "model.safetensors.index.json",
+                                        "tokenizer.json", "tokenizer_config.json"},
+                                       config);
     try {
         load_checkpoint(dir.string());
         ADD_FAILURE() << "loaded without its sidecar";
@@ -197,18 +213,15 @@ TEST(FormatsMlxFixtures, SidecarReplacesTheInlineHeadWhole) {
     NEXTN_REQUIRE_FIXTURES(fx);
     namespace fs = std::filesystem;
     const fs::path inline_dir = fx + "/qwen35-dense-tiny/mlx-8bit",
-                   sidecar_from = fx + "/qwen35-dense-tiny/mlx-4bit/mtp.safetensors",
-                   dir = test::scratch_dir() + "/mlx-8bit-with-sidecar";
-    fs::create_directories(dir);
-    for (const char* f : {"model.safetensors", "model.safetensors.index.json", "tokenizer.json",
-                          "tokenizer_config.json"})
-        if (!fs::exists(dir / f)) fs::create_symlink(inline_dir / f, dir / f);
-    nlohmann::json config =
-        nlohmann::json::parse(read_text_file((inline_dir / "config.json").string()));
+                   sidecar_from = fx + "/qwen35-dense-tiny/mlx-4bit/mtp.safetensors";
+    nlohmann::json config = config_of(inline_dir);
     ASSERT_FALSE(config.contains("mlx_lm_extra_tensors")) << "the premise: an inline head";
     ASSERT_EQ("inline", load_checkpoint(inline_dir.string()).mtp_source);
     config["mlx_lm_extra_tensors"]["mtp_file"] = "mtp.safetensors";
-    std::ofstream((dir / "config.json").string()) << config.dump();
+    const fs::path dir = linked_folder(inline_dir, "mlx-8bit-with-sidecar",
+                                       {"model.safetensors", "model.safetensors.index.json",
+                                        "tokenizer.json", "tokenizer_config.json"},
+                                       config);
 
     // The sidecar less mtp.fc.weight: its header without that entry, then the same data bytes
     // (offsets count from the data's start, so the other entries still point at their bytes).
@@ -239,12 +252,8 @@ TEST(FormatsMlxFixtures, SidecarReplacesTheInlineHeadWhole) {
 TEST(FormatsMlxFixtures, DeclaredDeltaNormEncodingWinsOverTheValues) {
     NEXTN_REQUIRE_FIXTURES(fx);
     namespace fs = std::filesystem;
-    const fs::path from = fx + "/qwen35-dense-tiny/mlx-4bit",
-                   dir = test::scratch_dir() + "/mlx-4bit-delta";
-    fs::create_directories(dir);
-    for (const char* f : {"model.safetensors", "model.safetensors.index.json", "mtp.safetensors"})
-        fs::create_symlink(from / f, dir / f);
-    nlohmann::json config = nlohmann::json::parse(read_text_file((from / "config.json").string()));
+    const fs::path from = fx + "/qwen35-dense-tiny/mlx-4bit";
+    nlohmann::json config = config_of(from);
     ASSERT_FALSE(config.contains("mtplx_mtp_norm_encoding"));
     const std::vector<std::string> mtp_norms = {
         "mtp.norm.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight",
@@ -254,7 +263,9 @@ TEST(FormatsMlxFixtures, DeclaredDeltaNormEncodingWinsOverTheValues) {
     for (const auto& n : mtp_norms) EXPECT_TRUE(numeric.norms_already_shifted.count(n)) << n;
 
     config["mtplx_mtp_norm_encoding"] = "delta";
-    std::ofstream((dir / "config.json").string()) << config.dump();
+    const fs::path dir = linked_folder(
+        from, "mlx-4bit-delta",
+        {"model.safetensors", "model.safetensors.index.json", "mtp.safetensors"}, config);
     const Checkpoint declared = load_checkpoint(dir.string());
     ASSERT_EQ(declared.mtp_source, "sidecar");
     for (const auto& n : mtp_norms) EXPECT_FALSE(declared.norms_already_shifted.count(n)) << n;
@@ -419,13 +430,14 @@ TEST(FormatsMlxWeights, MismatchedPackingIsRefused) {
 }
 
 // Expert e of a stacked MLX tensor takes the e-th slice of the codes and of the scales and
-// biases; with F32 scales a slice of scales is 4 bytes a group.
+// biases; with F32 scales a slice of scales is 4 bytes a group. Every row's code-1 value
+// (scale + bias) differs, so expert 1 reading expert 0's rows shows.
 TEST(FormatsMlxWeights, ExpertViewSlicesF32ScalesByTheirSize) {
     PackedLinear p(2 * 3, 4, 1, DType::F32, DType::F32);  // 2 experts of [3, 32] at 4 bits
     std::vector<float> scale(6), bias(6);
     for (int i = 0; i < 6; ++i) {
         scale[size_t(i)] = float(i + 1);
-        bias[size_t(i)] = -float(i);
+        bias[size_t(i)] = 0.5f * float(i);
     }
     std::memcpy(p.scales.data(), scale.data(), 24);
     std::memcpy(p.biases.data(), bias.data(), 24);

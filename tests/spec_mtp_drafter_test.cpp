@@ -20,6 +20,35 @@
 namespace nextn {
 namespace {
 
+// The MTP chain composed by hand from mtp_forward: the head runs over the n committed pairs
+// (its last row's logits give draft 1); each advance() runs it once more on the draft before
+// and the previous output hidden, at the next position, for the next draft's logits.
+class HandChain {
+  public:
+    std::vector<float> logits;  // [Vd] the next draft's
+
+    HandChain(const Qwen35Model& m, SequenceState& s, const float* hidden, const int32_t* next,
+              int64_t n)
+        : logits(static_cast<size_t>(m.draft_vocab())), m_(m), s_(s), n_(n) {
+        const int64_t H = m.config().hidden_size;
+        std::vector<float> out(static_cast<size_t>(n * H));  // [n, H]
+        m.mtp_forward(s, hidden, next, n, 0, {out.data(), logits.data(), 1});
+        prev_.assign(out.end() - H, out.end());  // the last pair's output hidden
+    }
+    void advance(int32_t draft) {
+        std::vector<float> h(prev_.size());
+        m_.mtp_forward(s_, prev_.data(), &draft, 1, n_ - 1 + ++steps_,
+                       {h.data(), logits.data(), 1});
+        prev_ = std::move(h);
+    }
+
+  private:
+    const Qwen35Model& m_;
+    SequenceState& s_;
+    int64_t n_, steps_ = 0;
+    std::vector<float> prev_;  // [H]
+};
+
 class MtpDrafterChain : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -29,7 +58,6 @@ class MtpDrafterChain : public ::testing::Test {
         lm_ = load_model(g_.model_dir, mo);
         prompt_ = test::json_ids(g_.index["prompts"]["p7"]["tokens"]);
         H_ = lm_.model->config().hidden_size;
-        Vd_ = lm_.model->draft_vocab();
     }
 
     // The trunk's final hidden states over the prompt, [n, H], in a fresh state.
@@ -58,21 +86,13 @@ class MtpDrafterChain : public ::testing::Test {
         const Qwen35Model& m = *lm_.model;
         SequenceState s = m.new_state(64, 8);
         const auto [hidden, next] = pairs_after(s, current);
-        const int64_t n = int64_t(prompt_.size());
-        std::vector<float> out(static_cast<size_t>(n * H_)), logits(static_cast<size_t>(Vd_));
-        m.mtp_forward(s, hidden.data(), next.data(), n, 0, {out.data(), logits.data(), 1});
-        std::vector<float> prev(out.end() - H_, out.end());  // the last pair's output hidden
+        HandChain chain(m, s, hidden.data(), next.data(), int64_t(prompt_.size()));
         std::vector<int32_t> history = prompt_;
         history.push_back(current);
         std::vector<int32_t> drafts;
         for (int step = 0; step < k; ++step) {
-            if (step > 0) {
-                std::vector<float> h(static_cast<size_t>(H_));
-                m.mtp_forward(s, prev.data(), &drafts.back(), 1, n - 1 + step,
-                              {h.data(), logits.data(), 1});
-                prev = h;
-            }
-            const Distribution q = process(logits, history, params);
+            if (step > 0) chain.advance(drafts.back());
+            const Distribution q = process(chain.logits, history, params);
             EXPECT_TRUE(q.is_one_hot());
             drafts.push_back(q.ids[0]);
             history.push_back(q.ids[0]);
@@ -102,7 +122,7 @@ class MtpDrafterChain : public ::testing::Test {
     test::GoldenModel g_;
     LoadedModel lm_;
     std::vector<int32_t> prompt_;
-    int64_t H_ = 0, Vd_ = 0;
+    int64_t H_ = 0;
 };
 
 TEST_F(MtpDrafterChain, GreedyDraftsFollowTheHeadsChain) {
@@ -161,18 +181,10 @@ TEST_F(MtpDrafterChain, SampledDraftsReportTheChainsDistributions) {
         // The chain by hand, fed the same drafts.
         SequenceState r = m.new_state(n + 16, 8);
         m.forward(r, prompt.data(), n, {nullptr, nullptr, 0});
-        std::vector<float> out(static_cast<size_t>(n * H_)), logits(static_cast<size_t>(Vd_));
-        m.mtp_forward(r, hidden.data(), next.data(), n, 0, {out.data(), logits.data(), 1});
-        std::vector<float> prev(out.end() - H_, out.end());
+        HandChain chain(m, r, hidden.data(), next.data(), n);
         for (size_t step = 0; step < proposal.size(); ++step) {
-            if (step > 0) {
-                std::vector<float> h(static_cast<size_t>(H_));
-                const int32_t tok = proposal.tokens()[step - 1];
-                m.mtp_forward(r, prev.data(), &tok, 1, n - 1 + int64_t(step),
-                              {h.data(), logits.data(), 1});
-                prev = h;
-            }
-            const Distribution q = process(logits, history, params);
+            if (step > 0) chain.advance(proposal.tokens()[step - 1]);
+            const Distribution q = process(chain.logits, history, params);
             EXPECT_EQ(q.ids, proposal.q()[step].ids) << n << "-token prompt, draft " << step + 1;
             EXPECT_EQ(q.probs, proposal.q()[step].probs)
                 << n << "-token prompt, draft " << step + 1;

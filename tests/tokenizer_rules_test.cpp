@@ -35,9 +35,15 @@ struct Vocab {
     std::vector<std::pair<std::string, std::string>> merges;
 };
 
-Vocab chain_vocab(const Pieces& pieces) {
+// The 256 byte tokens alone (token id = byte value), no merges.
+Vocab byte_vocab() {
     Vocab v;
     for (int b = 0; b < 256; ++b) v.tokens.push_back(byte_level::encode(std::string(1, char(b))));
+    return v;
+}
+
+Vocab chain_vocab(const Pieces& pieces) {
+    Vocab v = byte_vocab();
     auto has = [&](const std::string& t) {
         return std::find(v.tokens.begin(), v.tokens.end(), t) != v.tokens.end();
     };
@@ -68,8 +74,7 @@ Json tokenizer_json(const Vocab& v, const Json& pre_tokenizer, bool ignore_merge
 // that is one of `pieces` becomes its token, any other one its single bytes. The pre-tokenizer
 // tests use it, so any other cut shows.
 Json pieces_json(const Pieces& pieces, const Json& pre_tokenizer) {
-    Vocab v;
-    for (int b = 0; b < 256; ++b) v.tokens.push_back(byte_level::encode(std::string(1, char(b))));
+    Vocab v = byte_vocab();
     for (const std::string& p : pieces)
         if (p.size() > 1) v.tokens.push_back(byte_level::encode(p));
     return tokenizer_json(v, pre_tokenizer, true);
@@ -239,8 +244,7 @@ TEST(TokenizerPreTokenizer, GgufRegexes) {
 // bytes take another code path, so each rule is checked on a short and on a long piece.
 Vocab plain_vocab(const std::vector<std::string>& extra,
                   const std::vector<std::pair<std::string, std::string>>& merges) {
-    Vocab v;
-    for (int b = 0; b < 256; ++b) v.tokens.push_back(byte_level::encode(std::string(1, char(b))));
+    Vocab v = byte_vocab();
     for (const std::string& t : extra) v.tokens.push_back(t);
     v.merges = merges;
     return v;
