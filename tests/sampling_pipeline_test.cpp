@@ -149,9 +149,9 @@ TEST(SamplingPipeline, PenaltyWindowCountsOnlyTheLastTokens) {
 TEST(SamplingPipeline, HistoryBeyondTheScoredVocabIsIgnoredNegativeIsAnError) {
     SamplerParams params = plain();
     params.presence_penalty = 1.0f;
-    params.logit_bias = {{7, 5.0f}};  // a draft head that scores only ids 0..2
+    params.logit_bias = {{3, 5.0f}, {7, 5.0f}};  // a draft head that scores only ids 0..2
     std::vector<float> out;
-    const std::vector<int32_t> history = {1, 9};
+    const std::vector<int32_t> history = {1, 3, 9};  // 3: the first id past the scored ones
     apply_bias_and_penalties(std::vector<float>{0, 0, 0}, history, params, out);
     EXPECT_EQ(out, (std::vector<float>{0, -1, 0}));
     const std::vector<int32_t> bad = {1, -3};

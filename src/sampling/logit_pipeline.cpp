@@ -311,7 +311,7 @@ void apply_bias_and_penalties(std::span<const float> logits, std::span<const int
     out.assign(logits.begin(), logits.end());  // [V]
     const auto vocab = static_cast<int64_t>(out.size());
     for (const auto& [id, bias] : params.logit_bias)
-        if (id < vocab) out[static_cast<size_t>(id)] += bias;
+        if (id < vocab) out.at(static_cast<size_t>(id)) += bias;
 
     if (!params.penalties_active()) return;
     const size_t window = params.penalty_last_n < 0
@@ -329,7 +329,8 @@ void apply_bias_and_penalties(std::span<const float> logits, std::span<const int
         start = end;
         if (id < 0) fail("sampling: history token id ", id, " is negative");
         if (id >= vocab) continue;  // not scored by these logits (draft sub-vocabulary)
-        float& logit = out[static_cast<size_t>(id)];
+        // at(): a skip that let the first unscored id through would throw, not write past out.
+        float& logit = out.at(static_cast<size_t>(id));
         logit = logit > 0.0f ? logit / params.repeat_penalty : logit * params.repeat_penalty;
         logit -= params.presence_penalty + params.frequency_penalty * count;
     }
