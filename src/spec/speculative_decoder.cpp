@@ -42,9 +42,11 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     if (cached < 0 || cached >= int64_t(prompt.size()) || cached != state.n_past)
         fail("generate: cached prefix ", cached, " does not match the state (", state.n_past,
              " positions) and a prompt of ", prompt.size(), " tokens");
+    // One position past the prompt: the first generated token is run too (its hidden state
+    // feeds the drafter, and the session keeps it for the next turn).
     if (int64_t(prompt.size()) + 1 > state.max_positions)
-        fail("prompt of ", prompt.size(), " tokens does not fit the context size ",
-             state.max_positions);
+        fail("prompt of ", prompt.size(), " tokens leaves no room for a generated token in the context size ",
+             state.max_positions, " (it takes at most ", state.max_positions - 1, " prompt tokens)");
     const int depth = drafter ? std::max(0, options.draft_depth) : 0;
     if (depth + 1 > state.max_width)
         fail("draft depth ", depth, " needs verify width ", depth + 1, " but the state holds ",
