@@ -404,7 +404,7 @@ TEST(FormatsMlxWeights, AssembledTensorKeepsItsScaleType) {
 
 // Scales of a type that is not a float, biases of another type than the scales, and packed words
 // that do not hold the groups' codes (8 words of 4-bit codes are 64 values, not the 32 one group
-// of 32 holds) are all refused.
+// of 32 holds), and packed codes for a module the config excludes are all refused.
 TEST(FormatsMlxWeights, MismatchedPackingIsRefused) {
     EXPECT_NE(error_of([] {
                   PackedLinear p(2, 4, 1, DType::U32, DType::U32);
@@ -420,6 +420,17 @@ TEST(FormatsMlxWeights, MismatchedPackingIsRefused) {
                   PackedLinear p(2, 8, 1, DType::BF16, DType::BF16);
                   assemble_mlx_tensors(p.file, quant4_g32(), "c");
               }).find("packs 8 words per row"),
+              std::string::npos);
+    // Packed codes for a module the config excludes ("m": false): the files and the config
+    // disagree.
+    EXPECT_NE(error_of([] {
+                  PackedLinear p(2, 4, 1, DType::BF16, DType::BF16);
+                  assemble_mlx_tensors(p.file,
+                                       parse_mlx_quant_config(nlohmann::json::parse(R"({"quantization":
+                                           {"bits": 4, "group_size": 32, "m": false}})"),
+                                                              "c"),
+                                       "c");
+              }).find("marks 'm' as not quantized"),
               std::string::npos);
     // Packed tensors in a checkpoint whose config has no quantization section.
     EXPECT_NE(error_of([] {

@@ -44,7 +44,8 @@ MlxQuantConfig parse_mlx_quant_config(const nlohmann::json& config, const std::s
 // "<path>.scales" (and "<path>.biases") becomes one MLX_AFFINE tensor named "<path>.weight" of
 // logical shape [.., out, in]; the scales/biases entries are consumed. Other tensors pass
 // through unchanged. Bits and group size come from `quant` (override for <path>, else
-// default) and are checked against the packed and scale shapes.
+// default) and are checked against the packed and scale shapes; a packed <path> the config
+// excludes ("path": false) is an error.
 std::map<std::string, RawTensor> assemble_mlx_tensors(const std::map<std::string, RawTensor>& file,
                                                       const MlxQuantConfig& quant,
                                                       const std::string& origin);
