@@ -27,7 +27,7 @@ Args::Args(std::vector<FlagSpec> specs, const std::vector<std::string>& argv)
         std::optional<std::string> inline_value;
         if (auto eq = key.find('='); eq != std::string::npos) {
             inline_value = key.substr(eq + 1);
-            key = key.substr(0, eq);
+            key.resize(eq);
         }
         const FlagSpec* spec = find(key);
         if (!spec) throw UsageError("unknown flag '" + a + "' (see --help)");

@@ -24,6 +24,10 @@ std::string Interpreter::render(const Body& body) {
     Scope top;  // template-level {% set %} lands here, above the globals
     top.parent = &globals_;
     top_ = &top;
+    struct ClearTop {  // top dies with this call, also when the template fails
+        Scope*& slot;
+        ~ClearTop() { slot = nullptr; }
+    } clear_top{top_};
     if (exec(body, top, out) != Flow::Normal) fail("chat template: break/continue outside a loop");
     return out;
 }
