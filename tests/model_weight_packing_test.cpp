@@ -38,7 +38,7 @@ TEST(WeightPacking, SmallMatricesShareOneBufferWithTheirBytes) {
         w.layers[0].ffn.experts.push_back(ew);
     }
     w.layers[1].out_proj = f32_matrix(1024, 1024, 5.0f);  // 4 MiB: stays where it is
-    static const float mapped_values[8 * 32] = {};         // no owner: a checkpoint mapping
+    alignas(64) static const float mapped_values[8 * 32] = {};  // no owner: a checkpoint mapping
     w.layers[1].in_z.type = WType::F32;
     w.layers[1].in_z.rows = 8;
     w.layers[1].in_z.cols = 32;
@@ -69,6 +69,57 @@ TEST(WeightPacking, SmallMatricesShareOneBufferWithTheirBytes) {
     EXPECT_FALSE(same_owner(first, w.layers[1].out_proj));
     // In visiting order, back to back (64-byte aligned).
     EXPECT_EQ(w.layers[0].in_qkv.data, w.lm_head.data + (w.lm_head.nbytes() + 63) / 64 * 64);
+}
+
+// Matrices of sizes that are no multiple of 64 bytes (3 x 5 f32: 60 bytes) still start on cache
+// lines in the one buffer, each at the previous one's end rounded up to 64 bytes, with their
+// bytes; a matrix of exactly 2 MiB (512 x 1024 f32) is not under 2 MiB and stays where it is.
+TEST(WeightPacking, OddSizesStayAlignedAndTwoMiBStaysAlone) {
+    ModelWeights w;
+    w.embed = f32_matrix(3, 5, 1.0f);    // 60 bytes
+    w.lm_head = f32_matrix(7, 3, 2.0f);  // 84 bytes
+    w.layers.resize(1);
+    w.layers[0].in_qkv = f32_matrix(1, 1, 3.0f);  // 4 bytes
+    w.layers[0].out_proj = f32_matrix(512, 1024, 4.0f);
+    ASSERT_EQ(size_t(2) << 20, w.layers[0].out_proj.nbytes());
+    std::vector<std::vector<uint8_t>> before;
+    for_each_matrix(w, [&](WeightMatrix& m) { before.push_back(bytes_of(m)); });
+    const uint8_t* two_mib = w.layers[0].out_proj.data;
+
+    pack_small_matrices(w);
+
+    size_t i = 0;
+    for_each_matrix(w, [&](WeightMatrix& m) {
+        EXPECT_EQ(before[i], bytes_of(m)) << "matrix " << i;
+        EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(m.data) % 64) << "matrix " << i;
+        ++i;
+    });
+    EXPECT_EQ(w.lm_head.data, w.embed.data + 64);
+    EXPECT_EQ(w.layers[0].in_qkv.data, w.lm_head.data + 128);
+    EXPECT_TRUE(same_owner(w.embed, w.layers[0].in_qkv));
+    EXPECT_EQ(two_mib, w.layers[0].out_proj.data);
+    EXPECT_FALSE(same_owner(w.embed, w.layers[0].out_proj));
+}
+
+// A small view that starts where a large matrix does (its first rows, the same owner) is moved as
+// a small matrix is; the large matrix is not (it is never packable), so it keeps all its bytes
+// where they were, not the view's copy of its first rows.
+TEST(WeightPacking, ALargeMatrixKeepsItsBytesWhenASmallViewOfItMoves) {
+    ModelWeights w;
+    w.embed = f32_matrix(1024, 1024, 1.0f);  // 4 MiB
+    w.lm_head = w.embed;
+    w.lm_head.rows = 4;  // a view of its first 4 rows
+    w.layers.resize(1);
+    w.layers[0].in_qkv = f32_matrix(24, 32, 2.0f);
+    const std::vector<uint8_t> large = bytes_of(w.embed), view = bytes_of(w.lm_head);
+    const uint8_t* large_at = w.embed.data;
+
+    pack_small_matrices(w);
+
+    EXPECT_EQ(large_at, w.embed.data);
+    EXPECT_EQ(large, bytes_of(w.embed));
+    EXPECT_EQ(view, bytes_of(w.lm_head));
+    EXPECT_TRUE(same_owner(w.lm_head, w.layers[0].in_qkv));
 }
 
 }  // namespace
