@@ -6,10 +6,13 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "error_of.h"
 #include "kernels/quant.h"
 #include "kernels/weight.h"
 
@@ -378,6 +381,124 @@ TEST(KernelsQuant, MakeWeightRejectsBadInput) {
     EXPECT_THROW(parse_wtype("q3"), Error);
     EXPECT_EQ(parse_wtype("q4"), WType::Q4_0);
     EXPECT_EQ(parse_wtype("q8_0"), WType::Q8_0);
+}
+
+// A NaN never becomes a Q8_0 block's scale (quant.cpp: the block maximum skips NaN, as std::fmax
+// does, so the KV cache's key blocks keep their other values): with a NaN at the first, a middle
+// and the last position (each of the maximum's lanes), d is still max|finite x| / 127 and every
+// finite value gets ggml's code round(x / d).
+TEST(KernelsQuant, Q8_0ScaleSkipsNaN) {
+    for (int at : {0, 13, 31}) {
+        float x[32];
+        for (int i = 0; i < 32; ++i) x[i] = float(i - 20) * 0.125f;  // max |x| = 2.5 at i = 0
+        x[at] = std::nanf("");
+        const float amax = at == 0 ? 2.375f : 2.5f;
+        BlockQ8_0 q;
+        quantize_row_q8_0(x, 32, &q);
+        const float d = amax / 127.0f;
+        EXPECT_EQ(f32_to_f16(d), q.d) << "NaN at " << at;
+        for (int i = 0; i < 32; ++i) {
+            if (i == at) continue;
+            EXPECT_EQ(int8_t(std::round(x[i] * (1.0f / d))), q.qs[i])
+                << "NaN at " << at << ", value " << i;
+        }
+    }
+}
+
+// parse_wtype reads every name its error lists (f32, bf16, f16, q8_0, q4, q4_1, native) and the
+// other spellings q8 and q4_0, each as its type; wtype_name's names of these types read back.
+TEST(KernelsQuant, ParseWtypeReadsEveryListedName) {
+    const std::pair<const char*, WType> names[] = {
+        {"f32", WType::F32},   {"bf16", WType::BF16}, {"f16", WType::F16},
+        {"q8_0", WType::Q8_0}, {"q8", WType::Q8_0},   {"q4_0", WType::Q4_0},
+        {"q4", WType::Q4_0},   {"q4_1", WType::Q4_1}, {"native", WType::Native}};
+    for (auto [name, type] : names) EXPECT_EQ(type, parse_wtype(name)) << name;
+    for (WType t : {WType::F32, WType::BF16, WType::F16, WType::Q8_0, WType::Q4_0, WType::Q4_1,
+                    WType::Native})
+        EXPECT_EQ(t, parse_wtype(wtype_name(t))) << wtype_name(t);
+}
+
+// make_weight refuses shapes with no rows or columns, or negative ones whose product is still the
+// tensor's value count (-1 x -32 = 32), naming the tensor's shape and the one expected.
+TEST(KernelsQuant, MakeWeightRefusesEmptyAndNegativeShapes) {
+    const std::vector<uint8_t> bytes(32 * 4, 0);
+    const std::vector<uint8_t> none;
+    const RawTensor empty = raw(DType::F32, {0, 32}, none);
+    EXPECT_NE(std::string::npos, test::error_of([&] {
+                                     make_weight(empty, 0, 32, WType::F32);
+                                 }).find("expected [0, 32]"));
+    const RawTensor row = raw(DType::F32, {1, 32}, bytes);
+    EXPECT_NE(std::string::npos, test::error_of([&] {
+                                     make_weight(row, -1, -32, WType::F32);
+                                 }).find("expected [-1, -32]"));
+    EXPECT_THROW(build_weight(0, 32, WType::F32, nullptr, [](int64_t, float*) {}), Error);
+    EXPECT_THROW(build_weight(4, 0, WType::F32, nullptr, [](int64_t, float*) {}), Error);
+}
+
+// weight_row_f32 reads rows 0..rows - 1 only: one past the end and -1 are refused by name, not
+// read from the bytes after the matrix (for a row-group matrix, another row's padding lane).
+TEST(KernelsQuant, WeightRowOutsideTheMatrixIsRefused) {
+    const std::vector<float> v = random_values(3 * 32, 12, -1.0f, 1.0f);
+    std::vector<float> row(32);
+    for (WType t : {WType::F32, WType::Q8_0, WType::Q4_0R}) {
+        const WeightMatrix w = make_weight_f32(v.data(), 3, 32, t);
+        EXPECT_NO_THROW(weight_row_f32(w, 2, row.data())) << wtype_name(t);
+        for (int64_t r : {int64_t(3), int64_t(-1)})
+            EXPECT_NE(std::string::npos, test::error_of([&] {
+                                             weight_row_f32(w, r, row.data());
+                                         }).find("out of range"))
+                << wtype_name(t) << " row " << r;
+    }
+}
+
+// BF16D is BF16's bytes (weight.h: only the kernel that multiplies them differs): a row encoded as
+// BF16D is each value's bf16, the bytes of a BF16 row, and reads back as those bf16 values.
+TEST(KernelsQuant, Bf16DotRowsAreBf16Bytes) {
+    const int64_t cols = 64;
+    const std::vector<float> v = random_values(size_t(cols), 13, -300.0f, 300.0f);
+    std::vector<uint8_t> as_bf16(size_t(cols) * 2), as_bf16d(size_t(cols) * 2);
+    encode_row_f32(v.data(), cols, WType::BF16, as_bf16.data());
+    encode_row_f32(v.data(), cols, WType::BF16D, as_bf16d.data());
+    EXPECT_EQ(as_bf16, as_bf16d);
+    const WeightMatrix w = make_weight_f32(v.data(), 1, cols, WType::BF16D);
+    ASSERT_EQ(WType::BF16D, w.type);
+    std::vector<float> row(static_cast<size_t>(cols));
+    weight_row_f32(w, 0, row.data());
+    for (int64_t c = 0; c < cols; ++c)
+        EXPECT_EQ(bf16_to_f32(f32_to_bf16(v[size_t(c)])), row[size_t(c)]) << c;
+}
+
+// Integer tensors (U32, I32: MLX's packed codes, GGUF's index tables) are refused as weights with
+// the reason, not reinterpreted as floats.
+TEST(KernelsQuant, IntegerTensorsAreNotWeights) {
+    const std::vector<uint8_t> bytes(4 * 32, 1);
+    for (DType type : {DType::U32, DType::I32}) {
+        const std::string why = test::error_of([&] { tensor_to_f32(raw(type, {4, 32}, bytes)); });
+        EXPECT_NE(std::string::npos, why.find("floating-point weights are expected")) << why;
+    }
+}
+
+// A tensor whose last dimension is not the matrix's row (a vector [n] bound as n rows of one
+// value, a [2, 3] tensor as 3 rows of 2) is converted whole: row r holds values r * cols ..
+// r * cols + cols - 1 of the tensor in its stored order (bf16 values, exact in f32).
+TEST(KernelsQuant, TensorsShapedOtherThanTheMatrixKeepTheirValueOrder) {
+    const std::vector<float> v = {0.5f, -1.25f, 3.0f, 0.125f, -2.0f, 7.0f};
+    std::vector<uint16_t> bf(v.size());
+    for (size_t i = 0; i < v.size(); ++i) bf[i] = f32_to_bf16(v[i]);
+    const std::vector<uint8_t> bytes = as_bytes(bf);
+    float row[2];
+    const WeightMatrix vec = make_weight(raw(DType::BF16, {6}, bytes), 6, 1, WType::F32);
+    ASSERT_EQ(WType::F32, vec.type);
+    for (int64_t r = 0; r < 6; ++r) {
+        weight_row_f32(vec, r, row);
+        EXPECT_EQ(v[size_t(r)], row[0]) << r;
+    }
+    const WeightMatrix turned = make_weight(raw(DType::BF16, {2, 3}, bytes), 3, 2, WType::F32);
+    for (int64_t r = 0; r < 3; ++r) {
+        weight_row_f32(turned, r, row);
+        EXPECT_EQ(v[size_t(2 * r)], row[0]) << r;
+        EXPECT_EQ(v[size_t(2 * r + 1)], row[1]) << r;
+    }
 }
 
 }  // namespace
