@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/half.h"
@@ -108,6 +109,123 @@ TEST(KernelsQuantK, Q6KValuesWithinHalfAStep) {
     }
     for (int i = 512; i < 768; ++i) EXPECT_EQ(0.0f, v[size_t(i)]) << i;
     EXPECT_LT(std::sqrt(err2 / sum2), 0.025);
+}
+
+// The smallest f16 at or above v (0 <= v <= 65504), found by bisecting the positive halves, whose
+// bit patterns order as their values: "rounded up" in quant_k.h's sense, without f32_to_f16.
+uint16_t smallest_half_at_least(float v) {
+    uint32_t lo = 0, hi = 0x7bff;
+    while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (f16_to_f32(uint16_t(mid)) >= v)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return uint16_t(lo);
+}
+
+// The smallest k >= 0 with k * step >= need, counting up ("rounded up" for an integer scale or
+// min); 0 when nothing needs covering.
+int smallest_count_covering(float need, float step) {
+    if (need <= 0.0f || step <= 0.0f) return 0;
+    int k = 0;
+    while (float(k) * step < need && k < 1000) ++k;
+    return k;
+}
+
+// Rows for the scale checks: test_values' rows, then a row whose first super-block's largest need
+// is exactly kTop * 63 (Q6_K: 31 * 127) times 2^-7, so the rounded-up d is exactly 2^-7 (f16
+// 0x2000) and not the half above it, and a second super-block of small values with one negative
+// sub-block (a min of its own).
+std::vector<float> scale_test_values(float top_need) {
+    std::vector<float> x = test_values(10, 1024, 3);
+    std::vector<float> exact(1024, 0.0f);
+    for (int i = 0; i < 256; ++i) exact[size_t(i)] = float(1 + i % 7) * 0.01f;
+    exact[100] = top_need * std::ldexp(1.0f, -7);  // the largest value, all values positive
+    for (int i = 256; i < 1024; ++i)
+        exact[size_t(i)] = 0.001f * float(i % 13) - (i < 288 ? 0.02f : 0.0f);
+    x.insert(x.end(), exact.begin(), exact.end());
+    return x;
+}
+
+// Q4_K / Q5_K scales by quant_k.h's rules, each "rounded up": dmin the smallest f16 >= (largest
+// sub-block need below zero) / 63; m_j the smallest count of dmin covering sub-block j's need
+// (-min, 0 if none below zero); d the smallest f16 >= (largest span) / (kTop * 63), a span being
+// max + dmin * m_j; sc_j the smallest count of kTop * d covering span j. So every value lies in
+// the codes' range (no clipping) and no smaller scale would have done.
+void expect_affine_k_scales_rounded_up(bool five) {
+    const int kTop = five ? 31 : 15;
+    const int64_t block_bytes = five ? kQ5KBlockBytes : kQ4KBlockBytes;
+    const std::vector<float> x = scale_test_values(float(kTop) * 63.0f);
+    const int64_t blocks = int64_t(x.size()) / 256;
+    std::vector<uint8_t> encoded(size_t(blocks * block_bytes));
+    (five ? quantize_row_q5_k : quantize_row_q4_k)(x.data(), int64_t(x.size()), encoded.data());
+    for (int64_t b = 0; b < blocks; ++b) {
+        SCOPED_TRACE("super-block " + std::to_string(b));
+        uint8_t codes[256], sc[8], mn[8];
+        uint16_t d_h, dmin_h;
+        (five ? q5_k_block_codes : q4_k_block_codes)(encoded.data() + b * block_bytes, codes, sc,
+                                                     mn, &d_h, &dmin_h);
+        const float* v = x.data() + b * 256;
+        float low[8], high[8], max_low = 0.0f;
+        for (int j = 0; j < 8; ++j) {
+            low[j] = std::max(0.0f, -*std::min_element(v + 32 * j, v + 32 * j + 32));
+            high[j] = *std::max_element(v + 32 * j, v + 32 * j + 32);
+            max_low = std::max(max_low, low[j]);
+        }
+        ASSERT_EQ(smallest_half_at_least(max_low / 63.0f), dmin_h);
+        const float dmin = f16_to_f32(dmin_h);
+        float span[8], max_span = 0.0f;
+        for (int j = 0; j < 8; ++j) {
+            ASSERT_EQ(smallest_count_covering(low[j], dmin), mn[j]) << "min of sub-block " << j;
+            span[j] = high[j] + dmin * float(mn[j]);
+            max_span = std::max(max_span, span[j]);
+        }
+        ASSERT_EQ(smallest_half_at_least(max_span / (float(kTop) * 63.0f)), d_h);
+        const float d = f16_to_f32(d_h);
+        for (int j = 0; j < 8; ++j)
+            ASSERT_EQ(smallest_count_covering(span[j], float(kTop) * d), sc[j])
+                << "scale of sub-block " << j;
+    }
+    // The exact row's first super-block: d is 2^-7 itself.
+    uint16_t d_exact;
+    std::memcpy(&d_exact, encoded.data() + 40 * block_bytes, 2);
+    EXPECT_EQ(0x2000, d_exact);
+}
+
+TEST(KernelsQuantK, Q4KScalesAreTheNeedsRoundedUp) { expect_affine_k_scales_rounded_up(false); }
+TEST(KernelsQuantK, Q5KScalesAreTheNeedsRoundedUp) { expect_affine_k_scales_rounded_up(true); }
+
+// Q6_K by quant_k.h's rule: d the smallest f16 >= (largest sub-block max|x|) / (31 * 127), sc_j
+// the smallest count of 31 * d covering sub-block j's max|x| (so no value clips at code 0 or 63).
+TEST(KernelsQuantK, Q6KScalesAreTheNeedsRoundedUp) {
+    const std::vector<float> x = scale_test_values(31.0f * 127.0f);
+    const int64_t blocks = int64_t(x.size()) / 256;
+    std::vector<uint8_t> encoded(size_t(blocks * kQ6KBlockBytes));
+    quantize_row_q6_k(x.data(), int64_t(x.size()), encoded.data());
+    for (int64_t b = 0; b < blocks; ++b) {
+        SCOPED_TRACE("super-block " + std::to_string(b));
+        uint8_t codes[256];
+        int8_t sc[16];
+        uint16_t d_h;
+        q6_k_block_codes(encoded.data() + b * kQ6KBlockBytes, codes, sc, &d_h);
+        const float* v = x.data() + b * 256;
+        float amax[16], max_amax = 0.0f;
+        for (int j = 0; j < 16; ++j) {
+            amax[j] = 0.0f;
+            for (int l = 0; l < 16; ++l) amax[j] = std::max(amax[j], std::fabs(v[16 * j + l]));
+            max_amax = std::max(max_amax, amax[j]);
+        }
+        ASSERT_EQ(smallest_half_at_least(max_amax / (31.0f * 127.0f)), d_h);
+        const float d = f16_to_f32(d_h);
+        for (int j = 0; j < 16; ++j)
+            ASSERT_EQ(smallest_count_covering(amax[j], 31.0f * d), sc[j])
+                << "scale of sub-block " << j;
+    }
+    uint16_t d_exact;
+    std::memcpy(&d_exact, encoded.data() + 40 * kQ6KBlockBytes + 208, 2);
+    EXPECT_EQ(0x2000, d_exact);
 }
 
 }  // namespace
