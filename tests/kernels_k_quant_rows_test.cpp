@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -382,6 +383,37 @@ TEST(KernelsKQuantRowsDeathTest, LayoutsChosenByEnvironment) {
     if (tables == 0) GTEST_SKIP() << "no int8 table on this CPU (no AVX2)";
 }
 #endif
+
+// The shapes a K-quant tensor's values and bytes fit but its 16-row layout does not hold are
+// refused with false (out untouched), as repack_q4_k_as_row_groups promises for any tensor it
+// cannot take, so the loader falls back instead of failing: rows of half a super-block (a [4, 512]
+// tensor read as [16, 128]: the same 2048 values, whole blocks in all), a tensor of no rows, and
+// tensors of another type whose bytes have the very size the K-quant's would.
+TEST(KernelsKQuantRows, RefuseHalfSuperBlockRowsNoRowsAndOtherTypesOfTheSameSize) {
+    for (const KQuant& k : kKQuants) {
+        SCOPED_TRACE(dtype_name(k.dtype));
+        WeightMatrix w;
+        const KTensor q(k, 4, 512, 2);
+        RawTensor half_rows = q.t;
+        half_rows.shape = {16, 128};
+        EXPECT_FALSE(repack_rows(k, half_rows, 16, 128, w)) << "rows of 128 values";
+        const KTensor empty(k, 0, 256, 2);
+        EXPECT_FALSE(repack_rows(k, empty.t, 0, 256, w)) << "no rows";
+        EXPECT_TRUE(w.empty());
+    }
+    // 32-value blocks of the same bytes a value: Q4_0 (18 bytes a 32) is Q4_K's 144 a 256, Q5_0
+    // (22) Q5_K's 176; its dtype, not its size, says what a tensor is.
+    for (auto [k, other, block_bytes] :
+         {std::tuple{kQ4K, DType::Q4_0, size_t(18)}, std::tuple{kQ5K, DType::Q5_0, size_t(22)}}) {
+        SCOPED_TRACE(dtype_name(other));
+        const std::vector<uint8_t> bytes(4 * 512 / 32 * block_bytes, 0);
+        const RawTensor t = test::tensor_over("same size", other, 4, 512, bytes);
+        ASSERT_EQ(KTensor(k, 4, 512, 2).t.nbytes, t.nbytes);
+        WeightMatrix w;
+        EXPECT_FALSE(repack_rows(k, t, 4, 512, w));
+        EXPECT_TRUE(w.empty());
+    }
+}
 
 }  // namespace
 }  // namespace nextn

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "error_of.h"
 #include "kernel_test_helpers.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
@@ -379,6 +380,24 @@ TEST(KernelsRowGroups, LoadPicksTheLayoutTheTableReads) {
         t.nbytes = values.size() * sizeof(float);
         EXPECT_EQ(want, make_weight(t, 20, 64, block, {nullptr, true, kernels().row_groups}).type) << isa;
     }
+}
+
+// allocate_row_groups refuses a shape with no rows, as one with columns of no whole blocks, with
+// the shape in the message; repack_as_row_groups refuses a target that is not a 16-row layout
+// even when that target's block type is the matrix's (Q8_0X is made from Q8_0 too), naming both.
+TEST(KernelsRowGroups, RefuseEmptyShapesAndTargetsOfOtherLayouts) {
+    for (int64_t rows : {0, -1})
+        EXPECT_NE(std::string::npos, test::error_of([&] {
+                                         allocate_row_groups(WType::Q8_0R, rows, 64, "test");
+                                     }).find("bad shape"))
+            << rows << " rows";
+    EXPECT_NE(std::string::npos, test::error_of([] {
+                                     allocate_row_groups(WType::Q4_0R, 16, 48, "test");
+                                 }).find("bad shape"));
+    const std::vector<float> v = random_normal(64, 2);
+    const WeightMatrix q8 = make_weight_f32(v.data(), 2, 32, WType::Q8_0);
+    const std::string refused = test::error_of([&] { repack_as_row_groups(q8, WType::Q8_0X); });
+    EXPECT_NE(std::string::npos, refused.find("cannot become")) << refused;
 }
 
 }  // namespace
