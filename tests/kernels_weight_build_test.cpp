@@ -299,5 +299,125 @@ TEST(WeightBuild, RowBuilderEqualsRowByRowEncoding) {
     }
 }
 
+// A tensor already in the type asked for (or Native's type for it) keeps the file's bytes, as
+// make_weight promises ("rounding already done"): random GGUF blocks whose codes and offsets no
+// quantizer of ours would choose (Q4_1: an offset that is not the block's minimum) come back
+// byte for byte, and F16 stays F16 under Native (no widening or narrowing to another type).
+TEST(WeightBuild, TensorsOfTheTargetTypeKeepTheirBytes) {
+    const int64_t rows = 3, cols = 64;
+    const std::pair<DType, WType> kept[] = {{DType::F16, WType::F16},
+                                            {DType::BF16, WType::BF16},
+                                            {DType::Q4_1, WType::Q4_1},
+                                            {DType::Q4_0, WType::Q4_0},
+                                            {DType::Q8_0, WType::Q8_0}};
+    uint32_t seed = 110;
+    for (auto [source, type] : kept)
+        for (WType target : {WType::Native, type}) {
+            const Tensor x = make_tensor(source, rows, cols, seed++);
+            const WeightMatrix w = make_weight(x.t, rows, cols, target);
+            ASSERT_EQ(type, w.type) << dtype_name(source) << " -> " << wtype_name(target);
+            ASSERT_EQ(x.bytes.size(), w.nbytes());
+            EXPECT_EQ(0, std::memcmp(w.data, x.bytes.data(), x.bytes.size()))
+                << dtype_name(source) << " -> " << wtype_name(target);
+        }
+}
+
+// GGUF Q5_0 ((code - 16) * d, f16 d) is held as Q8_0 with the same values for target Q8_0 as for
+// Native (requantizing through f32 would rescale them to max|x| / 127); a Q5_0 or a kept Q8_0
+// tensor one byte short of its shape is refused, never read past its end.
+TEST(WeightBuild, Q5_0IsQ8_0WithItsValuesAndShortTensorsAreRefused) {
+    const int64_t rows = 4, cols = 96;
+    const Tensor x = make_tensor(DType::Q5_0, rows, cols, 120);
+    std::vector<float> want(size_t(rows * cols)), got(static_cast<size_t>(cols));
+    dequantize_to_f32(x.t, want.data());
+    for (WType target : {WType::Native, WType::Q8_0}) {
+        const WeightMatrix w = make_weight(x.t, rows, cols, target);
+        ASSERT_EQ(WType::Q8_0, w.type) << wtype_name(target);
+        for (int64_t r = 0; r < rows; ++r) {
+            weight_row_f32(w, r, got.data());
+            ASSERT_EQ(0,
+                      std::memcmp(got.data(), want.data() + r * cols, got.size() * sizeof(float)))
+                << wtype_name(target) << " row " << r;
+        }
+    }
+    for (DType source : {DType::Q5_0, DType::Q8_0}) {
+        Tensor s = make_tensor(source, rows, cols, 121);
+        s.t.nbytes -= 1;
+        for (WType target : {WType::Native, WType::Q8_0})
+            EXPECT_THROW(make_weight(s.t, rows, cols, target), Error)
+                << dtype_name(source) << " one byte short";
+    }
+}
+
+// An MLX affine 4-bit tensor [2, 64] of 4-bit codes 2..9 (so no requantizing could give back its
+// scales) with bf16 scales and biases: group `group`, every bias -0.25 * (g % 4) but for the last
+// group's, which is `last_bias`.
+struct MlxTensor {
+    std::vector<uint8_t> codes;
+    std::vector<uint16_t> scales, biases;
+    RawTensor t;
+    MlxTensor(int group, float last_bias, uint32_t seed) : codes(2 * 64 / 2) {
+        std::mt19937 rng(seed);
+        for (uint8_t& b : codes) b = uint8_t((2 + rng() % 8) | (2 + rng() % 8) << 4);
+        const int64_t groups = 2 * 64 / group;
+        for (int64_t g = 0; g < groups; ++g) {
+            scales.push_back(f32_to_bf16(0.0625f * float(1 + g % 8)));
+            biases.push_back(f32_to_bf16(g == groups - 1 ? last_bias : -0.25f * float(g % 4)));
+        }
+        t.name = "mlx.weight";
+        t.file = "memory";
+        t.dtype = DType::MLX_AFFINE;
+        t.shape = {2, 64};
+        t.data = codes.data();
+        t.nbytes = codes.size();
+        t.bits = 4;
+        t.group_size = group;
+        t.scale_dtype = DType::BF16;
+        t.scales = reinterpret_cast<const uint8_t*>(scales.data());
+        t.biases = reinterpret_cast<const uint8_t*>(biases.data());
+    }
+    // MLX's value: scale * q + bias of the value's group.
+    float value(int64_t r, int64_t j) const {
+        const int q = (codes[size_t((r * 64 + j) / 2)] >> (4 * (j % 2))) & 15;
+        const size_t g = size_t((r * 64 + j) / t.group_size);
+        return bf16_to_f32(scales[g]) * float(q) + bf16_to_f32(biases[g]);
+    }
+};
+
+// MLX affine 4-bit is held as Q4_1 (its codes kept, an f16 d and m per 32 values) for target Q4_1
+// as for Native, and only where Q4_1 holds it exactly (make_weight). Groups of 16 (two scales a
+// block) and a bias with no f16 form (1e-6 is no multiple of the smallest f16 subnormal, 2^-24)
+// are widened to F32 instead. Either way every value is exactly MLX's scale * q + bias.
+TEST(WeightBuild, MlxAffineIsQ4_1OnlyWhereQ4_1HoldsItExactly) {
+    struct Case {
+        int group;
+        float last_bias;
+        WType target, want;
+    };
+    const Case cases[] = {{64, -0.5f, WType::Native, WType::Q4_1},
+                          {64, -0.5f, WType::Q4_1, WType::Q4_1},
+                          {32, -0.5f, WType::Q4_1, WType::Q4_1},
+                          {16, -0.5f, WType::Native, WType::F32},
+                          {64, 1e-6f, WType::Native, WType::F32}};
+    uint32_t seed = 130;
+    for (const Case& c : cases) {
+        const std::string what = "group " + std::to_string(c.group) + ", last bias " +
+                                 std::to_string(c.last_bias) + ", target " + wtype_name(c.target);
+        const MlxTensor x(c.group, c.last_bias, seed++);
+        if (c.last_bias == 1e-6f) {
+            const float b = bf16_to_f32(x.biases.back());
+            ASSERT_NE(b, f16_to_f32(f32_to_f16(b))) << "the bias must have no f16 form";
+        }
+        const WeightMatrix w = make_weight(x.t, 2, 64, c.target);
+        EXPECT_EQ(c.want, w.type) << what;
+        std::vector<float> row(64);
+        for (int64_t r = 0; r < 2; ++r) {
+            weight_row_f32(w, r, row.data());
+            for (int64_t j = 0; j < 64; ++j)
+                ASSERT_EQ(x.value(r, j), row[size_t(j)]) << what << " r=" << r << " j=" << j;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace nextn
