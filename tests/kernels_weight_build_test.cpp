@@ -419,5 +419,15 @@ TEST(WeightBuild, MlxAffineIsQ4_1OnlyWhereQ4_1HoldsItExactly) {
     }
 }
 
+// An MLX tensor that says 8 (or 2) bits but holds 4-bit-sized bytes is corrupt: refused (the
+// 8-bit rows need twice the bytes), never read as 4-bit codes because its size happens to fit.
+TEST(WeightBuild, MlxTensorOfOtherBitsWithFourBitBytesIsRefused) {
+    for (int bits : {8, 2}) {
+        MlxTensor x(64, -0.5f, 140);
+        x.t.bits = bits;
+        EXPECT_THROW(make_weight(x.t, 2, 64, WType::Native), Error) << bits << " bits";
+    }
+}
+
 }  // namespace
 }  // namespace nextn
