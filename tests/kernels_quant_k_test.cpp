@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/half.h"
@@ -226,6 +227,24 @@ TEST(KernelsQuantK, Q6KScalesAreTheNeedsRoundedUp) {
     uint16_t d_exact;
     std::memcpy(&d_exact, encoded.data() + 40 * kQ6KBlockBytes + 208, 2);
     EXPECT_EQ(0x2000, d_exact);
+}
+
+// The encoders write every byte of their blocks ("out holds n / 256 blocks"): encoding into a
+// buffer full of 0xa5 gives the bytes encoding into a zeroed one does (codes are OR-ed together
+// bit field by bit field, so bytes not cleared first would keep the old bits).
+TEST(KernelsQuantK, EncodersWriteEveryByteOfTheirBlocks) {
+    const std::vector<float> x = test_values(2, 1024, 4);
+    const auto encoders = {std::pair{&quantize_row_q4_k, kQ4KBlockBytes},
+                           std::pair{&quantize_row_q5_k, kQ5KBlockBytes},
+                           std::pair{&quantize_row_q6_k, kQ6KBlockBytes}};
+    for (auto [encode, block_bytes] : encoders) {
+        SCOPED_TRACE(std::to_string(block_bytes) + "-byte blocks");
+        const size_t bytes = size_t(int64_t(x.size()) / 256 * block_bytes);
+        std::vector<uint8_t> clean(bytes, 0), dirty(bytes, 0xa5);
+        encode(x.data(), int64_t(x.size()), clean.data());
+        encode(x.data(), int64_t(x.size()), dirty.data());
+        EXPECT_EQ(clean, dirty);
+    }
 }
 
 }  // namespace
