@@ -415,5 +415,21 @@ TEST(KernelsKQuantRows, RefuseHalfSuperBlockRowsNoRowsAndOtherTypesOfTheSameSize
     }
 }
 
+// Each K-quant's storage follows its own row-group flag only (a table may read one K-quant's row
+// groups and not another's): with one flag set, that type comes in 16-row groups and the other
+// two chunked.
+TEST(KernelsKQuantRows, EachStorageTypeFollowsItsOwnFlag) {
+    for (const KQuant& flagged : kKQuants) {
+        RowGroupLayouts one;
+        one.q4_k = flagged.dtype == DType::Q4_K;
+        one.q5_k = flagged.dtype == DType::Q5_K;
+        one.q6_k = flagged.dtype == DType::Q6_K;
+        for (const KQuant& k : kKQuants)
+            EXPECT_EQ(k.dtype == flagged.dtype ? k.rows_type : k.chunked_type,
+                      k_quant_storage_type(k.dtype, one))
+                << dtype_name(k.dtype) << " with only " << dtype_name(flagged.dtype) << "'s flag";
+    }
+}
+
 }  // namespace
 }  // namespace nextn
