@@ -299,10 +299,11 @@ TEST(WeightBuild, RowBuilderEqualsRowByRowEncoding) {
     }
 }
 
-// A tensor already in the type asked for (or Native's type for it) keeps the file's bytes, as
-// make_weight promises ("rounding already done"): random GGUF blocks whose codes and offsets no
-// quantizer of ours would choose (Q4_1: an offset that is not the block's minimum) come back
-// byte for byte, and F16 stays F16 under Native (no widening or narrowing to another type).
+// A tensor already in the type asked for (or Native's type for it) keeps the file's bytes, copied
+// into memory of its own, as make_weight promises ("rounding already done"): random GGUF blocks
+// whose codes and offsets no quantizer of ours would choose (Q4_1: an offset that is not the
+// block's minimum) come back byte for byte, and F16 stays F16 under Native (no widening or
+// narrowing to another type).
 TEST(WeightBuild, TensorsOfTheTargetTypeKeepTheirBytes) {
     const int64_t rows = 3, cols = 64;
     const std::pair<DType, WType> kept[] = {{DType::F16, WType::F16},
@@ -317,6 +318,11 @@ TEST(WeightBuild, TensorsOfTheTargetTypeKeepTheirBytes) {
             const WeightMatrix w = make_weight(x.t, rows, cols, target);
             ASSERT_EQ(type, w.type) << dtype_name(source) << " -> " << wtype_name(target);
             ASSERT_EQ(x.bytes.size(), w.nbytes());
+            // Copied into 64-byte aligned memory the result owns (weight.h), not a view of the
+            // file.
+            EXPECT_TRUE(w.owner);
+            EXPECT_NE(x.t.data, w.data);
+            EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(w.data) % 64);
             EXPECT_EQ(0, std::memcmp(w.data, x.bytes.data(), x.bytes.size()))
                 << dtype_name(source) << " -> " << wtype_name(target);
         }
