@@ -318,14 +318,25 @@ TEST(WeightBuild, TensorsOfTheTargetTypeKeepTheirBytes) {
             const WeightMatrix w = make_weight(x.t, rows, cols, target);
             ASSERT_EQ(type, w.type) << dtype_name(source) << " -> " << wtype_name(target);
             ASSERT_EQ(x.bytes.size(), w.nbytes());
-            // Copied into 64-byte aligned memory the result owns (weight.h), not a view of the
-            // file.
+            // Copied into 64-byte aligned memory of its own (weight.h), not a view of the file.
             EXPECT_TRUE(w.owner);
             EXPECT_NE(x.t.data, w.data);
             EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(w.data) % 64);
             EXPECT_EQ(0, std::memcmp(w.data, x.bytes.data(), x.bytes.size()))
                 << dtype_name(source) << " -> " << wtype_name(target);
         }
+    // Every f16 bit pattern, NaN payloads included (through f32 they would come back as one NaN).
+    Tensor every_half = make_tensor(DType::F16, 256, 256, seed);
+    for (uint32_t h = 0; h < 65536; ++h) {
+        const uint16_t v = uint16_t(h);
+        std::memcpy(every_half.bytes.data() + 2 * h, &v, 2);
+    }
+    for (WType target : {WType::Native, WType::F16}) {
+        const WeightMatrix w = make_weight(every_half.t, 256, 256, target);
+        ASSERT_EQ(WType::F16, w.type);
+        EXPECT_EQ(0, std::memcmp(w.data, every_half.bytes.data(), every_half.bytes.size()))
+            << wtype_name(target);
+    }
 }
 
 // GGUF Q5_0 ((code - 16) * d, f16 d) is held as Q8_0 with the same values for target Q8_0 as for
@@ -425,14 +436,22 @@ TEST(WeightBuild, MlxAffineIsQ4_1OnlyWhereQ4_1HoldsItExactly) {
     }
 }
 
-// An MLX tensor that says 8 (or 2) bits but holds 4-bit-sized bytes is corrupt: refused (the
-// 8-bit rows need twice the bytes), never read as 4-bit codes because its size happens to fit.
-TEST(WeightBuild, MlxTensorOfOtherBitsWithFourBitBytesIsRefused) {
+// Corrupt MLX tensors are refused, never read as 4-bit codes because their byte count happens to
+// fit: 8 (or 2) bits claimed over 4-bit-sized bytes (8-bit rows need twice the bytes), no scales
+// or no biases, and a group of 128 in rows of 64 values.
+TEST(WeightBuild, CorruptMlxTensorsAreRefused) {
     for (int bits : {8, 2}) {
         MlxTensor x(64, -0.5f, 140);
         x.t.bits = bits;
         EXPECT_THROW(make_weight(x.t, 2, 64, WType::Native), Error) << bits << " bits";
     }
+    MlxTensor no_scales(64, -0.5f, 141), no_biases(64, -0.5f, 142), wide_group(32, -0.5f, 143);
+    no_scales.t.scales = nullptr;
+    no_biases.t.biases = nullptr;
+    wide_group.t.group_size = 128;
+    EXPECT_THROW(make_weight(no_scales.t, 2, 64, WType::Native), Error) << "no scales";
+    EXPECT_THROW(make_weight(no_biases.t, 2, 64, WType::Q4_1), Error) << "no biases";
+    EXPECT_THROW(make_weight(wide_group.t, 2, 64, WType::Native), Error) << "group 128";
 }
 
 }  // namespace
