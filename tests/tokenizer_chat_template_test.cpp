@@ -312,5 +312,59 @@ TEST(ChatTemplateJinja, MalformedMessagesAndToolsNameTheProblem) {
     EXPECT_EQ("(rendered)", error_of(ok, Json::parse(R"([{"type":"function"}])")));
 }
 
+
+// Places where we differed from Jinja2 / Python (fixed with these tests): each expected value
+// is what the stated rule gives, and what Python Jinja2 3.1.6 renders.
+TEST(JinjaFixes, WhitespaceControlPlusAndRaw) {
+    // "+%}" turns trim_blocks off for that tag (Jinja2 docs, "Whitespace Control": "You can
+    // manually disable the trim_blocks behavior by putting a plus sign (+) at the end of a block");
+    // the lexer accepts "+#}" on comments the same way.
+    EXPECT_EQ(render("{% if true +%}\nx{% endif %}"), "\nx");
+    EXPECT_EQ(render("a{# c +#}\nb"), "a\nb");
+    // "-%}" on {% raw %} strips the start of the raw text (it is the tag's right side), and
+    // leaves the text after {% endraw %} alone; it had been applied after {% endraw %} instead.
+    EXPECT_EQ(render("{% raw -%}  x  {%- endraw %}  y"), "x  y");
+}
+
+// A {% set %} in a loop body is local to that iteration: the next one sees the outer value
+// again (Jinja2 prints 0 twice here, then the outer 0 after the loop).
+TEST(JinjaFixes, SetInLoopBodyDoesNotCarryToNextIteration) {
+    EXPECT_EQ(render("{% set a = 0 %}{% for x in [1, 2] %}{{ a }}{% set a = x %}{{ a }}{% endfor %}{{ a }}"),
+              "01020");
+    EXPECT_EQ(render("{% for x in [1, 2] %}{{ b is defined }}{% set b = x %}{% endfor %}"), "FalseFalse");
+}
+
+// A test's argument without parentheses is a primary with its postfix, as in Jinja2's
+// parse_test: a list or dict literal, or d.a, are allowed.
+TEST(JinjaFixes, TestArgumentIsAPrimaryWithPostfix) {
+    EXPECT_EQ(render("{% set d = {'a': [1]} %}{{ 1 is in d.a }}{{ 'k' is in {'k': 1} }}{{ 3 is in d['a'] }}"
+                     "{{ 2 is in [1, 2] }}"),
+              "TrueTrueFalseTrue");
+}
+
+TEST(JinjaFixes, FiltersTestsAndMethodsMatchPython) {
+    // round() of an int is an int: Python's round(3, 0) == 3, and round(1250, -2) rounds half
+    // to even (1200); the ceil method divides by 10**precision, a float.
+    EXPECT_EQ(render("{{ 3|round }}|{{ 3|round(1) }}|{{ 1250|round(-2) }}|{{ 3|round(0, 'ceil') }}"),
+              "3|3|1200|3.0");
+    // str.split(None, maxsplit) keeps the remainder's trailing whitespace.
+    EXPECT_EQ(render("{{ ' a b c  '.split(none, 1) }}"), "['a', 'b c  ']");
+    // str.title(): digits are not cased, so the letter after one starts a word.
+    EXPECT_EQ(render("{{ '1st x'.title() }}"), "1St X");
+    // unique is case-insensitive by default (case_sensitive=False) and keeps the first.
+    EXPECT_EQ(render("{{ ['a', 'A', 'b']|unique|list }}"), "['a', 'b']");
+    EXPECT_EQ(render("{{ ['a', 'A']|unique(case_sensitive=true)|list }}"
+                     "{{ [{'n': 'a'}, {'n': 'A'}]|unique(attribute='n')|list }}"),
+              "['a', 'A'][{'n': 'a'}]");
+    // The number test is isinstance(x, Number): bool is a Number.
+    EXPECT_EQ(render("{{ true is number }}"), "True");
+    // An empty substring occurs len + 1 times.
+    EXPECT_EQ(render("{{ 'aaa'.count('') }}"), "4");
+    // The lower/upper tests are str.islower()/isupper(): they need a cased character.
+    EXPECT_EQ(render("{{ '123' is lower }}{{ '123' is upper }}"), "FalseFalse");
+    // int(-9223372036854775808.0) is -2**63, which fits in 64 bits.
+    EXPECT_EQ(render("{{ -9223372036854775808.0|int }}"), "-9223372036854775808");
+}
+
 }  // namespace
 }  // namespace nextn

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <optional>
 
+#include <unicode/uchar.h>
 #include <unicode/unistr.h>
 
 #include "core/error.h"
@@ -74,9 +75,8 @@ Array py_split(const std::string& s, const Value& sep, int64_t maxsplit, int lin
             while (i < u.size() && py_space(u[i])) ++i;
             if (i >= u.size()) break;
             if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-                std::size_t e = u.size();
-                while (e > i && py_space(u[e - 1])) --e;
-                out.push_back(Value(from_u32(u.substr(i, e - i))));
+                // The remainder keeps its trailing whitespace: ' a b  '.split(None, 1) == ['a', 'b  '].
+                out.push_back(Value(from_u32(u.substr(i))));
                 break;
             }
             std::size_t j = i;
@@ -123,8 +123,10 @@ std::string title(const std::string& s) {
     for (char32_t c : u) {
         std::string ch = from_u32(std::u32string(1, c));
         out += case_map(ch, start);
-        bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
-        start = !alnum;
+        // Python's str.title(): a character follows a word when the one before it is cased
+        // (Lu, Ll or Lt); digits are not, so '1st'.title() == '1St'.
+        const auto cp = static_cast<UChar32>(c);
+        start = !(u_isupper(cp) || u_islower(cp) || u_istitle(cp));
     }
     return out;
 }
@@ -265,7 +267,8 @@ Value select_like(const Value& input, const CallArgs& a, bool by_attr, bool keep
 // float -> int as Python's int() truncates; NaN, infinities and values past int64 are an error
 // (casting them is undefined behaviour).
 int64_t truncate_to_int(double d, int line) {
-    if (!(d > -9223372036854775808.0 && d < 9223372036854775808.0))
+    // [-2**63, 2**63): -2**63 itself is an int64.
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
         error_at(line, "cannot convert " + python_float_repr(d) + " to a 64-bit integer");
     return static_cast<int64_t>(d);
 }
@@ -470,6 +473,12 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
         if (!in.is_number()) error_at(line, "round expects a number");
         int64_t precision = arg(a, 0, "precision", Value(0)).is_int() ? arg(a, 0, "precision", Value(0)).as_int() : 0;
         std::string method = arg(a, 1, "method", Value("common")).str();
+        // Jinja2's "common" is Python's round(value, precision): an int stays an int.
+        if (in.is_int() && method != "ceil" && method != "floor") {
+            if (precision >= 0) return in;
+            const double unit = std::pow(10.0, static_cast<double>(-precision));
+            return Value(truncate_to_int(std::nearbyint(in.as_double() / unit) * unit, line));
+        }
         double scale = std::pow(10.0, static_cast<double>(precision));
         double x = in.as_double() * scale;
         // Python's round() rounds half to even (the default floating-point rounding mode).
@@ -505,18 +514,30 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
         return Value(std::move(items));
     }
     if (name == "unique") {
+        // Jinja2's unique(case_sensitive=False, attribute=None): strings compare lower-cased
+        // unless case_sensitive; the first of equal items is kept.
+        const bool cs = arg(a, 0, "case_sensitive", Value(false)).truthy();
+        const Value& attr = arg(a, 1, "attribute", none);
+        auto key_of = [&](const Value& v) {
+            Value k = attr.is_string() ? attribute_path(v, attr.as_string(), line) : v;
+            return !cs && k.is_string() ? Value(case_map(k.as_string(), false)) : k;
+        };
         // Each item is compared with every kept one: quadratic, so the comparisons are bounded
         // as a render's steps are (a million distinct items would otherwise run for hours).
-        Array out;
+        Array out, keys;
         int64_t comparisons = 0;
         for (const Value& v : iterate(in, line)) {
             comparisons += static_cast<int64_t>(out.size());
             if (comparisons > kMaxSteps)
                 error_at(line, "unique over too many items (over " + std::to_string(kMaxSteps) +
                                    " comparisons)");
+            Value k = key_of(v);
             bool seen = false;
-            for (const Value& w : out) seen |= equals(v, w);
-            if (!seen) out.push_back(v);
+            for (const Value& w : keys) seen |= equals(k, w);
+            if (!seen) {
+                out.push_back(v);
+                keys.push_back(std::move(k));
+            }
         }
         return Value(std::move(out));
     }
@@ -600,14 +621,19 @@ bool apply_test(const std::string& name, const Value& v, const CallArgs& a) {
     if (name == "false") return v.is_bool() && !v.as_bool();
     if (name == "integer") return v.is_int();
     if (name == "float") return v.is_float();
-    if (name == "number") return v.is_number();
+    if (name == "number") return v.is_number() || v.is_bool();  // isinstance(v, Number): bool too
     if (name == "string") return v.is_string();
     if (name == "mapping") return v.is_object();
     if (name == "iterable") return v.is_array() || v.is_object() || v.is_string();
     if (name == "sequence") return v.is_array() || v.is_object() || v.is_string();
     if (name == "callable") return v.is_callable();
-    if (name == "lower") return v.is_string() && case_map(v.as_string(), false) == v.as_string();
-    if (name == "upper") return v.is_string() && case_map(v.as_string(), true) == v.as_string();
+    // str.islower() / isupper(): no character of the other case, and at least one cased one.
+    if (name == "lower")
+        return v.is_string() && case_map(v.as_string(), false) == v.as_string() &&
+               case_map(v.as_string(), true) != v.as_string();
+    if (name == "upper")
+        return v.is_string() && case_map(v.as_string(), true) == v.as_string() &&
+               case_map(v.as_string(), false) != v.as_string();
     if (name == "even" || name == "odd") {
         if (!v.is_int()) error_at(line, "test '" + name + "' expects an integer");
         return (v.as_int() % 2 == 0) == (name == "even");
@@ -685,7 +711,9 @@ bool call_method(const Value& obj, const std::string& name, const CallArgs& a, V
         } else if (name == "count") {
             std::string sub = need_string(arg(a, 0, "sub", none), line, "count()");
             int64_t n = 0;
-            if (!sub.empty())
+            if (sub.empty())  // Python: the empty string occurs before each character and at the end
+                n = static_cast<int64_t>(to_u32(s).size()) + 1;
+            else
                 for (std::size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
             result = Value(n);
         } else if (name == "join") {

@@ -150,6 +150,9 @@ void Interpreter::exec_for(const Stmt& s, Scope& scope, std::string& out) {
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
         step(s.line);
+        // Each iteration starts afresh: a {% set %} in the body is not seen by the next one
+        // (Jinja2 compiles the body as a function whose locals start from the enclosing scope).
+        body_scope.vars.clear();
         bind(items[i]);
         auto loop = std::make_shared<Object>();
         loop->items = {{"index", Value(i + 1)},

@@ -65,15 +65,23 @@ public:
                 if (close == std::string::npos) fail("chat template line ", line, ": unclosed comment");
                 end = close + 2;
                 strip_next = close > body && s_[close - 1] == '-';
-                end = trim_block_newline(end);
+                // "+#}" turns trim_blocks off for this tag, as "+%}" does for a block tag.
+                if (!(close > body && s_[close - 1] == '+')) end = trim_block_newline(end);
             } else {
                 Chunk chunk;
                 chunk.kind = kind == '{' ? Chunk::Kind::Output : Chunk::Kind::Statement;
                 chunk.line = line;
-                end = lex_tag(body, kind == '{' ? "}}" : "%}", line, chunk.tokens, strip_next);
-                if (kind == '%') end = trim_block_newline(end);
+                char close_modifier = 0;
+                end = lex_tag(body, kind == '{' ? "}}" : "%}", line, chunk.tokens, close_modifier);
+                strip_next = close_modifier == '-';
+                // trim_blocks, except after "+%}" (Jinja2: a plus sign at the end of a block
+                // disables it for that block).
+                if (kind == '%' && close_modifier != '+') end = trim_block_newline(end);
                 if (kind == '%' && is_raw(chunk)) {
-                    end = read_raw(end, line);
+                    // "{% raw -%}" strips the start of the raw text; what follows {% endraw %}
+                    // is stripped only by that tag's own "-%}" (read_raw skips it).
+                    end = read_raw(end, line, strip_next);
+                    strip_next = false;
                 } else {
                     chunks_.push_back(std::move(chunk));
                 }
@@ -115,7 +123,7 @@ private:
     }
 
     // {% raw %} ... {% endraw %}: the text in between is kept verbatim.
-    std::size_t read_raw(std::size_t pos, int line) {
+    std::size_t read_raw(std::size_t pos, int line, bool strip_start) {
         for (std::size_t p = s_.find("{%", pos); p != std::string::npos; p = s_.find("{%", p + 2)) {
             std::size_t q = p + 2;
             bool strip_left = q < s_.size() && s_[q] == '-';
@@ -128,6 +136,11 @@ private:
             if (strip_right) ++q;
             if (s_.compare(q, 2, "%}") != 0) continue;
             std::string text = s_.substr(pos, p - pos);
+            if (strip_start) {
+                std::size_t k = 0;
+                while (k < text.size() && is_space(text[k])) ++k;
+                text.erase(0, k);
+            }
             if (strip_left)
                 while (!text.empty() && is_space(text.back())) text.pop_back();
             add_text(text);
@@ -139,8 +152,10 @@ private:
         fail("chat template line ", line, ": {% raw %} without {% endraw %}");
     }
 
-    // Reads tokens up to the closing delimiter; returns the position after it.
-    std::size_t lex_tag(std::size_t pos, const char* close, int line, std::vector<Token>& out, bool& strip_next) {
+    // Reads tokens up to the closing delimiter; returns the position after it. `modifier` is the
+    // '-' or '+' written before the delimiter, else 0.
+    std::size_t lex_tag(std::size_t pos, const char* close, int line, std::vector<Token>& out,
+                        char& modifier) {
         int depth = 0;  // open (, [ and { so "}}" inside a dict literal does not close the tag
         while (true) {
             while (pos < s_.size() && is_space(s_[pos])) {
@@ -153,7 +168,7 @@ private:
                     std::size_t q = pos + (m ? 1 : 0);
                     if (m && s_[pos] != m) continue;
                     if (s_.compare(q, 2, close) == 0) {
-                        strip_next = m == '-';
+                        modifier = m;
                         out.push_back({Token::Kind::End, "", line});
                         return q + 2;
                     }
