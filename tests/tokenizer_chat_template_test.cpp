@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "error_of.h"
 #include "test_paths.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -453,7 +454,8 @@ TEST(JinjaFilters, DefaultFirstAndNumbers) {
     EXPECT_EQ(render("{{ 2.1|round(0, 'ceil') }} {{ 2.9|round(0, 'floor') }} {{ 3.14159|round(2) }} "
                      "{{ 2.25|round(1) }}"),
               "3.0 2.0 3.14 2.2");
-
+    // 2**63 does not fit in 64 bits (results must fit in int64).
+    expect_error("{{ 9223372036854775808.0|int }}", "cannot convert");
 }
 
 TEST(JinjaFilters, ListFilters) {
@@ -507,6 +509,69 @@ TEST(JinjaMethods, StringMethods) {
               "FalseTrueTrueTrueTrueTrueTrue");
     // splitlines drops the empty piece after a final newline.
     EXPECT_EQ(render("{{ 'a\\nb\\n'.splitlines() }}"), "['a', 'b']");
+}
+
+// More filters, methods and lookups, as Jinja2 documents them (Python semantics for str/dict).
+TEST(JinjaFilters, MoreFiltersAndLookups) {
+    // trim(chars); capitalize lower-cases the rest; sum(attribute, start).
+    EXPECT_EQ(render("{{ 'xxaxx'|trim('x') }}|{{ 'hELLO wORLD'|capitalize }}|"
+                     "{{ [{'a': 1}, {'a': 2}]|sum(attribute='a', start=10) }}"),
+              "a|Hello world|13");
+    // map(filter, args...) passes the extra arguments on; none is defined for default.
+    EXPECT_EQ(render("{{ ['a', 'b']|map('upper')|list }}|{{ [none, 'b']|map('default', 'x')|list }}"),
+              "['A', 'B']|[None, 'b']");
+    EXPECT_EQ(render("{{ ['a', 'b']|map('replace', 'a', 'z')|list }}"), "['z', 'b']");
+    // list of a string is its characters; items of undefined is empty.
+    EXPECT_EQ(render("{{ 'ab'|list }}|{{ undefined_y|items|list }}"), "['a', 'b']|[]");
+    // dict.get with a missing key gives the default; values()/keys() keep insertion order.
+    EXPECT_EQ(render("{{ {'a': 1}.get(1, 'd') }}|{{ {'a': 1, 'b': 2}.values()|list }}|"
+                     "{{ {'a': 1, 'b': 2}.keys()|list }}"),
+              "d|[1, 2]|['a', 'b']");
+    // float/int filters fall back to their default on text that is not a number.
+    EXPECT_EQ(render("{{ '1.5'|float }}|{{ 'x'|float }}|{{ 'x'|int(7) }}|{{ ', '.join(['a', 'b']) }}"),
+              "1.5|0.0|7|a, b");
+    // first of a string is its first character; an index out of range is undefined; True is 1.
+    EXPECT_EQ(render("{{ 'ab'|first }}|{{ [1, 2, 3]|last }}|{{ [1][5] is defined }}|{{ [1, 2][true] }}"),
+              "a|3|False|2");
+    // A dict iterates over its keys; range with start >= stop is empty.
+    EXPECT_EQ(render("{% for k in {'a': 1, 'b': 2} %}{{ k }}{% endfor %}|{{ range(3, 0)|list }}"), "ab|[]");
+    // select/reject with a test name.
+    EXPECT_EQ(render("{{ [1, 2, 3]|select('odd')|list }}|{{ [1, 2, 3]|reject('odd')|list }}"), "[1, 3]|[2]");
+    // json.dumps writes \b and \f as short escapes.
+    EXPECT_EQ(render("{{ '\\b\\f'|tojson }}"), "\"\\b\\f\"");
+    // max keeps the first of equal items (case-insensitive: 'b' and 'B' tie).
+    EXPECT_EQ(render("{{ [1, 2, 1]|max }}{{ ['b', 'B']|max }}"), "2b");
+    // sameas is identity: the same list is, an equal new one is not.
+    EXPECT_EQ(render("{% set x = [1] %}{{ x is sameas x }}{{ [1] is sameas [1] }}"), "TrueFalse");
+}
+
+// A missing macro argument is undefined; an undefined operand or method receiver is named.
+TEST(JinjaOperators, UndefinedValuesAreNamed) {
+    EXPECT_EQ(render("{% macro f(a) %}{{ a is defined }}{% endmacro %}{{ f() }}"), "False");
+    // Jinja2: UndefinedError "'x' is undefined".
+    expect_error("{{ x + 1 }}", "'x' is undefined");
+    expect_error("{{ x.strip() }}", "'x' is undefined");
+    expect_error("{{ 'a' % 1 }}", "string formatting is not supported");
+    // Calling a macro with an unknown keyword or too many arguments is an error (Jinja2's
+    // TypeError), not silently ignored.
+    expect_error("{% macro f(a) %}{% endmacro %}{{ f(b=1) }}", "has no parameter 'b'");
+    expect_error("{% macro f(a) %}{% endmacro %}{{ f(1, 2) }}", "takes 1 arguments, got 2");
+}
+
+// render() refuses arguments of the wrong JSON shape with a message that names them.
+TEST(JinjaApi, RenderArgumentsAreChecked) {
+    ChatTemplate tpl(ChatTemplate::chatml_source());
+    const Json ok = Json::parse(R"([{"role":"user","content":"a"}])");
+    EXPECT_NE(test::error_of([&] { tpl.render(ok, nullptr, true, std::nullopt, Json::array()); })
+                  .find("extra variables must be a JSON object"),
+              std::string::npos);
+    EXPECT_NE(test::error_of([&] { tpl.render(Json::object(), nullptr, true); })
+                  .find("messages must be a JSON array"),
+              std::string::npos);
+    // add_generation_prompt and enable_thinking reach the template as booleans.
+    ChatTemplate flags("{{ add_generation_prompt }} {{ enable_thinking }} {{ enable_thinking is defined }}");
+    EXPECT_EQ(flags.render(Json::array(), nullptr, true, false), "True False True");
+    EXPECT_EQ(flags.render(Json::array(), nullptr, false), "False  False");
 }
 
 // Places where we differed from Jinja2 / Python (fixed with these tests): each expected value
