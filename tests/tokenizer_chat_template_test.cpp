@@ -370,6 +370,14 @@ TEST(JinjaParsing, PrecedenceAndSyntax) {
     expect_error("{{ f(a=1, 2) }}", "positional argument after keyword argument");
 }
 
+// Python slices count negative bounds from the end; errors name the line of the offending token
+// inside a tag that spans lines (Jinja2 reports line 3 here too); `x[]` is refused cleanly.
+TEST(JinjaParsing, SlicesSubscriptsAndErrorLines) {
+    EXPECT_EQ(render("{{ [1, 2, 3][-2:] }}{{ 'abcd'[-3:-1] }}{{ [1, 2, 3][:-1] }}"), "[2, 3]bc[1, 2]");
+    expect_error("{{ 1 +\n\n }}", "line 3");
+    expect_error("{{ [1][] }}", "empty subscript");
+}
+
 // Loops: else, the loop variable, scoping.
 TEST(JinjaLoops, ElseAndLoopVariable) {
     // else runs only when no iteration took place, counting after the loop's `if` filter.
