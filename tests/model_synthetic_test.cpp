@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "core/mapped_file.h"
@@ -221,6 +222,29 @@ TEST(SyntheticBuild, ValuesAreScaledLikeAnInitialisedNetwork) {
         const float dt = std::log1p(std::exp(b));  // softplus
         EXPECT_TRUE(dt > 0.99e-3f && dt < 1.01e-1f) << dt;
     }
+}
+
+// The refusal names the weights being built: with q4_k_m set, the Q4_K_M mix ("q4_k_m"), not
+// matrix_type, which the mix ignores (nextn bench --quant q4_k_m leaves it at its default).
+// Qwen3.5-35B-A3B with its 40 layers doubled: about 40 GB in the mix.
+TEST(SyntheticBuild, ARefusedQ4KMModelIsNamedQ4KM) {
+    ModelConfig c = synthetic_config("qwen3.5-35b-a3b");
+    c.n_layers = 80;
+    c.is_linear.clear();
+    for (int i = 0; i < c.n_layers; ++i) c.is_linear.push_back((i + 1) % 4 != 0);
+    c.validate("doubled 35B");
+    SyntheticOptions o;
+    o.q4_k_m = true;
+    o.q4_k_type = WType::Q4_KR;
+    o.q6_k_type = WType::Q6_KR;
+    o.progress = [](size_t done, size_t) {
+        if (done > (size_t(1) << 30)) throw std::runtime_error("the build started");
+    };
+    const size_t available = read_memory_info().available;
+    if (available == 0 || synthetic_size(c, o).bytes + (size_t(512) << 20) <= available)
+        GTEST_SKIP() << "this machine has the memory for it (or no MemAvailable)";
+    const std::string msg = test::error_of([&] { load_synthetic_model(c, "big", o, 1); });
+    EXPECT_EQ(msg.rfind("synthetic big with q4_k_m weights needs ", 0), 0u) << msg;
 }
 
 std::vector<int32_t> decode(const Qwen35Model& model, const std::vector<int32_t>& prompt, int depth,

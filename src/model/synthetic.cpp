@@ -484,9 +484,10 @@ LoadedModel load_synthetic_model(const ModelConfig& config, const std::string& n
             if (n <= available)
                 fits += std::string(fits.empty() ? "" : ", ") + wtype_name(t) + " (" + gigabytes(n) + ")";
         }
-        require_memory(need, available,
-                       "synthetic " + name + " with " + wtype_name(stored_weight_type(o.matrix_type, 64)) +
-                           " weights",
+        // The weights being built: the Q4_K_M mix ignores matrix_type.
+        const std::string weights =
+            o.q4_k_m ? std::string("q4_k_m") : wtype_name(stored_weight_type(o.matrix_type, 64));
+        require_memory(need, available, "synthetic " + name + " with " + weights + " weights",
                        fits.empty() ? "no weight type fits" : "these --quant types fit: " + fits);
     }
     LoadedModel lm;
