@@ -6,6 +6,7 @@
 // every thread, each on its own OS thread.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -205,6 +206,121 @@ TEST(ThreadPool, JobsRightAfterTheWorkersWake) {
     for (int round = 0; round < 20; ++round) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         for (int64_t n : {1, 2, 5, 16, 40}) expect_each_item_once(pool, n);
+    }
+}
+
+// ThreadPool(n <= 0) means one thread per core (thread_pool.h: "0: one per core"); a negative
+// count is treated the same, never as a pool of no threads (which would divide by zero when
+// splitting a job).
+TEST(ThreadPool, ZeroOrNegativeThreadsMeansOnePerCore) {
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    for (int n : {0, -1}) {
+        ThreadPool pool(n);
+        EXPECT_EQ(pool.size(), cores) << n;
+        expect_each_item_once(pool, 100);
+    }
+}
+
+// thread_pool.h: "Small jobs (n < 8 per thread) are split into one contiguous range per thread"
+// whatever split is asked for, so below 8 items per thread a Guided job too makes at most one
+// claim per thread, each starting at a multiple of ceil(n / threads) and at most that long.
+TEST(ThreadPool, SmallGuidedJobsTakeOneRangePerThread) {
+    for (int threads : {2, 3, 4}) {
+        ThreadPool pool(threads);
+        for (int64_t n = 2; n < 8 * threads; ++n) {
+            const int64_t per = (n + threads - 1) / threads;
+            Claims claims(n);
+            std::atomic<bool> not_one_range{false};
+            pool.run(n, [&](int64_t begin, int64_t end) {
+                if (begin % per != 0 || end - begin > per) not_one_range = true;
+                claims.add(begin, end);
+            });
+            ASSERT_FALSE(not_one_range.load()) << "threads=" << threads << " n=" << n;
+            EXPECT_LE(claims.calls.load(), threads) << "threads=" << threads << " n=" << n;
+            claims.expect_each_item_once();
+        }
+    }
+}
+
+// Split::ContiguousSharedTails as thread_pool.h states it: "a range's owner first claims all of
+// it but its last eighth". Two threads, 160 items: ranges [0, 80) and [80, 160), so each range's
+// first claim is [front, front + 70) (80 - 80 / 8 = 70). The owner of range 1 waits inside its
+// first claim until range 0's first claim has started, so no thief can reach range 0 before its
+// owner (a thread steals only when done with its own ranges).
+TEST(ThreadPool, SharedTailsOwnerFirstClaimsAllButTheLastEighth) {
+    ThreadPool pool(2);
+    std::mutex mutex;
+    std::map<int64_t, int64_t> first_claims;  // begin -> end, for the claims at a range's front
+    std::atomic<bool> range0_started{false};
+    pool.run(
+        160,
+        [&](int64_t begin, int64_t end) {
+            if (begin == 0 || begin == 80) {
+                std::lock_guard<std::mutex> lock(mutex);
+                first_claims[begin] = end;
+            }
+            if (begin == 0) range0_started = true;
+            if (begin == 80) {
+                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (!range0_started.load() && std::chrono::steady_clock::now() < give_up)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+        },
+        ThreadPool::Split::ContiguousSharedTails);
+    EXPECT_EQ(first_claims, (std::map<int64_t, int64_t>{{0, 70}, {80, 150}}));
+}
+
+// The help a slow thread gets is not limited to the first range: with two threads and 160
+// items, whoever claims range 1's first seven eighths (items 80-149) sleeps there until another
+// thread has run items of range 1's tail (150-159), which only a thief can reach meanwhile
+// (thread_pool.h: "a thread done with its own ranges takes halves from the back of the
+// others'").
+TEST(ThreadPool, SharedTailsHelpTheLastRangeToo) {
+    ThreadPool pool(2);
+    Claims claims(160);
+    std::atomic<bool> tail_stolen{false}, timed_out{false};
+    pool.run(
+        160,
+        [&](int64_t begin, int64_t end) {
+            claims.add(begin, end);
+            if (begin >= 150) tail_stolen = true;
+            if (begin == 80) {
+                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (!tail_stolen.load() &&
+                       !(timed_out = std::chrono::steady_clock::now() > give_up))
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+        },
+        ThreadPool::Split::ContiguousSharedTails);
+    EXPECT_FALSE(timed_out.load()) << "no thread took range 1's tail while its owner was held up";
+    claims.expect_each_item_once();
+}
+
+// The shared tails hold 32-bit item indices (thread_pool.cpp), so a job of 2^31 items or more
+// must still cover every item exactly once (it is split as Contiguous). The claims are checked
+// as ranges, not item by item: sorted, they must tile [0, n).
+TEST(ThreadPool, SharedTailsJobBeyond32BitIndicesCoversEveryItemOnce) {
+    for (int threads : {2, 3}) {
+        ThreadPool pool(threads);
+        for (int64_t n : {(int64_t(1) << 31) + 1, (int64_t(1) << 32) + 3}) {
+            std::mutex mutex;
+            std::vector<std::pair<int64_t, int64_t>> claims;
+            pool.run(
+                n,
+                [&](int64_t begin, int64_t end) {
+                    std::lock_guard<std::mutex> lock(mutex);
+                    claims.emplace_back(begin, end);
+                },
+                ThreadPool::Split::ContiguousSharedTails);
+            std::sort(claims.begin(), claims.end());
+            int64_t next = 0;
+            for (const auto& [begin, end] : claims) {
+                ASSERT_EQ(begin, next) << "threads=" << threads << " n=" << n;
+                ASSERT_LT(begin, end) << "threads=" << threads << " n=" << n;
+                next = end;
+            }
+            EXPECT_EQ(next, n) << "threads=" << threads;
+        }
     }
 }
 
