@@ -78,5 +78,31 @@ TEST(ZeroPagesBuffer, TakesNoMemoryUntilWritten) {
     EXPECT_LT(resident_bytes(), before + (size_t(64) << 20));
 }
 
+// Assigning over a buffer gives its pages back (zero_pages.h: it "copies and moves like a
+// value"; the KV caches are reassigned per sequence, and a leaked mapping would hold a whole
+// cache's written pages). 64 MB written, then replaced by a move and by a copy of a small
+// buffer: resident memory must fall by most of the 64 MB each time.
+TEST(ZeroPagesBuffer, AssigningOverABufferReleasesItsPages) {
+    const size_t n = size_t(16) << 20;  // 16M floats, 64 MB
+    const size_t drop = size_t(48) << 20;
+    {
+        ZeroPagesBuffer big(n);
+        for (size_t i = 0; i < n; i += 1024) big.data()[i] = 1.0f;  // every 4 KiB page
+        const size_t written = resident_bytes();
+        big = ZeroPagesBuffer(16);
+        EXPECT_EQ(16u, big.size());
+        EXPECT_GT(written, resident_bytes() + drop) << "move assignment kept the old pages";
+    }
+    {
+        ZeroPagesBuffer big(n);
+        for (size_t i = 0; i < n; i += 1024) big.data()[i] = 1.0f;
+        const size_t written = resident_bytes();
+        const ZeroPagesBuffer small(16);
+        big = small;
+        EXPECT_EQ(16u, big.size());
+        EXPECT_GT(written, resident_bytes() + drop) << "copy assignment kept the old pages";
+    }
+}
+
 }  // namespace
 }  // namespace nextn
