@@ -54,7 +54,8 @@ TEST(MappedFile, MissingFileAndFolderAreRefused) {
     EXPECT_EQ(test::error_of([&] { MappedFile::open(dir); }), "'" + dir + "' is not a regular file");
 }
 
-// file_exists: a regular file only; is_directory: a folder only; neither for a missing path.
+// file_exists: a regular file only; is_directory: a folder only; neither for a missing path
+// or a device.
 TEST(MappedFile, FileAndFolderChecksTellThemApart) {
     const std::string file = scratch_file("plain.txt", "x");
     const std::string dir = scratch_folder("plain-folder");
@@ -65,6 +66,9 @@ TEST(MappedFile, FileAndFolderChecksTellThemApart) {
     EXPECT_TRUE(is_directory(dir));
     EXPECT_FALSE(is_directory(file));
     EXPECT_FALSE(is_directory(missing));
+    // A device is neither.
+    EXPECT_FALSE(file_exists("/dev/null"));
+    EXPECT_FALSE(is_directory("/dev/null"));
 }
 
 // require_file's two messages, as mapped_file.h states them: "does not exist", and for a device

@@ -296,6 +296,43 @@ TEST(ThreadPool, SharedTailsHelpTheLastRangeToo) {
     claims.expect_each_item_once();
 }
 
+// Thieves take halves from the back (thread_pool.h). Two threads, 160 items: whoever claims
+// range 0's first seven eighths (items 0-69) sleeps there until all of range 0 has been
+// claimed, and range 1's owner starts only after that first claim, so the other thread, done
+// with range 1, takes range 0's last 10 items alone and from the back: half of 10 ([75, 80)), then half of 5 rounded down ([73, 75)), then one at a
+// time (at least 1: [72, 73), [71, 72), [70, 71)).
+TEST(ThreadPool, SharedTailsThievesTakeHalvesFromTheBack) {
+    ThreadPool pool(2);
+    std::mutex mutex;
+    std::set<std::pair<int64_t, int64_t>> range0;  // the claims inside [0, 80)
+    std::atomic<int64_t> range0_claimed{0};        // items of range 0 claimed so far
+    std::atomic<bool> timed_out{false};
+    pool.run(
+        160,
+        [&](int64_t begin, int64_t end) {
+            if (begin < 80) {
+                std::lock_guard<std::mutex> lock(mutex);
+                range0.emplace(begin, end);
+            }
+            if (begin < 80) range0_claimed += end - begin;
+            if (begin == 80) {  // range 1's owner: not before range 0's owner has claimed
+                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (range0_claimed.load() == 0 && std::chrono::steady_clock::now() < give_up)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            if (begin == 0) {
+                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (range0_claimed.load() < 80 &&
+                       !(timed_out = std::chrono::steady_clock::now() > give_up))
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+        },
+        ThreadPool::Split::ContiguousSharedTails);
+    ASSERT_FALSE(timed_out.load()) << "no thread took the rest of range 0 while its owner slept";
+    EXPECT_EQ(range0, (std::set<std::pair<int64_t, int64_t>>{{0, 70}, {70, 71}, {71, 72}, {72, 73},
+                                                             {73, 75}, {75, 80}}));
+}
+
 // The shared tails hold 32-bit item indices (thread_pool.cpp), so a job of 2^31 items or more
 // must still cover every item exactly once (it is split as Contiguous). The claims are checked
 // as ranges, not item by item: sorted, they must tile [0, n).
