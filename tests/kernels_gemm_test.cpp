@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "error_of.h"
 #include "kernel_test_helpers.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
@@ -250,6 +253,67 @@ TEST(KernelsDispatchDeathTest, UnknownForcedIsaIsAnError) {
             std::exit(0);
         },
         testing::ExitedWithCode(3), "NEXTN_ISA=neon9: unknown kernel ISA 'neon9'");
+}
+
+// The ISA names kernels.h lists for NEXTN_ISA (scalar|avx2|avxvnni|avx512), worst to best, are
+// what an unknown name's error offers; reference_kernels() is the scalar table.
+TEST(KernelsDispatch, UnknownIsaListsTheKnownOnes) {
+    EXPECT_EQ(test::error_of([] { kernels_for("sse9"); }),
+              "unknown kernel ISA 'sse9' (known: scalar, avx2, avxvnni, avx512)");
+    EXPECT_STREQ(reference_kernels().isa, "scalar");
+    EXPECT_EQ(&reference_kernels(), &kernels_for("scalar"));
+}
+
+// narrow_fetch_summary (kernels.h): a table's narrow_fetch alone, or with a timed alternative
+// "<its> or <the alternative's>, timed against each other while decoding".
+TEST(KernelsDispatch, NarrowFetchSummary) {
+    KernelTable streams, cursor;
+    streams.narrow_fetch = "group streams";
+    cursor.narrow_fetch = "cursor";
+    EXPECT_EQ(narrow_fetch_summary(streams), "group streams");
+    EXPECT_EQ(narrow_fetch_summary(reference_kernels()), "");
+    cursor.timed_alternative = &streams;
+    EXPECT_EQ(narrow_fetch_summary(cursor),
+              "cursor or group streams, timed against each other while decoding");
+}
+
+// gdn_recurrence refuses a head layout it cannot split: no key or value heads, value heads not a
+// multiple of the key heads, or empty head dimensions; the message gives all four numbers.
+TEST(KernelsDispatch, GdnRecurrenceRefusesABadHeadLayout) {
+    ThreadPool pool(1);
+    std::vector<float> buffer(1024, 0.0f);
+    float* b = buffer.data();
+    auto call = [&](int Hk, int Hv, int Dk, int Dv) {
+        return test::error_of([&] {
+            gdn_recurrence(reference_kernels(), b, b, 0, b, b, b, b, b, 1, Hk, Hv, Dk, Dv, false, b, pool);
+        });
+    };
+    EXPECT_EQ(call(2, 3, 4, 4), "gdn_recurrence: bad head layout Hk=2 Hv=3 Dk=4 Dv=4");
+    EXPECT_EQ(call(0, 2, 4, 4), "gdn_recurrence: bad head layout Hk=0 Hv=2 Dk=4 Dv=4");
+    EXPECT_EQ(call(2, 0, 4, 4), "gdn_recurrence: bad head layout Hk=2 Hv=0 Dk=4 Dv=4");
+    EXPECT_EQ(call(1, 2, 0, 4), "gdn_recurrence: bad head layout Hk=1 Hv=2 Dk=0 Dv=4");
+    EXPECT_EQ(call(1, 2, 4, -1), "gdn_recurrence: bad head layout Hk=1 Hv=2 Dk=4 Dv=-1");
+}
+
+// NEXTN_ISA (kernels.h) forces a supported table by name; set but empty it forces nothing, and
+// the best table this CPU supports (available_isas' last) is chosen. Each in a fresh process:
+// kernels() chooses once. The child exits 0 when the choice is right, 1 when not, 3 on an error.
+[[noreturn]] void exit_with_forced_isa(const char* forced, const std::string& want) {
+    setenv("NEXTN_ISA", forced, 1);
+    try {
+        std::exit(kernels().isa == want ? 0 : 1);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        std::exit(3);
+    }
+}
+
+TEST(KernelsDispatchDeathTest, ForcedIsaIsUsedAndEmptyForcesNothing) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    const std::vector<std::string> isas = available_isas();
+    EXPECT_EXIT(exit_with_forced_isa("", isas.back()), testing::ExitedWithCode(0), "");
+    for (const std::string& isa : isas)
+        EXPECT_EXIT(exit_with_forced_isa(isa.c_str(), isa), testing::ExitedWithCode(0), "") << isa;
 }
 
 }  // namespace
