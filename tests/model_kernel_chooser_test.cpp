@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -179,6 +181,120 @@ TEST(KernelChooser, EachShapeChoosesForItselfAndWideForwardsAreNotTimed) {
     EXPECT_EQ(narrow_on, narrow_n);
     EXPECT_EQ(verify_on, 0);
     EXPECT_EQ(c.counts().base + c.counts().alternative, 2 * n);
+}
+
+// Which shapes are timed (kernel_chooser.h): widths 1..kMaxTimedWidth, each with 0..width logits
+// rows; a fresh chooser's first forward of a timed shape starts its trial, an untimed shape never
+// has one.
+TEST(KernelChooser, TimedShapesAreWidthsUpToTheLimitWithAtMostOneLogitsRowPerToken) {
+    const TwoTables t;
+    const KernelChooser c(&t.base, &t.alternative);
+    const int64_t w = KernelChooser::kMaxTimedWidth;
+    for (auto [width, n_logits] : {std::pair<int64_t, int64_t>{1, 0}, {1, 1}, {w, 0}, {w, w}, {3, 2}}) {
+        EXPECT_TRUE(c.timed(width, n_logits)) << width << " " << n_logits;
+        EXPECT_TRUE(c.next_is_trial(width, n_logits)) << width << " " << n_logits;
+    }
+    for (auto [width, n_logits] : {std::pair<int64_t, int64_t>{0, 0}, {w + 1, 1}, {1, 2}, {w, w + 1}, {2, -1}}) {
+        EXPECT_FALSE(c.timed(width, n_logits)) << width << " " << n_logits;
+        EXPECT_FALSE(c.next_is_trial(width, n_logits)) << width << " " << n_logits;
+    }
+}
+
+// Equal times score 0, and the alternative runs only while the score is below zero
+// (kernel_chooser.h): a tie keeps the base.
+TEST(KernelChooser, ATieKeepsTheBase) {
+    const TwoTables t;
+    KernelChooser c(&t.base, &t.alternative);
+    const int64_t n = 3 * KernelChooser::kTrialEvery;
+    const ShapeRun r = run(c, t, 2, 1, n, [](int64_t, bool) { return 0.02; });
+    const auto [outside, on] = r.outside_trials(0, n);
+    EXPECT_GT(outside, 0);
+    EXPECT_EQ(on, 0) << "of " << outside;
+}
+
+// Forward times for a shape whose first trial's pairs have these log(alternative / base)
+// ratios (pair p: forwards 2p and 2p + 1 of the trial), and `later` after it.
+auto trial_with_ratios(const std::array<double, KernelChooser::kTrialPairs>& ratios, double later) {
+    return [ratios, later](int64_t i, bool on_alt) {
+        const double r = i < 2 * KernelChooser::kTrialPairs ? ratios[size_t(i / 2)] : later;
+        return on_alt ? 0.01 * std::exp(r) : 0.01;
+    };
+}
+
+// A trial's score is the median over its pairs (kernel_chooser.h), with kTrialPairs = 4 the mean
+// of the two middle ratios: -0.2, -0.1, 0.04, 0.3 give -0.03 (the alternative), and -0.3, -0.04,
+// 0.1, 0.2 give +0.03 (the base), though the lower middle alone, or the upper, would choose the
+// other way in one of the two.
+TEST(KernelChooser, TheTrialScoreIsTheMedianOfItsPairs) {
+    static_assert(KernelChooser::kTrialPairs == 4);
+    const TwoTables t;
+    const int64_t n = KernelChooser::kTrialEvery;  // the first trial, then its choice
+    for (const auto& [ratios, want_alternative] :
+         {std::pair<std::array<double, 4>, bool>{{-0.2, -0.1, 0.04, 0.3}, true},
+          {{-0.3, -0.04, 0.1, 0.2}, false},
+          {{0.3, 0.04, -0.1, -0.2}, true}}) {  // the order of the pairs does not matter
+        KernelChooser c(&t.base, &t.alternative);
+        const ShapeRun r = run(c, t, 1, 1, n, trial_with_ratios(ratios, 0.0));
+        const auto [outside, on] = r.outside_trials(0, n);
+        ASSERT_EQ(outside, n - 2 * KernelChooser::kTrialPairs);
+        EXPECT_EQ(on, want_alternative ? outside : 0) << ratios[0] << " " << ratios[1];
+    }
+}
+
+// The shape's score is the mean of its trial and the previous score; the first trial has no
+// previous score, so it is the score. First trial -0.4 (alternative), second +0.3: the mean,
+// -0.05, keeps the alternative (halving the first trial as if against a score of 0 would give
+// -0.2, then +0.05: the base).
+TEST(KernelChooser, TheFirstTrialAloneIsTheScore) {
+    const TwoTables t;
+    KernelChooser c(&t.base, &t.alternative);
+    const int64_t e = KernelChooser::kTrialEvery, n = 2 * e;
+    const ShapeRun r = run(c, t, 1, 1, n, [&](int64_t i, bool on_alt) {
+        const double ratio = i < e ? -0.4 : 0.3;
+        return on_alt ? 0.01 * std::exp(ratio) : 0.01;
+    });
+    ASSERT_EQ(r.trial_starts(), (std::vector<int64_t>{0, e}));  // the first trial confirms nothing
+    const auto [first, on_first] = r.outside_trials(0, e);
+    EXPECT_EQ(on_first, first);
+    const auto [second, on_second] = r.outside_trials(e, n);
+    EXPECT_EQ(on_second, second) << "score -0.05 after the second trial";
+}
+
+// Only a trial that confirms the choice by kClearMargin (about 5%) or more spreads the trials
+// (kernel_chooser.h): with one table 3% faster, every trial is close, so they keep coming
+// kTrialEvery forwards apart, whichever table is ahead; the choice still follows the faster.
+TEST(KernelChooser, CloseTrialsDoNotSpreadTheTrials) {
+    const TwoTables t;
+    for (bool alternative_faster : {true, false}) {
+        KernelChooser c(&t.base, &t.alternative);
+        const int64_t e = KernelChooser::kTrialEvery, n = 5 * e;
+        const ShapeRun r = run(c, t, 1, 1, n, [&](int64_t, bool on_alt) {
+            return on_alt == alternative_faster ? 0.0100 : 0.0103;
+        });
+        EXPECT_EQ(r.trial_starts(), (std::vector<int64_t>{0, e, 2 * e, 3 * e, 4 * e}))
+            << "alternative faster: " << alternative_faster;
+        const auto [outside, on] = r.outside_trials(0, n);
+        EXPECT_EQ(on, alternative_faster ? outside : 0);
+    }
+}
+
+// A forward timed at 0 s (a clock too coarse for it) must not decide the choice forever: the
+// alternative read 0 s throughout the first trial, then is 15% slower. Each later trial moves
+// the score halfway to log 1.15 = +0.14, so it turns positive after a few trials; well before
+// forward 1000 the base runs between trials.
+TEST(KernelChooser, AZeroReadingDoesNotLockTheChoice) {
+    const TwoTables t;
+    KernelChooser c(&t.base, &t.alternative);
+    const int64_t n = 1000;
+    const ShapeRun r = run(c, t, 1, 1, n, [](int64_t i, bool on_alt) {
+        if (i < 2 * KernelChooser::kTrialPairs) return on_alt ? 0.0 : 0.01;
+        return on_alt ? 0.0115 : 0.01;
+    });
+    const auto [early, on_early] = r.outside_trials(0, KernelChooser::kTrialEvery);
+    EXPECT_EQ(on_early, early) << "the first trial chose the alternative";
+    const auto [late, on_late] = r.outside_trials(n - 200, n);
+    EXPECT_GT(late, 0);
+    EXPECT_EQ(on_late, 0) << "of " << late;
 }
 
 // The table to time against kernels() here: its own timed alternative where it has one (AMD),
