@@ -3,6 +3,7 @@
 // format; dimension checks and unknown architectures refused with clear messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -123,6 +124,163 @@ TEST(FormatsDrafterFixtures, MismatchesAreRefused) {
     Checkpoint moe = load_checkpoint(fx + "/qwen35-moe-tiny");
     const std::string moe_msg = error_of([&] { attach_drafter(moe, dense + "/mlx-mtp-drafter"); });
     EXPECT_NE(moe_msg.find("dense MLP but the target is MoE"), std::string::npos) << moe_msg;
+}
+
+// A drafter folder's config.json, checked before any tensor is read: missing, not an object,
+// no model_type (named "(none)"), and a qwen3_5_mtp config without text_config are each refused
+// with what was wrong.
+TEST(FormatsDrafter, DrafterConfigProblemsAreNamed) {
+    Checkpoint target;
+    const std::string empty = temp_dir("drafter-empty");
+    EXPECT_EQ(error_of([&] { attach_drafter(target, empty); }),
+              empty + ": drafter directory has no config.json");
+    const std::string array = temp_dir("drafter-array");
+    write_text(array + "/config.json", "[1, 2]");
+    EXPECT_EQ(error_of([&] { attach_drafter(target, array); }),
+              array + "/config.json: config is not a JSON object");
+    const std::string untyped = temp_dir("drafter-untyped");
+    write_text(untyped + "/config.json", R"({"hidden_size": 8})");
+    EXPECT_NE(error_of([&] { attach_drafter(target, untyped); }).find("unsupported draft architecture '(none)'"),
+              std::string::npos);
+    const std::string no_text = temp_dir("drafter-no-text");
+    write_text(no_text + "/config.json", R"({"model_type": "qwen3_5_mtp", "text_config": 3})");
+    EXPECT_EQ(error_of([&] { attach_drafter(target, no_text); }),
+              no_text + "/config.json: qwen3_5_mtp drafter config lacks 'text_config'");
+    EXPECT_EQ(target.mtp_source, "none");
+}
+
+// The fixture drafter (mlx-mtp-drafter) in a folder of its own whose text_config has `edit`
+// applied; its tensors are the fixture's (a link).
+std::string edited_drafter(const std::string& fx, const std::string& name,
+                           const std::function<void(nlohmann::json&)>& edit) {
+    const std::string src = fx + "/qwen35-dense-tiny/mlx-mtp-drafter";
+    auto config = nlohmann::json::parse(read_text_file(src + "/config.json"));
+    edit(config["text_config"]);
+    const std::string dir = temp_dir(name);
+    write_text(dir + "/config.json", config.dump());
+    fs::remove(dir + "/model.safetensors");
+    fs::create_symlink(src + "/model.safetensors", dir + "/model.safetensors");
+    return dir;
+}
+
+// Every dimension the drafter shares with the target is compared, each named in the refusal
+// with both values (the fixture target: vocabulary 1024, head_dim 64, 4 query / 2 KV heads).
+TEST(FormatsDrafterFixtures, EachSharedDimensionIsCompared) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    const Checkpoint target = load_checkpoint(fx + "/qwen35-dense-tiny");
+    struct Case {
+        const char* key;
+        int value;
+        std::string want;
+    };
+    for (const Case& c : {Case{"vocab_size", 2048, "vocab_size 2048 does not match the target's 1024"},
+                          Case{"head_dim", 32, "head_dim 32 does not match the target's 64"},
+                          Case{"num_attention_heads", 8, "num_attention_heads 8 does not match the target's 4"},
+                          Case{"num_key_value_heads", 1, "num_key_value_heads 1 does not match the target's 2"}}) {
+        const std::string dir = edited_drafter(fx, std::string("dim-") + c.key,
+                                               [&](nlohmann::json& text) { text[c.key] = c.value; });
+        Checkpoint copy = target;
+        const std::string msg = error_of([&] { attach_drafter(copy, dir); });
+        EXPECT_NE(msg.find(": drafter " + c.want), std::string::npos) << msg;
+    }
+}
+
+// The drafter's tensors must have the target's shapes where the config comparison cannot see
+// them: a target whose FFN is wider than the drafter's gate_proj ([256, 128]) is refused, naming
+// the tensor, its shape and the one needed.
+TEST(FormatsDrafterFixtures, FfnShapeIsCheckedAgainstTheTarget) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    Checkpoint target = load_checkpoint(fx + "/qwen35-dense-tiny");
+    target.config.ffn_size = 512;
+    const std::string msg =
+        error_of([&] { attach_drafter(target, fx + "/qwen35-dense-tiny/mlx-mtp-drafter"); });
+    EXPECT_NE(msg.find("gate_proj.weight' has shape [256, 128], the target needs [512, 128]"),
+              std::string::npos)
+        << msg;
+}
+
+// attach_drafter replaces the target's mtp.* tensors (drafter.h): any the target had that the
+// drafter lacks are gone, and so are their "stored shifted" marks; the MTP layer count is the
+// drafter's (one layer); a note of the file's own head now says the drafter replaced it; the
+// drafter's file tensor names are added to the target's; tensors outside mtp.* stay.
+TEST(FormatsDrafterFixtures, AttachReplacesEveryMtpPieceOfTheTarget) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    const std::string drafter = fx + "/qwen35-dense-tiny/mlx-mtp-drafter";
+    Checkpoint target = load_checkpoint(fx + "/qwen35-dense-tiny");
+    const size_t file_names = target.file_tensor_names.size();
+    target.tensors["mtp.layers.1.extra.weight"] = target.require("mtp.fc.weight");
+    target.norms_already_shifted.insert("mtp.layers.1.input_layernorm.weight");
+    target.norms_already_shifted.insert("model.norm.weight");  // not the head's: kept
+    target.config.mtp_layers = 2;
+    target.notes.push_back("MTP head: block blk.8");
+    attach_drafter(target, drafter);
+    EXPECT_EQ(target.tensors.count("mtp.layers.1.extra.weight"), 0u);
+    EXPECT_EQ(target.norms_already_shifted.count("mtp.layers.1.input_layernorm.weight"), 0u);
+    EXPECT_EQ(target.norms_already_shifted.count("model.norm.weight"), 1u);
+    EXPECT_EQ(target.config.mtp_layers, 1);
+    EXPECT_EQ(target.mtp_source, "drafter");
+    EXPECT_TRUE(std::find(target.notes.begin(), target.notes.end(),
+                          "MTP head in the file replaced by the drafter " + drafter) != target.notes.end());
+    for (const std::string& note : target.notes) EXPECT_FALSE(starts_with(note, "MTP head:")) << note;
+    EXPECT_EQ(target.file_tensor_names.size(), file_names + 15);  // the drafter file's 15 tensors
+    EXPECT_TRUE(std::find(target.file_tensor_names.begin(), target.file_tensor_names.end(),
+                          "fc.weight") != target.file_tensor_names.end());
+    EXPECT_TRUE(target.tensors.count("lm_head.weight"));
+    // The fixture drafter is bare-named with shifted norms, as mlx-vlm writes it: nothing to
+    // remark on beyond what was loaded.
+    for (const std::string& note : target.notes) EXPECT_FALSE(starts_with(note, "note: drafter norm")) << note;
+}
+
+// A copy of the fixture drafter whose tensor names carry `prefix` (HF form: "mtp." or
+// "language_model.mtp."; the fixture's are bare): the safetensors header is rewritten with the
+// new names (offsets count from the end of the header, so the data is copied unchanged).
+std::string prefixed_drafter(const std::string& fx, const std::string& prefix, const std::string& name) {
+    const std::string src = fx + "/qwen35-dense-tiny/mlx-mtp-drafter";
+    const std::string bytes = read_text_file(src + "/model.safetensors");
+    uint64_t header_size = 0;
+    for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | uint8_t(bytes[size_t(i)]);
+    const auto header = nlohmann::json::parse(bytes.substr(8, header_size));
+    nlohmann::json renamed = nlohmann::json::object();
+    for (const auto& [key, value] : header.items()) renamed[key == "__metadata__" ? key : prefix + key] = value;
+    std::string text = renamed.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    std::string out(8, '\0');
+    for (int i = 0; i < 8; ++i) out[size_t(i)] = char((uint64_t(text.size()) >> (8 * i)) & 0xff);
+    out += text;
+    out += bytes.substr(8 + header_size);
+    const std::string dir = temp_dir(name);
+    write_text(dir + "/config.json", read_text_file(src + "/config.json"));
+    std::ofstream(dir + "/model.safetensors", std::ios::binary) << out;
+    return dir;
+}
+
+// HF-form names ("mtp.fc.weight", "language_model.mtp.fc.weight") load as the same canonical
+// tensors as the bare ones, with the same values. The norms are still stored shifted: the values
+// decide that (drafter.cpp), and a note says the mtp.-prefixed names suggested otherwise.
+TEST(FormatsDrafterFixtures, PrefixedNamesAreTheSameTensors) {
+    NEXTN_REQUIRE_FIXTURES(fx);
+    const std::string dense = fx + "/qwen35-dense-tiny";
+    Checkpoint bare = load_checkpoint(dense);
+    attach_drafter(bare, dense + "/mlx-mtp-drafter");
+    for (const std::string& prefix : {std::string("mtp."), std::string("language_model.mtp.")}) {
+        SCOPED_TRACE(prefix);
+        Checkpoint target = load_checkpoint(dense);
+        attach_drafter(target, prefixed_drafter(fx, prefix, "prefixed-" + std::to_string(prefix.size())));
+        int mtp = 0;
+        for (const auto& [name, t] : target.tensors) {
+            if (!starts_with(name, "mtp.")) continue;
+            ++mtp;
+            const RawTensor* same = bare.find(name);
+            ASSERT_NE(same, nullptr) << name;
+            EXPECT_EQ(tensor_to_f32(t), tensor_to_f32(*same)) << name;
+        }
+        EXPECT_EQ(mtp, 15);
+        EXPECT_EQ(target.norms_already_shifted, bare.norms_already_shifted);
+        const bool noted = std::any_of(target.notes.begin(), target.notes.end(), [](const std::string& n) {
+            return n == "note: drafter norm values say shifted, unlike what its mtp.-prefixed tensor names suggest";
+        });
+        EXPECT_TRUE(noted);
+    }
 }
 
 TEST(FormatsDrafterFixtures, DrafterDirectoryIsNotAModel) {
