@@ -224,6 +224,141 @@ TEST(SyntheticBuild, ValuesAreScaledLikeAnInitialisedNetwork) {
     }
 }
 
+// The draft variants' names both ways (synthetic.h), and an unknown one refused naming it and
+// the supported ones.
+TEST(SyntheticConfig, DraftVariantNamesRoundTrip) {
+    for (SyntheticDraft d : {SyntheticDraft::None, SyntheticDraft::Random, SyntheticDraft::Perfect})
+        EXPECT_EQ(parse_synthetic_draft(synthetic_draft_name(d)), d);
+    EXPECT_STREQ(synthetic_draft_name(SyntheticDraft::Perfect), "perfect");
+    EXPECT_EQ(test::error_of([] { parse_synthetic_draft("ideal"); }),
+              "unknown draft variant 'ideal' (supported: random, perfect, none)");
+}
+
+// q4_k_m_type's rule for the embedding (synthetic.h): Q6_K is for the output, which a tied
+// embedding is; an untied embedding (Qwen3.5-9B) is "the rest", Q4_K, while its lm_head is Q6_K.
+TEST(SyntheticBuild, Q4KMixGivesAnUntiedEmbeddingQ4K) {
+    SyntheticOptions o;
+    o.q4_k_m = true;
+    o.q4_k_type = WType::Q4_1FX;
+    o.q6_k_type = WType::Q6_KX;
+    const ModelConfig c = synthetic_config("qwen3.5-9b");
+    ASSERT_FALSE(c.tied_embeddings);
+    EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, "embed_tokens.weight"));
+    EXPECT_EQ(WType::Q6_KX, q4_k_m_type(c, o, "lm_head.weight"));
+}
+
+// use_more_bits(i, n) counts the MTP layer in n only when the model has one (synthetic.h). With
+// 23 trunk layers the two counts differ where it matters: n = 24 (with the head) gives the first
+// eighth as layers 0-2 (i < 24 / 8 = 3), n = 23 (without) layers 0-1 (i < 2), and layer 2 is not
+// one of the every-third ones for n = 23 ((2 - 2) % 3 = 0). So layer 2's FFN down is Q6_K with
+// the head and Q4_K without. (At the releases' 24, 32 and 40 layers both counts choose the same.)
+TEST(SyntheticBuild, Q4KMixCountsTheMtpLayerOnlyWhenPresent) {
+    ModelConfig c = synthetic_config("qwen3.5-0.8b");
+    c.n_layers = 23;
+    c.is_linear.resize(23);
+    SyntheticOptions o;
+    o.q4_k_m = true;
+    o.q4_k_type = WType::Q4_1FX;
+    o.q6_k_type = WType::Q6_KX;
+    o.draft = SyntheticDraft::Random;
+    EXPECT_EQ(WType::Q6_KX, q4_k_m_type(c, o, "layers.2.mlp.down_proj.weight"));
+    o.draft = SyntheticDraft::None;
+    EXPECT_EQ(WType::Q4_1FX, q4_k_m_type(c, o, "layers.2.mlp.down_proj.weight"));
+}
+
+// The seeded values fill every element, an odd count too (the uniforms are drawn two per
+// random word, so an odd-length vector has a last value drawn alone): with 3 value heads each
+// A is in [1, 16] (stored -A) and each dt in [1e-3, 1e-1]. The depthwise conv weights are uniform
+// with std 1/sqrt(fan_in), fan_in the kernel width (4): inside +-sqrt(3)/2 with std 0.5.
+TEST(SyntheticBuild, OddLengthVectorsAndConvWeightsAreScaled) {
+    ModelConfig c = tiny_config(false);
+    c.gdn_k_heads = 1;
+    c.gdn_v_heads = 3;
+    c.validate("odd heads");
+    ThreadPool pool(2);
+    SyntheticOptions o;
+    o.matrix_type = WType::F32;
+    const ModelWeights w = synthetic_weights(c, o, pool);
+    for (const LayerWeights& l : w.layers) {
+        if (!l.linear) continue;
+        ASSERT_EQ(l.neg_exp_a.size(), 3u);
+        for (float a : l.neg_exp_a) EXPECT_TRUE(a <= -1.0f && a >= -16.0f) << a;
+        for (float b : l.dt_bias) {
+            const float dt = std::log1p(std::exp(b));
+            EXPECT_TRUE(dt > 0.99e-3f && dt < 1.01e-1f) << dt;
+        }
+        ASSERT_EQ(int64_t(l.conv.size()), c.gdn_conv_dim() * c.conv_kernel);
+        double s2 = 0;
+        for (float x : l.conv) {
+            EXPECT_LE(std::fabs(x), 0.8661f);
+            s2 += double(x) * x;
+        }
+        EXPECT_NEAR(std::sqrt(s2 / double(l.conv.size())), 0.5, 0.03);
+    }
+}
+
+// make_draft_perfect needs the head's fc to be [H, 2H] (its [I | 0] form is built at that shape)
+// and says what it found.
+TEST(SyntheticBuild, MakeDraftPerfectRefusesAnFcOfAnotherShape) {
+    const ModelConfig c = tiny_config(false);
+    ThreadPool pool(2);
+    SyntheticOptions o;
+    o.matrix_type = WType::F32;
+    ModelWeights w = synthetic_weights(c, o, pool);
+    const std::vector<float> square(size_t(c.hidden_size * c.hidden_size), 0.0f);
+    w.mtp.fc = make_weight_f32(square.data(), c.hidden_size, c.hidden_size, WType::F32);
+    EXPECT_EQ(test::error_of([&] { make_draft_perfect(w, c, &pool); }),
+              "make_draft_perfect: mtp.fc is [128, 128], expected [128, 256]");
+    const std::vector<float> tall(size_t(2 * c.hidden_size * 2 * c.hidden_size), 0.0f);
+    w.mtp.fc = make_weight_f32(tall.data(), 2 * c.hidden_size, 2 * c.hidden_size, WType::F32);
+    EXPECT_EQ(test::error_of([&] { make_draft_perfect(w, c, &pool); }),
+              "make_draft_perfect: mtp.fc is [256, 256], expected [128, 256]");
+}
+
+// load_synthetic_model's checkpoint part (synthetic.h): format "synthetic", path
+// "synthetic:<name>", the config it was given, and mtp_source the draft variant's name.
+TEST(SyntheticBuild, LoadedModelDescribesItself) {
+    const ModelConfig c = tiny_config(false);
+    for (SyntheticDraft d : {SyntheticDraft::None, SyntheticDraft::Random}) {
+        SyntheticOptions o;
+        o.matrix_type = WType::F32;
+        o.draft = d;
+        const LoadedModel lm = load_synthetic_model(c, "tiny", o, 1);
+        EXPECT_EQ(lm.checkpoint.format, "synthetic");
+        EXPECT_EQ(lm.checkpoint.path, "synthetic:tiny");
+        EXPECT_EQ(lm.checkpoint.mtp_source, synthetic_draft_name(d));
+        EXPECT_EQ(lm.checkpoint.config.hidden_size, c.hidden_size);
+        EXPECT_EQ(lm.model->has_mtp(), d != SyntheticDraft::None);
+    }
+}
+
+// A synthetic model that does not fit is refused before anything is built, naming the model and
+// weight type, and listing the --quant types that would fit (each: its weights plus the 512 MiB
+// a bench run needs beside them, synthetic.cpp). Qwen3.5-35B-A3B in f32 needs about 140 GB. The
+// progress callback stops a build that was wrongly started after its first tensor (the 2 GB
+// embedding).
+TEST(SyntheticBuild, AModelThatDoesNotFitIsRefusedNamingTheTypesThatFit) {
+    const ModelConfig c = synthetic_config("qwen3.5-35b-a3b");
+    SyntheticOptions o;
+    o.matrix_type = WType::F32;
+    o.progress = [](size_t done, size_t) {
+        if (done > (size_t(1) << 30)) throw std::runtime_error("the build started");
+    };
+    const size_t working = size_t(512) << 20;
+    const size_t available = read_memory_info().available;
+    if (available == 0 || synthetic_size(c, o).bytes + working <= available)
+        GTEST_SKIP() << "this machine has the memory for it (or no MemAvailable)";
+    const std::string msg = test::error_of([&] { load_synthetic_model(c, "big", o, 1); });
+    EXPECT_EQ(msg.rfind("synthetic big with f32 weights needs ", 0), 0u) << msg;
+    EXPECT_NE(msg.find(" is available (MemAvailable in /proc/meminfo); "), std::string::npos) << msg;
+    for (WType t : {WType::BF16, WType::Q8_0, WType::Q4_0}) {
+        const double need = double(synthetic_size(c, t, true).bytes + working);
+        if (std::fabs(need / double(available) - 1.0) < 0.05) continue;  // too close to call
+        const std::string named = std::string(wtype_name(t)) + " (" + gigabytes(size_t(need)) + ")";
+        EXPECT_EQ(msg.find(named) != std::string::npos, need <= double(available)) << named << ": " << msg;
+    }
+}
+
 // The refusal names the weights being built: with q4_k_m set, the Q4_K_M mix ("q4_k_m"), not
 // matrix_type, which the mix ignores (nextn bench --quant q4_k_m leaves it at its default).
 // Qwen3.5-35B-A3B with its 40 layers doubled: about 40 GB in the mix.
