@@ -299,8 +299,9 @@ TEST(ThreadPool, SharedTailsHelpTheLastRangeToo) {
 // Thieves take halves from the back (thread_pool.h). Two threads, 160 items: whoever claims
 // range 0's first seven eighths (items 0-69) sleeps there until all of range 0 has been
 // claimed, and range 1's owner starts only after that first claim, so the other thread, done
-// with range 1, takes range 0's last 10 items alone and from the back: half of 10 ([75, 80)), then half of 5 rounded down ([73, 75)), then one at a
-// time (at least 1: [72, 73), [71, 72), [70, 71)).
+// with range 1, takes range 0's last 10 items alone and from the back: half of 10 ([75, 80)),
+// then half of 5 rounded down ([73, 75)), then one at a time (at least 1: [72, 73), [71, 72),
+// [70, 71)).
 TEST(ThreadPool, SharedTailsThievesTakeHalvesFromTheBack) {
     ThreadPool pool(2);
     std::mutex mutex;

@@ -140,7 +140,8 @@ TEST(FormatsDrafter, DrafterConfigProblemsAreNamed) {
               array + "/config.json: config is not a JSON object");
     const std::string untyped = temp_dir("drafter-untyped");
     write_text(untyped + "/config.json", R"({"hidden_size": 8})");
-    EXPECT_NE(error_of([&] { attach_drafter(target, untyped); }).find("unsupported draft architecture '(none)'"),
+    EXPECT_NE(error_of([&] { attach_drafter(target, untyped); })
+                  .find("unsupported draft architecture '(none)'"),
               std::string::npos);
     const std::string no_text = temp_dir("drafter-no-text");
     write_text(no_text + "/config.json", R"({"model_type": "qwen3_5_mtp", "text_config": 3})");
@@ -173,10 +174,11 @@ TEST(FormatsDrafterFixtures, EachSharedDimensionIsCompared) {
         int value;
         std::string want;
     };
-    for (const Case& c : {Case{"vocab_size", 2048, "vocab_size 2048 does not match the target's 1024"},
-                          Case{"head_dim", 32, "head_dim 32 does not match the target's 64"},
-                          Case{"num_attention_heads", 8, "num_attention_heads 8 does not match the target's 4"},
-                          Case{"num_key_value_heads", 1, "num_key_value_heads 1 does not match the target's 2"}}) {
+    for (const Case& c :
+         {Case{"vocab_size", 2048, "vocab_size 2048 does not match the target's 1024"},
+          Case{"head_dim", 32, "head_dim 32 does not match the target's 64"},
+          Case{"num_attention_heads", 8, "num_attention_heads 8 does not match the target's 4"},
+          Case{"num_key_value_heads", 1, "num_key_value_heads 1 does not match the target's 2"}}) {
         const std::string dir = edited_drafter(fx, std::string("dim-") + c.key,
                                                [&](nlohmann::json& text) { text[c.key] = c.value; });
         Checkpoint copy = target;
@@ -228,7 +230,8 @@ TEST(FormatsDrafterFixtures, AttachReplacesEveryMtpPieceOfTheTarget) {
     EXPECT_TRUE(target.tensors.count("lm_head.weight"));
     // The fixture drafter is bare-named with shifted norms, as mlx-vlm writes it: nothing to
     // remark on beyond what was loaded.
-    for (const std::string& note : target.notes) EXPECT_FALSE(starts_with(note, "note: drafter norm")) << note;
+    for (const std::string& note : target.notes)
+        EXPECT_FALSE(starts_with(note, "note: drafter norm")) << note;
 }
 
 // A copy of the fixture drafter whose tensor names carry `prefix` (HF form: "mtp." or
@@ -241,7 +244,8 @@ std::string prefixed_drafter(const std::string& fx, const std::string& prefix, c
     for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | uint8_t(bytes[size_t(i)]);
     const auto header = nlohmann::json::parse(bytes.substr(8, header_size));
     nlohmann::json renamed = nlohmann::json::object();
-    for (const auto& [key, value] : header.items()) renamed[key == "__metadata__" ? key : prefix + key] = value;
+    for (const auto& [key, value] : header.items())
+        renamed[key == "__metadata__" ? key : prefix + key] = value;
     std::string text = renamed.dump();
     text.append((8 - text.size() % 8) % 8, ' ');
     std::string out(8, '\0');
@@ -276,9 +280,9 @@ TEST(FormatsDrafterFixtures, PrefixedNamesAreTheSameTensors) {
         }
         EXPECT_EQ(mtp, 15);
         EXPECT_EQ(target.norms_already_shifted, bare.norms_already_shifted);
-        const bool noted = std::any_of(target.notes.begin(), target.notes.end(), [](const std::string& n) {
-            return n == "note: drafter norm values say shifted, unlike what its mtp.-prefixed tensor names suggest";
-        });
+        const std::string note =
+            "note: drafter norm values say shifted, unlike what its mtp.-prefixed tensor names suggest";
+        const bool noted = std::find(target.notes.begin(), target.notes.end(), note) != target.notes.end();
         EXPECT_TRUE(noted);
     }
 }

@@ -190,11 +190,13 @@ TEST(KernelChooser, TimedShapesAreWidthsUpToTheLimitWithAtMostOneLogitsRowPerTok
     const TwoTables t;
     const KernelChooser c(&t.base, &t.alternative);
     const int64_t w = KernelChooser::kMaxTimedWidth;
-    for (auto [width, n_logits] : {std::pair<int64_t, int64_t>{1, 0}, {1, 1}, {w, 0}, {w, w}, {3, 2}}) {
+    for (auto [width, n_logits] :
+         {std::pair<int64_t, int64_t>{1, 0}, {1, 1}, {w, 0}, {w, w}, {3, 2}}) {
         EXPECT_TRUE(c.timed(width, n_logits)) << width << " " << n_logits;
         EXPECT_TRUE(c.next_is_trial(width, n_logits)) << width << " " << n_logits;
     }
-    for (auto [width, n_logits] : {std::pair<int64_t, int64_t>{0, 0}, {w + 1, 1}, {1, 2}, {w, w + 1}, {2, -1}}) {
+    for (auto [width, n_logits] :
+         {std::pair<int64_t, int64_t>{0, 0}, {w + 1, 1}, {1, 2}, {w, w + 1}, {2, -1}}) {
         EXPECT_FALSE(c.timed(width, n_logits)) << width << " " << n_logits;
         EXPECT_FALSE(c.next_is_trial(width, n_logits)) << width << " " << n_logits;
     }
