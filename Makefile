@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 MODEL ?= $(if $(wildcard models/nextn-tiny/config.json),models/nextn-tiny,tests/data/qwen35-dense-tiny)
 
-.PHONY: all deps build run test bench fuzz clean
+.PHONY: all deps build run test bench fuzz sanitize clean
 
 all: build
 
@@ -28,6 +28,19 @@ bench: build
 FUZZ_SECONDS ?= 120
 fuzz:
 	@bash scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD_DIR)/fuzz
+
+# Every test under AddressSanitizer and UndefinedBehaviorSanitizer (gcc, -O1, its own build in
+# $(SANITIZE_DIR)). A sanitizer's report exits 99, so a CLI test that expects exit 1 fails on it
+# too. cli_fuzz is left out: the fuzz targets have their own ASan/UBSan build (make fuzz).
+SANITIZE_DIR ?= $(BUILD_DIR)-sanitize
+SANITIZE_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+sanitize: deps
+	@cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" \
+		-DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" > /dev/null
+	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
+	@cd $(SANITIZE_DIR) && ASAN_OPTIONS=exitcode=99:detect_leaks=1 \
+		UBSAN_OPTIONS=halt_on_error=1:exitcode=99:print_stacktrace=1 \
+		ctest --output-on-failure -j $(JOBS) --timeout 3600 -E '^cli_fuzz$$'
 
 clean:
 	rm -rf $(BUILD_DIR)
