@@ -53,6 +53,19 @@ assert abs(r["bandwidth_pct"] - 100 * r["bandwidth_gbs"] / r["machine_read_bandw
 # six attention layers' KV reads (4 KB per position each): at least 40 MB per decode token.
 assert r["state_bandwidth_gbs"] >= 0.040 * r["decode_tok_s"], (r["state_bandwidth_gbs"], r["decode_tok_s"])
 assert r["bandwidth_pct_with_state"] > r["bandwidth_pct"], r
+# Exactly, at the run's mean KV length (4 prompt tokens + 9 // 2 decoded: position 8, so 9
+# positions read): each GDN layer reads and writes its state (16 v heads x 128 x 128 floats) and
+# conv window (3 x conv dim 6144 floats), 2 x 4 x 280576 bytes; each attention layer reads K and
+# V of 2 kv heads x 256 f32 values (--kv-type f32, the default) at 9 positions.
+state_bytes = 18 * 2 * 4 * (16 * 128 * 128 + 3 * 6144) + 6 * 2 * (256 * 4) * 2 * 9
+state_gbs = state_bytes * r["decode_tok_s"] / 1e9
+assert abs(r["state_bandwidth_gbs"] - state_gbs) < 1e-9 * state_gbs, (r["state_bandwidth_gbs"], state_gbs)
+with_state = 100 * (r["bandwidth_gbs"] + r["state_bandwidth_gbs"]) / r["machine_read_bandwidth_gbs"]
+assert abs(r["bandwidth_pct_with_state"] - with_state) < 1e-6, (r["bandwidth_pct_with_state"], with_state)
+assert r["kv_type"] == "f32", r["kv_type"]  # the --kv-type default
+# The decode's share of the weight-sized buffer's read rate (the cache verdict's other rate).
+of_weight_sized = 100 * r["bandwidth_gbs"] / r["weight_sized_read_gbs"]
+assert abs(r["bandwidth_pct_of_weight_sized_read"] - of_weight_sized) < 1e-6, r
 # Prefill's matmul work: per token 2 x the multiply-adds of the 0.8B's trunk matrices, no LM
 # head. GDN layer (18): in_qkv 6144, in_z 2048, in_a + in_b 32, out_proj 1024 x 2048; attention
 # layer (6): q 4096, k 512, v 512, o 1024 x 2048; FFN (24): 3 x 3584; all times hidden 1024.
@@ -100,6 +113,28 @@ then
     failures=$((failures + 1))
 fi
 
+# The flags reach the model: --quant bf16 holds this bf16 checkpoint's matrices as bf16 (its
+# help's type, not widened to f32), --f32-activations multiplies --quant q8_0 weights with f32
+# activations instead of int8 ones, --kv-type f16 makes an f16 cache. Short runs of the tiny test
+# model, without the MTP runs.
+tiny=(bench tests/data/qwen35-dense-tiny --json --prompt-tokens 4 --decode-tokens 2 --repeat 1 --no-mtp
+      --threads 2)
+for flags in "--quant bf16 --kv-type f16:bf16:f32:f16" \
+             "--quant q8_0 --f32-activations:q8_0:f32:f32"; do
+    IFS=: read -r extra want_quant want_act want_kv <<<"$flags"
+    out=$("$NEXTN" "${tiny[@]}" $extra 2>/dev/null)
+    if ! python3 - "$out" "$want_quant" "$want_act" "$want_kv" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+got = (r["quant"], r["activations"], r["kv_type"])
+assert got == tuple(sys.argv[2:5]), got
+PY
+    then
+        echo "FAIL: bench $extra: quant / activations / kv_type: $out"
+        failures=$((failures + 1))
+    fi
+done
+
 # Whether the weights are cache-served is measured: a read probe over a buffer the size of the
 # weights against the large probe. The rates are the machine's, so the test checks that the
 # verdict, the JSON and the note agree with the reported rates, not what the rates are.
@@ -136,6 +171,33 @@ assert served or line.endswith("not served by cache"), line
 PY
     then
         echo "FAIL: tiny-model bench's cache verdict disagrees with its rate: $line"
+        failures=$((failures + 1))
+    fi
+    # A round at fixed depth k drafts k tokens: the first from flushing the last round's pairs,
+    # the other k - 1 by chained steps; the round line after each depth's line says so (auto
+    # rounds vary in depth: no parts).
+    if ! python3 - "$text" <<'PY'
+import sys
+lines = sys.argv[1].splitlines()
+want = {"depth 1": " (the last round's pairs flushed) + verify",
+        "depth 2": " (the last round's pairs flushed, then 1 chained step) + verify",
+        "depth 3": " (the last round's pairs flushed, then 2 chained steps) + verify",
+        "depth 4": " (the last round's pairs flushed, then 3 chained steps) + verify"}
+seen = 0
+for i, l in enumerate(lines[:-1]):
+    if not l.startswith("mtp "):
+        continue
+    label = l[4:].split(":")[0]
+    nxt = lines[i + 1]
+    if label in want:
+        assert nxt.startswith("  a round: ") and want[label] in nxt, (label, nxt)
+        seen += 1
+    elif label.startswith("auto"):
+        assert nxt.startswith("  a round: ") and "flushed" not in nxt, (label, nxt)
+assert seen == 4, seen
+PY
+    then
+        echo "FAIL: tiny-model bench's round lines do not name a depth's drafting parts: $text"
         failures=$((failures + 1))
     fi
 fi

@@ -48,6 +48,15 @@ for type in q8_0 q4_0; do
             failures=$((failures + 1))
         fi
     done
+    # --f32-activations: the matrices as f32 activations read them, the file's blocks without
+    # the int8-dot repacking (inspect's help).
+    info=$("$NEXTN" inspect "$file" --f32-activations 2>/dev/null)
+    if grep -qE "^weights held as: $type x41 \(matrices" <<<"$info"; then
+        passes=$((passes + 1))
+    else
+        echo "FAIL: nextn inspect --f32-activations of the $type file: $(grep "^weights held" <<<"$info")"
+        failures=$((failures + 1))
+    fi
     # Forwards over it, the MTP head's (the file's last block) included.
     expect 0 "acceptance by depth: +d1 [0-9]+/[0-9]+" -- "$NEXTN" run "$file" -p "hello" -n 8
 done
