@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -68,7 +69,9 @@ double Args::number(const std::string& name, double fallback) const {
     errno = 0;
     char* end = nullptr;
     double v = std::strtod(it->second.c_str(), &end);
-    if (it->second.empty() || *end != '\0' || errno != 0)
+    // ERANGE with a finite result is an underflow (1e-320: a subnormal, or 0), still the number
+    // written; only an overflow (+-HUGE_VAL, infinite) has no double to stand for it.
+    if (it->second.empty() || *end != '\0' || (errno == ERANGE && std::isinf(v)))
         throw UsageError("flag --" + name + " expects a number, got '" + it->second + "'");
     return v;
 }

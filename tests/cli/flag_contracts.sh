@@ -52,6 +52,9 @@ expect 2 "^nextn run: flag --n-predict expects an integer, got '9999999999999999
     "$NEXTN" run "$MODEL" -p hi -n 99999999999999999999
 expect 2 "^nextn run: flag --temp expects a number, got '0.5x'" -- "$NEXTN" run "$MODEL" -p hi --temp 0.5x
 expect 2 "^nextn run: flag --top-p expects a number, got '1e999'" -- "$NEXTN" run "$MODEL" -p hi --top-p 1e999
+# A number too small for a normal double is still that number (strtod reports ERANGE for the
+# subnormal 1e-320 as for an overflow): --min-p 1e-320 is in [0, 1].
+check "--min-p 1e-320 (an underflow) runs" "$NEXTN" run "$MODEL" $PROMPT -n 1 -q --min-p 1e-320
 # An inline --flag=V value is a value like any other, repeatable flags included: +100 on token 5
 # makes greedy output 5 throughout (as run_outputs.sh checks for the spaced form).
 check "--logit-bias=5+100 (inline) biases token 5" [ "$(ids -n 4 --no-mtp --logit-bias=5+100)" = "5 5 5 5" ]
