@@ -14,7 +14,7 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
     std::vector<FlagSpec> specs = {
         {"special", "", false, "parse special tokens such as <|im_start|> in the text"},
         {"jsonl", "", false,
-         "read one JSON string per line, print one JSON array per line (a blank line: [])"},
+         "read one JSON string per line, print one JSON array per line (a blank line, or one of only spaces and tabs: [])"},
         {"help", "h", false, "show this help"},
     };
     Args a(specs, argv);
@@ -33,9 +33,9 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
         int64_t line_no = 0;
         while (std::getline(std::cin, line)) {
             ++line_no;
-            // A blank line (or a CRLF file's bare \r) is an empty text: its line gets an empty
-            // array, so output line N always answers input line N.
-            if (line.empty() || line == "\r") {
+            // A blank line (nothing but spaces and tabs, or a CRLF file's bare \r) is an empty
+            // text: its line gets an empty array, so output line N always answers input line N.
+            if (line.find_first_not_of(" \t\r") == std::string::npos) {
                 std::cout << "[]\n";
                 continue;
             }

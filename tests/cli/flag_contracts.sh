@@ -293,9 +293,11 @@ check "tokenize --special: <|im_start|> is one token" \
     [ "$(printf '<|im_start|>' | "$NEXTN" tokenize "$MODEL" --special)" = "[$special_id]" ]
 check "tokenize: <|im_start|> is plain text" \
     [ "$(printf '<|im_start|>' | "$NEXTN" tokenize "$MODEL")" != "[$special_id]" ]
-# --jsonl: a CRLF file's blank line is an empty text; a line that is no JSON string is an error.
+# --jsonl: a blank line (a CRLF one, or spaces and a tab) is an empty text; a line that is no JSON string is an error.
 check "tokenize --jsonl: a bare CR line is []" \
     [ "$(printf '\r\n' | "$NEXTN" tokenize "$MODEL" --jsonl)" = "[]" ]
+check "tokenize --jsonl: a line of spaces and a tab is blank too: []" \
+    [ "$(printf '  \t \r\n' | "$NEXTN" tokenize "$MODEL" --jsonl)" = "[]" ]
 jsonl() { printf "$1" | "$NEXTN" tokenize "${@:2}"; }
 expect 1 "stdin line 2: expected a JSON string" -- jsonl '"a"\n1\n' "$MODEL" --jsonl
 expect 1 "stdin line 1: not valid JSON" -- jsonl '{nope\n' "$MODEL" --jsonl
