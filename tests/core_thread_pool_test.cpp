@@ -39,6 +39,18 @@ struct Claims {
     std::atomic<bool> bad_range{false};
 };
 
+// Sleeps in 1 ms steps until done() holds or 10 s pass; false when time ran out, so a test
+// whose awaited event never comes fails instead of hanging.
+template <class Done>
+bool wait_until(Done done) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > give_up) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
 // Runs one job of n items and checks each ran once, on a thread index in range that is its
 // thread's own: callers index per-thread scratch with it, so within a job one index must never
 // run on two OS threads, nor two claims of one index at the same time.
@@ -132,10 +144,7 @@ TEST(ThreadPool, SharedTailsClaimInsideTheRangesAndHelpASlowThread) {
             claims.add(begin, end);
             if (begin >= 70 && begin < 80) tail_stolen = true;
             if (begin == 0) {
-                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                while (!tail_stolen.load() &&
-                       !(timed_out = std::chrono::steady_clock::now() > give_up))
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                timed_out = !wait_until([&] { return tail_stolen.load(); });
             }
         },
         ThreadPool::Split::ContiguousSharedTails);
@@ -261,9 +270,7 @@ TEST(ThreadPool, SharedTailsOwnerFirstClaimsAllButTheLastEighth) {
             }
             if (begin == 0) range0_started = true;
             if (begin == 80) {
-                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                while (!range0_started.load() && std::chrono::steady_clock::now() < give_up)
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                wait_until([&] { return range0_started.load(); });
             }
         },
         ThreadPool::Split::ContiguousSharedTails);
@@ -285,10 +292,7 @@ TEST(ThreadPool, SharedTailsHelpTheLastRangeToo) {
             claims.add(begin, end);
             if (begin >= 150) tail_stolen = true;
             if (begin == 80) {
-                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                while (!tail_stolen.load() &&
-                       !(timed_out = std::chrono::steady_clock::now() > give_up))
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                timed_out = !wait_until([&] { return tail_stolen.load(); });
             }
         },
         ThreadPool::Split::ContiguousSharedTails);
@@ -317,15 +321,10 @@ TEST(ThreadPool, SharedTailsThievesTakeHalvesFromTheBack) {
             }
             if (begin < 80) range0_claimed += end - begin;
             if (begin == 80) {  // range 1's owner: not before range 0's owner has claimed
-                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                while (range0_claimed.load() == 0 && std::chrono::steady_clock::now() < give_up)
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                wait_until([&] { return range0_claimed.load() > 0; });
             }
             if (begin == 0) {
-                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                while (range0_claimed.load() < 80 &&
-                       !(timed_out = std::chrono::steady_clock::now() > give_up))
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                timed_out = !wait_until([&] { return range0_claimed.load() >= 80; });
             }
         },
         ThreadPool::Split::ContiguousSharedTails);

@@ -23,6 +23,19 @@ bool same_owner(const WeightMatrix& a, const WeightMatrix& b) {
     return !a.owner.owner_before(b.owner) && !b.owner.owner_before(a.owner);
 }
 
+// pack_small_matrices(w), checking that every matrix keeps its bytes and starts on a cache line.
+void pack_expecting_bytes_kept_and_aligned(ModelWeights& w) {
+    std::vector<std::vector<uint8_t>> before;
+    for_each_matrix(w, [&](WeightMatrix& m) { before.push_back(bytes_of(m)); });
+    pack_small_matrices(w);
+    size_t i = 0;
+    for_each_matrix(w, [&](WeightMatrix& m) {
+        EXPECT_EQ(before[i], bytes_of(m)) << "matrix " << i;
+        EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(m.data) % 64) << "matrix " << i;
+        ++i;
+    });
+}
+
 TEST(WeightPacking, SmallMatricesShareOneBufferWithTheirBytes) {
     ModelWeights w;
     w.embed = f32_matrix(40, 32, 1.0f);  // tied: the LM head is the same bytes
@@ -45,18 +58,8 @@ TEST(WeightPacking, SmallMatricesShareOneBufferWithTheirBytes) {
     w.layers[1].in_z.row_bytes = 32 * sizeof(float);
     w.layers[1].in_z.data = reinterpret_cast<const uint8_t*>(mapped_values);
 
-    std::vector<std::vector<uint8_t>> before;
-    for_each_matrix(w, [&](WeightMatrix& m) { before.push_back(bytes_of(m)); });
     const uint8_t* large = w.layers[1].out_proj.data;
-
-    pack_small_matrices(w);
-
-    size_t i = 0;
-    for_each_matrix(w, [&](WeightMatrix& m) {
-        EXPECT_EQ(before[i], bytes_of(m)) << "matrix " << i;
-        EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(m.data) % 64) << "matrix " << i;
-        ++i;
-    });
+    pack_expecting_bytes_kept_and_aligned(w);
     EXPECT_EQ(w.embed.data, w.lm_head.data) << "the tied pair stays one buffer";
     EXPECT_EQ(large, w.layers[1].out_proj.data);
     EXPECT_EQ(reinterpret_cast<const uint8_t*>(mapped_values), w.layers[1].in_z.data);
@@ -82,18 +85,8 @@ TEST(WeightPacking, OddSizesStayAlignedAndTwoMiBStaysAlone) {
     w.layers[0].in_qkv = f32_matrix(1, 1, 3.0f);  // 4 bytes
     w.layers[0].out_proj = f32_matrix(512, 1024, 4.0f);
     ASSERT_EQ(size_t(2) << 20, w.layers[0].out_proj.nbytes());
-    std::vector<std::vector<uint8_t>> before;
-    for_each_matrix(w, [&](WeightMatrix& m) { before.push_back(bytes_of(m)); });
     const uint8_t* two_mib = w.layers[0].out_proj.data;
-
-    pack_small_matrices(w);
-
-    size_t i = 0;
-    for_each_matrix(w, [&](WeightMatrix& m) {
-        EXPECT_EQ(before[i], bytes_of(m)) << "matrix " << i;
-        EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(m.data) % 64) << "matrix " << i;
-        ++i;
-    });
+    pack_expecting_bytes_kept_and_aligned(w);
     EXPECT_EQ(w.lm_head.data, w.embed.data + 64);
     EXPECT_EQ(w.layers[0].in_qkv.data, w.lm_head.data + 128);
     EXPECT_TRUE(same_owner(w.embed, w.layers[0].in_qkv));
