@@ -111,6 +111,26 @@ TEST(ThreadPool, ContiguousSplitGivesEachThreadOneRange) {
     }
 }
 
+// Two threads, 160 items (ranges [0, 80) and [80, 160)): whoever claims the first seven eighths
+// of range r sleeps there until another thread has run items of that range's tail (its last 10),
+// which only a thief can reach while the owner sleeps. Without sharing, the wait times out.
+void expect_a_thief_takes_the_tail_of_range(int64_t r) {
+    ThreadPool pool(2);
+    Claims claims(160);
+    const int64_t start = 80 * r, tail = start + 70, end_of_range = start + 80;
+    std::atomic<bool> tail_stolen{false}, timed_out{false};
+    pool.run(
+        160,
+        [&](int64_t begin, int64_t end) {
+            claims.add(begin, end);
+            if (begin >= tail && begin < end_of_range) tail_stolen = true;
+            if (begin == start) timed_out = !wait_until([&] { return tail_stolen.load(); });
+        },
+        ThreadPool::Split::ContiguousSharedTails);
+    EXPECT_FALSE(timed_out.load()) << "no thread took range " << r << "'s tail while its owner was held up";
+    claims.expect_each_item_once();
+}
+
 // Split::ContiguousSharedTails: every item once, each claim inside one of the contiguous ranges
 // (ceil(n / threads) long), whatever the job size; and a thread held up inside its first claim
 // does not hold up the job's end: the others take the rest of its range.
@@ -132,24 +152,7 @@ TEST(ThreadPool, SharedTailsClaimInsideTheRangesAndHelpASlowThread) {
             claims.expect_each_item_once();
         }
     }
-    // Two threads, 160 items: whoever claims range 0's first seven eighths (items 0-69) sleeps
-    // there until the other thread has run items of range 0's tail (70-79), which only a thief
-    // can reach while the owner sleeps. Without sharing, the wait would time out.
-    ThreadPool pool(2);
-    Claims claims(160);
-    std::atomic<bool> tail_stolen{false}, timed_out{false};
-    pool.run(
-        160,
-        [&](int64_t begin, int64_t end) {
-            claims.add(begin, end);
-            if (begin >= 70 && begin < 80) tail_stolen = true;
-            if (begin == 0) {
-                timed_out = !wait_until([&] { return tail_stolen.load(); });
-            }
-        },
-        ThreadPool::Split::ContiguousSharedTails);
-    EXPECT_FALSE(timed_out.load()) << "no thread took range 0's tail while its owner was held up";
-    claims.expect_each_item_once();
+    expect_a_thief_takes_the_tail_of_range(0);
 }
 
 TEST(ThreadPool, ManyBackToBackJobs) {
@@ -282,23 +285,7 @@ TEST(ThreadPool, SharedTailsOwnerFirstClaimsAllButTheLastEighth) {
 // thread has run items of range 1's tail (150-159), which only a thief can reach meanwhile
 // (thread_pool.h: "a thread done with its own ranges takes halves from the back of the
 // others'").
-TEST(ThreadPool, SharedTailsHelpTheLastRangeToo) {
-    ThreadPool pool(2);
-    Claims claims(160);
-    std::atomic<bool> tail_stolen{false}, timed_out{false};
-    pool.run(
-        160,
-        [&](int64_t begin, int64_t end) {
-            claims.add(begin, end);
-            if (begin >= 150) tail_stolen = true;
-            if (begin == 80) {
-                timed_out = !wait_until([&] { return tail_stolen.load(); });
-            }
-        },
-        ThreadPool::Split::ContiguousSharedTails);
-    EXPECT_FALSE(timed_out.load()) << "no thread took range 1's tail while its owner was held up";
-    claims.expect_each_item_once();
-}
+TEST(ThreadPool, SharedTailsHelpTheLastRangeToo) { expect_a_thief_takes_the_tail_of_range(1); }
 
 // Thieves take halves from the back (thread_pool.h). Two threads, 160 items: whoever claims
 // range 0's first seven eighths (items 0-69) sleeps there until all of range 0 has been
