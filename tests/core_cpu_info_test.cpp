@@ -38,9 +38,9 @@ TEST(CpuInfo, FieldIsTheFirstLineWithExactlyThatKey) {
     bool any = false;
     first_value("processor", any);
     if (!any) GTEST_SKIP() << "no /proc/cpuinfo processor lines to check against";
-    for (const char* key : {"processor", "vendor_id", "model", "model name", "flags", "cpu",
-                            "cpu family", "fpu", "cache", "cache size", "power management",
-                            "no such key", "model name extra"}) {
+    for (const char* key :
+         {"processor", "vendor_id", "model", "model name", "flags", "cpu", "cpu family", "fpu",
+          "cache", "cache size", "power management", "no such key", "model name extra"}) {
         bool found = false;
         const std::string want = first_value(key, found);
         EXPECT_EQ(cpuinfo_field(key), want) << "key '" << key << "' (in cpuinfo: " << found << ")";

@@ -51,7 +51,8 @@ TEST(MappedFile, MissingFileAndFolderAreRefused) {
     EXPECT_EQ(test::error_of([&] { MappedFile::open(missing); }),
               "cannot open '" + missing + "': No such file or directory");
     const std::string dir = scratch_folder("a-folder");
-    EXPECT_EQ(test::error_of([&] { MappedFile::open(dir); }), "'" + dir + "' is not a regular file");
+    EXPECT_EQ(test::error_of([&] { MappedFile::open(dir); }),
+              "'" + dir + "' is not a regular file");
 }
 
 // file_exists: a regular file only; is_directory: a folder only; neither for a missing path

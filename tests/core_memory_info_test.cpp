@@ -65,8 +65,9 @@ TEST(MemoryInfo, SwapFreeIsSwapFreeInBytes) {
 // (memory_info.h: "naming `what`, where the available figure comes from (`source`), then
 // `hint`"): no "; " dangling after it.
 TEST(MemoryInfo, RequireMemoryWithoutAHintEndsAtTheSource) {
-    EXPECT_EQ(test::error_of([] { require_memory(size_t(2'600'000'000), size_t(1'260'000'000), "x"); }),
-              "x needs 2.6 GB of memory but only 1.3 GB is available (MemAvailable in /proc/meminfo)");
+    EXPECT_EQ(
+        test::error_of([] { require_memory(size_t(2'600'000'000), size_t(1'260'000'000), "x"); }),
+        "x needs 2.6 GB of memory but only 1.3 GB is available (MemAvailable in /proc/meminfo)");
     // One byte over is over.
     EXPECT_NE(test::error_of([] { require_memory(size_t(5) << 30 | 1, size_t(5) << 30, "y"); }),
               "(no error)");

@@ -127,7 +127,8 @@ void expect_a_thief_takes_the_tail_of_range(int64_t r) {
             if (begin == start) timed_out = !wait_until([&] { return tail_stolen.load(); });
         },
         ThreadPool::Split::ContiguousSharedTails);
-    EXPECT_FALSE(timed_out.load()) << "no thread took range " << r << "'s tail while its owner was held up";
+    EXPECT_FALSE(timed_out.load())
+        << "no thread took range " << r << "'s tail while its owner was held up";
     claims.expect_each_item_once();
 }
 
@@ -316,8 +317,8 @@ TEST(ThreadPool, SharedTailsThievesTakeHalvesFromTheBack) {
         },
         ThreadPool::Split::ContiguousSharedTails);
     ASSERT_FALSE(timed_out.load()) << "no thread took the rest of range 0 while its owner slept";
-    EXPECT_EQ(range0, (std::set<std::pair<int64_t, int64_t>>{{0, 70}, {70, 71}, {71, 72}, {72, 73},
-                                                             {73, 75}, {75, 80}}));
+    EXPECT_EQ(range0, (std::set<std::pair<int64_t, int64_t>>{
+                          {0, 70}, {70, 71}, {71, 72}, {72, 73}, {73, 75}, {75, 80}}));
 }
 
 // The shared tails hold 32-bit item indices (thread_pool.cpp), so a job of 2^31 items or more

@@ -140,8 +140,9 @@ TEST(FormatsDrafter, DrafterConfigProblemsAreNamed) {
               array + "/config.json: config is not a JSON object");
     const std::string untyped = temp_dir("drafter-untyped");
     write_text(untyped + "/config.json", R"({"hidden_size": 8})");
-    EXPECT_NE(error_of([&] { attach_drafter(target, untyped); })
-                  .find("unsupported draft architecture '(none)'"),
+    EXPECT_NE(error_of([&] {
+                  attach_drafter(target, untyped);
+              }).find("unsupported draft architecture '(none)'"),
               std::string::npos);
     const std::string no_text = temp_dir("drafter-no-text");
     write_text(no_text + "/config.json", R"({"model_type": "qwen3_5_mtp", "text_config": 3})");
@@ -179,8 +180,8 @@ TEST(FormatsDrafterFixtures, EachSharedDimensionIsCompared) {
           Case{"head_dim", 32, "head_dim 32 does not match the target's 64"},
           Case{"num_attention_heads", 8, "num_attention_heads 8 does not match the target's 4"},
           Case{"num_key_value_heads", 1, "num_key_value_heads 1 does not match the target's 2"}}) {
-        const std::string dir = edited_drafter(fx, std::string("dim-") + c.key,
-                                               [&](nlohmann::json& text) { text[c.key] = c.value; });
+        const std::string dir = edited_drafter(
+            fx, std::string("dim-") + c.key, [&](nlohmann::json& text) { text[c.key] = c.value; });
         Checkpoint copy = target;
         const std::string msg = error_of([&] { attach_drafter(copy, dir); });
         EXPECT_NE(msg.find(": drafter " + c.want), std::string::npos) << msg;
@@ -222,8 +223,10 @@ TEST(FormatsDrafterFixtures, AttachReplacesEveryMtpPieceOfTheTarget) {
     EXPECT_EQ(target.config.mtp_layers, 1);
     EXPECT_EQ(target.mtp_source, "drafter");
     EXPECT_TRUE(std::find(target.notes.begin(), target.notes.end(),
-                          "MTP head in the file replaced by the drafter " + drafter) != target.notes.end());
-    for (const std::string& note : target.notes) EXPECT_FALSE(starts_with(note, "MTP head:")) << note;
+                          "MTP head in the file replaced by the drafter " + drafter) !=
+                target.notes.end());
+    for (const std::string& note : target.notes)
+        EXPECT_FALSE(starts_with(note, "MTP head:")) << note;
     EXPECT_EQ(target.file_tensor_names.size(), file_names + 15);  // the drafter file's 15 tensors
     EXPECT_TRUE(std::find(target.file_tensor_names.begin(), target.file_tensor_names.end(),
                           "fc.weight") != target.file_tensor_names.end());
@@ -237,7 +240,8 @@ TEST(FormatsDrafterFixtures, AttachReplacesEveryMtpPieceOfTheTarget) {
 // A copy of the fixture drafter whose tensor names carry `prefix` (HF form: "mtp." or
 // "language_model.mtp."; the fixture's are bare): the safetensors header is rewritten with the
 // new names (offsets count from the end of the header, so the data is copied unchanged).
-std::string prefixed_drafter(const std::string& fx, const std::string& prefix, const std::string& name) {
+std::string prefixed_drafter(const std::string& fx, const std::string& prefix,
+                             const std::string& name) {
     const std::string src = fx + "/qwen35-dense-tiny/mlx-mtp-drafter";
     const std::string bytes = read_text_file(src + "/model.safetensors");
     uint64_t header_size = 0;
@@ -269,7 +273,8 @@ TEST(FormatsDrafterFixtures, PrefixedNamesAreTheSameTensors) {
     for (const std::string& prefix : {std::string("mtp."), std::string("language_model.mtp.")}) {
         SCOPED_TRACE(prefix);
         Checkpoint target = load_checkpoint(dense);
-        attach_drafter(target, prefixed_drafter(fx, prefix, "prefixed-" + std::to_string(prefix.size())));
+        attach_drafter(target,
+                       prefixed_drafter(fx, prefix, "prefixed-" + std::to_string(prefix.size())));
         int mtp = 0;
         for (const auto& [name, t] : target.tensors) {
             if (!starts_with(name, "mtp.")) continue;
@@ -281,8 +286,10 @@ TEST(FormatsDrafterFixtures, PrefixedNamesAreTheSameTensors) {
         EXPECT_EQ(mtp, 15);
         EXPECT_EQ(target.norms_already_shifted, bare.norms_already_shifted);
         const std::string note =
-            "note: drafter norm values say shifted, unlike what its mtp.-prefixed tensor names suggest";
-        const bool noted = std::find(target.notes.begin(), target.notes.end(), note) != target.notes.end();
+            "note: drafter norm values say shifted, unlike what its mtp.-prefixed tensor names "
+            "suggest";
+        const bool noted =
+            std::find(target.notes.begin(), target.notes.end(), note) != target.notes.end();
         EXPECT_TRUE(noted);
     }
 }

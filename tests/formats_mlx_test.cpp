@@ -425,11 +425,12 @@ TEST(FormatsMlxWeights, MismatchedPackingIsRefused) {
     // disagree.
     EXPECT_NE(error_of([] {
                   PackedLinear p(2, 4, 1, DType::BF16, DType::BF16);
-                  assemble_mlx_tensors(p.file,
-                                       parse_mlx_quant_config(nlohmann::json::parse(R"({"quantization":
+                  assemble_mlx_tensors(
+                      p.file,
+                      parse_mlx_quant_config(nlohmann::json::parse(R"({"quantization":
                                            {"bits": 4, "group_size": 32, "m": false}})"),
-                                                              "c"),
-                                       "c");
+                                             "c"),
+                      "c");
               }).find("marks 'm' as not quantized"),
               std::string::npos);
     // Packed tensors in a checkpoint whose config has no quantization section.

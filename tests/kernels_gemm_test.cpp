@@ -285,7 +285,8 @@ TEST(KernelsDispatch, GdnRecurrenceRefusesABadHeadLayout) {
     float* b = buffer.data();
     auto call = [&](int Hk, int Hv, int Dk, int Dv) {
         return test::error_of([&] {
-            gdn_recurrence(reference_kernels(), b, b, 0, b, b, b, b, b, 1, Hk, Hv, Dk, Dv, false, b, pool);
+            gdn_recurrence(reference_kernels(), b, b, 0, b, b, b, b, b, 1, Hk, Hv, Dk, Dv, false, b,
+                           pool);
         });
     };
     EXPECT_EQ(call(2, 3, 4, 4), "gdn_recurrence: bad head layout Hk=2 Hv=3 Dk=4 Dv=4");

@@ -22,12 +22,12 @@
 #include "core/thread_pool.h"
 #include "formats/dequant.h"
 #include "kernel_test_helpers.h"
-#include "row_group_checks.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "kernels/quant_k.h"
 #include "kernels/row_groups.h"
+#include "row_group_checks.h"
 #if defined(__x86_64__)
 #include "kernels/x86/x86_kernels.h"
 #endif

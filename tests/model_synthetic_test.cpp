@@ -350,12 +350,14 @@ TEST(SyntheticBuild, AModelThatDoesNotFitIsRefusedNamingTheTypesThatFit) {
         GTEST_SKIP() << "this machine has the memory for it (or no MemAvailable)";
     const std::string msg = test::error_of([&] { load_synthetic_model(c, "big", o, 1); });
     EXPECT_EQ(msg.rfind("synthetic big with f32 weights needs ", 0), 0u) << msg;
-    EXPECT_NE(msg.find(" is available (MemAvailable in /proc/meminfo); "), std::string::npos) << msg;
+    EXPECT_NE(msg.find(" is available (MemAvailable in /proc/meminfo); "), std::string::npos)
+        << msg;
     for (WType t : {WType::BF16, WType::Q8_0, WType::Q4_0}) {
         const double need = double(synthetic_size(c, t, true).bytes + working);
         if (std::fabs(need / double(available) - 1.0) < 0.05) continue;  // too close to call
         const std::string named = std::string(wtype_name(t)) + " (" + gigabytes(size_t(need)) + ")";
-        EXPECT_EQ(msg.find(named) != std::string::npos, need <= double(available)) << named << ": " << msg;
+        EXPECT_EQ(msg.find(named) != std::string::npos, need <= double(available))
+            << named << ": " << msg;
     }
 }
 

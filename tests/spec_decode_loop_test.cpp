@@ -186,8 +186,8 @@ TEST_F(DecodeLoop, RoundTimesIncludeAcceptance) {
 
 // Requests that generate nothing or cannot run: no token and no callback for max_new_tokens 0;
 // errors for an empty prompt, a logit bias on a token the model does not have, a depth the
-// state's verify width cannot hold, a prompt that fills the context, and a cached prefix that is the whole prompt (its last token
-// must still be run to give the first logits).
+// state's verify width cannot hold, a prompt that fills the context, and a cached prefix that is
+// the whole prompt (its last token must still be run to give the first logits).
 TEST_F(DecodeLoop, RequestsThatCannotRun) {
     DecodeOptions o;
     o.max_new_tokens = 0;
@@ -229,7 +229,8 @@ TEST_F(DecodeLoop, RequestsThatCannotRun) {
     // A 32-position state takes a prompt of 31 tokens, not of 32: the first generated token
     // needs a position too.
     const std::vector<int32_t> fills(32, 5);
-    fails(fills, ok, 3, "prompt of 32 tokens leaves no room for a generated token in the context size 32");
+    fails(fills, ok, 3,
+          "prompt of 32 tokens leaves no room for a generated token in the context size 32");
     EXPECT_EQ("(no error)", error(std::vector<int32_t>(31, 5), ok, 3));
     SequenceState cached = lm_.model->new_state(32, 3);
     lm_.model->forward(cached, prompt_.data(), int64_t(prompt_.size()), {});

@@ -3,9 +3,8 @@
 // template, and Jinja2 behaviour stated in its documentation (expected strings written by hand).
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/mapped_file.h"
@@ -313,7 +312,6 @@ TEST(ChatTemplateJinja, MalformedMessagesAndToolsNameTheProblem) {
     EXPECT_EQ("(rendered)", error_of(ok, Json::parse(R"([{"type":"function"}])")));
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Jinja2 behaviour the tests above left open. Every expected string follows the rule in the
 // comment beside it (Jinja2 3.1 documentation and Python's str/float semantics); each was also
@@ -373,7 +371,8 @@ TEST(JinjaParsing, PrecedenceAndSyntax) {
 // Python slices count negative bounds from the end; errors name the line of the offending token
 // inside a tag that spans lines (Jinja2 reports line 3 here too); `x[]` is refused cleanly.
 TEST(JinjaParsing, SlicesSubscriptsAndErrorLines) {
-    EXPECT_EQ(render("{{ [1, 2, 3][-2:] }}{{ 'abcd'[-3:-1] }}{{ [1, 2, 3][:-1] }}"), "[2, 3]bc[1, 2]");
+    EXPECT_EQ(render("{{ [1, 2, 3][-2:] }}{{ 'abcd'[-3:-1] }}{{ [1, 2, 3][:-1] }}"),
+              "[2, 3]bc[1, 2]");
     expect_error("{{ 1 +\n\n }}", "line 3");
     expect_error("{{ [1][] }}", "empty subscript");
 }
@@ -388,14 +387,16 @@ TEST(JinjaLoops, ElseAndLoopVariable) {
                      "{% endfor %}"),
               "32True;21False;10False;");
     // previtem / nextitem are undefined (print "") at the ends.
-    EXPECT_EQ(render("{% for x in [1, 2, 3] %}{{ loop.previtem }}-{{ loop.nextitem }};{% endfor %}"),
-              "-2;1-3;2-;");
+    EXPECT_EQ(
+        render("{% for x in [1, 2, 3] %}{{ loop.previtem }}-{{ loop.nextitem }};{% endfor %}"),
+        "-2;1-3;2-;");
 }
 
 // Operators: Python semantics for and/or, floats, comparisons, repetition.
 TEST(JinjaOperators, PythonSemantics) {
     // and / or return an operand, not a bool.
-    EXPECT_EQ(render("{{ none and 1 }}|{{ 0 or '' }}|{{ 'a' or 'b' }}|{{ 1 and 'c' }}"), "None||a|c");
+    EXPECT_EQ(render("{{ none and 1 }}|{{ 0 or '' }}|{{ 'a' or 'b' }}|{{ 1 and 'c' }}"),
+              "None||a|c");
     // Float floor division and modulo floor (the result takes the divisor's sign).
     EXPECT_EQ(render("{{ 7.5 // 2 }} {{ -7.5 % 2 }} {{ -7.5 // 2 }}"), "3.0 0.5 -4.0");
     expect_error("{{ 1 / 0 }}", "division by zero");
@@ -407,9 +408,10 @@ TEST(JinjaOperators, PythonSemantics) {
     EXPECT_EQ(render("{{ 'c' if false }}|"), "|");
     EXPECT_EQ(render("{{ 3 * 'ab' }}|{{ 'ab' * 0 }}|{{ 2 * [1] }}"), "ababab||[1, 1]");
     // Strings compare by code point; lists item by item, then by length.
-    EXPECT_EQ(render("{{ 'a' < 'b' }}{{ 'b' < 'a' }}{{ 'a' <= 'a' }}{{ [1] < [1, 2] }}{{ [1, 2] < [1] }}"
-                     "{{ [1, 3] > [1, 2] }}"),
-              "TrueFalseTrueTrueFalseTrue");
+    EXPECT_EQ(
+        render("{{ 'a' < 'b' }}{{ 'b' < 'a' }}{{ 'a' <= 'a' }}{{ [1] < [1, 2] }}{{ [1, 2] < [1] }}"
+               "{{ [1, 3] > [1, 2] }}"),
+        "TrueFalseTrueTrueFalseTrue");
     // `in` an undefined value is false (Jinja2's Undefined iterates as empty).
     EXPECT_EQ(render("{{ 'a' in undefined_x }}"), "False");
     // Only namespace() attributes can be assigned.
@@ -434,7 +436,8 @@ TEST(JinjaValues, PythonPrinting) {
     EXPECT_EQ(render("{{ -1.5 }} {{ 0.0001 }} {{ 0.00001 }} {{ 12.0 }} {{ 0.05 }} {{ 123456.0 }}"),
               "-1.5 0.0001 1e-05 12.0 0.05 123456.0");
     // repr(str) uses double quotes when the text has ' and no "; escapes \n.
-    EXPECT_EQ(render("{{ [\"it's\"] }}|{{ ['a\\nb'] }}|{{ ['a\"b'] }}"), "[\"it's\"]|['a\\nb']|['a\"b']");
+    EXPECT_EQ(render("{{ [\"it's\"] }}|{{ ['a\\nb'] }}|{{ ['a\"b'] }}"),
+              "[\"it's\"]|['a\\nb']|['a\"b']");
     // json.dumps(indent=2) prints empty containers as [] and {}.
     EXPECT_EQ(render("{{ [[], {}]|tojson(indent=2) }}"), "[\n  [],\n  {}\n]");
 }
@@ -459,9 +462,10 @@ TEST(JinjaFilters, DefaultFirstAndNumbers) {
     // int("3.5") fails, so Jinja's int filter goes through float and truncates.
     EXPECT_EQ(render("{{ '3.5'|int }}"), "3");
     // round: half to even for "common"; ceil/floor methods; precision in decimal places.
-    EXPECT_EQ(render("{{ 2.1|round(0, 'ceil') }} {{ 2.9|round(0, 'floor') }} {{ 3.14159|round(2) }} "
-                     "{{ 2.25|round(1) }}"),
-              "3.0 2.0 3.14 2.2");
+    EXPECT_EQ(
+        render("{{ 2.1|round(0, 'ceil') }} {{ 2.9|round(0, 'floor') }} {{ 3.14159|round(2) }} "
+               "{{ 2.25|round(1) }}"),
+        "3.0 2.0 3.14 2.2");
     // 2**63 does not fit in 64 bits (results must fit in int64).
     expect_error("{{ 9223372036854775808.0|int }}", "cannot convert");
 }
@@ -480,12 +484,15 @@ TEST(JinjaFilters, ListFilters) {
     // attribute='0' indexes lists.
     EXPECT_EQ(render("{{ [[1, 2], [3, 4]]|map(attribute='0')|list }}"), "[1, 3]");
     // min/max compare strings case-insensitively.
-    EXPECT_EQ(render("{{ [3, 1, 2]|min }}{{ ['b', 'A', 'c']|min }}{{ ['b', 'A', 'c']|max }}"), "1Ac");
+    EXPECT_EQ(render("{{ [3, 1, 2]|min }}{{ ['b', 'A', 'c']|min }}{{ ['b', 'A', 'c']|max }}"),
+              "1Ac");
     // dictsort: by key, case-insensitive; reverse; by='value'.
-    EXPECT_EQ(render("{% for k, v in {'b': 1, 'A': 2, 'c': 0}|dictsort %}{{ k }}{{ v }}{% endfor %}|"
-                     "{% for k, v in {'b': 1, 'a': 2}|dictsort(reverse=true) %}{{ k }}{% endfor %}|"
-                     "{% for k, v in {'b': 1, 'a': 2, 'c': 0}|dictsort(by='value') %}{{ k }}{% endfor %}"),
-              "A2b1c0|ba|cba");
+    EXPECT_EQ(
+        render(
+            "{% for k, v in {'b': 1, 'A': 2, 'c': 0}|dictsort %}{{ k }}{{ v }}{% endfor %}|"
+            "{% for k, v in {'b': 1, 'a': 2}|dictsort(reverse=true) %}{{ k }}{% endfor %}|"
+            "{% for k, v in {'b': 1, 'a': 2, 'c': 0}|dictsort(by='value') %}{{ k }}{% endfor %}"),
+        "A2b1c0|ba|cba");
     EXPECT_EQ(render("{% for k, v in {'a': 1}|items %}{{ k }}{{ v }}{% endfor %}"), "a1");
     EXPECT_EQ(render("{{ range(5, 0, -2)|list }}{{ range(3)|list }}"), "[5, 3, 1][0, 1, 2]");
     EXPECT_EQ(render("{{ namespace({'a': 1}).a }}{{ dict(a=1, b=2) }}"), "1{'a': 1, 'b': 2}");
@@ -493,10 +500,13 @@ TEST(JinjaFilters, ListFilters) {
 
 // Tests (`is ...`), as in Jinja2's list of builtin tests.
 TEST(JinjaTests, BuiltinTests) {
-    EXPECT_EQ(render("{{ 3 is odd }}{{ 4 is even }}{{ 3 is even }}{{ -3 is odd }}"), "TrueTrueFalseTrue");
-    EXPECT_EQ(render("{{ none is sameas none }}{{ 1 is lt 2 }}{{ 2 is ge 2 }}{{ 2 is gt 2 }}{{ 2 is le 2 }}"
-                     "{{ 3 is le 2 }}{{ 2 is ne 3 }}{{ '2' is in 'x2' }}"),
-              "TrueTrueTrueFalseTrueFalseTrueTrue");
+    EXPECT_EQ(render("{{ 3 is odd }}{{ 4 is even }}{{ 3 is even }}{{ -3 is odd }}"),
+              "TrueTrueFalseTrue");
+    EXPECT_EQ(
+        render(
+            "{{ none is sameas none }}{{ 1 is lt 2 }}{{ 2 is ge 2 }}{{ 2 is gt 2 }}{{ 2 is le 2 }}"
+            "{{ 3 is le 2 }}{{ 2 is ne 3 }}{{ '2' is in 'x2' }}"),
+        "TrueTrueTrueFalseTrueFalseTrueTrue");
 }
 
 // str methods, as Python defines them.
@@ -512,9 +522,10 @@ TEST(JinjaMethods, StringMethods) {
                      "{{ 'aéa'.rfind('a') }}"),
               "1222");
     // is* methods are false on an empty string.
-    EXPECT_EQ(render("{{ ''.isdigit() }}{{ '12'.isdigit() }}{{ 'ab'.isalpha() }}{{ 'a1'.isalnum() }}"
-                     "{{ ' '.isspace() }}{{ 'ab'.islower() }}{{ 'AB'.isupper() }}"),
-              "FalseTrueTrueTrueTrueTrueTrue");
+    EXPECT_EQ(
+        render("{{ ''.isdigit() }}{{ '12'.isdigit() }}{{ 'ab'.isalpha() }}{{ 'a1'.isalnum() }}"
+               "{{ ' '.isspace() }}{{ 'ab'.islower() }}{{ 'AB'.isupper() }}"),
+        "FalseTrueTrueTrueTrueTrueTrue");
     // splitlines drops the empty piece after a final newline.
     EXPECT_EQ(render("{{ 'a\\nb\\n'.splitlines() }}"), "['a', 'b']");
 }
@@ -526,8 +537,9 @@ TEST(JinjaFilters, MoreFiltersAndLookups) {
                      "{{ [{'a': 1}, {'a': 2}]|sum(attribute='a', start=10) }}"),
               "a|Hello world|13");
     // map(filter, args...) passes the extra arguments on; none is defined for default.
-    EXPECT_EQ(render("{{ ['a', 'b']|map('upper')|list }}|{{ [none, 'b']|map('default', 'x')|list }}"),
-              "['A', 'B']|[None, 'b']");
+    EXPECT_EQ(
+        render("{{ ['a', 'b']|map('upper')|list }}|{{ [none, 'b']|map('default', 'x')|list }}"),
+        "['A', 'B']|[None, 'b']");
     EXPECT_EQ(render("{{ ['a', 'b']|map('replace', 'a', 'z')|list }}"), "['z', 'b']");
     // list of a string is its characters; items of undefined is empty.
     EXPECT_EQ(render("{{ 'ab'|list }}|{{ undefined_y|items|list }}"), "['a', 'b']|[]");
@@ -536,15 +548,19 @@ TEST(JinjaFilters, MoreFiltersAndLookups) {
                      "{{ {'a': 1, 'b': 2}.keys()|list }}"),
               "d|[1, 2]|['a', 'b']");
     // float/int filters fall back to their default on text that is not a number.
-    EXPECT_EQ(render("{{ '1.5'|float }}|{{ 'x'|float }}|{{ 'x'|int(7) }}|{{ ', '.join(['a', 'b']) }}"),
-              "1.5|0.0|7|a, b");
+    EXPECT_EQ(
+        render("{{ '1.5'|float }}|{{ 'x'|float }}|{{ 'x'|int(7) }}|{{ ', '.join(['a', 'b']) }}"),
+        "1.5|0.0|7|a, b");
     // first of a string is its first character; an index out of range is undefined; True is 1.
-    EXPECT_EQ(render("{{ 'ab'|first }}|{{ [1, 2, 3]|last }}|{{ [1][5] is defined }}|{{ [1, 2][true] }}"),
-              "a|3|False|2");
+    EXPECT_EQ(
+        render("{{ 'ab'|first }}|{{ [1, 2, 3]|last }}|{{ [1][5] is defined }}|{{ [1, 2][true] }}"),
+        "a|3|False|2");
     // A dict iterates over its keys; range with start >= stop is empty.
-    EXPECT_EQ(render("{% for k in {'a': 1, 'b': 2} %}{{ k }}{% endfor %}|{{ range(3, 0)|list }}"), "ab|[]");
+    EXPECT_EQ(render("{% for k in {'a': 1, 'b': 2} %}{{ k }}{% endfor %}|{{ range(3, 0)|list }}"),
+              "ab|[]");
     // select/reject with a test name.
-    EXPECT_EQ(render("{{ [1, 2, 3]|select('odd')|list }}|{{ [1, 2, 3]|reject('odd')|list }}"), "[1, 3]|[2]");
+    EXPECT_EQ(render("{{ [1, 2, 3]|select('odd')|list }}|{{ [1, 2, 3]|reject('odd')|list }}"),
+              "[1, 3]|[2]");
     // json.dumps writes \b and \f as short escapes.
     EXPECT_EQ(render("{{ '\\b\\f'|tojson }}"), "\"\\b\\f\"");
     // max keeps the first of equal items (case-insensitive: 'b' and 'B' tie).
@@ -570,14 +586,17 @@ TEST(JinjaOperators, UndefinedValuesAreNamed) {
 TEST(JinjaApi, RenderArgumentsAreChecked) {
     ChatTemplate tpl(ChatTemplate::chatml_source());
     const Json ok = Json::parse(R"([{"role":"user","content":"a"}])");
-    EXPECT_NE(test::error_of([&] { tpl.render(ok, nullptr, true, std::nullopt, Json::array()); })
-                  .find("extra variables must be a JSON object"),
+    EXPECT_NE(test::error_of([&] {
+                  tpl.render(ok, nullptr, true, std::nullopt, Json::array());
+              }).find("extra variables must be a JSON object"),
               std::string::npos);
-    EXPECT_NE(test::error_of([&] { tpl.render(Json::object(), nullptr, true); })
-                  .find("messages must be a JSON array"),
+    EXPECT_NE(test::error_of([&] {
+                  tpl.render(Json::object(), nullptr, true);
+              }).find("messages must be a JSON array"),
               std::string::npos);
     // add_generation_prompt and enable_thinking reach the template as booleans.
-    ChatTemplate flags("{{ add_generation_prompt }} {{ enable_thinking }} {{ enable_thinking is defined }}");
+    ChatTemplate flags(
+        "{{ add_generation_prompt }} {{ enable_thinking }} {{ enable_thinking is defined }}");
     EXPECT_EQ(flags.render(Json::array(), nullptr, true, false), "True False True");
     EXPECT_EQ(flags.render(Json::array(), nullptr, false), "False  False");
 }
@@ -598,24 +617,30 @@ TEST(JinjaFixes, WhitespaceControlPlusAndRaw) {
 // A {% set %} in a loop body is local to that iteration: the next one sees the outer value
 // again (Jinja2 prints 0 twice here, then the outer 0 after the loop).
 TEST(JinjaFixes, SetInLoopBodyDoesNotCarryToNextIteration) {
-    EXPECT_EQ(render("{% set a = 0 %}{% for x in [1, 2] %}{{ a }}{% set a = x %}{{ a }}{% endfor %}{{ a }}"),
-              "01020");
-    EXPECT_EQ(render("{% for x in [1, 2] %}{{ b is defined }}{% set b = x %}{% endfor %}"), "FalseFalse");
+    EXPECT_EQ(
+        render(
+            "{% set a = 0 %}{% for x in [1, 2] %}{{ a }}{% set a = x %}{{ a }}{% endfor %}{{ a }}"),
+        "01020");
+    EXPECT_EQ(render("{% for x in [1, 2] %}{{ b is defined }}{% set b = x %}{% endfor %}"),
+              "FalseFalse");
 }
 
 // A test's argument without parentheses is a primary with its postfix, as in Jinja2's
 // parse_test: a list or dict literal, or d.a, are allowed.
 TEST(JinjaFixes, TestArgumentIsAPrimaryWithPostfix) {
-    EXPECT_EQ(render("{% set d = {'a': [1]} %}{{ 1 is in d.a }}{{ 'k' is in {'k': 1} }}{{ 3 is in d['a'] }}"
-                     "{{ 2 is in [1, 2] }}"),
-              "TrueTrueFalseTrue");
+    EXPECT_EQ(
+        render(
+            "{% set d = {'a': [1]} %}{{ 1 is in d.a }}{{ 'k' is in {'k': 1} }}{{ 3 is in d['a'] }}"
+            "{{ 2 is in [1, 2] }}"),
+        "TrueTrueFalseTrue");
 }
 
 TEST(JinjaFixes, FiltersTestsAndMethodsMatchPython) {
     // round() of an int is an int: Python's round(3, 0) == 3, and round(1250, -2) rounds half
     // to even (1200); the ceil method divides by 10**precision, a float.
-    EXPECT_EQ(render("{{ 3|round }}|{{ 3|round(1) }}|{{ 1250|round(-2) }}|{{ 3|round(0, 'ceil') }}"),
-              "3|3|1200|3.0");
+    EXPECT_EQ(
+        render("{{ 3|round }}|{{ 3|round(1) }}|{{ 1250|round(-2) }}|{{ 3|round(0, 'ceil') }}"),
+        "3|3|1200|3.0");
     // str.split(None, maxsplit) keeps the remainder's trailing whitespace.
     EXPECT_EQ(render("{{ ' a b c  '.split(none, 1) }}"), "['a', 'b c  ']");
     // str.title(): digits are not cased, so the letter after one starts a word.

@@ -14,7 +14,8 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
     std::vector<FlagSpec> specs = {
         {"special", "", false, "parse special tokens such as <|im_start|> in the text"},
         {"jsonl", "", false,
-         "read one JSON string per line, print one JSON array per line (a blank line, or one of only spaces and tabs: [])"},
+         "read one JSON string per line, print one JSON array per line (a blank line, or one of "
+         "only spaces and tabs: [])"},
         {"help", "h", false, "show this help"},
     };
     Args a(specs, argv);

@@ -122,8 +122,9 @@ std::map<std::string, RawTensor> assemble_mlx_tensors(const std::map<std::string
             // MLX stores a module the config excludes as a plain weight: packed codes there mean
             // the files and the config disagree, and neither says which bits to read.
             if (!o->second.quantized)
-                fail(w.file, ": tensor '", name, "' is packed, but config.json's quantization marks '",
-                     path, "' as not quantized (\"", path, "\": false)");
+                fail(w.file, ": tensor '", name,
+                     "' is packed, but config.json's quantization marks '", path,
+                     "' as not quantized (\"", path, "\": false)");
             bits = o->second.bits;
             group = o->second.group_size;
         }

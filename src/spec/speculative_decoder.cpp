@@ -45,8 +45,10 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
     // One position past the prompt: the first generated token is run too (its hidden state
     // feeds the drafter, and the session keeps it for the next turn).
     if (int64_t(prompt.size()) + 1 > state.max_positions)
-        fail("prompt of ", prompt.size(), " tokens leaves no room for a generated token in the context size ",
-             state.max_positions, " (it takes at most ", state.max_positions - 1, " prompt tokens)");
+        fail("prompt of ", prompt.size(),
+             " tokens leaves no room for a generated token in the context size ",
+             state.max_positions, " (it takes at most ", state.max_positions - 1,
+             " prompt tokens)");
     const int depth = drafter ? std::max(0, options.draft_depth) : 0;
     if (depth + 1 > state.max_width)
         fail("draft depth ", depth, " needs verify width ", depth + 1, " but the state holds ",

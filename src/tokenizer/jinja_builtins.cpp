@@ -1,13 +1,13 @@
 #include "tokenizer/jinja_builtins.h"
 
+#include <unicode/uchar.h>
+#include <unicode/unistr.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <ctime>
 #include <optional>
-
-#include <unicode/uchar.h>
-#include <unicode/unistr.h>
 
 #include "core/error.h"
 #include "tokenizer/jinja_eval.h"
@@ -75,7 +75,8 @@ Array py_split(const std::string& s, const Value& sep, int64_t maxsplit, int lin
             while (i < u.size() && py_space(u[i])) ++i;
             if (i >= u.size()) break;
             if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-                // The remainder keeps its trailing whitespace: ' a b  '.split(None, 1) == ['a', 'b  '].
+                // The remainder keeps its trailing whitespace: ' a b  '.split(None, 1) == ['a', 'b
+                // '].
                 out.push_back(Value(from_u32(u.substr(i))));
                 break;
             }
@@ -711,7 +712,8 @@ bool call_method(const Value& obj, const std::string& name, const CallArgs& a, V
         } else if (name == "count") {
             std::string sub = need_string(arg(a, 0, "sub", none), line, "count()");
             int64_t n = 0;
-            if (sub.empty())  // Python: the empty string occurs before each character and at the end
+            if (sub.empty())  // Python: the empty string occurs before each character and at the
+                              // end
                 n = static_cast<int64_t>(to_u32(s).size()) + 1;
             else
                 for (std::size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;

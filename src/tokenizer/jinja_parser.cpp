@@ -369,13 +369,15 @@ public:
                 if (is_op("(")) {
                     next();
                     call_args(*t);
-                } else if (!at_end() && (peek().kind == Token::Kind::String || peek().kind == Token::Kind::Int ||
-                                         peek().kind == Token::Kind::Float || is_op("[") || is_op("{") ||
-                                         (peek().kind == Token::Kind::Name && !is_name("and") && !is_name("or") &&
-                                          !is_name("else") && !is_name("if") && !is_name("in") && !is_name("not") &&
-                                          !is_name("is")))) {
-                    // `x is divisibleby 3`, `x is sameas none`, `x is in [1, 2]`, `x is in d.keys`: as in
-                    // Jinja2's parse_test, one primary (a list or dict literal too) with its postfix.
+                } else if (!at_end() &&
+                           (peek().kind == Token::Kind::String || peek().kind == Token::Kind::Int ||
+                            peek().kind == Token::Kind::Float || is_op("[") || is_op("{") ||
+                            (peek().kind == Token::Kind::Name && !is_name("and") &&
+                             !is_name("or") && !is_name("else") && !is_name("if") &&
+                             !is_name("in") && !is_name("not") && !is_name("is")))) {
+                    // `x is divisibleby 3`, `x is sameas none`, `x is in [1, 2]`, `x is in d.keys`:
+                    // as in Jinja2's parse_test, one primary (a list or dict literal too) with its
+                    // postfix.
                     t->args.push_back(postfix(primary()));
                 }
                 e = std::move(t);
