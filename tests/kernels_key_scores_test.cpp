@@ -291,5 +291,24 @@ TEST(KernelsKeyScores, RowsAndPositionsInvariantBitwise) {
     }
 }
 
+// query_rows_a_chunk: as many query rows as fit kQueryCodeBytes (8192) one-byte codes, by
+// plain division: 8192 / 128 = 64, 8192 / 256 = 32, and a head of exactly 8192 values still
+// gets its one row. A head of 8224 values (one block more) does not fit, and one of 40 values
+// (a part block, which the Q8_0 tiles cannot hold) is refused too; both name the size.
+TEST(KeyTiles, QueryRowsAChunkDivideTheCodeBuffer) {
+    EXPECT_EQ(query_rows_a_chunk(128), 64);
+    EXPECT_EQ(query_rows_a_chunk(256), 32);
+    EXPECT_EQ(query_rows_a_chunk(8192), 1);
+    for (const int64_t bad : {int64_t(8224), int64_t(40)}) {
+        std::string message = "(no error)";
+        try {
+            query_rows_a_chunk(bad);
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        EXPECT_NE(message.find(std::to_string(bad) + " values"), std::string::npos) << message;
+    }
+}
+
 }  // namespace
 }  // namespace nextn
