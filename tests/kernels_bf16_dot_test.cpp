@@ -189,5 +189,19 @@ TEST(KernelsBf16Dot, SubnormalWeightsReadAsZeroAgainstLargeActivations) {
         EXPECT_EQ(matmul_on(kernels_for(isa), w, xv, 1, 1), want) << isa;
 }
 
+// round_columns_bf16 keeps room for at least 16 columns from the first call (bf16_dot.cpp: the
+// widest verify or MTP flush), as resize_columns does for int8: rounding 1 column and then 16
+// reuses the same buffer, so an MoE expert's growing input does not allocate in the decode loop.
+TEST(KernelsBf16Dot, ColumnsHoldSixteenFromTheStart) {
+    const std::vector<float> x(16 * 40, 1.0f);
+    Bf16Columns xb;
+    round_columns_bf16(x.data(), 1, 40, xb);
+    const uint16_t* held = xb.values.data();
+    EXPECT_GE(xb.values.size(), size_t(16 * xb.stride));
+    round_columns_bf16(x.data(), 16, 40, xb);
+    EXPECT_EQ(xb.values.data(), held);
+    EXPECT_EQ(xb.n, 16);
+}
+
 }  // namespace
 }  // namespace nextn
