@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "error_of.h"
 #include "kernels/kernels.h"
 #include "kernels/measure.h"
 
@@ -170,6 +171,43 @@ TEST(ReadProbe, ReusedBufferGivesPositiveRatesAndRefusesTooSmallAPrefix) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("256 bytes too small"), std::string::npos) << e.what();
     }
+}
+
+// The names measure.h gives each peak kind and its probe (bench and the tuning report print
+// them): "int8", "f32", "bf16"; "int8 dot products", "fused multiply-adds", "bf16 dot products".
+TEST(PeakProbe, KindsAndProbesAreNamedAsDocumented) {
+    EXPECT_STREQ(peak_kind_name(PeakKind::Int8), "int8");
+    EXPECT_STREQ(peak_kind_name(PeakKind::F32), "f32");
+    EXPECT_STREQ(peak_kind_name(PeakKind::Bf16), "bf16");
+    EXPECT_STREQ(peak_probe_name(PeakKind::Int8), "int8 dot products");
+    EXPECT_STREQ(peak_probe_name(PeakKind::F32), "fused multiply-adds");
+    EXPECT_STREQ(peak_probe_name(PeakKind::Bf16), "bf16 dot products");
+}
+
+// measure_gemm_cost describes the matrix it timed: its type and shape, one matrix's bytes (an
+// f32 [8, 64] matrix: 8 * 64 * 4 = 2048) and one positive time per width 1..max_n.
+TEST(GemmCost, DescribesTheTimedMatrix) {
+    ThreadPool pool(1);
+    const GemmCost cost = measure_gemm_cost(kernels(), WType::F32, 8, 64, 3, pool, 0.0, 0);
+    EXPECT_EQ(cost.type, WType::F32);
+    EXPECT_EQ(cost.rows, 8);
+    EXPECT_EQ(cost.cols, 64);
+    EXPECT_EQ(cost.weight_bytes, 2048u);
+    ASSERT_EQ(cost.seconds.size(), 3u);
+    for (double s : cost.seconds) EXPECT_GT(s, 0.0);
+}
+
+// Widths start at 1, so max_n = 0 times nothing and is refused; so is an empty list of weights.
+TEST(GemmCost, RefusesNoWidthsAndNoWeights) {
+    ThreadPool pool(1);
+    EXPECT_EQ(test::error_of([&] { measure_gemm_cost(kernels(), WType::F32, 8, 64, 0, pool, 0.0, 0); }),
+              "measure_gemm_cost: max_n must be >= 1");
+    const std::vector<float> v(8 * 64, 1.0f);
+    const WeightMatrix w = make_weight_f32(v.data(), 8, 64, WType::F32);
+    EXPECT_EQ(test::error_of([&] { time_rotating_gemm(kernels(), std::span(&w, 1), 0, pool, 0.0); }),
+              "time_rotating_gemm: max_n must be >= 1");
+    EXPECT_EQ(test::error_of([&] { time_rotating_gemm(kernels(), {}, 1, pool, 0.0); }),
+              "time_rotating_gemm: no weights");
 }
 
 }  // namespace
