@@ -53,12 +53,12 @@ TEST(KernelsInt8Glue, RepackRefusesATargetOfAnotherSource) {
 TEST(KernelsInt8Glue, Q6_KRepackTakesOnlyWholeQ6_KTensors) {
     const std::vector<uint8_t> whole(210, 0), short_by_one(209, 0);
     WeightMatrix out;
-    EXPECT_FALSE(repack_q6_k_for_int8_dot(test::tensor_over("t", DType::Q8_0, 1, 256, whole), 1, 256,
-                                          out));
+    EXPECT_FALSE(
+        repack_q6_k_for_int8_dot(test::tensor_over("t", DType::Q8_0, 1, 256, whole), 1, 256, out));
     EXPECT_FALSE(repack_q6_k_for_int8_dot(test::tensor_over("t", DType::Q6_K, 1, 256, short_by_one),
                                           1, 256, out));
-    ASSERT_TRUE(repack_q6_k_for_int8_dot(test::tensor_over("t", DType::Q6_K, 1, 256, whole), 1, 256,
-                                         out));
+    ASSERT_TRUE(
+        repack_q6_k_for_int8_dot(test::tensor_over("t", DType::Q6_K, 1, 256, whole), 1, 256, out));
     EXPECT_EQ(out.type, WType::Q6_KX);
     std::vector<float> row(256, 1.0f);
     int8_dot_row_f32(out, 0, row.data());

@@ -38,19 +38,18 @@ TEST(KernelsMatmulGlue, SharedInputTakesAtMostEightOutputs) {
     const WeightMatrix w = ones(1, 8);
     const std::vector<float> x(8, 1.0f);
     std::vector<float> y(9, 0.0f);
+    auto out = [&](int i) { return MatmulOutput{&w, &y[size_t(i)]}; };  // output i: into y[i]
     EXPECT_EQ(test::error_of([&] {
                   matmul_shared_input(kernels(),
-                                      {{&w, &y[0]}, {&w, &y[1]}, {&w, &y[2]}, {&w, &y[3]},
-                                       {&w, &y[4]}, {&w, &y[5]}, {&w, &y[6]}, {&w, &y[7]},
-                                       {&w, &y[8]}},
+                                      {out(0), out(1), out(2), out(3), out(4), out(5), out(6),
+                                       out(7), out(8)},
                                       x.data(), 1, pool);
               }),
               "matmul_shared_input: at most 8 outputs");
     EXPECT_EQ(test::error_of([&] {
-                  matmul_shared_input(kernels(),
-                                      {{&w, &y[0]}, {&w, &y[1]}, {&w, &y[2]}, {&w, &y[3]},
-                                       {&w, &y[4]}, {&w, &y[5]}, {&w, &y[6]}, {&w, &y[7]}},
-                                      x.data(), 1, pool);
+                  matmul_shared_input(
+                      kernels(), {out(0), out(1), out(2), out(3), out(4), out(5), out(6), out(7)},
+                      x.data(), 1, pool);
               }),
               "(no error)");
     for (int i = 0; i < 8; ++i) EXPECT_EQ(y[size_t(i)], 8.0f) << i;

@@ -200,12 +200,14 @@ TEST(GemmCost, DescribesTheTimedMatrix) {
 // Widths start at 1, so max_n = 0 times nothing and is refused; so is an empty list of weights.
 TEST(GemmCost, RefusesNoWidthsAndNoWeights) {
     ThreadPool pool(1);
-    EXPECT_EQ(test::error_of([&] { measure_gemm_cost(kernels(), WType::F32, 8, 64, 0, pool, 0.0, 0); }),
-              "measure_gemm_cost: max_n must be >= 1");
+    EXPECT_EQ(
+        test::error_of([&] { measure_gemm_cost(kernels(), WType::F32, 8, 64, 0, pool, 0.0, 0); }),
+        "measure_gemm_cost: max_n must be >= 1");
     const std::vector<float> v(8 * 64, 1.0f);
     const WeightMatrix w = make_weight_f32(v.data(), 8, 64, WType::F32);
-    EXPECT_EQ(test::error_of([&] { time_rotating_gemm(kernels(), std::span(&w, 1), 0, pool, 0.0); }),
-              "time_rotating_gemm: max_n must be >= 1");
+    EXPECT_EQ(
+        test::error_of([&] { time_rotating_gemm(kernels(), std::span(&w, 1), 0, pool, 0.0); }),
+        "time_rotating_gemm: max_n must be >= 1");
     EXPECT_EQ(test::error_of([&] { time_rotating_gemm(kernels(), {}, 1, pool, 0.0); }),
               "time_rotating_gemm: no weights");
 }
