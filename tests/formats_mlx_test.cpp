@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -164,14 +165,18 @@ nlohmann::json config_of(const std::filesystem::path& folder) {
     return nlohmann::json::parse(read_text_file((folder / "config.json").string()));
 }
 
-// A scratch folder `name` with links to `files` of the fixture folder `from` and `config` as its
-// config.json: a fixture with its config edited.
+// A scratch folder `name` with links to the trunk's weights and tokenizer files of the fixture
+// folder `from`, and to its `extra` files, with `config` as its config.json: a fixture with its
+// config edited.
 std::filesystem::path linked_folder(const std::filesystem::path& from, const std::string& name,
-                                    std::initializer_list<const char*> files,
-                                    const nlohmann::json& config) {
+                                    const nlohmann::json& config,
+                                    std::initializer_list<const char*> extra = {}) {
     namespace fs = std::filesystem;
     const fs::path dir = test::scratch_dir() + "/" + name;
     fs::create_directories(dir);
+    std::vector<const char*> files = {"model.safetensors", "model.safetensors.index.json",
+                                      "tokenizer.json", "tokenizer_config.json"};
+    files.insert(files.end(), extra.begin(), extra.end());
     for (const char* f : files)
         if (!fs::exists(dir / f)) fs::create_symlink(from / f, dir / f);
     std::ofstream((dir / "config.json").string()) << config.dump();
@@ -187,19 +192,11 @@ TEST(FormatsMlxFixtures, MissingSidecarIsAnErrorUnlessNoMtp) {
     nlohmann::json config = config_of(from);
     ASSERT_TRUE(config.contains("mlx_lm_extra_tensors"));
     config["mlx_lm_extra_tensors"]["mtp_file"] = "nope.safetensors";
-    const fs::path dir = linked_folder(from, "mlx-4bit-no-sidecar",
-                                       {"model.safetensors", "model.safetensors.index.json",
-                                        "tokenizer.json", "tokenizer_config.json"},
-                                       config);
-    try {
-        load_checkpoint(dir.string());
-        ADD_FAILURE() << "loaded without its sidecar";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find(
-                      "mtp_file names 'nope.safetensors', which is not in the model directory"),
-                  std::string::npos)
-            << e.what();
-    }
+    const fs::path dir = linked_folder(from, "mlx-4bit-no-sidecar", config);
+    const std::string error = test::error_of([&] { load_checkpoint(dir.string()); });
+    EXPECT_NE(error.find("mtp_file names 'nope.safetensors', which is not in the model directory"),
+              std::string::npos)
+        << error;
     LoadOptions no_mtp;
     no_mtp.load_mtp = false;
     EXPECT_EQ("none", load_checkpoint(dir.string(), no_mtp).mtp_source);
@@ -218,10 +215,7 @@ TEST(FormatsMlxFixtures, SidecarReplacesTheInlineHeadWhole) {
     ASSERT_FALSE(config.contains("mlx_lm_extra_tensors")) << "the premise: an inline head";
     ASSERT_EQ("inline", load_checkpoint(inline_dir.string()).mtp_source);
     config["mlx_lm_extra_tensors"]["mtp_file"] = "mtp.safetensors";
-    const fs::path dir = linked_folder(inline_dir, "mlx-8bit-with-sidecar",
-                                       {"model.safetensors", "model.safetensors.index.json",
-                                        "tokenizer.json", "tokenizer_config.json"},
-                                       config);
+    const fs::path dir = linked_folder(inline_dir, "mlx-8bit-with-sidecar", config);
 
     // The sidecar less mtp.fc.weight: its header without that entry, then the same data bytes
     // (offsets count from the data's start, so the other entries still point at their bytes).
@@ -263,9 +257,7 @@ TEST(FormatsMlxFixtures, DeclaredDeltaNormEncodingWinsOverTheValues) {
     for (const auto& n : mtp_norms) EXPECT_TRUE(numeric.norms_already_shifted.count(n)) << n;
 
     config["mtplx_mtp_norm_encoding"] = "delta";
-    const fs::path dir = linked_folder(
-        from, "mlx-4bit-delta",
-        {"model.safetensors", "model.safetensors.index.json", "mtp.safetensors"}, config);
+    const fs::path dir = linked_folder(from, "mlx-4bit-delta", config, {"mtp.safetensors"});
     const Checkpoint declared = load_checkpoint(dir.string());
     ASSERT_EQ(declared.mtp_source, "sidecar");
     for (const auto& n : mtp_norms) EXPECT_FALSE(declared.norms_already_shifted.count(n)) << n;

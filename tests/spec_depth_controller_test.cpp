@@ -90,6 +90,25 @@ int simulate_requests(double a, double slope, int requests, int rounds, double c
     return c.best_depth();
 }
 
+// What one round of a scripted run observes: drafts accepted and the round's seconds.
+struct Round {
+    int accepted;
+    double seconds;
+};
+
+// The depths c chooses over `rounds` rounds, round r at depth d observed as round(r, d) says.
+template <class Script>
+std::vector<int> choices_over(DepthController& c, int rounds, Script round) {
+    std::vector<int> choices;
+    for (int r = 0; r < rounds; ++r) {
+        const int depth = c.choose();
+        choices.push_back(depth);
+        const Round seen = round(r, depth);
+        c.observe(depth, seen.accepted, seen.seconds);
+    }
+    return choices;
+}
+
 // Issue 8's floor: at ~0% acceptance `auto` runs at >= 0.95x plain decoding, from a cold start,
 // within a short request (48 rounds here, as `nextn bench` decodes 64 tokens), even when the
 // very first plain round is measured 3x slow.
@@ -177,12 +196,9 @@ TEST(DepthController, StatePersistsAcrossInstances) {
 // rests on 2 rounds), and depth 4 resumes.
 TEST(DepthController, ColdStartMeasuresPlainAndDepthOneThenClimbs) {
     DepthController c(4);
-    std::vector<int> choices;
-    for (int r = 0; r < 14; ++r) {
-        const int depth = c.choose();
-        choices.push_back(depth);
-        c.observe(depth, depth, 0.01 * (1 + 0.1 * depth));
-    }
+    const std::vector<int> choices = choices_over(c, 14, [](int, int depth) {
+        return Round{depth, 0.01 * (1 + 0.1 * depth)};
+    });
     EXPECT_EQ((std::vector<int>{0, 1, 1, 1, 1, 2, 3, 4, 4, 4, 4, 3, 4, 4}), choices);
 }
 
@@ -192,14 +208,11 @@ TEST(DepthController, ColdStartMeasuresPlainAndDepthOneThenClimbs) {
 TEST(DepthController, ALosingProbeIsConfirmedOnASecondRound) {
     DepthController c(2);
     std::vector<bool> seen(3, false);
-    std::vector<int> choices;
-    for (int r = 0; r < 8; ++r) {
-        const int depth = c.choose();
-        choices.push_back(depth);
+    const std::vector<int> choices = choices_over(c, 8, [&](int, int depth) {
         const double cold = seen[size_t(depth)] ? 1.0 : 3.0;
         seen[size_t(depth)] = true;
-        c.observe(depth, depth, cold * 0.01 * (1 + 0.1 * depth));
-    }
+        return Round{depth, cold * 0.01 * (1 + 0.1 * depth)};
+    });
     // Rounds 1-2 measure 0 and 1; 2-5 stay at 1; 6 probes 2 (cold: a loss so far); 7 confirms it
     // (warm: a win) and depth 2 stays.
     EXPECT_EQ((std::vector<int>{0, 1, 1, 1, 1, 2, 2, 2}), choices);
@@ -232,12 +245,9 @@ TEST(DepthController, ProbesAlternateDirectionAfterALoss) {
 // down) comes 4 rounds later.
 TEST(DepthController, AWinResetsTheProbeInterval) {
     DepthController c(1);
-    std::vector<int> choices;
-    for (int r = 0; r < 120; ++r) {
-        const int depth = c.choose();
-        choices.push_back(depth);
-        c.observe(depth, r < 30 ? 0 : depth, 0.01 * (1 + 0.2 * depth));
-    }
+    const std::vector<int> choices = choices_over(c, 120, [](int r, int depth) {
+        return Round{r < 30 ? 0 : depth, 0.01 * (1 + 0.2 * depth)};
+    });
     size_t win = 30;
     while (win < choices.size() && choices[win] == 0) ++win;
     ASSERT_LT(win + 4, choices.size());
