@@ -24,8 +24,6 @@ import os
 import struct
 import sys
 
-import numpy as np
-
 # The dense releases' text-model shapes (docs/qwen35-architecture.md section 1.3), a copy of
 # src/model/synthetic.cpp's table (tests/cli/synthetic_gguf_shapes.py checks that the two agree),
 # and "tiny", a few-MB model of the same structure for the tool's own test
@@ -134,6 +132,13 @@ def main():
     ap.add_argument("--type", default="q4_0", choices=sorted(QUANT))
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
+    # Imported here, not at the top, so that the shape table and the flags' checks need no numpy
+    # (tests/cli/synthetic_gguf_shapes.py reads the table where numpy is absent).
+    global np
+    try:
+        import numpy as np
+    except ImportError:
+        sys.exit("synthetic_gguf.py needs numpy to write weights: install Debian's python3-numpy")
 
     m = MODELS[args.model]
     layers, hidden, ffn, vocab = m["layers"], m["hidden"], m["ffn"], m["vocab"]
