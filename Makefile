@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 MODEL ?= $(if $(wildcard models/nextn-tiny/config.json),models/nextn-tiny,tests/data/qwen35-dense-tiny)
 
-.PHONY: all deps build run test bench fuzz sanitize clean
+.PHONY: all deps build run test bench fuzz sanitize portable clean
 
 all: build
 
@@ -41,6 +41,16 @@ sanitize: deps
 	@cd $(SANITIZE_DIR) && ASAN_OPTIONS=exitcode=99:detect_leaks=1 \
 		UBSAN_OPTIONS=halt_on_error=1:exitcode=99:print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS) --timeout 3600 -E '^cli_fuzz$$'
+
+# What a build for a CPU other than x86-64 (ARM, ...) compiles, built and tested here: no x86
+# kernels, so every table is the scalar reference, and char unsigned, as aarch64's ABI has it. On
+# such a CPU `make` itself builds this way (CMakeLists.txt, NEXTN_X86_KERNELS).
+PORTABLE_DIR ?= $(BUILD_DIR)-portable
+portable: deps
+	@cmake -S . -B $(PORTABLE_DIR) -DCMAKE_BUILD_TYPE=Release -DNEXTN_WERROR=ON -DNEXTN_X86_KERNELS=OFF \
+		-DCMAKE_CXX_FLAGS="-funsigned-char" > /dev/null
+	@cmake --build $(PORTABLE_DIR) -j $(JOBS)
+	@cd $(PORTABLE_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 3600
 
 clean:
 	rm -rf $(BUILD_DIR)

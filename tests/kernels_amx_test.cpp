@@ -19,14 +19,14 @@
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
 #include "kernels/row_groups.h"
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 #include "kernels/x86/x86_kernels.h"
 #endif
 
 namespace nextn {
 namespace {
 
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 using test::random_normal;
 
 const WType kRowGroupTypes[] = {WType::Q4_0R, WType::Q8_0R};

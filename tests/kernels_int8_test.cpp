@@ -23,7 +23,7 @@
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "row_group_checks.h"
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 #include "kernels/x86/x86_kernels.h"
 #endif
 
@@ -553,7 +553,7 @@ TEST(KernelsInt8, EveryChunkedTypeEqualsReferenceBitwiseAtEveryWidth) {
     }
 }
 
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 bool have_avx512() {
     const std::vector<std::string> isas = available_isas();
     return std::find(isas.begin(), isas.end(), "avx512") != isas.end();

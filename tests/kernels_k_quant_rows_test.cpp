@@ -28,7 +28,7 @@
 #include "kernels/quant_k.h"
 #include "kernels/row_groups.h"
 #include "row_group_checks.h"
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 #include "kernels/x86/x86_kernels.h"
 #endif
 
@@ -340,7 +340,7 @@ TEST(KernelsKQuantRows, EveryTableOnRowRangesInsideGroupsEqualsReference) {
                                            {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {8, 16}, {3, 12}, {66, 70}}, 10);
 }
 
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 using test::have_avx512;
 
 // The AVX-512 kernel with each way of prefetching forced (the CPU picks one per width) and with

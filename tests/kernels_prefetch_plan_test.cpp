@@ -5,7 +5,7 @@
 // vendor's: kPrefetchBurstLines, kPrefetchBurstLinesShort) when the tile has chunks enough to
 // spread them. Nothing here changes a result (prefetches are hints),
 // so a broken schedule would only show as lost speed: this is where it is caught.
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 #include <gtest/gtest.h>
 
 #include <cstdint>

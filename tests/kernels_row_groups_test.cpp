@@ -27,7 +27,7 @@
 #include "kernels/row_groups.h"
 #include "model/weights.h"
 #include "row_group_checks.h"
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 #include "kernels/x86/x86_kernels.h"
 #endif
 
@@ -252,7 +252,7 @@ TEST(KernelsRowGroups, EveryTableOnRowRangesInsideGroupsEqualsReference) {
                                            10);
 }
 
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 using test::have_avx512;
 
 // The AVX-512 kernel called directly on row ranges that start and end inside groups (0..70 and

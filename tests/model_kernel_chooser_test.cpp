@@ -16,7 +16,7 @@
 #include "model/kernel_chooser.h"
 #include "model/qwen35.h"
 #include "model/synthetic.h"
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 #include "kernels/x86/x86_kernels.h"
 #endif
 
@@ -305,7 +305,7 @@ KernelTable alternative_table() {
     const KernelTable& k = kernels();
     if (k.timed_alternative) return *k.timed_alternative;
     KernelTable copy = k;
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
     if (std::string(k.isa) == "avx512" && k.amx_from_width == 0)
         copy.gemm_i8_rows = std::string(k.narrow_fetch) == "cursor"
                                 ? avx512::gemm_i8_rows_group_streams

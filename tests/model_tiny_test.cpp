@@ -37,7 +37,7 @@ TEST(TinyModel, MatchesTorchReference) {
         SCOPED_TRACE(name);
         std::vector<int32_t> tokens = test::json_ids(p["tokens"]);
         const int64_t T = int64_t(tokens.size()), from = p.value("rows_from", 0);
-        auto file = [&](const char* key) {
+        auto file = [&, &p = p](const char* key) {  // (clang 14 cannot capture a structured binding)
             return test::read_f32(kRefs + "/" + p["files"][key]["file"].get<std::string>());
         };
         SequenceState s = m.new_state(T + 40, 1);

@@ -20,7 +20,7 @@
 #include "core/error.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 #include "kernels/x86/x86_kernels.h"
 #endif
 
@@ -79,7 +79,7 @@ inline void expect_every_table_bitwise_at_prefill_width(const WeightMatrix& w, u
         }
 }
 
-#if defined(__x86_64__)
+#if NEXTN_X86_KERNELS
 inline bool have_avx512() {
     const std::vector<std::string> isas = available_isas();
     return std::find(isas.begin(), isas.end(), "avx512") != isas.end();

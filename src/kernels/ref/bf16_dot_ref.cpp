@@ -1,8 +1,9 @@
 // Scalar reference of the bf16-dot GEMM (kernels/bf16_dot.h gives the arithmetic): the oracle
 // for the AVX512_BF16 kernel, and what a table without one runs.
 #pragma GCC optimize("fp-contract=off")
+#include <algorithm>
 #include <cmath>
-#include <vector>
+#include <cstring>
 
 #include "kernels/bf16_dot.h"
 #include "kernels/ref/ref.h"
@@ -28,14 +29,16 @@ float bf16_dot_pair(float acc, const uint16_t* w, const uint16_t* x) {
 void gemm_bf16_rows(const WeightMatrix& w, const Bf16Columns& x, float* y, int64_t ldy,
                     int64_t r0, int64_t r1) {
     const int64_t cols = w.cols, padded = x.stride;
-    std::vector<uint16_t> row(static_cast<size_t>(padded), 0);  // [padded] the row, +0 padded
+    struct Row;
+    uint16_t* row = thread_buffer<uint16_t, Row>(size_t(padded));  // [padded] the row, +0 padded
+    std::fill(row + cols, row + padded, uint16_t(0));
     for (int64_t r = r0; r < r1; ++r) {
-        std::memcpy(row.data(), w.data + size_t(r) * w.row_bytes, size_t(cols) * 2);
+        std::memcpy(row, w.data + size_t(r) * w.row_bytes, size_t(cols) * 2);
         for (int64_t j = 0; j < x.n; ++j) {
             const uint16_t* xj = x.column(j);
             float acc[16] = {};
             for (int64_t b = 0; b < padded; b += 32)
-                for (int l = 0; l < 16; ++l) acc[l] = bf16_dot_pair(acc[l], row.data() + b + 2 * l, xj + b + 2 * l);
+                for (int l = 0; l < 16; ++l) acc[l] = bf16_dot_pair(acc[l], row + b + 2 * l, xj + b + 2 * l);
             y[j * ldy + r] = lane_tree_sum(acc);
         }
     }

@@ -2,7 +2,6 @@
 // multiply-add per term, sums over d in increasing order, the decayed state rounded to f32
 // before the update adds to it) is the contract the vector versions reproduce bit for bit.
 #include <cmath>
-#include <vector>
 
 #include "kernels/ref/ref.h"
 
@@ -14,7 +13,8 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                           bool tiled_heads, float* out, int j0, int j1) {
     const int ratio = Hv / Hk;
     const int64_t head_size = int64_t(Dk) * Dv;
-    std::vector<float> acc(static_cast<size_t>(Dv));  // [Dv] mem, then delta, then out
+    struct Acc;
+    float* acc = thread_buffer<float, Acc>(size_t(Dv));  // [Dv] mem, then delta, then out
     for (int64_t t = 0; t < T; ++t) {
         const float* src = t == 0 ? state_in : state_out + (t - 1) * out_stride;
         float* dst = state_out + t * out_stride;

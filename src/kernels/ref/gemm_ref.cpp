@@ -2,8 +2,6 @@
 // uses (weight_row_f32), then each output is a straight-line sum in index order with separate
 // multiply and add (contraction into FMA is switched off so the oracle is the same everywhere).
 #pragma GCC optimize("fp-contract=off")
-#include <vector>
-
 #include "kernels/ref/ref.h"
 
 namespace nextn::ref {
@@ -11,9 +9,10 @@ namespace nextn::ref {
 void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
                int64_t r0, int64_t r1) {
     const int64_t cols = w.cols;
-    std::vector<float> row(static_cast<size_t>(cols));  // [cols]
+    struct Row;
+    float* row = thread_buffer<float, Row>(size_t(cols));  // [cols]
     for (int64_t r = r0; r < r1; ++r) {
-        weight_row_f32(w, r, row.data());
+        weight_row_f32(w, r, row);
         for (int64_t j = 0; j < n; ++j) {
             const float* xj = x + j * cols;
             float acc = 0.0f;

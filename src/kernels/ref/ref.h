@@ -1,6 +1,9 @@
 #pragma once
 // Scalar reference kernels (plain C++, no intrinsics): the oracle for every ISA variant.
 // Signatures are those of KernelTable (kernels/kernels.h).
+#include <cstddef>
+#include <vector>
+
 #include "kernels/kernels.h"
 
 namespace nextn::ref {
@@ -12,6 +15,17 @@ inline float lane_tree_sum(const float* acc) {
     for (int i = 0; i < 8; ++i) a[i] = acc[i] + acc[i + 8];
     for (int i = 0; i < 4; ++i) b[i] = a[i] + a[i + 4];
     return (b[0] + b[2]) + (b[1] + b[3]);
+}
+
+// This thread's buffer of at least n values of T, kept between calls: where no SIMD table
+// exists (a CPU other than x86-64) these kernels are the ones a decode runs, and a decode step
+// allocates nothing once warm. `Owner` keeps each kernel's buffer apart; one call holds it at a
+// time, and its contents are whatever the last call left.
+template <typename T, typename Owner>
+T* thread_buffer(size_t n) {
+    thread_local std::vector<T> buffer;
+    if (buffer.size() < n) buffer.resize(n);
+    return buffer.data();
 }
 
 void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,

@@ -1,8 +1,10 @@
 // CPU feature checks for the x86 tables (compiled without ISA flags, so safe on any x86-64).
 #include "kernels/x86/x86_kernels.h"
 
-#if defined(__x86_64__) && defined(__linux__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__x86_64__) && defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -10,14 +12,29 @@
 namespace nextn::x86 {
 
 #if defined(__x86_64__) || defined(__i386__)
-// __builtin_cpu_supports also checks that the OS saves the wider register state (XCR0).
+namespace {
+
+// Bit `bit` of register `reg` (0 eax, 1 ebx, 2 ecx, 3 edx) of CPUID leaf `leaf`, sub-leaf
+// `subleaf`: for the features clang 14's __builtin_cpu_supports does not know (f16c, avxvnni).
+bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, int bit) {
+    unsigned r[4] = {};
+    if (!__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3])) return false;
+    return (r[reg] >> bit) & 1u;
+}
+
+}  // namespace
+
+// __builtin_cpu_supports("avx2") also checks that the OS saves the YMM register state (XCR0),
+// which F16C and AVX-VNNI use as well.
 bool cpu_supports_avx2() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+           cpuid_bit(1, 0, 2, 29);  // CPUID.1:ECX[29] F16C
 }
 
 // AVX-VNNI: 256-bit int8 dot products with a VEX encoding (CPUs without AVX-512 VNNI too).
-bool cpu_supports_avxvnni() { return cpu_supports_avx2() && __builtin_cpu_supports("avxvnni"); }
+bool cpu_supports_avxvnni() {
+    return cpu_supports_avx2() && cpuid_bit(7, 1, 0, 4);  // CPUID.(7,1):EAX[4] AVX-VNNI
+}
 
 // The avx512 translation units are compiled with F/BW/VL/DQ/VNNI, so the compiler may use any of
 // them; require all. Not BF16: only the opt-in bf16-dot GEMM needs it (cpu_supports_avx512bf16),
@@ -37,9 +54,7 @@ bool cpu_supports_avx512bf16() { return cpu_supports_avx512() && __builtin_cpu_s
 bool cpu_supports_amx_int8() {
     static const bool usable = [] {
         if (!cpu_supports_avx512()) return false;
-        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-        if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-        if (!(edx & (1u << 24)) || !(edx & (1u << 25))) return false;
+        if (!cpuid_bit(7, 0, 3, 24) || !cpuid_bit(7, 0, 3, 25)) return false;
         constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
         return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
     }();
