@@ -461,6 +461,20 @@ TEST(JinjaFilters, DefaultFirstAndNumbers) {
     EXPECT_EQ(render("{{ ''|default('e') }}|{{ none|default('x') }}|{{ []|first }}|"), "|None||");
     // int("3.5") fails, so Jinja's int filter goes through float and truncates.
     EXPECT_EQ(render("{{ '3.5'|int }}"), "3");
+    // Strings are read with Python's int() and float() syntax (Jinja2 3.1.6 renders these):
+    // digits in single-underscore groups, surrounding space, inf/infinity/nan in any case; not
+    // C's hex ('0x10') or nan(...), and no lone or doubled underscore. An infinity or NaN gives
+    // int's default.
+    EXPECT_EQ(render("{{ '1_000'|int }}|{{ ' 12 '|int }}|{{ '0x1A'|int }}|{{ '1e3'|int }}|"
+                     "{{ '+5'|int }}|{{ '1__0'|int }}|{{ '_1'|int }}|{{ '1_'|int }}|{{ '1_0.5'|int }}"),
+              "1000|12|0|1000|5|0|0|0|10");
+    EXPECT_EQ(render("{{ 'nan'|int }}|{{ '1e400'|int }}|{{ 'inf'|int(5) }}"), "0|0|5");
+    EXPECT_EQ(render("{{ 'inf'|float }}|{{ '-Infinity'|float }}|{{ '+nan'|float }}|{{ '0x10'|float }}|"
+                     "{{ '1_0.5'|float }}|{{ ' 2.5 '|float }}|{{ '1e400'|float }}|{{ '1e1_0'|float }}"),
+              "inf|-inf|nan|0.0|10.5|2.5|inf|10000000000.0");
+    EXPECT_EQ(render("{{ '1._5'|float }}|{{ '.5'|float }}|{{ '5.'|float }}|{{ 'nan(1)'|float }}|"
+                     "{{ 'infx'|float }}|{{ '.'|float }}|{{ '1e'|float }}|{{ 'e5'|float }}"),
+              "0.0|0.5|5.0|0.0|0.0|0.0|0.0|0.0");
     // round: half to even for "common"; ceil/floor methods; precision in decimal places.
     EXPECT_EQ(
         render("{{ 2.1|round(0, 'ceil') }} {{ 2.9|round(0, 'floor') }} {{ 3.14159|round(2) }} "
@@ -526,8 +540,15 @@ TEST(JinjaMethods, StringMethods) {
         render("{{ ''.isdigit() }}{{ '12'.isdigit() }}{{ 'ab'.isalpha() }}{{ 'a1'.isalnum() }}"
                "{{ ' '.isspace() }}{{ 'ab'.islower() }}{{ 'AB'.isupper() }}"),
         "FalseTrueTrueTrueTrueTrueTrue");
-    // splitlines drops the empty piece after a final newline.
+    // splitlines drops the empty piece after a final newline, splits at Python's line boundaries
+    // (\r\n as one; \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029 too) and keeps empty lines
+    // (Jinja2 3.1.6 renders these).
     EXPECT_EQ(render("{{ 'a\\nb\\n'.splitlines() }}"), "['a', 'b']");
+    EXPECT_EQ(render("{{ 'a\r\nb\rc\vd\fe\x1c" "f\u2028g\u0085h\u2029i\x1d" "j\x1e" "k'.splitlines() }}"),
+              "['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k']");
+    EXPECT_EQ(render("{{ ''.splitlines() }}|{{ '\n'.splitlines() }}|{{ 'a\n\nb'.splitlines() }}|"
+                     "{{ '\r\n\r'.splitlines() }}"),
+              "[]|['']|['a', '', 'b']|['', '']");
 }
 
 // More filters, methods and lookups, as Jinja2 documents them (Python semantics for str/dict).

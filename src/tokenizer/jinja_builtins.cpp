@@ -4,8 +4,10 @@
 #include <unicode/unistr.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <optional>
 
@@ -64,6 +66,36 @@ std::string py_strip(const std::string& s, const Value& chars, bool left, bool r
     if (right)
         while (e > b && drop(u[e - 1])) --e;
     return from_u32(u.substr(b, e - b));
+}
+
+// The length in bytes of the line boundary starting at s[i], 0 if none: Python's str.splitlines
+// boundaries, \r\n as one, and U+0085, U+2028, U+2029 in their UTF-8 forms.
+std::size_t line_boundary_bytes(const std::string& s, std::size_t i) {
+    const auto at = [&](std::size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
+    const unsigned c = at(i);
+    if (c == '\r') return at(i + 1) == '\n' ? 2 : 1;
+    if (c == '\n' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e)) return 1;
+    if (c == 0xc2 && at(i + 1) == 0x85) return 2;
+    if (c == 0xe2 && at(i + 1) == 0x80 && (at(i + 2) == 0xa8 || at(i + 2) == 0xa9)) return 3;
+    return 0;
+}
+
+// str.splitlines(): the pieces between line boundaries, none after a final one.
+Array py_splitlines(const std::string& s) {
+    Array out;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < s.size();) {
+        const std::size_t n = line_boundary_bytes(s, i);
+        if (n == 0) {
+            ++i;
+            continue;
+        }
+        out.push_back(Value(s.substr(start, i - start)));
+        i += n;
+        start = i;
+    }
+    if (start < s.size()) out.push_back(Value(s.substr(start)));
+    return out;
 }
 
 Array py_split(const std::string& s, const Value& sep, int64_t maxsplit, int line) {
@@ -274,26 +306,78 @@ int64_t truncate_to_int(double d, int line) {
     return static_cast<int64_t>(d);
 }
 
+// Moves i past digits that single underscores may group ("1_000"), appending the digits to out;
+// an underscore not between two digits is left where it is, so the caller's syntax check fails.
+std::size_t skip_digit_groups(const std::string& s, std::size_t i, std::string& out) {
+    const auto digit = [&](std::size_t k) { return k < s.size() && s[k] >= '0' && s[k] <= '9'; };
+    while (digit(i)) {
+        out += s[i++];
+        if (i < s.size() && s[i] == '_' && digit(i + 1)) ++i;
+    }
+    return i;
+}
+
+// Python's int(s) syntax (s stripped): a sign, then digits in underscore groups. The text without
+// its underscores, or nullopt where Python raises ValueError.
+std::optional<std::string> python_int_text(const std::string& s) {
+    std::string out;
+    std::size_t i = 0;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) out += s[i++];
+    const std::size_t digits = out.size();
+    i = skip_digit_groups(s, i, out);
+    if (out.size() == digits || i != s.size()) return std::nullopt;
+    return out;
+}
+
+// Python's float(s) syntax (s stripped): inf, infinity or nan in any case after a sign, or a
+// decimal with digits in underscore groups and an optional exponent; not strtod's hex or
+// nan(...) forms.
+std::optional<std::string> python_float_text(const std::string& s) {
+    std::string out;
+    std::size_t i = 0;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) out += s[i++];
+    std::string word = s.substr(i);
+    std::transform(word.begin(), word.end(), word.begin(), [](char c) { return char(std::tolower(static_cast<unsigned char>(c))); });
+    if (word == "inf" || word == "infinity" || word == "nan") return out + word;
+    const std::size_t before = out.size();
+    i = skip_digit_groups(s, i, out);
+    if (i < s.size() && s[i] == '.') {
+        out += s[i++];
+        i = skip_digit_groups(s, i, out);
+    }
+    if (out.size() == before || out.substr(before) == ".") return std::nullopt;
+    if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+        out += s[i++];
+        if (i < s.size() && (s[i] == '+' || s[i] == '-')) out += s[i++];
+        const std::size_t exponent = out.size();
+        i = skip_digit_groups(s, i, out);
+        if (out.size() == exponent) return std::nullopt;
+    }
+    if (i != s.size()) return std::nullopt;
+    return out;
+}
+
 Value number_filter(const Value& v, bool as_int, const Value& fallback, int line) {
     if (v.is_int()) return as_int ? v : Value(static_cast<double>(v.as_int()));
     if (v.is_float()) return as_int ? Value(truncate_to_int(v.as_double(), line)) : v;
     if (v.is_bool()) return as_int ? Value(static_cast<int64_t>(v.as_bool())) : Value(v.as_bool() ? 1.0 : 0.0);
     if (v.is_string()) {
-        std::string s = py_strip(v.as_string(), Value(nullptr), true, true, 0);
-        char* end = nullptr;
+        const std::string s = py_strip(v.as_string(), Value(nullptr), true, true, 0);
         if (as_int) {
-            errno = 0;
-            long long x = std::strtoll(s.c_str(), &end, 10);
-            if (!s.empty() && end && *end == '\0') {
+            if (const std::optional<std::string> text = python_int_text(s)) {
+                errno = 0;
+                const long long x = std::strtoll(text->c_str(), nullptr, 10);
                 // strtoll clamps an out-of-range number to the int64 limits: a wrong value.
                 if (errno == ERANGE) integer_overflow(line);
                 return Value(static_cast<int64_t>(x));
             }
-            double d = std::strtod(s.c_str(), &end);  // Jinja's int filter also accepts "3.5"
-            if (!s.empty() && end && *end == '\0') return Value(truncate_to_int(d, line));
-        } else {
-            double d = std::strtod(s.c_str(), &end);
-            if (!s.empty() && end && *end == '\0') return Value(d);
+        }
+        // Jinja's int filter also takes what float() does ("3.5", "1e3"), truncated; an infinity
+        // or NaN gives the default there.
+        if (const std::optional<std::string> text = python_float_text(s)) {
+            const double d = std::strtod(text->c_str(), nullptr);
+            if (!as_int) return Value(d);
+            if (std::isfinite(d)) return Value(truncate_to_int(d, line));
         }
     }
     return fallback;
@@ -742,9 +826,7 @@ bool call_method(const Value& obj, const std::string& name, const CallArgs& a, V
             if (name == "isupper") ok = case_map(s, true) == s && case_map(s, false) != s;
             result = Value(ok);
         } else if (name == "splitlines") {
-            Array out = py_split(s, Value("\n"), -1, line);
-            if (!out.empty() && out.back().as_string().empty()) out.pop_back();
-            result = Value(std::move(out));
+            result = Value(py_splitlines(s));
         } else {
             return false;
         }
