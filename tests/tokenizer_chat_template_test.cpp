@@ -183,6 +183,13 @@ TEST(ChatTemplateJinja, IntegerOverflowIsAnError) {
     expect_error("{{ -9223372036854775807 - 2 }}", "integer overflow");
     expect_error("{{ 4294967296 * 4294967296 }}", "integer overflow");
     expect_error("{{ 2 ** 64 }}", "integer overflow");
+    // Where Python raises instead of giving inf or NaN (Jinja2 3.1.6: ZeroDivisionError,
+    // OverflowError; a complex result it would print, a template here cannot hold).
+    expect_error("{{ 0 ** -1 }}", "0.0 cannot be raised to a negative power");
+    expect_error("{{ 0.0 ** -2.5 }}", "0.0 cannot be raised to a negative power");
+    expect_error("{{ 10.0 ** 400 }}", "numerical result out of range");
+    expect_error("{{ (-8) ** 0.5 }}", "complex result");
+    EXPECT_EQ(render("{{ 0 ** 0 }} {{ 0.0 ** 0 }} {{ (-8) ** (1/1) }} {{ 2.0 ** -1074 > 0 }}"), "1 1.0 -8.0 True");
     expect_error("{{ -(-9223372036854775807 - 1) }}", "integer overflow");
     expect_error("{{ (-9223372036854775807 - 1) // -1 }}", "integer overflow");
     EXPECT_EQ(render("{{ (-9223372036854775807 - 1) % -1 }}"), "0");  // as Python

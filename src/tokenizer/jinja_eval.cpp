@@ -420,7 +420,18 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
             for (int64_t i = 0; i < exp; ++i) r = mul_int(r, base, line);
             return Value(r);
         }
-        return Value(std::pow(a.as_double(), b.as_double()));
+        // Where Python raises rather than give inf or NaN: 0 to a negative power
+        // (ZeroDivisionError), a float result past the double range (OverflowError), and a
+        // negative number to a fractional power (Python's result is complex, which a template
+        // cannot hold).
+        const double x = a.as_double(), y = b.as_double();
+        if (x == 0 && y < 0) error_at(line, "0.0 cannot be raised to a negative power");
+        if (x < 0 && std::isfinite(y) && y != std::floor(y))
+            error_at(line, "a negative number to a fractional power has a complex result");
+        const double r = std::pow(x, y);
+        if (std::isinf(r) && std::isfinite(x) && std::isfinite(y))
+            error_at(line, "numerical result out of range (" + a.str() + " ** " + b.str() + ")");
+        return Value(r);
     }
     error_at(line, "unknown operator '" + op + "'");
 }
