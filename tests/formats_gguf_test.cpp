@@ -423,7 +423,8 @@ TEST(FormatsGguf, ModelLevelErrors) {
              {"mtp.layers.0.self_attn.k_proj.weight", "blk.1.attn_k.weight"},
              {"mtp.pre_fc_norm_hidden.weight", "blk.1.nextn.hnorm.weight"},
              {"lm_head.weight", "output.weight"}})
-        EXPECT_NE(error_of([&, name = canonical] {  // (clang 14 cannot capture a structured binding)
+        // (name = canonical: clang 14 cannot capture a structured binding.)
+        EXPECT_NE(error_of([&, name = canonical] {
                       tiny.require(name);
                   }).find("missing tensor '" + in_file + "' (" + canonical + ")"),
                   std::string::npos)

@@ -262,7 +262,8 @@ TEST(KernelsDispatch, UnknownIsaListsTheKnownOnes) {
     EXPECT_EQ(test::error_of([] { kernels_for("sse9"); }),
               "unknown kernel ISA 'sse9' (known: scalar, avx2, avxvnni, avx512)");
 #else
-    EXPECT_EQ(test::error_of([] { kernels_for("avx2"); }), "unknown kernel ISA 'avx2' (known: scalar)");
+    EXPECT_EQ(test::error_of([] { kernels_for("avx2"); }),
+              "unknown kernel ISA 'avx2' (known: scalar)");
 #endif
     EXPECT_STREQ(reference_kernels().isa, "scalar");
     EXPECT_EQ(&reference_kernels(), &kernels_for("scalar"));

@@ -37,7 +37,8 @@ TEST(TinyModel, MatchesTorchReference) {
         SCOPED_TRACE(name);
         std::vector<int32_t> tokens = test::json_ids(p["tokens"]);
         const int64_t T = int64_t(tokens.size()), from = p.value("rows_from", 0);
-        auto file = [&, &p = p](const char* key) {  // (clang 14 cannot capture a structured binding)
+        // (&p = p: clang 14 cannot capture a structured binding.)
+        auto file = [&, &p = p](const char* key) {
             return test::read_f32(kRefs + "/" + p["files"][key]["file"].get<std::string>());
         };
         SequenceState s = m.new_state(T + 40, 1);

@@ -189,7 +189,8 @@ TEST(ChatTemplateJinja, IntegerOverflowIsAnError) {
     expect_error("{{ 0.0 ** -2.5 }}", "0.0 cannot be raised to a negative power");
     expect_error("{{ 10.0 ** 400 }}", "numerical result out of range");
     expect_error("{{ (-8) ** 0.5 }}", "complex result");
-    EXPECT_EQ(render("{{ 0 ** 0 }} {{ 0.0 ** 0 }} {{ (-8) ** (1/1) }} {{ 2.0 ** -1074 > 0 }}"), "1 1.0 -8.0 True");
+    EXPECT_EQ(render("{{ 0 ** 0 }} {{ 0.0 ** 0 }} {{ (-8) ** (1/1) }} {{ 2.0 ** -1074 > 0 }}"),
+              "1 1.0 -8.0 True");
     expect_error("{{ -(-9223372036854775807 - 1) }}", "integer overflow");
     expect_error("{{ (-9223372036854775807 - 1) // -1 }}", "integer overflow");
     EXPECT_EQ(render("{{ (-9223372036854775807 - 1) % -1 }}"), "0");  // as Python
@@ -472,13 +473,15 @@ TEST(JinjaFilters, DefaultFirstAndNumbers) {
     // digits in single-underscore groups, surrounding space, inf/infinity/nan in any case; not
     // C's hex ('0x10') or nan(...), and no lone or doubled underscore. An infinity or NaN gives
     // int's default.
-    EXPECT_EQ(render("{{ '1_000'|int }}|{{ ' 12 '|int }}|{{ '0x1A'|int }}|{{ '1e3'|int }}|"
-                     "{{ '+5'|int }}|{{ '1__0'|int }}|{{ '_1'|int }}|{{ '1_'|int }}|{{ '1_0.5'|int }}"),
-              "1000|12|0|1000|5|0|0|0|10");
+    EXPECT_EQ(
+        render("{{ '1_000'|int }}|{{ ' 12 '|int }}|{{ '0x1A'|int }}|{{ '1e3'|int }}|"
+               "{{ '+5'|int }}|{{ '1__0'|int }}|{{ '_1'|int }}|{{ '1_'|int }}|{{ '1_0.5'|int }}"),
+        "1000|12|0|1000|5|0|0|0|10");
     EXPECT_EQ(render("{{ 'nan'|int }}|{{ '1e400'|int }}|{{ 'inf'|int(5) }}"), "0|0|5");
-    EXPECT_EQ(render("{{ 'inf'|float }}|{{ '-Infinity'|float }}|{{ '+nan'|float }}|{{ '0x10'|float }}|"
-                     "{{ '1_0.5'|float }}|{{ ' 2.5 '|float }}|{{ '1e400'|float }}|{{ '1e1_0'|float }}"),
-              "inf|-inf|nan|0.0|10.5|2.5|inf|10000000000.0");
+    EXPECT_EQ(
+        render("{{ 'inf'|float }}|{{ '-Infinity'|float }}|{{ '+nan'|float }}|{{ '0x10'|float }}|"
+               "{{ '1_0.5'|float }}|{{ ' 2.5 '|float }}|{{ '1e400'|float }}|{{ '1e1_0'|float }}"),
+        "inf|-inf|nan|0.0|10.5|2.5|inf|10000000000.0");
     EXPECT_EQ(render("{{ '1._5'|float }}|{{ '.5'|float }}|{{ '5.'|float }}|{{ 'nan(1)'|float }}|"
                      "{{ 'infx'|float }}|{{ '.'|float }}|{{ '1e'|float }}|{{ 'e5'|float }}"),
               "0.0|0.5|5.0|0.0|0.0|0.0|0.0|0.0");
@@ -551,7 +554,10 @@ TEST(JinjaMethods, StringMethods) {
     // (\r\n as one; \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029 too) and keeps empty lines
     // (Jinja2 3.1.6 renders these).
     EXPECT_EQ(render("{{ 'a\\nb\\n'.splitlines() }}"), "['a', 'b']");
-    EXPECT_EQ(render("{{ 'a\r\nb\rc\vd\fe\x1c" "f\u2028g\u0085h\u2029i\x1d" "j\x1e" "k'.splitlines() }}"),
+    EXPECT_EQ(render("{{ 'a\r\nb\rc\vd\fe\x1c"
+                     "f\u2028g\u0085h\u2029i\x1d"
+                     "j\x1e"
+                     "k'.splitlines() }}"),
               "['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k']");
     EXPECT_EQ(render("{{ ''.splitlines() }}|{{ '\n'.splitlines() }}|{{ 'a\n\nb'.splitlines() }}|"
                      "{{ '\r\n\r'.splitlines() }}"),

@@ -8,8 +8,8 @@
 #include "core/thread_pool.h"
 #include "kernels/int8_dot.h"
 #include "kernels/kernels.h"
-#include "kernels/row_groups.h"
 #include "kernels/ref/ref.h"
+#include "kernels/row_groups.h"
 #include "kernels/table_settings.h"
 #if NEXTN_X86_KERNELS
 #include "kernels/x86/x86_kernels.h"

@@ -23,8 +23,8 @@ void quantize_row_q4_k(const float* x, int64_t n, uint8_t* out);
 // qh[l]).
 void quantize_row_q5_k(const float* x, int64_t n, uint8_t* out);
 // Q6_K: per 16 values (sub-block j) the step d * sc_j (sc_j in 1..127, rounded up, or 0 for a
-// sub-block of zeros; d f16, the largest need / 127 rounded up) spans max|x| in 31 steps, code = round(x / (d * sc_j)) + 32
-// clamped to 0..63: |x - value| <= d * sc_j / 2 (plus f32 rounding).
+// sub-block of zeros; d f16, the largest need / 127 rounded up) spans max|x| in 31 steps, code =
+// round(x / (d * sc_j)) + 32 clamped to 0..63: |x - value| <= d * sc_j / 2 (plus f32 rounding).
 void quantize_row_q6_k(const float* x, int64_t n, uint8_t* out);
 
 }  // namespace nextn

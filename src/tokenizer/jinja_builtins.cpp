@@ -71,7 +71,9 @@ std::string py_strip(const std::string& s, const Value& chars, bool left, bool r
 // The length in bytes of the line boundary starting at s[i], 0 if none: Python's str.splitlines
 // boundaries, \r\n as one, and U+0085, U+2028, U+2029 in their UTF-8 forms.
 std::size_t line_boundary_bytes(const std::string& s, std::size_t i) {
-    const auto at = [&](std::size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
+    const auto at = [&](std::size_t k) {
+        return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u;
+    };
     const unsigned c = at(i);
     if (c == '\r') return at(i + 1) == '\n' ? 2 : 1;
     if (c == '\n' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e)) return 1;
@@ -337,7 +339,8 @@ std::optional<std::string> python_float_text(const std::string& s) {
     std::size_t i = 0;
     if (i < s.size() && (s[i] == '+' || s[i] == '-')) out += s[i++];
     std::string word = s.substr(i);
-    std::transform(word.begin(), word.end(), word.begin(), [](char c) { return char(std::tolower(static_cast<unsigned char>(c))); });
+    std::transform(word.begin(), word.end(), word.begin(),
+                   [](char c) { return char(std::tolower(static_cast<unsigned char>(c))); });
     if (word == "inf" || word == "infinity" || word == "nan") return out + word;
     const std::size_t before = out.size();
     i = skip_digit_groups(s, i, out);

@@ -38,7 +38,8 @@ void gemm_bf16_rows(const WeightMatrix& w, const Bf16Columns& x, float* y, int64
             const uint16_t* xj = x.column(j);
             float acc[16] = {};
             for (int64_t b = 0; b < padded; b += 32)
-                for (int l = 0; l < 16; ++l) acc[l] = bf16_dot_pair(acc[l], row + b + 2 * l, xj + b + 2 * l);
+                for (int l = 0; l < 16; ++l)
+                    acc[l] = bf16_dot_pair(acc[l], row + b + 2 * l, xj + b + 2 * l);
             y[j * ldy + r] = lane_tree_sum(acc);
         }
     }
