@@ -4,8 +4,10 @@
 // every faster variant is tested against.
 //
 // Seam for other back-ends: this header is ISA-neutral. An ISA contributes a KernelTable from
-// its own translation units (x86/avx2, x86/avxvnni, x86/avx512 today; arm/neon or cuda/ later) and registers
-// it in dispatch.cpp's candidate list with its CPU-feature check. Nothing here may assume x86.
+// its own translation units (x86/avx2, x86/avxvnni, x86/avx512 today, assembled in
+// x86/x86_tables.cpp; arm/neon or cuda/ later) and registers it in dispatch.cpp's candidate list
+// with its CPU-feature check, guarded as the x86 entries are by whether CMakeLists.txt builds its
+// folder (NEXTN_X86_KERNELS). Nothing here may assume x86.
 //
 // Batch invariance: for every kernel, the arithmetic that produces one output element (its
 // reduction order) depends only on that element's inputs, never on the batch width n, the
