@@ -633,6 +633,12 @@ TEST(JinjaApi, RenderArgumentsAreChecked) {
         "{{ add_generation_prompt }} {{ enable_thinking }} {{ enable_thinking is defined }}");
     EXPECT_EQ(flags.render(Json::array(), nullptr, true, false), "True False True");
     EXPECT_EQ(flags.render(Json::array(), nullptr, false), "False  False");
+    // tools and documents reach it as transformers passes them: None where absent (so defined);
+    // Jinja2 3.1.6 renders this template with tools=None, documents=None as "True True True |".
+    ChatTemplate absent("{{ tools is defined }} {{ tools is none }} {{ documents is none }} |"
+                        "{% if tools is not none %}tools{% endif %}");
+    EXPECT_EQ(absent.render(Json::array(), nullptr, true), "True True True |");
+    EXPECT_EQ(absent.render(Json::array(), Json::array(), true), "True False True |tools");
 }
 
 // Places where we differed from Jinja2 / Python (fixed with these tests): each expected value

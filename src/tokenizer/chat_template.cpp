@@ -55,7 +55,11 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const n
     jinja::add_globals(globals);
     for (const auto& [k, v] : variables_.items()) globals.set(k, jinja::Value::from_json(v));
     globals.set("messages", jinja::Value::from_json(messages));
-    if (!tools.is_null()) globals.set("tools", jinja::Value::from_json(tools));
+    // As transformers' apply_chat_template renders: tools and documents are always passed, None
+    // where absent, so a template's `tools is not none` is false without tools (undefined would
+    // make it true).
+    globals.set("tools", jinja::Value::from_json(tools));
+    globals.set("documents", jinja::Value(nullptr));
     globals.set("add_generation_prompt", jinja::Value(add_generation_prompt));
     if (enable_thinking) globals.set("enable_thinking", jinja::Value(*enable_thinking));
     for (const auto& [k, v] : extra.items()) globals.set(k, jinja::Value::from_json(v));
