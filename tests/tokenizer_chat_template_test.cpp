@@ -673,6 +673,11 @@ TEST(JinjaFixes, TestArgumentIsAPrimaryWithPostfix) {
             "{% set d = {'a': [1]} %}{{ 1 is in d.a }}{{ 'k' is in {'k': 1} }}{{ 3 is in d['a'] }}"
             "{{ 2 is in [1, 2] }}"),
         "TrueTrueFalseTrue");
+    // The test raises where the operator does (Jinja2 3.1.6: TypeError): a non-string in a
+    // string, and a container that is not one.
+    expect_error("{{ 2 is in 'x2' }}", "'in <string>' requires a string on the left");
+    expect_error("{{ 'a' is in 5 }}", "argument of type 'int' is not iterable");
+    expect_error("{{ 2 in 'x2' }}", "'in <string>' requires a string on the left");
 }
 
 TEST(JinjaFixes, FiltersTestsAndMethodsMatchPython) {

@@ -739,17 +739,7 @@ bool apply_test(const std::string& name, const Value& v, const CallArgs& a) {
         if (v.is_array() && o.is_array()) return &v.as_array() == &o.as_array();
         return (v.is_none() && o.is_none()) || (v.is_bool() && o.is_bool() && v.as_bool() == o.as_bool());
     }
-    if (name == "in") {
-        const Value& c = other();
-        if (c.is_string()) return v.is_string() && c.as_string().find(v.as_string()) != std::string::npos;
-        if (c.is_array()) {
-            for (const Value& x : c.as_array())
-                if (equals(x, v)) return true;
-            return false;
-        }
-        if (c.is_object()) return v.is_string() && c.as_object().find(v.as_string());
-        return false;
-    }
+    if (name == "in") return contains(line, other(), v);
     auto num_cmp = [&](const Value& x, const Value& y) {
         if (!(x.is_number() || x.is_string()) || !(y.is_number() || y.is_string()))
             error_at(line, "test '" + name + "' needs comparable values");

@@ -294,6 +294,8 @@ int compare_values(int line, const std::string& op, const Value& a, const Value&
     error_at(line, "'" + op + "' not supported between '" + a.type_name() + "' and '" + b.type_name() + "'");
 }
 
+}  // namespace
+
 bool contains(int line, const Value& container, const Value& item) {
     if (container.is_string()) {
         if (!item.is_string()) error_at(line, "'in <string>' requires a string on the left, not '" + item.type_name() + "'");
@@ -308,8 +310,6 @@ bool contains(int line, const Value& container, const Value& item) {
     if (container.is_undefined()) return false;
     error_at(line, "argument of type '" + container.type_name() + "' is not iterable");
 }
-
-}  // namespace
 
 namespace {
 

@@ -57,4 +57,9 @@ private:
 
 [[noreturn]] void error_at(int line, const std::string& what);
 
+// Python's `item in container` (the `in` operator and the `in` test): a substring of a string
+// (a non-string item is an error, as Python's TypeError), an element of a list, a key of a dict;
+// false in an undefined value; any other container is an error.
+bool contains(int line, const Value& container, const Value& item);
+
 }  // namespace nextn::jinja
