@@ -680,6 +680,14 @@ TEST(JinjaFixes, TestArgumentIsAPrimaryWithPostfix) {
     expect_error("{{ 2 in 'x2' }}", "'in <string>' requires a string on the left");
 }
 
+// attr() reads an attribute, never an item (Jinja2 docs: "items are not looked up"): a dict's
+// keys are items, a namespace()'s values attributes. Jinja2 3.1.6 renders "|False|3|1".
+TEST(JinjaFixes, AttrReadsAttributesNotItems) {
+    EXPECT_EQ(render("{{ {'a': 1}|attr('a') }}|{{ {'a': 1}|attr('a') is defined }}|"
+                     "{% set ns = namespace(x=3) %}{{ ns|attr('x') }}|{{ {'a': 1}.a }}"),
+              "|False|3|1");
+}
+
 TEST(JinjaFixes, FiltersTestsAndMethodsMatchPython) {
     // round() of an int is an int: Python's round(3, 0) == 3, and round(1250, -2) rounds half
     // to even (1200); the ceil method divides by 10**precision, a float.

@@ -691,7 +691,13 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
         return Value(std::move(out));
     }
     if (name == "wordcount") return Value(static_cast<int64_t>(py_split(in.str(), none, -1, line).size()));
-    if (name == "attr") return get_attribute(in, need_string(arg(a, 0, "name", none), line, "attr()"), line);
+    if (name == "attr") {
+        // An attribute only, never an item: a dict's keys are items in Python, so attr('a') of
+        // {'a': 1} is undefined (d.a looks up both); a namespace()'s are attributes.
+        const std::string attribute = need_string(arg(a, 0, "name", none), line, "attr()");
+        if (in.is_object() && !in.as_object().is_namespace) return Value::undefined(attribute);
+        return get_attribute(in, attribute, line);
+    }
     error_at(line, "unsupported filter '" + name + "'");
 }
 
