@@ -478,6 +478,19 @@ TEST(JinjaFilters, DefaultFirstAndNumbers) {
                "{{ '+5'|int }}|{{ '1__0'|int }}|{{ '_1'|int }}|{{ '1_'|int }}|{{ '1_0.5'|int }}"),
         "1000|12|0|1000|5|0|0|0|10");
     EXPECT_EQ(render("{{ 'nan'|int }}|{{ '1e400'|int }}|{{ 'inf'|int(5) }}"), "0|0|5");
+    // int's base, as Python's int(s, base): a matching 0x / 0o / 0b prefix, base 0 taking the
+    // prefix's (and refusing a leading zero), an underscore after the prefix; where that fails,
+    // float's reading ('1e3' in base 16 is 0x1e3; '010' in base 0 and '12' in base 1 fall back).
+    EXPECT_EQ(render("{{ '0x1A'|int(0, 16) }}|{{ 'ff'|int(0, 16) }}|{{ '0x1A'|int(0, 0) }}|"
+                     "{{ '0o17'|int(base=0) }}|{{ '0b101'|int(0, 2) }}|{{ '1e3'|int(0, 16) }}|"
+                     "{{ '12'|int(0, 1) }}|{{ 'z'|int(0, 36) }}|{{ '010'|int(7, 0) }}|"
+                     "{{ '00'|int(7, 0) }}|{{ '0x_1f'|int(0, 16) }}|{{ '0x__1f'|int(7, 16) }}|"
+                     "{{ '-0x10'|int(0, 0) }}|{{ '0x10'|int(5, 10) }}|{{ '8'|int(5, 8) }}|"
+                     "{{ 3.9|int(0, 16) }}"),
+              "26|255|26|15|5|483|12|35|10|0|31|7|-16|5|8|3");
+    EXPECT_EQ(render("{{ '-8000000000000000'|int(0, 16) }}|{{ '7fffffffffffffff'|int(0, 16) }}"),
+              "-9223372036854775808|9223372036854775807");
+    expect_error("{{ '8000000000000000'|int(0, 16) }}", "integer overflow");
     EXPECT_EQ(
         render("{{ 'inf'|float }}|{{ '-Infinity'|float }}|{{ '+nan'|float }}|{{ '0x10'|float }}|"
                "{{ '1_0.5'|float }}|{{ ' 2.5 '|float }}|{{ '1e400'|float }}|{{ '1e1_0'|float }}"),
