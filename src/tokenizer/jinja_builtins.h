@@ -18,6 +18,8 @@ Value get_item(const Value& obj, const Value& key, int line);
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step, int line);
 // Iteration as in a for loop: list items, dict keys, string characters.
 Array iterate(const Value& v, int line);
+// Python's s.strip(): the surrounding whitespace (str.isspace's) removed.
+std::string python_strip(const std::string& s);
 // The built-in functions: range, namespace, dict, raise_exception, strftime_now.
 void add_globals(Object& globals);
 
