@@ -693,6 +693,43 @@ TEST(JinjaFixes, TestArgumentIsAPrimaryWithPostfix) {
     expect_error("{{ 2 in 'x2' }}", "'in <string>' requires a string on the left");
 }
 
+// More str and list methods, the center filter and the number tests on bools and floats, as
+// Python and Jinja2 define them (every expected string rendered by Jinja2 3.1.6 in transformers'
+// ImmutableSandboxedEnvironment; partition's tuple joined, since tuples print as lists here).
+TEST(JinjaFixes, MoreStrAndListMethods) {
+    // rsplit from the right, overlapping separators too (split matches them from the left).
+    EXPECT_EQ(
+        render(
+            "{{ 'a,b,c'.rsplit(',', 1) }}|{{ 'aaa'.rsplit('aa') }}|{{ 'aaa'.split('aa') }}|"
+            "{{ ' a b  c '.rsplit(None, 1) }}|{{ ' a b '.rsplit() }}|{{ 'a,b'.rsplit(',', 0) }}"),
+        "['a,b', 'c']|['a', '']|['', 'a']|[' a b', 'c']|['a', 'b']|['a,b']");
+    // Padding in characters, an odd centre margin placed as CPython places it.
+    EXPECT_EQ(
+        render("{{ 'ab'.center(6, '*') }}|{{ 'abc'.center(6) }}|{{ 'ab'.center(5) }}|"
+               "{{ 'ab'.ljust(4) }}|{{ 'ab'.rjust(4, '-') }}|{{ '\u00e9t\u00e9'.center(5, "
+               "'\u00e9') }}|"
+               "{{ 'abc'.center(2) }}|{{ '-42'.zfill(5) }}|{{ '42'.zfill(1) }}|{{ '+'.zfill(3) }}"),
+        "**ab**| abc  |  ab |ab  |--ab|\u00e9\u00e9t\u00e9\u00e9|abc|-0042|42|+00");
+    EXPECT_EQ(
+        render("{{ 'aBc1'.swapcase() }}|{{ 'Stra\u00dfe \u03a3\u0391\u03a3'.casefold() }}|"
+               "{{ 'a-b-c'.partition('-')|join('/') }}|{{ 'a-b-c'.rpartition('-')|join('/') }}|"
+               "{{ 'abc'.partition('-')|join('/') }}|{{ 'abc'.rpartition('-')|join('/') }}"),
+        "AbC1|strasse \u03c3\u03b1\u03c3|a/-/b-c|a-b/-/c|abc//|//abc");
+    EXPECT_EQ(render("{{ [1, 2, 1, 1.0, true].count(1) }}|{{ ['a', 'b'].index('b') }}|"
+                     "{{ 'ab'|center(6) }}|{{ 12|center(4) }}"),
+              "4|1|  ab  | 12 ");
+    EXPECT_EQ(
+        render("{{ true is odd }}|{{ 4.0 is even }}|{{ 6.0 is divisibleby(3) }}|{{ false|abs }}|"
+               "{{ 2.5 is odd }}|{{ -3 is odd }}|{{ 3.0 is odd }}|{{ 7 is divisibleby(2.5) }}|"
+               "{{ -7.5 is divisibleby(2.5) }}"),
+        "True|True|True|0|False|True|True|False|True");
+    expect_error("{{ [1].index(2) }}", "2 is not in list");
+    expect_error("{{ 'a'.center(3, 'ab') }}", "exactly one character");
+    expect_error("{{ 3 is divisibleby(0) }}", "division by zero");
+    expect_error("{{ 'a'.partition('') }}", "empty separator");
+    expect_error("{{ 'a'.rsplit('') }}", "empty separator");
+}
+
 // attr() reads an attribute, never an item (Jinja2 docs: "items are not looked up"): a dict's
 // keys are items, a namespace()'s values attributes. Jinja2 3.1.6 renders "|False|3|1".
 TEST(JinjaFixes, AttrReadsAttributesNotItems) {

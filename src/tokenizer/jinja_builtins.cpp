@@ -135,6 +135,67 @@ Array py_split(const std::string& s, const Value& sep, int64_t maxsplit, int lin
     return out;
 }
 
+// str.rsplit(sep, maxsplit): split() from the right. The remainder on the left keeps its leading
+// whitespace, and overlapping separators are matched from the right ('aaa'.rsplit('aa') is
+// ['a', '']).
+Array py_rsplit(const std::string& s, const Value& sep, int64_t maxsplit, int line) {
+    Array out;
+    const auto more = [&] { return maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit; };
+    if (sep.is_none() || sep.is_undefined()) {
+        const std::u32string u = to_u32(s);
+        std::size_t i = u.size();
+        while (true) {
+            while (i > 0 && py_space(u[i - 1])) --i;
+            if (i == 0) break;
+            if (!more()) {
+                out.push_back(Value(from_u32(u.substr(0, i))));
+                break;
+            }
+            std::size_t j = i;
+            while (j > 0 && !py_space(u[j - 1])) --j;
+            out.push_back(Value(from_u32(u.substr(j, i - j))));
+            i = j;
+        }
+    } else {
+        const std::string d = need_string(sep, line, "rsplit()");
+        if (d.empty()) error_at(line, "rsplit(): empty separator");
+        std::size_t end = s.size();
+        while (more() && end >= d.size()) {
+            const std::size_t p = s.rfind(d, end - d.size());
+            if (p == std::string::npos) break;
+            out.push_back(Value(s.substr(p + d.size(), end - p - d.size())));
+            end = p;
+        }
+        out.push_back(Value(s.substr(0, end)));
+    }
+    std::reverse(out.begin(), out.end());
+    return out;
+}
+
+// str.center / ljust / rjust (how 'c', 'l', 'r'): s padded with the one character `fill` to
+// `width` characters, as CPython places an odd centre margin.
+std::string py_pad(const std::string& s, int64_t width, const Value& fill, char how, int line) {
+    const std::u32string f = to_u32(need_string(fill, line, "the fill character"));
+    if (f.size() != 1) error_at(line, "the fill character must be exactly one character long");
+    const std::u32string u = to_u32(s);
+    const int64_t margin = width - static_cast<int64_t>(u.size());
+    if (margin <= 0) return s;
+    const int64_t left = how == 'l' ? 0 : how == 'r' ? margin : margin / 2 + (margin & width & 1);
+    return from_u32(std::u32string(size_t(left), f[0]) + u +
+                    std::u32string(size_t(margin - left), f[0]));
+}
+
+// str.partition / rpartition: [head, sep, tail] around the first (last) sep; not found, the
+// string is the head (partition) or the tail (rpartition).
+Array py_partition(const std::string& s, const std::string& sep, bool from_right, int line) {
+    if (sep.empty()) error_at(line, "empty separator");
+    const std::size_t p = from_right ? s.rfind(sep) : s.find(sep);
+    if (p == std::string::npos)
+        return from_right ? Array{Value(""), Value(""), Value(s)}
+                          : Array{Value(s), Value(""), Value("")};
+    return {Value(s.substr(0, p)), Value(sep), Value(s.substr(p + sep.size()))};
+}
+
 std::string case_map(const std::string& s, bool upper) {
     icu::UnicodeString u = icu::UnicodeString::fromUTF8(s);
     if (upper) u.toUpper();
@@ -472,6 +533,7 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
     if (name == "float")
         return number_filter(in, false, arg(a, 0, "default", Value(0.0)), 10, line);
     if (name == "abs") {
+        if (in.is_bool()) return Value(int64_t{in.as_bool()});
         if (in.is_int())
             return Value(in.as_int() < 0 ? sub_int(0, in.as_int(), line) : in.as_int());
         if (in.is_float()) return Value(std::fabs(in.as_double()));
@@ -610,6 +672,11 @@ Value apply_filter(const std::string& name, const Value& in, const CallArgs& a) 
         }
         return Value(std::move(out));
     }
+    if (name == "center") {
+        const Value width = arg(a, 0, "width", Value(80));
+        if (!width.is_int()) error_at(line, "center expects an integer width");
+        return Value(py_pad(in.str(), width.as_int(), Value(" "), 'c', line));
+    }
     if (name == "wordcount") return Value(static_cast<int64_t>(py_split(in.str(), none, -1, line).size()));
     if (name == "attr") {
         // An attribute only, never an item: a dict's keys are items in Python, so attr('a') of
@@ -648,15 +715,25 @@ bool apply_test(const std::string& name, const Value& v, const CallArgs& a) {
     if (name == "upper")
         return v.is_string() && case_map(v.as_string(), true) == v.as_string() &&
                case_map(v.as_string(), false) != v.as_string();
-    if (name == "even" || name == "odd") {
-        if (!v.is_int()) error_at(line, "test '" + name + "' expects an integer");
-        return (v.as_int() % 2 == 0) == (name == "even");
-    }
-    if (name == "divisibleby") {
-        const Value& d = other();
-        if (!v.is_int() || !d.is_int() || d.as_int() == 0) error_at(line, "divisibleby expects non-zero integers");
-        return v.as_int() % d.as_int() == 0;
-    }
+    // Jinja2's `value % 2 == 1`, `value % 2 == 0` and `value % num == 0`, with Python's % on
+    // bools, ints and floats (3.0 is odd, 2.5 neither).
+    auto python_mod = [&](const Value& x, const Value& y) -> double {
+        if (!(x.is_number() || x.is_bool()) || !(y.is_number() || y.is_bool()))
+            error_at(line, "test '" + name + "' expects numbers");
+        if (y.as_double() == 0) error_at(line, "test '" + name + "': division by zero");
+        if (!x.is_float() && !y.is_float()) {
+            const int64_t a = x.is_bool() ? x.as_bool() : x.as_int(),
+                          b = y.is_bool() ? y.as_bool() : y.as_int();
+            if (b == -1) return 0;  // INT64_MIN % -1 would trap
+            const int64_t r = a % b;
+            return double(r != 0 && (r < 0) != (b < 0) ? r + b : r);
+        }
+        const double r = std::fmod(x.as_double(), y.as_double());
+        return r != 0 && (r < 0) != (y.as_double() < 0) ? r + y.as_double() : r;
+    };
+    if (name == "odd") return python_mod(v, Value(2)) == 1;
+    if (name == "even") return python_mod(v, Value(2)) == 0;
+    if (name == "divisibleby") return python_mod(v, other()) == 0;
     if (name == "eq" || name == "equalto" || name == "==") return equals(v, other());
     if (name == "ne" || name == "!=") return !equals(v, other());
     if (name == "sameas") {
@@ -690,9 +767,36 @@ bool call_method(const Value& obj, const std::string& name, const CallArgs& a, V
         } else if (name == "split" || name == "rsplit") {
             const Value& mx = arg(a, 1, "maxsplit", Value(-1));
             int64_t maxsplit = mx.is_int() ? mx.as_int() : -1;
-            if (name == "rsplit" && maxsplit >= 0)
-                error_at(line, "rsplit() with maxsplit is not supported");
-            result = Value(py_split(s, arg(a, 0, "sep", none), maxsplit, line));
+            result = Value(name == "split" ? py_split(s, arg(a, 0, "sep", none), maxsplit, line)
+                                           : py_rsplit(s, arg(a, 0, "sep", none), maxsplit, line));
+        } else if (name == "center" || name == "ljust" || name == "rjust") {
+            const Value width = arg(a, 0, "width", none);
+            if (!width.is_int()) error_at(line, name + "() expects an integer width");
+            result =
+                Value(py_pad(s, width.as_int(), arg(a, 1, "fillchar", Value(" ")), name[0], line));
+        } else if (name == "zfill") {
+            const Value width = arg(a, 0, "width", none);
+            if (!width.is_int()) error_at(line, "zfill() expects an integer width");
+            // Zeros after a leading sign: '-42'.zfill(5) == '-0042'.
+            const bool sign = !s.empty() && (s[0] == '-' || s[0] == '+');
+            const std::string padded =
+                py_pad(s.substr(sign), width.as_int() - sign, Value("0"), 'r', line);
+            result = Value(s.substr(0, sign) + padded);
+        } else if (name == "swapcase") {
+            std::u32string u = to_u32(s);
+            for (char32_t& c : u)
+                c = u_isupper(UChar32(c))   ? char32_t(u_tolower(UChar32(c)))
+                    : u_islower(UChar32(c)) ? char32_t(u_toupper(UChar32(c)))
+                                            : c;
+            result = Value(from_u32(u));
+        } else if (name == "casefold") {
+            icu::UnicodeString u = icu::UnicodeString::fromUTF8(s);
+            std::string out;
+            u.foldCase(U_FOLD_CASE_DEFAULT).toUTF8String(out);
+            result = Value(out);
+        } else if (name == "partition" || name == "rpartition") {
+            const std::string sep = need_string(arg(a, 0, "sep", none), line, name + "()");
+            result = Value(py_partition(s, sep, name == "rpartition", line));
         } else if (name == "strip" || name == "lstrip" || name == "rstrip") {
             result = Value(py_strip(s, arg(a, 0, "chars", none), name != "rstrip", name != "lstrip", line));
         } else if (name == "upper" || name == "lower") {
@@ -729,8 +833,8 @@ bool call_method(const Value& obj, const std::string& name, const CallArgs& a, V
                 append_bounded(out, need_string(items[i], line, "join()"), line);
             }
             result = Value(std::move(out));
-        } else if (name == "isdigit" || name == "isalpha" || name == "isspace" || name == "isalnum" ||
-                   name == "islower" || name == "isupper") {
+        } else if (name == "isdigit" || name == "isalpha" || name == "isspace" ||
+                   name == "isalnum" || name == "islower" || name == "isupper") {
             std::u32string u = to_u32(s);
             bool ok = !u.empty();
             for (char32_t c : u) {
@@ -746,6 +850,23 @@ bool call_method(const Value& obj, const std::string& name, const CallArgs& a, V
             result = Value(ok);
         } else if (name == "splitlines") {
             result = Value(py_splitlines(s));
+        } else {
+            return false;
+        }
+        return true;
+    }
+    if (obj.is_array()) {
+        const Array& items = obj.as_array();
+        if (name == "count") {
+            const Value& x = arg(a, 0, "value", none);
+            result = Value(static_cast<int64_t>(std::count_if(
+                items.begin(), items.end(), [&](const Value& v) { return equals(v, x); })));
+        } else if (name == "index") {
+            const Value& x = arg(a, 0, "value", none);
+            auto it = std::find_if(items.begin(), items.end(),
+                                   [&](const Value& v) { return equals(v, x); });
+            if (it == items.end()) error_at(line, x.repr() + " is not in list");
+            result = Value(static_cast<int64_t>(it - items.begin()));
         } else {
             return false;
         }
