@@ -93,9 +93,10 @@ def main():
         def nextn_render(template):
             config["chat_template"] = template
             (model / "tokenizer_config.json").write_text(json.dumps(config))
+            # Bytes, not text=True: universal newlines would turn a rendered \r\n into \n.
             r = subprocess.run([args.nextn, "template", str(model), str(model / "messages.json")],
-                               capture_output=True, text=True)
-            return r.stdout if r.returncode == 0 else "ERROR"
+                               capture_output=True)
+            return r.stdout.decode() if r.returncode == 0 else "ERROR"
 
         expressions = set()
         while len(expressions) < args.count:
