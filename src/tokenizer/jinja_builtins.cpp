@@ -205,6 +205,11 @@ std::string case_map(const std::string& s, bool upper) {
     return out;
 }
 
+// str.isupper() (upper) / islower(): no character of the other case, and at least one cased one.
+bool all_cased_as(const std::string& s, bool upper) {
+    return case_map(s, upper) == s && case_map(s, !upper) != s;
+}
+
 std::string capitalize(const std::string& s) {
     std::u32string u = to_u32(case_map(s, false));
     if (u.empty()) return "";
@@ -708,32 +713,13 @@ bool apply_test(const std::string& name, const Value& v, const CallArgs& a) {
     if (name == "iterable") return v.is_array() || v.is_object() || v.is_string();
     if (name == "sequence") return v.is_array() || v.is_object() || v.is_string();
     if (name == "callable") return v.is_callable();
-    // str.islower() / isupper(): no character of the other case, and at least one cased one.
-    if (name == "lower")
-        return v.is_string() && case_map(v.as_string(), false) == v.as_string() &&
-               case_map(v.as_string(), true) != v.as_string();
-    if (name == "upper")
-        return v.is_string() && case_map(v.as_string(), true) == v.as_string() &&
-               case_map(v.as_string(), false) != v.as_string();
-    // Jinja2's `value % 2 == 1`, `value % 2 == 0` and `value % num == 0`, with Python's % on
-    // bools, ints and floats (3.0 is odd, 2.5 neither).
-    auto python_mod = [&](const Value& x, const Value& y) -> double {
-        if (!(x.is_number() || x.is_bool()) || !(y.is_number() || y.is_bool()))
-            error_at(line, "test '" + name + "' expects numbers");
-        if (y.as_double() == 0) error_at(line, "test '" + name + "': division by zero");
-        if (!x.is_float() && !y.is_float()) {
-            const int64_t a = x.is_bool() ? x.as_bool() : x.as_int(),
-                          b = y.is_bool() ? y.as_bool() : y.as_int();
-            if (b == -1) return 0;  // INT64_MIN % -1 would trap
-            const int64_t r = a % b;
-            return double(r != 0 && (r < 0) != (b < 0) ? r + b : r);
-        }
-        const double r = std::fmod(x.as_double(), y.as_double());
-        return r != 0 && (r < 0) != (y.as_double() < 0) ? r + y.as_double() : r;
-    };
-    if (name == "odd") return python_mod(v, Value(2)) == 1;
-    if (name == "even") return python_mod(v, Value(2)) == 0;
-    if (name == "divisibleby") return python_mod(v, other()) == 0;
+    if (name == "lower" || name == "upper")
+        return v.is_string() && all_cased_as(v.as_string(), name == "upper");
+    // Jinja2's `value % 2 == 1`, `value % 2 == 0` and `value % num == 0`: the template's own %
+    // (bools and floats too: 3.0 is odd, 2.5 neither).
+    if (name == "odd") return equals(floor_division(line, "%", v, Value(2)), Value(1));
+    if (name == "even") return equals(floor_division(line, "%", v, Value(2)), Value(0));
+    if (name == "divisibleby") return equals(floor_division(line, "%", v, other()), Value(0));
     if (name == "eq" || name == "equalto" || name == "==") return equals(v, other());
     if (name == "ne" || name == "!=") return !equals(v, other());
     if (name == "sameas") {
@@ -845,8 +831,7 @@ bool call_method(const Value& obj, const std::string& name, const CallArgs& a, V
                 else if (name == "isalnum") ok &= digit || alpha;
                 else if (name == "isspace") ok &= py_space(c);
             }
-            if (name == "islower") ok = case_map(s, false) == s && case_map(s, true) != s;
-            if (name == "isupper") ok = case_map(s, true) == s && case_map(s, false) != s;
+            if (name == "islower" || name == "isupper") ok = all_cased_as(s, name == "isupper");
             result = Value(ok);
         } else if (name == "splitlines") {
             result = Value(py_splitlines(s));

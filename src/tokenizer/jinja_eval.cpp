@@ -296,6 +296,23 @@ int compare_values(int line, const std::string& op, const Value& a, const Value&
 
 }  // namespace
 
+Value floor_division(int line, const std::string& op, const Value& a, const Value& b) {
+    if (!both_numbers(a, b)) bad_operands(line, op, a, b);
+    if (b.as_double() == 0) error_at(line, "division by zero");
+    if (any_float(a, b)) {
+        double q = std::floor(a.as_double() / b.as_double());
+        return op == "//" ? Value(q) : Value(a.as_double() - q * b.as_double());
+    }
+    int64_t x = to_int(a), y = to_int(b);
+    if (x == INT64_MIN && y == -1) {  // the quotient 2**63 overflows; the remainder is 0
+        if (op == "%") return Value(int64_t{0});
+        integer_overflow(line);
+    }
+    int64_t q = x / y;
+    if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // Python floors
+    return op == "//" ? Value(q) : Value(x - q * y);
+}
+
 bool contains(int line, const Value& container, const Value& item) {
     if (container.is_string()) {
         if (!item.is_string()) error_at(line, "'in <string>' requires a string on the left, not '" + item.type_name() + "'");
@@ -394,21 +411,7 @@ Value Interpreter::binary(const Expr& e, Scope& scope) {
         if (b.as_double() == 0) error_at(line, "division by zero");
         return Value(a.as_double() / b.as_double());
     }
-    if (op == "//" || op == "%") {
-        if (b.as_double() == 0) error_at(line, "division by zero");
-        if (any_float(a, b)) {
-            double q = std::floor(a.as_double() / b.as_double());
-            return op == "//" ? Value(q) : Value(a.as_double() - q * b.as_double());
-        }
-        int64_t x = to_int(a), y = to_int(b);
-        if (x == INT64_MIN && y == -1) {  // the quotient 2**63 overflows; the remainder is 0
-            if (op == "%") return Value(int64_t{0});
-            integer_overflow(line);
-        }
-        int64_t q = x / y;
-        if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // Python floors
-        return op == "//" ? Value(q) : Value(x - q * y);
-    }
+    if (op == "//" || op == "%") return floor_division(line, op, a, b);
     if (op == "**") {
         if (!any_float(a, b) && to_int(b) >= 0) {
             int64_t base = to_int(a), exp = to_int(b);

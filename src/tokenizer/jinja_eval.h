@@ -57,6 +57,10 @@ private:
 
 [[noreturn]] void error_at(int line, const std::string& what);
 
+// Python's a // b or a % b (`op`) of two numbers, bools counting as ints: floored; an error for
+// other operands and for division by zero.
+Value floor_division(int line, const std::string& op, const Value& a, const Value& b);
+
 // Python's `item in container` (the `in` operator and the `in` test): a substring of a string
 // (a non-string item is an error, as Python's TypeError), an element of a list, a key of a dict;
 // false in an undefined value; any other container is an error.
