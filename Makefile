@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 MODEL ?= $(if $(wildcard models/nextn-tiny/config.json),models/nextn-tiny,tests/data/qwen35-dense-tiny)
 
-.PHONY: all deps build run test bench fuzz sanitize portable clean
+.PHONY: all deps build run test bench fuzz sanitize portable aarch64 clean
 
 all: build
 
@@ -51,6 +51,15 @@ portable: deps
 		-DCMAKE_CXX_FLAGS="-funsigned-char" > /dev/null
 	@cmake --build $(PORTABLE_DIR) -j $(JOBS)
 	@cd $(PORTABLE_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 3600
+
+# The aarch64 build (src/kernels/arm/ instead of x86/), cross-compiled with Debian's
+# g++-aarch64-linux-gnu in $(AARCH64_DIR), its tests run under qemu-user: correctness of the ARM
+# code here, not its speed. AARCH64_TESTS (a ctest regex) picks tests; emulated, the whole suite
+# takes hours on 2 cores. scripts/aarch64.sh installs what it needs first.
+AARCH64_DIR ?= $(BUILD_DIR)-aarch64
+AARCH64_TESTS ?=
+aarch64:
+	@bash scripts/aarch64.sh $(AARCH64_DIR) $(JOBS) '$(AARCH64_TESTS)'
 
 clean:
 	rm -rf $(BUILD_DIR)

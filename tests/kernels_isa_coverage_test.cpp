@@ -17,9 +17,26 @@
 namespace nextn {
 namespace {
 
-#if !NEXTN_X86_KERNELS
-// Built without src/kernels/x86/ (a CPU other than x86-64, or make portable): the reference is
-// the one table, whatever the CPU's flags say.
+#if NEXTN_ARM_KERNELS
+// An aarch64 build: the neon table is always there (every aarch64 CPU has NEON), the dotprod one
+// exactly where Linux's "Features" line lists the dot product (asimddp).
+TEST(KernelIsaCoverage, TheDotprodTableFollowsTheCpuinfoFeatures) {
+    const std::vector<std::string> isas = available_isas();
+    EXPECT_NE(std::find(isas.begin(), isas.end(), "neon"), isas.end());
+    std::string list;
+    for (const std::string& isa : isas) list += " " + isa;
+    std::printf("kernel tables checked by the ISA tests here:%s\n", list.c_str());
+    std::istringstream words(cpuinfo_field("Features"));
+    std::set<std::string> features;
+    for (std::string w; words >> w;) features.insert(w);
+    // qemu-user (make aarch64) shows the host's /proc/cpuinfo, which has no Features line.
+    if (features.empty()) GTEST_SKIP() << "no ARM 'Features' line in /proc/cpuinfo to check against";
+    const bool have = std::find(isas.begin(), isas.end(), "dotprod") != isas.end();
+    EXPECT_EQ(have, features.count("asimddp") > 0);
+}
+#elif !NEXTN_X86_KERNELS
+// Built without src/kernels/x86/ (make portable, or a CPU with no SIMD kernels of ours): the
+// reference is the one table, whatever the CPU's flags say.
 TEST(KernelIsaCoverage, WithoutTheX86KernelsTheReferenceIsTheOneTable) {
     EXPECT_EQ(available_isas(), std::vector<std::string>{"scalar"});
     EXPECT_STREQ(kernels().isa, "scalar");

@@ -15,6 +15,9 @@
 #include "kernels/x86/x86_kernels.h"
 #include "kernels/x86/x86_tables.h"
 #endif
+#if NEXTN_ARM_KERNELS
+#include "kernels/arm/arm_kernels.h"
+#endif
 
 namespace nextn {
 
@@ -66,6 +69,10 @@ constexpr Candidate kCandidates[] = {
     {"avx2", x86::cpu_supports_avx2, x86::avx2_table},
     {"avxvnni", x86::cpu_supports_avxvnni, x86::avxvnni_table},
     {"avx512", x86::cpu_supports_avx512, x86::avx512_table},
+#endif
+#if NEXTN_ARM_KERNELS
+    {"neon", always, arm::neon_table},  // part of every aarch64 CPU
+    {"dotprod", arm::cpu_supports_dotprod, arm::dotprod_table},
 #endif
 };
 

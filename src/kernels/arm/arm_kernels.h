@@ -1,0 +1,40 @@
+#pragma once
+// The 64-bit ARM kernels (aarch64 builds only: CMakeLists.txt's NEXTN_ARM_KERNELS) and the table
+// dispatch.cpp chooses from them. The files under neon/ are baseline Armv8-A (NEON is part of
+// every aarch64 CPU); each file under dotprod/ is compiled for Armv8.2-A with the dot-product
+// extension (SDOT), so it may run only after cpu_supports_dotprod() said yes.
+#include "kernels/kernels.h"
+
+namespace nextn::arm {
+
+// Whether the CPU has Armv8.2-A's int8 dot product (the kernel's HWCAP_ASIMDDP; Linux only:
+// elsewhere false).
+bool cpu_supports_dotprod();
+
+// The reference table with the f32 matmul and the int8-dot matmul (kernels/int8_dot.h) on
+// baseline NEON, which every aarch64 CPU has: with the int8 kernel, Q8_0, Q4_0, Q4_1 and the GGUF
+// K-quant / MLX affine codes stay compact (chunked) instead of being widened to f32.
+const KernelTable* neon_table();
+// neon_table() with the int8-dot matmul on SDOT.
+const KernelTable* dotprod_table();
+
+namespace neon {
+// gemm_rows (kernels.h): F32, BF16, F16 and the block types with f32 activations.
+void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
+               int64_t r0, int64_t r1);
+void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                  int64_t r0, int64_t r1);
+void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
+                          const float* q, const float* k, const float* v, const float* g,
+                          const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
+                          bool tiled_heads, float* out, int j0, int j1);
+}  // namespace neon
+
+namespace dotprod {
+// ref::gemm_i8_rows' bits (kernels/int8_dot.h) for the chunked types; the row-group types go to
+// the reference.
+void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
+                  int64_t r0, int64_t r1);
+}  // namespace dotprod
+
+}  // namespace nextn::arm
