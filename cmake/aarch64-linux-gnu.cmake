@@ -9,5 +9,8 @@ set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 # The arm64 .pc files, not the host's.
 set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")
-# gtest_discover_tests and ctest run the test binaries through this.
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# gtest_discover_tests and ctest run the test binaries through this. No -L: the binaries load the
+# arm64 libraries they were linked with (/lib/ld-linux-aarch64.so.1 and /usr/lib/aarch64-linux-gnu,
+# Debian's multiarch). With -L /usr/aarch64-linux-gnu, qemu 7.2 gave them the cross toolchain's
+# older libc instead, and there a single-threaded test spun forever in user code.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)

@@ -30,7 +30,8 @@ TEST(KernelIsaCoverage, TheDotprodTableFollowsTheCpuinfoFeatures) {
     std::set<std::string> features;
     for (std::string w; words >> w;) features.insert(w);
     // qemu-user (make aarch64) shows the host's /proc/cpuinfo, which has no Features line.
-    if (features.empty()) GTEST_SKIP() << "no ARM 'Features' line in /proc/cpuinfo to check against";
+    if (features.empty())
+        GTEST_SKIP() << "no ARM 'Features' line in /proc/cpuinfo to check against";
     const bool have = std::find(isas.begin(), isas.end(), "dotprod") != isas.end();
     EXPECT_EQ(have, features.count("asimddp") > 0);
 }

@@ -125,8 +125,9 @@ BenchModel open_bench_model(const Args& a) {
     if (mo.q4_k_m) {
         // Held as the loader holds a Q4_K_M file's tensors on this table (model/weights.cpp).
         if (!int8_kernels_in_use(mo.int8_activations))
-            throw UsageError("--quant q4_k_m needs the int8 kernels (a CPU with AVX2, without --f32-activations): "
-                             "elsewhere a Q4_K_M file's matrices are widened to f32");
+            throw UsageError("--quant q4_k_m needs the int8 kernels (a CPU with AVX2, or aarch64, "
+                             "without --f32-activations): elsewhere a Q4_K_M file's matrices are "
+                             "widened to f32");
         so.q4_k_m = true;
         so.q4_k_type = k_quant_storage_type(DType::Q4_K, kernels().row_groups);
         so.q6_k_type = k_quant_storage_type(DType::Q6_K, kernels().row_groups);

@@ -34,7 +34,7 @@ std::vector<FlagSpec> model_flags() {
          "multiply quantized weights with f32 activations (the arithmetic of dequantized weights; "
          "slower; the codes only the int8 kernels read, K-quants, Q5_1 and MLX other than "
          "f16-exact 4-bit, are then widened to f32) instead of int8-quantized ones (the default "
-         "on any CPU with AVX2)"},
+         "on any CPU with AVX2, and on aarch64)"},
         {"bf16-activations", "", false,
          "multiply bf16 weights (a bf16 checkpoint, or --quant bf16) with activations rounded to "
          "bf16, by the CPU's bf16 dot product (AVX512_BF16: Zen 4, Sapphire Rapids and later; "

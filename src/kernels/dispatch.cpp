@@ -61,8 +61,8 @@ const KernelTable* scalar_table() {
     return &table;
 }
 
-// Worst to best. A NEON or CUDA back-end adds its entries here, guarded as the x86 ones are by
-// whether its translation units are built (CMakeLists.txt).
+// Worst to best. Each back-end's entries are guarded by whether its translation units are built
+// (CMakeLists.txt); a CUDA one would join the same way.
 constexpr Candidate kCandidates[] = {
     {"scalar", always, scalar_table},
 #if NEXTN_X86_KERNELS

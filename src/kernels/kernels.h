@@ -4,10 +4,10 @@
 // every faster variant is tested against.
 //
 // Seam for other back-ends: this header is ISA-neutral. An ISA contributes a KernelTable from
-// its own translation units (x86/avx2, x86/avxvnni, x86/avx512 today, assembled in
-// x86/x86_tables.cpp; arm/neon or cuda/ later) and registers it in dispatch.cpp's candidate list
-// with its CPU-feature check, guarded as the x86 entries are by whether CMakeLists.txt builds its
-// folder (NEXTN_X86_KERNELS). Nothing here may assume x86.
+// its own translation units (x86/avx2, x86/avxvnni, x86/avx512, assembled in x86/x86_tables.cpp;
+// arm/neon and arm/dotprod, in arm/arm_tables.cpp; cuda/ later) and registers it in dispatch.cpp's
+// candidate list with its CPU-feature check, guarded by whether CMakeLists.txt builds its folder
+// (NEXTN_X86_KERNELS, NEXTN_ARM_KERNELS). Nothing here may assume one ISA.
 //
 // Batch invariance: for every kernel, the arithmetic that produces one output element (its
 // reduction order) depends only on that element's inputs, never on the batch width n, the
@@ -170,8 +170,9 @@ struct KernelTable {
     // matmul could reach at best.
     //   int8: acc[i, l] += sum_{j<4} a[i, 4l + j] * b[4l + j]   a: [chains, 64] u8, b: [64] s8,
     //         acc: [chains, 16] s32 (64 multiply-adds per chain and rep). Exact integers: the
-    //         caller keeps the sums inside int32 and each pair a[2m] b[2m] + a[2m+1] b[2m+1]
-    //         inside int16 (AVX2's pmaddubsw saturates there).
+    //         caller keeps the sums inside int32, each pair a[2m] b[2m] + a[2m+1] b[2m+1]
+    //         inside int16 (AVX2's pmaddubsw saturates there) and a below 128 (ARM's SDOT reads
+    //         it as signed).
     //   f32:  acc[i, l] = fma(a[i, l], b[l], acc[i, l])          a, acc: [chains, 16], b: [16]
     //         (16 per chain and rep), each lane's chain in rep order.
     // Both give the scalar reference's bits in every ISA.

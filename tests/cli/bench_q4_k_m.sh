@@ -7,7 +7,7 @@ failures=0
 
 # --quant q4_k_m (synthetic only): llama.cpp's Q4_K_M mix, built through the K-quant encoders and
 # held as a Q4_K_M file's tensors are; the perfect head's drafts all accepted. Without the int8
-# kernels (no AVX2) it is refused, naming why.
+# kernels (an x86 CPU without AVX2, or a build with no SIMD kernels) it is refused, naming why.
 out=$("$NEXTN" bench --synthetic qwen3.5-0.8b --quant q4_k_m --draft perfect --prompt-tokens 4 \
       --decode-tokens 9 --repeat 1 --threads 2 --json 2>"${TMPDIR:-/tmp}/nextn_q4km_err.$$")
 rc=$?

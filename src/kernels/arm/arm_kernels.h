@@ -20,14 +20,17 @@ const KernelTable* dotprod_table();
 
 namespace neon {
 // gemm_rows (kernels.h): F32, BF16, F16 and the block types with f32 activations.
-void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
-               int64_t r0, int64_t r1);
+void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+               int64_t r1);
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1);
 void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
                           const float* q, const float* k, const float* v, const float* g,
                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
                           bool tiled_heads, float* out, int j0, int j1);
+float stream_sum(const float* x, int64_t n);
+void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc);
+void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc);
 }  // namespace neon
 
 namespace dotprod {
@@ -35,6 +38,7 @@ namespace dotprod {
 // the reference.
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1);
+void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc);
 }  // namespace dotprod
 
 }  // namespace nextn::arm

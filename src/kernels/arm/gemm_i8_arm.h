@@ -24,12 +24,12 @@
 namespace nextn::arm {
 namespace {
 
-
 // Columns that share one decode of a weight chunk (the chunk is read from memory once per row
 // for all of them; a wider batch takes further groups, which find the row in L1).
 constexpr int kMaxGroup = 4;
 
-// Step s (0..7) of chunk `codes` as the signed bytes SDOT multiplies, w[q]: blocks 4q..4q+3.
+// Step s (0..7) of chunk `codes` as the signed bytes the dot product multiplies, w[q]: blocks
+// 4q..4q+3.
 template <WType T>
 inline void load_step(const uint8_t* codes, int s, int8x16_t w[4]) {
     if constexpr (int8_dot_eight_bit(T)) {
@@ -46,8 +46,8 @@ inline void load_step(const uint8_t* codes, int s, int8x16_t w[4]) {
             if constexpr (T == WType::Q6_KX) {
                 // Bits 2t, 2t + 1 of byte 256 + j*64 + 4l + i: the high 2 bits of step 4j + t.
                 const uint8x16_t hb = vld1q_u8(codes + 256 + (s / 4) * 64 + 16 * q);
-                const uint8x16_t two = vandq_u8(vshlq_u8(hb, vdupq_n_s8(int8_t(-2 * (s % 4)))),
-                                                vdupq_n_u8(3));
+                const uint8x16_t two =
+                    vandq_u8(vshlq_u8(hb, vdupq_n_s8(int8_t(-2 * (s % 4)))), vdupq_n_u8(3));
                 code = vorrq_u8(code, vshlq_n_u8(two, 4));
             }
             w[q] = vreinterpretq_s8_u8(code);
@@ -126,7 +126,8 @@ void row_times_columns(const WeightMatrix& w, const QuantizedColumns& x, int64_t
                     // sc_a * (isum_a - 32 * xhalf) + sc_b * (isum_b - 32 * (xsum - xhalf))
                     const int32x4_t xhalf = vld1q_s32(x.half_sums_of(col) + b);
                     const int32x4_t a = vsubq_s32(dot, vshlq_n_s32(xhalf, 5));
-                    const int32x4_t rest = vsubq_s32(second[j][q], vshlq_n_s32(vsubq_s32(xsum, xhalf), 5));
+                    const int32x4_t rest =
+                        vsubq_s32(second[j][q], vshlq_n_s32(vsubq_s32(xsum, xhalf), 5));
                     exact = vmlaq_s32(vmulq_s32(sc_a[q], a), sc_b[q], rest);
                 } else if constexpr (T == WType::Q4_0X) {
                     exact = vsubq_s32(dot, vshlq_n_s32(xsum, 3));  // isum - 8 * xsum
@@ -156,10 +157,18 @@ void rows_of_type(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
     for (int64_t r = r0; r < r1; ++r) {
         for (int64_t j0 = 0; j0 < x.n; j0 += kMaxGroup) {
             switch (std::min<int64_t>(kMaxGroup, x.n - j0)) {
-                case 1: row_times_columns<Dot, T, 1>(w, x, r, j0, y, ldy); break;
-                case 2: row_times_columns<Dot, T, 2>(w, x, r, j0, y, ldy); break;
-                case 3: row_times_columns<Dot, T, 3>(w, x, r, j0, y, ldy); break;
-                default: row_times_columns<Dot, T, 4>(w, x, r, j0, y, ldy); break;
+                case 1:
+                    row_times_columns<Dot, T, 1>(w, x, r, j0, y, ldy);
+                    break;
+                case 2:
+                    row_times_columns<Dot, T, 2>(w, x, r, j0, y, ldy);
+                    break;
+                case 3:
+                    row_times_columns<Dot, T, 3>(w, x, r, j0, y, ldy);
+                    break;
+                default:
+                    row_times_columns<Dot, T, 4>(w, x, r, j0, y, ldy);
+                    break;
             }
         }
     }

@@ -35,7 +35,9 @@ struct ReadBF16 {  // bf16 is the top half of an f32
         return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
     }
     static float one(const void* row, int64_t k) {
-        return vgetq_lane_f32(vreinterpretq_f32_u32(vshll_n_u16(vdup_n_u16(static_cast<const uint16_t*>(row)[k]), 16)), 0);
+        return vgetq_lane_f32(vreinterpretq_f32_u32(vshll_n_u16(
+                                  vdup_n_u16(static_cast<const uint16_t*>(row)[k]), 16)),
+                              0);
     }
 };
 
@@ -44,7 +46,9 @@ struct ReadF16 {  // IEEE half to f32: exact
         return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(static_cast<const uint16_t*>(row) + k)));
     }
     static float one(const void* row, int64_t k) {
-        return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(static_cast<const uint16_t*>(row)[k]))), 0);
+        return vgetq_lane_f32(
+            vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(static_cast<const uint16_t*>(row)[k]))),
+            0);
     }
 };
 
@@ -60,7 +64,8 @@ void row_times_columns(const void* row, int64_t cols, const float* x, int64_t j0
         for (int q = 0; q < 4; ++q) wv[q] = Read::four(row, k + 4 * q);
         for (int j = 0; j < G; ++j) {
             const float* xj = x + (j0 + j) * cols + k;
-            for (int q = 0; q < 4; ++q) acc[j][q] = vfmaq_f32(acc[j][q], wv[q], vld1q_f32(xj + 4 * q));
+            for (int q = 0; q < 4; ++q)
+                acc[j][q] = vfmaq_f32(acc[j][q], wv[q], vld1q_f32(xj + 4 * q));
         }
     }
     for (int j = 0; j < G; ++j) {
@@ -78,24 +83,38 @@ void row_times_batch(const void* row, int64_t cols, const float* x, int64_t n, f
                      int64_t ldy, int64_t r) {
     for (int64_t j0 = 0; j0 < n; j0 += kMaxGroup) {
         switch (std::min<int64_t>(kMaxGroup, n - j0)) {
-            case 1: row_times_columns<Read, 1>(row, cols, x, j0, y, ldy, r); break;
-            case 2: row_times_columns<Read, 2>(row, cols, x, j0, y, ldy, r); break;
-            case 3: row_times_columns<Read, 3>(row, cols, x, j0, y, ldy, r); break;
-            default: row_times_columns<Read, 4>(row, cols, x, j0, y, ldy, r); break;
+            case 1:
+                row_times_columns<Read, 1>(row, cols, x, j0, y, ldy, r);
+                break;
+            case 2:
+                row_times_columns<Read, 2>(row, cols, x, j0, y, ldy, r);
+                break;
+            case 3:
+                row_times_columns<Read, 3>(row, cols, x, j0, y, ldy, r);
+                break;
+            default:
+                row_times_columns<Read, 4>(row, cols, x, j0, y, ldy, r);
+                break;
         }
     }
 }
 
 }  // namespace
 
-void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy,
-               int64_t r0, int64_t r1) {
+void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+               int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* row = w.data + size_t(r) * w.row_bytes;
         switch (w.type) {
-            case WType::F32: row_times_batch<ReadF32>(row, w.cols, x, n, y, ldy, r); break;
-            case WType::BF16: row_times_batch<ReadBF16>(row, w.cols, x, n, y, ldy, r); break;
-            case WType::F16: row_times_batch<ReadF16>(row, w.cols, x, n, y, ldy, r); break;
+            case WType::F32:
+                row_times_batch<ReadF32>(row, w.cols, x, n, y, ldy, r);
+                break;
+            case WType::BF16:
+                row_times_batch<ReadBF16>(row, w.cols, x, n, y, ldy, r);
+                break;
+            case WType::F16:
+                row_times_batch<ReadF16>(row, w.cols, x, n, y, ldy, r);
+                break;
             default: {  // block types: the row's exact f32 values first
                 struct Row;
                 float* values = ref::thread_buffer<float, Row>(size_t(w.cols));  // [cols]

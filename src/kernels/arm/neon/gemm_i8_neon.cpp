@@ -11,7 +11,7 @@ namespace {
 struct WideningDot {
     int32x4_t operator()(int32x4_t acc, int8x16_t a, int8x16_t b) const {
         const int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b));  // products 0..7
-        const int16x8_t hi = vmull_high_s8(a, b);                        // products 8..15
+        const int16x8_t hi = vmull_high_s8(a, b);                       // products 8..15
         // [p0+p1, p2+p3, ...] per half, then the pairs of pairs: lane k = bytes 4k..4k+3.
         return vaddq_s32(acc, vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
     }
