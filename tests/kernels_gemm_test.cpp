@@ -255,12 +255,16 @@ TEST(KernelsDispatchDeathTest, UnknownForcedIsaIsAnError) {
         testing::ExitedWithCode(3), "NEXTN_ISA=neon9: unknown kernel ISA 'neon9'");
 }
 
-// The ISA names kernels.h lists for NEXTN_ISA (scalar|avx2|avxvnni|avx512), worst to best, are
+// The ISA names kernels.h lists for NEXTN_ISA (scalar|avx2|avxvnni|avx512; on aarch64
+// scalar|neon|dotprod), worst to best, are
 // what an unknown name's error offers; reference_kernels() is the scalar table.
 TEST(KernelsDispatch, UnknownIsaListsTheKnownOnes) {
 #if NEXTN_X86_KERNELS
     EXPECT_EQ(test::error_of([] { kernels_for("sse9"); }),
               "unknown kernel ISA 'sse9' (known: scalar, avx2, avxvnni, avx512)");
+#elif NEXTN_ARM_KERNELS
+    EXPECT_EQ(test::error_of([] { kernels_for("avx2"); }),
+              "unknown kernel ISA 'avx2' (known: scalar, neon, dotprod)");
 #else
     EXPECT_EQ(test::error_of([] { kernels_for("avx2"); }),
               "unknown kernel ISA 'avx2' (known: scalar)");

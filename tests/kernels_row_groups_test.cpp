@@ -352,9 +352,11 @@ TEST(KernelsRowGroupsDeathTest, BadLayoutIsAnErrorOnEveryTable) {
         testing::ExitedWithCode(3), "NEXTN_Q8_0_LAYOUT=sideways: unknown weight layout");
 }
 
-// The load policy: on the int8 tables (avx2, avxvnni, avx512) Q4_0 and Q8_0 are held in row
-// groups (unless the environment asks for chunked), on the scalar table as they are; with f32 activations always as they are. And a checkpoint tensor bound for this table
-// (make_weight with the table's layouts, as the binder calls it) gets that type.
+// The load policy: on the x86 int8 tables (avx2, avxvnni, avx512) Q4_0 and Q8_0 are held in row
+// groups (unless the environment asks for chunked), on the ARM ones (neon, dotprod: no row-group
+// kernel) chunked, on the scalar table as they are; with f32 activations always as they are.
+// And a checkpoint tensor bound for this table (make_weight with the table's layouts, as the
+// binder calls it) gets that type.
 TEST(KernelsRowGroups, LoadPicksTheLayoutTheTableReads) {
     const std::string isa = kernels().isa;
     auto chunked_by_env = [](const char* name) {
@@ -365,7 +367,10 @@ TEST(KernelsRowGroups, LoadPicksTheLayoutTheTableReads) {
         const bool q4 = block == WType::Q4_0;
         const WType grouped = q4 ? WType::Q4_0R : WType::Q8_0R, chunked = q4 ? WType::Q4_0X : WType::Q8_0X;
         WType want = block;
-        if (isa != "scalar")
+        const bool arm = isa == "neon" || isa == "dotprod";
+        if (arm)
+            want = chunked;
+        else if (isa != "scalar")
             want = chunked_by_env(q4 ? "NEXTN_Q4_0_LAYOUT" : "NEXTN_Q8_0_LAYOUT") ? chunked : grouped;
         EXPECT_EQ(want, kernel_storage_type(block, /*int8_activations=*/true)) << isa;
         EXPECT_EQ(block, kernel_storage_type(block, /*int8_activations=*/false)) << isa;

@@ -15,7 +15,7 @@ expect 2 "unknown command" -- "$NEXTN" frobnicate
 # The usage lists the environment variables; a bad value of one is an error naming it.
 expect 2 "NEXTN_ISA=scalar\|avx2\|avxvnni\|avx512" -- "$NEXTN"
 expect 2 "NEXTN_ROW_GROUP_FETCH=auto\|cursor\|streams" -- "$NEXTN"
-expect 1 "^nextn run: error: NEXTN_ISA=neon: unknown kernel ISA 'neon'" -- env NEXTN_ISA=neon "$NEXTN" run "$MODEL" -p hi -n 2
+expect 1 "^nextn run: error: NEXTN_ISA=sve9: unknown kernel ISA 'sve9'" -- env NEXTN_ISA=sve9 "$NEXTN" run "$MODEL" -p hi -n 2
 expect 1 "^nextn run: error: NEXTN_ROW_GROUP_FETCH=sideways: unknown setting \(known: auto, cursor, streams\)" -- env NEXTN_ROW_GROUP_FETCH=sideways "$NEXTN" run "$MODEL" -p hi -n 2
 expect 2 "unknown flag '--bogus'" -- "$NEXTN" run "$MODEL" -p hi --bogus
 expect 2 "expects an integer" -- "$NEXTN" run "$MODEL" -p hi -n lots
