@@ -182,5 +182,25 @@ void gemm_i8_rows_with(const WeightMatrix& w, const QuantizedColumns& x, float* 
     visit_int8_dot_type(w.type, [&]<WType T>() { rows_of_type<Dot, T>(w, x, y, ldy, r0, r1); });
 }
 
+// The int8 peak probe (kernels.h int8_peak_probe) on the same dot product, a < 128 (read as
+// signed): kPeakProbeChains x 4 independent vector chains held in registers.
+template <class Dot>
+void int8_peak_probe_with(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc) {
+    constexpr int C = kPeakProbeChains;
+    int8x16_t av[C][4], bv[4];
+    int32x4_t accv[C][4];
+    for (int q = 0; q < 4; ++q) bv[q] = vld1q_s8(b + 16 * q);
+    for (int i = 0; i < C; ++i)
+        for (int q = 0; q < 4; ++q) {
+            av[i][q] = vreinterpretq_s8_u8(vld1q_u8(a + i * 64 + 16 * q));
+            accv[i][q] = vld1q_s32(acc + i * 16 + 4 * q);
+        }
+    for (int64_t r = 0; r < reps; ++r)
+        for (int i = 0; i < C; ++i)
+            for (int q = 0; q < 4; ++q) accv[i][q] = Dot{}(accv[i][q], av[i][q], bv[q]);
+    for (int i = 0; i < C; ++i)
+        for (int q = 0; q < 4; ++q) vst1q_s32(acc + i * 16 + 4 * q, accv[i][q]);
+}
+
 }  // namespace
 }  // namespace nextn::arm

@@ -20,26 +20,8 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
     gemm_i8_rows_with<SignedDot>(w, x, y, ldy, r0, r1);
 }
 
-}  // namespace nextn::arm::dotprod
-
-namespace nextn::arm::dotprod {
-
-// The int8 peak on SDOT (a < 128, read as signed): kPeakProbeChains x 4 independent chains.
 void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc) {
-    constexpr int C = kPeakProbeChains;
-    int8x16_t av[C][4], bv[4];
-    int32x4_t accv[C][4];
-    for (int q = 0; q < 4; ++q) bv[q] = vld1q_s8(b + 16 * q);
-    for (int i = 0; i < C; ++i)
-        for (int q = 0; q < 4; ++q) {
-            av[i][q] = vreinterpretq_s8_u8(vld1q_u8(a + i * 64 + 16 * q));
-            accv[i][q] = vld1q_s32(acc + i * 16 + 4 * q);
-        }
-    for (int64_t r = 0; r < reps; ++r)
-        for (int i = 0; i < C; ++i)
-            for (int q = 0; q < 4; ++q) accv[i][q] = vdotq_s32(accv[i][q], av[i][q], bv[q]);
-    for (int i = 0; i < C; ++i)
-        for (int q = 0; q < 4; ++q) vst1q_s32(acc + i * 16 + 4 * q, accv[i][q]);
+    int8_peak_probe_with<SignedDot>(a, b, reps, acc);
 }
 
 }  // namespace nextn::arm::dotprod

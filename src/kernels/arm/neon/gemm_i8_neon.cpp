@@ -24,4 +24,8 @@ void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
     gemm_i8_rows_with<WideningDot>(w, x, y, ldy, r0, r1);
 }
 
+void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc) {
+    int8_peak_probe_with<WideningDot>(a, b, reps, acc);
+}
+
 }  // namespace nextn::arm::neon

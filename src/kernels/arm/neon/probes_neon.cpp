@@ -1,6 +1,6 @@
-// bench's probes on NEON (kernels.h stream_sum, int8_peak_probe, fma_peak_probe): the machine's
-// read bandwidth and compute peak as NEON code reaches them, rather than as the scalar
-// reference's loops do.
+// bench's probes on NEON (kernels.h stream_sum, fma_peak_probe; the int8 peak probe sits with the
+// int8 kernel's dot product, gemm_i8_neon.cpp): the machine's read bandwidth and compute peak as
+// NEON code reaches them, rather than as the scalar reference's loops do.
 #include <arm_neon.h>
 
 #include "kernels/arm/arm_kernels.h"
@@ -48,28 +48,6 @@ void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc) {
             for (int q = 0; q < 4; ++q) accv[i][q] = vfmaq_f32(accv[i][q], av[i][q], bv[q]);
     for (int i = 0; i < C; ++i)
         for (int q = 0; q < 4; ++q) vst1q_f32(acc + i * 16 + 4 * q, accv[i][q]);
-}
-
-// The int8 kernel's dot product (gemm_i8_neon.cpp: widening multiplies, pairwise adds), a < 128.
-void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc) {
-    constexpr int C = kPeakProbeChains;
-    int8x16_t av[C][4], bv[4];
-    int32x4_t accv[C][4];
-    for (int q = 0; q < 4; ++q) bv[q] = vld1q_s8(b + 16 * q);
-    for (int i = 0; i < C; ++i)
-        for (int q = 0; q < 4; ++q) {
-            av[i][q] = vreinterpretq_s8_u8(vld1q_u8(a + i * 64 + 16 * q));
-            accv[i][q] = vld1q_s32(acc + i * 16 + 4 * q);
-        }
-    for (int64_t r = 0; r < reps; ++r)
-        for (int i = 0; i < C; ++i)
-            for (int q = 0; q < 4; ++q) {
-                const int16x8_t lo = vmull_s8(vget_low_s8(av[i][q]), vget_low_s8(bv[q]));
-                const int16x8_t hi = vmull_high_s8(av[i][q], bv[q]);
-                accv[i][q] = vaddq_s32(accv[i][q], vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
-            }
-    for (int i = 0; i < C; ++i)
-        for (int q = 0; q < 4; ++q) vst1q_s32(acc + i * 16 + 4 * q, accv[i][q]);
 }
 
 }  // namespace nextn::arm::neon
