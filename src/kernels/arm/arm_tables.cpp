@@ -1,6 +1,5 @@
 // The ARM kernel tables: the reference's, with the entries an ARM kernel exists for replaced.
 #include "kernels/arm/arm_kernels.h"
-#include "kernels/int8_dot.h"
 
 namespace nextn::arm {
 

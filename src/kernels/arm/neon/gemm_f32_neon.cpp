@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/half.h"
 #include "kernels/arm/arm_kernels.h"
 #include "kernels/ref/ref.h"
 
@@ -35,9 +36,7 @@ struct ReadBF16 {  // bf16 is the top half of an f32
         return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
     }
     static float one(const void* row, int64_t k) {
-        return vgetq_lane_f32(vreinterpretq_f32_u32(vshll_n_u16(
-                                  vdup_n_u16(static_cast<const uint16_t*>(row)[k]), 16)),
-                              0);
+        return bf16_to_f32(static_cast<const uint16_t*>(row)[k]);
     }
 };
 
@@ -46,9 +45,7 @@ struct ReadF16 {  // IEEE half to f32: exact
         return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(static_cast<const uint16_t*>(row) + k)));
     }
     static float one(const void* row, int64_t k) {
-        return vgetq_lane_f32(
-            vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(static_cast<const uint16_t*>(row)[k]))),
-            0);
+        return f16_to_f32(static_cast<const uint16_t*>(row)[k]);
     }
 };
 
