@@ -8,6 +8,22 @@
 
 namespace nextn::ref {
 
+// Gated DeltaNet: the inputs of value head j at token t (kernels.h gdn_recurrence_heads), shared
+// by every ISA's recurrence.
+struct GdnToken {
+    const float *q, *k, *v;
+    float* out;
+    float decay, beta;
+};
+
+inline GdnToken gdn_token(const float* q, const float* k, const float* v, const float* g,
+                          const float* beta, float* out, int64_t t, int j, int Hk, int Hv, int Dk,
+                          int Dv, bool tiled_heads) {
+    const int kh = tiled_heads ? j % Hk : j / (Hv / Hk);
+    return {q + (t * Hk + kh) * Dk, k + (t * Hk + kh) * Dk, v + (t * Hv + j) * Dv,
+            out + (t * Hv + j) * Dv, __builtin_expf(g[t * Hv + j]), beta[t * Hv + j]};
+}
+
 // The 16 lanes of acc summed by the AVX-512 hsum tree (halves of 16, of 8, then [0,1] + [2,3],
 // then 0 + 1): the order the int8-dot and bf16-dot references state, so every ISA matches them.
 inline float lane_tree_sum(const float* acc) {

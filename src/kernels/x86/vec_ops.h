@@ -7,6 +7,7 @@
 // depends on where it falls in a buffer (and hence never on the batch width).
 #include <cstdint>
 
+#include "kernels/ref/ref.h"
 #include "kernels/x86/rank1_update.h"
 #include "kernels/x86/staged_rows.h"
 
@@ -443,20 +444,8 @@ void gdn_columns(const float* S0, int64_t s0_stride, float* S1, int64_t s1_strid
     for (int u = 0; u < U; ++u) store(oj + u * I::L, out[u], u);
 }
 
-// Per-token inputs of value head j at token t.
-struct GdnToken {
-    const float *q, *k, *v;
-    float* out;
-    float decay, beta;
-};
-
-inline GdnToken gdn_token(const float* q, const float* k, const float* v, const float* g,
-                          const float* beta, float* out, int64_t t, int j, int Hk, int Hv, int Dk,
-                          int Dv, bool tiled_heads) {
-    const int kh = tiled_heads ? j % Hk : j / (Hv / Hk);
-    return {q + (t * Hk + kh) * Dk, k + (t * Hk + kh) * Dk, v + (t * Hv + j) * Dv,
-            out + (t * Hv + j) * Dv, __builtin_expf(g[t * Hv + j]), beta[t * Hv + j]};
-}
+using ref::GdnToken;
+using ref::gdn_token;
 
 // One pass of gdn_columns_tokens over a block (its docs) for token tk: First, the decayed state
 // is formed from the state read from S0 (else from `work`); Next, the next token's (nx) decayed

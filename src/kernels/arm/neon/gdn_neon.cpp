@@ -14,7 +14,6 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                           const float* q, const float* k, const float* v, const float* g,
                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
                           bool tiled_heads, float* out, int j0, int j1) {
-    const int ratio = Hv / Hk;
     const int64_t head_size = int64_t(Dk) * Dv;
     const int whole = Dv / 4 * 4;
     struct Acc;
@@ -23,15 +22,13 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
         const float* src = t == 0 ? state_in : state_out + (t - 1) * out_stride;
         float* dst = state_out + t * out_stride;
         for (int j = j0; j < j1; ++j) {
-            const int kh = tiled_heads ? j % Hk : j / ratio;
-            const float* qj = q + (t * Hk + kh) * Dk;
-            const float* kj = k + (t * Hk + kh) * Dk;
-            const float* vj = v + (t * Hv + j) * Dv;
-            const float decay = std::exp(g[t * Hv + j]);
-            const float b = beta[t * Hv + j];
+            const ref::GdnToken tk =
+                ref::gdn_token(q, k, v, g, beta, out, t, j, Hk, Hv, Dk, Dv, tiled_heads);
+            const float *qj = tk.q, *kj = tk.k, *vj = tk.v;
+            const float decay = tk.decay, b = tk.beta;
             const float* S0 = src + j * head_size;  // [Dk, Dv]
             float* S1 = dst + j * head_size;        // [Dk, Dv]
-            float* oj = out + (t * Hv + j) * Dv;    // [Dv]
+            float* oj = tk.out;                     // [Dv]
             // mem[e] = sum_d decayed S[d, e] * k[d]
             for (int e = 0; e < Dv; ++e) acc[e] = 0.0f;
             for (int d = 0; d < Dk; ++d) {
