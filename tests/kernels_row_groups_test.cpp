@@ -252,25 +252,6 @@ TEST(KernelsRowGroups, EveryTableOnRowRangesInsideGroupsEqualsReference) {
                                            10);
 }
 
-#if NEXTN_X86_KERNELS
-using test::have_avx512;
-
-// The AVX-512 kernel called directly on row ranges that start and end inside groups (0..70 and
-// 5..70 under group streams: a tile of four or three groups, then the rest), Q4_0R with and
-// without GFNI, each way of prefetching forced (the CPU picks one per width; the other is some
-// other CPU's), at widths that take one column pass or several (group streams go up to 8
-// columns a pass, the cursor 4, or 5 where a last column would be left alone: widths 5, 9, 13):
-// the rows in range get the reference's bits, the others stay untouched.
-TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {
-    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
-    const Shape s{70, 160};
-    for (WType type : kRowGroupTypes)
-        test::expect_avx512_every_fetch_way_on_ranges(
-            repack_for_int8_dot(blocks_for(type, s, 9), type),
-            {1, 2, 5, 8, 9, 13, 16, test::kPrefillWidth},
-            {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}, 10);
-}
-
 // NEXTN_Q4_0_LAYOUT and NEXTN_Q8_0_LAYOUT choose an int8 table's layouts once, in a fresh
 // process: "rows" and "chunked" set them, an unknown value is an error naming it.
 TEST(KernelsRowGroupsDeathTest, LayoutsChosenByEnvironment) {
@@ -291,8 +272,28 @@ TEST(KernelsRowGroupsDeathTest, LayoutsChosenByEnvironment) {
                     "NEXTN_Q4_0_LAYOUT=diagonal: unknown weight layout")
             << isa;
     }
-    if (tables == 0) GTEST_SKIP() << "no int8 table on this CPU (no AVX2)";
+    if (tables == 0) GTEST_SKIP() << "no int8 table in this build or on this CPU";
 }
+
+#if NEXTN_X86_KERNELS
+using test::have_avx512;
+
+// The AVX-512 kernel called directly on row ranges that start and end inside groups (0..70 and
+// 5..70 under group streams: a tile of four or three groups, then the rest), Q4_0R with and
+// without GFNI, each way of prefetching forced (the CPU picks one per width; the other is some
+// other CPU's), at widths that take one column pass or several (group streams go up to 8
+// columns a pass, the cursor 4, or 5 where a last column would be left alone: widths 5, 9, 13):
+// the rows in range get the reference's bits, the others stay untouched.
+TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {
+    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    const Shape s{70, 160};
+    for (WType type : kRowGroupTypes)
+        test::expect_avx512_every_fetch_way_on_ranges(
+            repack_for_int8_dot(blocks_for(type, s, 9), type),
+            {1, 2, 5, 8, 9, 13, 16, test::kPrefillWidth},
+            {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}, 10);
+}
+
 
 // NEXTN_ROW_GROUP_FETCH chooses, once, how the avx512 table's decode-width row-group matmuls
 // prefetch: "cursor" and "streams" fix one way and time nothing; auto (unset, empty) times the
@@ -352,9 +353,9 @@ TEST(KernelsRowGroupsDeathTest, BadLayoutIsAnErrorOnEveryTable) {
         testing::ExitedWithCode(3), "NEXTN_Q8_0_LAYOUT=sideways: unknown weight layout");
 }
 
-// The load policy: on the x86 int8 tables (avx2, avxvnni, avx512) Q4_0 and Q8_0 are held in row
-// groups (unless the environment asks for chunked), on the ARM ones (neon, dotprod: no row-group
-// kernel) chunked, on the scalar table as they are; with f32 activations always as they are.
+// The load policy: on the int8 tables (avx2, avxvnni, avx512, neon, dotprod) Q4_0 and Q8_0 are
+// held in row groups (unless the environment asks for chunked), on the scalar table as they are;
+// with f32 activations always as they are.
 // And a checkpoint tensor bound for this table (make_weight with the table's layouts, as the
 // binder calls it) gets that type.
 TEST(KernelsRowGroups, LoadPicksTheLayoutTheTableReads) {
@@ -367,10 +368,7 @@ TEST(KernelsRowGroups, LoadPicksTheLayoutTheTableReads) {
         const bool q4 = block == WType::Q4_0;
         const WType grouped = q4 ? WType::Q4_0R : WType::Q8_0R, chunked = q4 ? WType::Q4_0X : WType::Q8_0X;
         WType want = block;
-        const bool arm = isa == "neon" || isa == "dotprod";
-        if (arm)
-            want = chunked;
-        else if (isa != "scalar")
+        if (isa != "scalar")
             want = chunked_by_env(q4 ? "NEXTN_Q4_0_LAYOUT" : "NEXTN_Q8_0_LAYOUT") ? chunked : grouped;
         EXPECT_EQ(want, kernel_storage_type(block, /*int8_activations=*/true)) << isa;
         EXPECT_EQ(block, kernel_storage_type(block, /*int8_activations=*/false)) << isa;

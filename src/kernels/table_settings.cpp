@@ -22,8 +22,10 @@ bool row_groups_from_env(const char* name, bool fallback) {
 
 }  // namespace
 
-// The int8 tables' layouts (avx2, avxvnni, avx512): Q4_0, Q8_0, and GGUF Q4_K, Q5_K and Q6_K in
-// 16-row groups by default. The K-quants: kernels_bench BM_GemmQ4K / BM_GemmQ6K on the 2-core
+// The int8 tables' layouts (avx2, avxvnni, avx512; neon, dotprod): Q4_0, Q8_0, and GGUF Q4_K,
+// Q5_K and Q6_K in 16-row groups by default. On ARM no speed was measured (no ARM machine has run
+// them): there the K-quants' groups are the compact layout (arm/arm_tables.cpp), and Q4_0 and
+// Q8_0 follow x86's choice at the same bytes. The K-quants: kernels_bench BM_GemmQ4K / BM_GemmQ6K on the 2-core
 // Xeon VM, 16-row groups over chunked, 0.44-0.90x the time at widths 1-8 (docs/speed-log.md,
 // "GGUF Q4_K and Q6_K in 16-row groups").
 // AVX-512: in the 0.8B model on the 2-core Zen 5 (tools/layout_ab) they took 0.89-1.00x the

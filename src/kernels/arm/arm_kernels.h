@@ -11,9 +11,10 @@ namespace nextn::arm {
 // elsewhere false).
 bool cpu_supports_dotprod();
 
-// The reference table with the f32 matmul and the int8-dot matmul (kernels/int8_dot.h) on
-// baseline NEON, which every aarch64 CPU has: with the int8 kernel, Q8_0, Q4_0, Q4_1 and the GGUF
-// K-quant / MLX affine codes stay compact (chunked) instead of being widened to f32.
+// The reference table with the f32 matmul and the int8-dot matmul (kernels/int8_dot.h, the
+// chunked and the 16-row-group types) on baseline NEON, which every aarch64 CPU has: with the
+// int8 kernel, Q8_0, Q4_0, Q4_1 and the GGUF K-quant / MLX affine codes stay compact instead of
+// being widened to f32.
 const KernelTable* neon_table();
 // neon_table() with the int8-dot matmul on SDOT.
 const KernelTable* dotprod_table();
@@ -34,8 +35,7 @@ void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* a
 }  // namespace neon
 
 namespace dotprod {
-// ref::gemm_i8_rows' bits (kernels/int8_dot.h) for the chunked types; the row-group types go to
-// the reference.
+// ref::gemm_i8_rows' bits (kernels/int8_dot.h) for the chunked and the row-group types.
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1);
 void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc);

@@ -1,5 +1,6 @@
 // The ARM kernel tables: the reference's, with the entries an ARM kernel exists for replaced.
 #include "kernels/arm/arm_kernels.h"
+#include "kernels/table_settings.h"
 
 namespace nextn::arm {
 
@@ -13,9 +14,12 @@ const KernelTable* neon_table() {
         t.stream_sum = neon::stream_sum;
         t.fma_peak_probe = neon::fma_peak_probe;
         t.int8_peak_probe = neon::int8_peak_probe;
-        // The int8-dot types (chunked; no row-group kernel here, so row_groups stays empty) are
-        // what the model loads block and K-quant weights as once this is set.
+        // The int8-dot types are what the model loads block and K-quant weights as once this is
+        // set: in 16-row groups, as on x86 (NEXTN_Q4_0_LAYOUT etc. choose). For the K-quants the
+        // groups are the compact layout (Q4_K 4.625 bits a value where the chunked Q4_1FX takes
+        // 6, Q5_K 5.625 where Q8_1FX takes 10); Q4_0 and Q8_0 take the same bytes either way.
         t.int8_dot_fast = true;
+        t.row_groups = row_group_layouts();
         return t;
     }();
     return &table;

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 
+#include "kernels/arm/gemm_row_groups_arm.h"
 #include "kernels/int8_dot.h"
 #include "kernels/ref/ref.h"
 #include "kernels/row_groups.h"
@@ -63,16 +64,6 @@ inline float32x4_t load_scales(const uint8_t* p) {
     } else {
         return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
     }
-}
-
-// Sixteen int8 (Q6_KX's sub-block scales of one chunk half) widened to int32, [4] vectors.
-inline void load_sub_scales(const uint8_t* p, int32x4_t out[4]) {
-    const int8x16_t v = vld1q_s8(reinterpret_cast<const int8_t*>(p));
-    const int16x8_t lo = vmovl_s8(vget_low_s8(v)), hi = vmovl_s8(vget_high_s8(v));
-    out[0] = vmovl_s16(vget_low_s16(lo));
-    out[1] = vmovl_s16(vget_high_s16(lo));
-    out[2] = vmovl_s16(vget_low_s16(hi));
-    out[3] = vmovl_s16(vget_high_s16(hi));
 }
 
 // Row r against columns [j0, j0 + G): y[j, r]. Dot(acc, a, b) adds to lane k of acc the dot
@@ -174,11 +165,11 @@ void rows_of_type(const WeightMatrix& w, const QuantizedColumns& x, float* y, in
     }
 }
 
-// ref::gemm_i8_rows' bits for the chunked types; the row-group types go to the reference.
+// ref::gemm_i8_rows' bits for the chunked and the row-group types (gemm_row_groups_arm.h).
 template <class Dot>
 void gemm_i8_rows_with(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                        int64_t r0, int64_t r1) {
-    if (is_row_group_type(w.type)) return ref::gemm_i8_rows(w, x, y, ldy, r0, r1);
+    if (is_row_group_type(w.type)) return gemm_row_groups_with<Dot>(w, x, y, ldy, r0, r1);
     visit_int8_dot_type(w.type, [&]<WType T>() { rows_of_type<Dot, T>(w, x, y, ldy, r0, r1); });
 }
 
