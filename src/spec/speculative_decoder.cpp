@@ -183,7 +183,7 @@ DecodeStats generate(const Qwen35Model& model, SequenceState& state, Drafter* dr
         const int64_t pos0 = state.n_past;
         // A round without drafts always keeps its one position: committed at once, its
         // recurrent state updated in place (cheaper than an open forward's copy into the spare
-        // slot: gdn_recurrence_heads in kernels/x86/vec_ops.h).
+        // slot: gdn_recurrence_heads in kernels/simd/vec_ops.h).
         const bool open = W > 1;
         model.forward(state, batch.data(), W,
                       {drafter ? round_hidden.data() : nullptr, round_logits.data(), W}, open);

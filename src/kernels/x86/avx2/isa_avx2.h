@@ -1,12 +1,12 @@
 #pragma once
-// AVX2+FMA+F16C vector primitives and weight decoders for the shared x86 templates
-// (gemm_tile.h, vec_ops.h). Include only from translation units in x86/avx2/.
+// AVX2+FMA+F16C vector primitives and weight decoders for the shared templates
+// (x86/gemm_tile.h, simd/vec_ops.h, simd/key_scores.h). Include only from translation units in x86/avx2/.
 #include <immintrin.h>
 
 #include <cstdint>
 
 #include "kernels/quant.h"
-#include "kernels/x86/staged_rows.h"
+#include "kernels/simd/staged_rows.h"
 
 namespace nextn::avx2 {
 
@@ -36,7 +36,7 @@ struct Isa {
     }
     static void fence() { _mm_sfence(); }
     static V keep(V v, int n) { return _mm256_and_ps(v, _mm256_castsi256_ps(mask(n))); }
-    // L halves at p widened to f32 (exact): attention's key tiles (x86/key_scores.h), whose
+    // L halves at p widened to f32 (exact): attention's key tiles (simd/key_scores.h), whose
     // accumulators take at most kKeyAccumulators registers (kInt8KeyAccumulators pairs of an
     // int32 and an f32 one for Q8_0 keys).
     static V widen_halves(const uint8_t* p) {
@@ -127,7 +127,7 @@ struct Isa {
 
 // Weight decoders: sub(row, b, s) is values [32b + 8s, 32b + 8s + 8) of the row as f32;
 // part(row, off, n) is values [off, off + n) zero-padded (float types only).
-using DecodeF32 = x86::F32Rows<Isa>;  // f32 rows: a plain load per vector
+using DecodeF32 = simd::F32Rows<Isa>;  // f32 rows: a plain load per vector
 
 // The first n of 8 halves at p, zero-padded (no masked 16-bit loads in AVX2).
 inline __m128i load_halves_part(const uint8_t* p, int n) {

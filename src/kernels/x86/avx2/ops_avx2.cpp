@@ -1,58 +1,58 @@
-// AVX2 norms, activations, Gated-DeltaNet recurrence (shared code in x86/vec_ops.h).
+// AVX2 norms, activations, Gated-DeltaNet recurrence (shared code in simd/vec_ops.h).
 #pragma GCC optimize("fp-contract=off")
 #include "kernels/x86/avx2/isa_avx2.h"
-#include "kernels/x86/key_scores.h"
-#include "kernels/x86/vec_ops.h"
+#include "kernels/simd/key_scores.h"
+#include "kernels/simd/vec_ops.h"
 #include "kernels/x86/x86_kernels.h"
 
 namespace nextn::avx2 {
 
 void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y) {
-    x86::rmsnorm<Isa>(x, w, n_rows, d, eps, y);
+    simd::rmsnorm<Isa>(x, w, n_rows, d, eps, y);
 }
 void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y) {
-    x86::l2norm<Isa>(x, n_rows, d, eps, y);
+    simd::l2norm<Isa>(x, n_rows, d, eps, y);
 }
-void silu(const float* x, float* y, int64_t n) { x86::silu<Isa>(x, y, n); }
+void silu(const float* x, float* y, int64_t n) { simd::silu<Isa>(x, y, n); }
 void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,
                  float* out, int64_t ld_out) {
-    x86::causal_conv<Isa>(x, w, ld, T, C, K, out, ld_out);
+    simd::causal_conv<Isa>(x, w, ld, T, C, K, out, ld_out);
 }
 void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos, const float* sin) {
-    x86::rope_neox<Isa>(x, n, stride, half, cos, sin);
+    simd::rope_neox<Isa>(x, n, stride, half, cos, sin);
 }
-void sigmoid(const float* x, float* y, int64_t n) { x86::sigmoid<Isa>(x, y, n); }
+void sigmoid(const float* x, float* y, int64_t n) { simd::sigmoid<Isa>(x, y, n); }
 void swiglu(const float* gate, const float* up, float* y, int64_t n) {
-    x86::swiglu<Isa>(gate, up, y, n);
+    simd::swiglu<Isa>(gate, up, y, n);
 }
-void softmax(float* x, int64_t n_rows, int64_t d) { x86::softmax<Isa>(x, n_rows, d); }
+void softmax(float* x, int64_t n_rows, int64_t d) { simd::softmax<Isa>(x, n_rows, d); }
 void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R, int64_t d,
                 float* out, int64_t ldo) {
-    x86::key_scores_of_type<Isa>(type, tiles, n, q, R, d, out, ldo);
+    simd::key_scores_of_type<Isa>(type, tiles, n, q, R, d, out, ldo);
 }
 void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
                    int64_t d, float* out, bool accumulate) {
-    x86::weighted_rows<Isa, DecodeF32>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 4, n,
+    simd::weighted_rows<Isa, DecodeF32>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 4, n,
                                        d, out, accumulate);
 }
 void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
                        int64_t n, int64_t d, float* out, bool accumulate) {
-    x86::weighted_rows<Isa, DecodeF16>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 2, n,
+    simd::weighted_rows<Isa, DecodeF16>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 2, n,
                                        d, out, accumulate);
 }
 void weighted_rows_q8_0(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv_bytes,
                         int64_t n, int64_t d, float* out, bool accumulate) {
-    x86::weighted_rows<Isa, DecodeQ8_0>(p, ldp, G, v, ldv_bytes, n, d, out, accumulate);
+    simd::weighted_rows<Isa, DecodeQ8_0>(p, ldp, G, v, ldv_bytes, n, d, out, accumulate);
 }
 
 void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
                           const float* q, const float* k, const float* v, const float* g,
                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
                           bool tiled_heads, float* out, int j0, int j1) {
-    x86::gdn_recurrence_heads<Isa>(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv,
+    simd::gdn_recurrence_heads<Isa>(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv,
                                    Dk, Dv, tiled_heads, out, j0, j1);
 }
 
-float stream_sum(const float* x, int64_t n) { return x86::stream_sum<Isa>(x, n); }
+float stream_sum(const float* x, int64_t n) { return simd::stream_sum<Isa>(x, n); }
 
 }  // namespace nextn::avx2

@@ -1,6 +1,6 @@
 #pragma once
-// AVX-512 vector primitives and weight decoders for the shared x86 templates (gemm_tile.h,
-// vec_ops.h). Include only from translation units in x86/avx512/.
+// AVX-512 vector primitives and weight decoders for the shared templates (x86/gemm_tile.h,
+// simd/vec_ops.h, simd/key_scores.h). Include only from translation units in x86/avx512/.
 // GCC 12 reports the deliberately undefined pass-through operands inside the AVX-512 intrinsics
 // headers (_mm512_undefined_*) as uninitialized once they are inlined here; they are not.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "kernels/quant.h"
-#include "kernels/x86/staged_rows.h"
+#include "kernels/simd/staged_rows.h"
 
 namespace nextn::avx512 {
 
@@ -59,7 +59,7 @@ struct Isa {
     }
     static void fence() { _mm_sfence(); }
     static V keep(V v, int n) { return _mm512_maskz_mov_ps(mask(n), v); }  // zero lanes >= n
-    // L halves at p widened to f32 (exact): attention's key tiles (x86/key_scores.h), whose
+    // L halves at p widened to f32 (exact): attention's key tiles (simd/key_scores.h), whose
     // accumulators take at most kKeyAccumulators registers (kInt8KeyAccumulators pairs of an
     // int32 and an f32 one for Q8_0 keys).
     static V widen_halves(const uint8_t* p) {
@@ -143,7 +143,7 @@ struct Isa {
 
 // Weight decoders: sub(row, b, s) is values [32b + 16s, 32b + 16s + 16) of the row as f32;
 // part(row, off, n) is values [off, off + n) zero-padded (float types only).
-using DecodeF32 = x86::F32Rows<Isa>;  // f32 rows: a plain load per vector
+using DecodeF32 = simd::F32Rows<Isa>;  // f32 rows: a plain load per vector
 
 inline __m512 widen_bf16(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));

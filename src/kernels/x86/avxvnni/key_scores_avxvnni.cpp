@@ -1,11 +1,11 @@
-// Attention's key scores for the avxvnni table: x86/key_scores.h over AVX2 vectors, with AVX-VNNI's
+// Attention's key scores for the avxvnni table: simd/key_scores.h over AVX2 vectors, with AVX-VNNI's
 // vpdpbusd forming the integer steps of Q8_0 keys (the avx2 table widens their bytes to int16 for
 // pmaddwd: about 8 instructions a step instead of one). F32 and F16 keys are the avx2 table's.
 #pragma GCC optimize("fp-contract=off")
 #include <immintrin.h>
 
 #include "kernels/x86/avx2/isa_avx2.h"
-#include "kernels/x86/key_scores.h"
+#include "kernels/simd/key_scores.h"
 #include "kernels/x86/x86_kernels.h"
 
 namespace nextn::avxvnni {
@@ -23,7 +23,7 @@ struct Isa : avx2::Isa {
 
 void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R, int64_t d,
                 float* out, int64_t ldo) {
-    if (type == WType::Q8_0) return x86::q8_0_key_scores<Isa>(tiles, n, q, R, d, out, ldo);
+    if (type == WType::Q8_0) return simd::q8_0_key_scores<Isa>(tiles, n, q, R, d, out, ldo);
     avx2::key_scores(type, tiles, n, q, R, d, out, ldo);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Attention's scores over key tiles (kernels/key_tiles.h: positions in the lanes), written once
-// over an ISA description `I` (x86/<isa>/isa_*.h); include only from an ISA translation unit.
+// over an ISA description `I` (x86/<isa>/isa_*.h, arm/isa_neon.h); include only from an ISA
+// translation unit.
 //
 // A pass keeps Rt query rows x T tiles of accumulators in registers. F32 and F16 keys: for each
 // key value e it decodes the T tiles' vectors of e once and gives each row one fused
@@ -14,9 +15,9 @@
 
 #include "kernels/key_tiles.h"
 #include "kernels/quant.h"
-#include "kernels/x86/rank1_update.h"
+#include "kernels/simd/rank1_update.h"
 
-namespace nextn::x86 {
+namespace nextn::simd {
 
 // Key decoders: vector v (lanes [v * I::L, (v + 1) * I::L) of a tile's positions) of value e.
 template <class I>
@@ -302,4 +303,4 @@ void key_scores_of_type(WType type, const uint8_t* tiles, int64_t n, const float
     }
 }
 
-}  // namespace nextn::x86
+}  // namespace nextn::simd

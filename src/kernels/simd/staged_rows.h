@@ -7,7 +7,7 @@
 // translation unit.
 #include <cstdint>
 
-namespace nextn::x86 {
+namespace nextn::simd {
 
 // Bytes of the first e values of a row of D's values (whole blocks for the block types; for
 // the float types exact at any e).
@@ -64,4 +64,4 @@ void widen_rows(const uint8_t* v, int64_t ldv, int64_t n, int64_t d, float* out)
     }
 }
 
-}  // namespace nextn::x86
+}  // namespace nextn::simd

@@ -2,7 +2,7 @@
 // The inner step of attention's scores and value sums, written over an ISA description `I`;
 // include only from an ISA translation unit.
 
-namespace nextn::x86 {
+namespace nextn::simd {
 
 // acc[r][i] = fma(weight(r), x[i], acc[r][i]) for r < R, i < N: an R x N tile of accumulators
 // takes the outer product of R broadcast scalars (query values, probabilities) and N vectors
@@ -18,4 +18,4 @@ template <class I, int R, int N, class Weight>
     }
 }
 
-}  // namespace nextn::x86
+}  // namespace nextn::simd

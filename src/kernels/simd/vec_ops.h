@@ -1,6 +1,6 @@
 #pragma once
 // Norms, activations, the Gated-DeltaNet recurrence and a streaming sum, written once over an
-// ISA description `I` (x86/<isa>/isa_<isa>.h). Include only from an ISA translation unit; use
+// ISA description `I` (x86/<isa>/isa_<isa>.h, arm/isa_neon.h). Include only from an ISA translation unit; use
 // builtins rather than <cmath> so no inline library code is emitted with ISA flags.
 //
 // Tails use the same vector code with masked loads/stores, so an element's arithmetic never
@@ -8,10 +8,10 @@
 #include <cstdint>
 
 #include "kernels/ref/ref.h"
-#include "kernels/x86/rank1_update.h"
-#include "kernels/x86/staged_rows.h"
+#include "kernels/simd/rank1_update.h"
+#include "kernels/simd/staged_rows.h"
 
-namespace nextn::x86 {
+namespace nextn::simd {
 
 // The first len (1..I::L) floats at p as a vector (zeros past them), and the same store.
 template <class I>
@@ -687,4 +687,4 @@ float stream_sum(const float* x, int64_t n) {
     return sum;
 }
 
-}  // namespace nextn::x86
+}  // namespace nextn::simd
