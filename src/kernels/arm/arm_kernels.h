@@ -32,6 +32,26 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
 float stream_sum(const float* x, int64_t n);
 void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc);
 void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc);
+// The activation quantizer for the int8 matmuls (quantize_neon.cpp).
+void quantize_columns(const float* x, int64_t cols, QuantizedColumns& out, int64_t j0, int64_t j1);
+// Norms, activations, the conv, RoPE, softmax, attention (kernels.h; ops_neon.cpp).
+void rmsnorm(const float* x, const float* w, int64_t n_rows, int64_t d, float eps, float* y);
+void l2norm(const float* x, int64_t n_rows, int64_t d, float eps, float* y);
+void silu(const float* x, float* y, int64_t n);
+void sigmoid(const float* x, float* y, int64_t n);
+void swiglu(const float* gate, const float* up, float* y, int64_t n);
+void softmax(float* x, int64_t n_rows, int64_t d);
+void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K, float* out,
+                 int64_t ld_out);
+void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos, const float* sin);
+void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R, int64_t d,
+                float* out, int64_t ldo);
+void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
+                   int64_t d, float* out, bool accumulate);
+void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
+                       int64_t n, int64_t d, float* out, bool accumulate);
+void weighted_rows_q8_0(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv_bytes,
+                        int64_t n, int64_t d, float* out, bool accumulate);
 }  // namespace neon
 
 namespace dotprod {
@@ -39,6 +59,9 @@ namespace dotprod {
 void gemm_i8_rows(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1);
 void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc);
+// The neon table's key scores with the Q8_0 keys' dot products on SDOT.
+void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R, int64_t d,
+                float* out, int64_t ldo);
 }  // namespace dotprod
 
 }  // namespace nextn::arm
