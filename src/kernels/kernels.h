@@ -53,9 +53,9 @@ struct KernelTable {
     // Q5_K as Q5_KR, Q6_K as Q6_KR: kernels/row_groups.h) rather than chunked, where gemm_i8_rows
     // has a fast kernel for them. Every table multiplies the row-group types (the scalar one with
     // its reference), so a matrix built for one table runs on any. The avx2, avxvnni, avx512,
-    // neon and dotprod tables have that kernel; NEXTN_Q4_0_LAYOUT, NEXTN_Q8_0_LAYOUT, NEXTN_Q4_K_LAYOUT,
-    // NEXTN_Q5_K_LAYOUT and NEXTN_Q6_K_LAYOUT (rows or chunked) choose (kernels/dispatch.cpp has
-    // the defaults).
+    // neon and dotprod tables have that kernel; NEXTN_Q4_0_LAYOUT, NEXTN_Q8_0_LAYOUT,
+    // NEXTN_Q4_K_LAYOUT, NEXTN_Q5_K_LAYOUT and NEXTN_Q6_K_LAYOUT (rows or chunked) choose
+    // (kernels/dispatch.cpp has the defaults).
     RowGroupLayouts row_groups;
     // From this many columns on, the row-group types go through AMX int8 tiles (same bits); 0: no
     // AMX (the CPU or OS lacks it, another table, or NEXTN_AMX is not "on": off by default).

@@ -25,17 +25,17 @@ bool row_groups_from_env(const char* name, bool fallback) {
 // The int8 tables' layouts (avx2, avxvnni, avx512; neon, dotprod): Q4_0, Q8_0, and GGUF Q4_K,
 // Q5_K and Q6_K in 16-row groups by default. On ARM no speed was measured (no ARM machine has run
 // them): there the K-quants' groups are the compact layout (arm/arm_tables.cpp), and Q4_0 and
-// Q8_0 follow x86's choice at the same bytes. The K-quants: kernels_bench BM_GemmQ4K / BM_GemmQ6K on the 2-core
-// Xeon VM, 16-row groups over chunked, 0.44-0.90x the time at widths 1-8 (docs/speed-log.md,
-// "GGUF Q4_K and Q6_K in 16-row groups").
-// AVX-512: in the 0.8B model on the 2-core Zen 5 (tools/layout_ab) they took 0.89-1.00x the
-// chunked layouts' time at widths 1, 2 and 4, and 0.83-0.92x for a 128-token prefill
-// (gemm_row_groups_avx512.cpp; docs/speed-log.md, "Q4_0 in 16-row groups"). The 256-bit kernels
-// (x86/row_groups_256.h) on the 2-core Xeon VM: 0.78-0.97x at every width measured
-// (docs/speed-log.md, "row groups for the 256-bit tables"). Q5_K: kernels_bench BM_GemmQ4K/N/1/5
-// against Q8_1FX, widths 1/2/4/8, avx512 0.56/0.58/0.65/0.54x the time, avxvnni
-// 0.66/0.61/0.59/0.84x, avx2 0.56/0.58/0.55/0.64x (the 256-bit kernels took 1.13-1.24x at width 1
-// until the fifth-bit unpacking, x86/int8_dot_tiles.h q5_fifth_bits, was forced inline).
+// Q8_0 follow x86's choice at the same bytes. The K-quants: kernels_bench BM_GemmQ4K / BM_GemmQ6K
+// on the 2-core Xeon VM, 16-row groups over chunked, 0.44-0.90x the time at widths 1-8
+// (docs/speed-log.md, "GGUF Q4_K and Q6_K in 16-row groups"). AVX-512: in the 0.8B model on the
+// 2-core Zen 5 (tools/layout_ab) they took 0.89-1.00x the chunked layouts' time at widths 1, 2 and
+// 4, and 0.83-0.92x for a 128-token prefill (gemm_row_groups_avx512.cpp; docs/speed-log.md, "Q4_0
+// in 16-row groups"). The 256-bit kernels (x86/row_groups_256.h) on the 2-core Xeon VM: 0.78-0.97x
+// at every width measured (docs/speed-log.md, "row groups for the 256-bit tables"). Q5_K:
+// kernels_bench BM_GemmQ4K/N/1/5 against Q8_1FX, widths 1/2/4/8, avx512 0.56/0.58/0.65/0.54x the
+// time, avxvnni 0.66/0.61/0.59/0.84x, avx2 0.56/0.58/0.55/0.64x (the 256-bit kernels
+// took 1.13-1.24x at width 1 until the fifth-bit unpacking, x86/int8_dot_tiles.h q5_fifth_bits, was
+// forced inline).
 RowGroupLayouts row_group_layouts() {
     RowGroupLayouts groups;
     groups.q4_0 = row_groups_from_env("NEXTN_Q4_0_LAYOUT", true);

@@ -41,9 +41,10 @@ void silu(const float* x, float* y, int64_t n);
 void sigmoid(const float* x, float* y, int64_t n);
 void swiglu(const float* gate, const float* up, float* y, int64_t n);
 void softmax(float* x, int64_t n_rows, int64_t d);
-void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K, float* out,
-                 int64_t ld_out);
-void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos, const float* sin);
+void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t C, int K,
+                 float* out, int64_t ld_out);
+void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos,
+               const float* sin);
 void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R, int64_t d,
                 float* out, int64_t ldo);
 void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,

@@ -72,7 +72,8 @@ inline void group_step(const uint8_t* codes, int s, int8x16_t w[4]) {
             const uint8x16_t v = vld1q_u8(codes + (s / 2) * 64 + 16 * q);
             const uint8x16_t high_bits = vld1q_u8(codes + 256 + (s / 4) * 64 + 16 * q);
             code = s % 2 ? vshrq_n_u8(v, 4) : vandq_u8(v, low_mask);
-            code = vorrq_u8(code, vshlq_n_u8(vandq_u8(shift_right(high_bits, 2 * (s % 4)), vdupq_n_u8(3)), 4));
+            code = vorrq_u8(
+                code, vshlq_n_u8(vandq_u8(shift_right(high_bits, 2 * (s % 4)), vdupq_n_u8(3)), 4));
         } else {
             // Q4_0R, Q4_KR, Q5_KR: vector s % 4, the low nibbles steps 0..3, the high ones 4..7;
             // Q5_KR's fifth bits in vector 4, bit s of each byte.
@@ -80,7 +81,8 @@ inline void group_step(const uint8_t* codes, int s, int8x16_t w[4]) {
             code = s < 4 ? vandq_u8(v, low_mask) : vshrq_n_u8(v, 4);
             if constexpr (T == WType::Q5_KR) {
                 const uint8x16_t fifth = vld1q_u8(codes + 256 + 16 * q);
-                code = vorrq_u8(code, vshlq_n_u8(vandq_u8(shift_right(fifth, s), vdupq_n_u8(1)), 4));
+                code =
+                    vorrq_u8(code, vshlq_n_u8(vandq_u8(shift_right(fifth, s), vdupq_n_u8(1)), 4));
             }
         }
         w[q] = vreinterpretq_s8_u8(code);
@@ -89,8 +91,9 @@ inline void group_step(const uint8_t* codes, int s, int8x16_t w[4]) {
 
 // The 4 activation codes of step s of block b (x's chunk layout), broadcast to every lane.
 inline int8x16_t broadcast_step(const int8_t* column_codes, int64_t b, int s) {
+    const int64_t at = (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks) + s * 64;
     int32_t v;
-    std::memcpy(&v, column_codes + (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks) + s * 64, 4);
+    std::memcpy(&v, column_codes + at, 4);
     return vreinterpretq_s8_s32(vdupq_n_s32(v));
 }
 
@@ -98,8 +101,8 @@ inline int8x16_t broadcast_step(const int8_t* column_codes, int64_t b, int s) {
 // column j0 + c. Dot(acc, a, b) adds to lane k of acc the dot product of bytes 4k..4k+3 of a and
 // b (signed).
 template <class Dot, WType T, int C>
-void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedColumns& x, int64_t j0,
-                         float32x4_t (&acc)[C][4]) {
+void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedColumns& x,
+                         int64_t j0, float32x4_t (&acc)[C][4]) {
     for (int c = 0; c < C; ++c)
         for (int q = 0; q < 4; ++q) acc[c][q] = vdupq_n_f32(0.0f);
     const int8_t* xc[C];
@@ -148,7 +151,8 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
                     // sc_a * (isum_a - 32 * xhalf) + sc_b * (isum_b - 32 * (xsum - xhalf))
                     const int32_t xhalf = x.half_sums_of(j0 + c)[b];
                     const int32x4_t a = vsubq_s32(first[c][q], vdupq_n_s32(32 * xhalf));
-                    const int32x4_t rest = vsubq_s32(second[c][q], vdupq_n_s32(32 * (xsum - xhalf)));
+                    const int32x4_t rest =
+                        vsubq_s32(second[c][q], vdupq_n_s32(32 * (xsum - xhalf)));
                     exact = vmlaq_s32(vmulq_s32(sc_a[q], a), sc_b[q], rest);
                 } else if constexpr (T == WType::Q4_0R) {
                     exact = vsubq_s32(first[c][q], vdupq_n_s32(8 * xsum));
@@ -157,7 +161,8 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
                 }
                 acc[c][q] = vfmaq_f32(acc[c][q], vcvtq_f32_s32(exact), vmulq_f32(dw[q], dx));
                 if constexpr (row_group_affine_k(T))
-                    acc[c][q] = vfmaq_f32(acc[c][q], vdupq_n_f32(float(xsum)), vmulq_f32(dm[q], dx));
+                    acc[c][q] =
+                        vfmaq_f32(acc[c][q], vdupq_n_f32(float(xsum)), vmulq_f32(dm[q], dx));
             }
         }
     }
@@ -170,7 +175,8 @@ void row_groups_of_type(const WeightMatrix& w, const QuantizedColumns& x, float*
     const RowGroupGeometry L = row_group_geometry(T, w.cols);
     for (int64_t g = r0 / kRowGroupRows; g * kRowGroupRows < r1; ++g) {
         const uint8_t* group = w.data + size_t(g) * L.group_bytes;
-        const int64_t lo = std::max(r0, g * kRowGroupRows), hi = std::min(r1, (g + 1) * kRowGroupRows);
+        const int64_t lo = std::max(r0, g * kRowGroupRows),
+                      hi = std::min(r1, (g + 1) * kRowGroupRows);
         for (int64_t j0 = 0; j0 < x.n; j0 += kMaxGroupCols) {
             auto pass = [&]<int C>() {
                 float32x4_t acc[C][4];
@@ -178,7 +184,8 @@ void row_groups_of_type(const WeightMatrix& w, const QuantizedColumns& x, float*
                 for (int c = 0; c < C; ++c) {
                     float rows[kRowGroupRows];
                     for (int q = 0; q < 4; ++q) vst1q_f32(rows + 4 * q, acc[c][q]);
-                    for (int64_t r = lo; r < hi; ++r) y[(j0 + c) * ldy + r] = rows[r - g * kRowGroupRows];
+                    for (int64_t r = lo; r < hi; ++r)
+                        y[(j0 + c) * ldy + r] = rows[r - g * kRowGroupRows];
                 }
             };
             switch (std::min<int64_t>(kMaxGroupCols, x.n - j0)) {

@@ -47,7 +47,9 @@ struct NeonIsa {
         store_part(p, v, n);
     }
     static void fence() {}
-    static V keep(V v, int n) { return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(v), mask(n))); }
+    static V keep(V v, int n) {
+        return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(v), mask(n)));
+    }
     // 4 halves at p widened to f32 (exact): attention's key tiles (simd/key_scores.h), whose
     // accumulators take at most kKeyAccumulators of the 32 registers (kInt8KeyAccumulators pairs
     // of an int32 and an f32 one for Q8_0 keys), leaving the rest for the keys of a value.
@@ -79,7 +81,7 @@ struct NeonIsa {
         const int16x8_t u_hi = vreinterpretq_s16_u16(vmovl_high_u8(ub));
         const int16x8_t s_lo = vmovl_s8(vget_low_s8(sb)), s_hi = vmovl_high_s8(sb);
         const int32x4_t p0 = vmull_s16(vget_low_s16(u_lo), vget_low_s16(s_lo));  // lane 0's 4
-        const int32x4_t p1 = vmull_high_s16(u_lo, s_lo);                          // lane 1's
+        const int32x4_t p1 = vmull_high_s16(u_lo, s_lo);                         // lane 1's
         const int32x4_t p2 = vmull_s16(vget_low_s16(u_hi), vget_low_s16(s_hi));
         const int32x4_t p3 = vmull_high_s16(u_hi, s_hi);
         return vaddq_s32(acc, vpaddq_s32(vpaddq_s32(p0, p1), vpaddq_s32(p2, p3)));
@@ -102,7 +104,7 @@ struct NeonIsa {
     static V exp(V x) {
         const V xc = min(max(x, set1(-87.33654f)), set1(88.72283f));
         const V n = vrndnq_f32(vmulq_f32(xc, set1(1.44269504f)));  // to nearest, ties to even
-        V r = vfmsq_f32(xc, n, set1(0.693145752f));                  // xc - n * c, one rounding
+        V r = vfmsq_f32(xc, n, set1(0.693145752f));                // xc - n * c, one rounding
         r = vfmsq_f32(r, n, set1(1.42860677e-6f));
         V p = set1(1.0f / 5040.0f);
         p = fma(p, r, set1(1.0f / 720.0f));
@@ -115,7 +117,9 @@ struct NeonIsa {
         const int32x4_t ni = vcvtq_s32_f32(n);  // n is a whole number: exact
         const int32x4_t n1 = vshrq_n_s32(ni, 1);
         const int32x4_t n2 = vsubq_s32(ni, n1);
-        auto pow2 = [](int32x4_t e) { return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(e, vdupq_n_s32(127)), 23)); };
+        auto pow2 = [](int32x4_t e) {
+            return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(e, vdupq_n_s32(127)), 23));
+        };
         V y = vmulq_f32(vmulq_f32(p, pow2(n1)), pow2(n2));
         y = vbslq_f32(vcgtq_f32(x, set1(88.72283f)), set1(__builtin_inff()), y);
         y = vbslq_f32(vcltq_f32(x, set1(-87.33654f)), zero(), y);

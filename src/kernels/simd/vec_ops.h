@@ -1,7 +1,8 @@
 #pragma once
 // Norms, activations, the Gated-DeltaNet recurrence and a streaming sum, written once over an
-// ISA description `I` (x86/<isa>/isa_<isa>.h, arm/isa_neon.h). Include only from an ISA translation unit; use
-// builtins rather than <cmath> so no inline library code is emitted with ISA flags.
+// ISA description `I` (x86/<isa>/isa_<isa>.h, arm/isa_neon.h). Include only from an ISA
+// translation unit; use builtins rather than <cmath> so no inline library code is emitted with
+// ISA flags.
 //
 // Tails use the same vector code with masked loads/stores, so an element's arithmetic never
 // depends on where it falls in a buffer (and hence never on the batch width).

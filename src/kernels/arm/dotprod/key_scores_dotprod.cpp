@@ -13,7 +13,8 @@ struct DotprodIsa : NeonIsa {
     // signed by signed: u = (u - 128) + 128, and u - 128 is u with its top bit flipped, so the
     // sum is SDOT(u ^ 0x80, s) + 128 * (the lane's sum of s).
     static Vi dot_u8s8(Vi acc, Vi u, Vi s) {
-        const int8x16_t centred = vreinterpretq_s8_u8(veorq_u8(vreinterpretq_u8_s32(u), vdupq_n_u8(0x80)));
+        const int8x16_t centred =
+            vreinterpretq_s8_u8(veorq_u8(vreinterpretq_u8_s32(u), vdupq_n_u8(0x80)));
         const int8x16_t sb = vreinterpretq_s8_s32(s);
         const int32x4_t s_sums = vdotq_s32(vdupq_n_s32(0), sb, vdupq_n_s8(1));
         return vaddq_s32(vdotq_s32(acc, centred, sb), vshlq_n_s32(s_sums, 7));

@@ -24,7 +24,8 @@ void causal_conv(const float* x, const float* w, int64_t ld, int64_t T, int64_t 
                  float* out, int64_t ld_out) {
     simd::causal_conv<NeonIsa>(x, w, ld, T, C, K, out, ld_out);
 }
-void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos, const float* sin) {
+void rope_neox(float* x, int64_t n, int64_t stride, int64_t half, const float* cos,
+               const float* sin) {
     simd::rope_neox<NeonIsa>(x, n, stride, half, cos, sin);
 }
 void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int64_t R, int64_t d,
@@ -33,13 +34,13 @@ void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int
 }
 void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
                    int64_t d, float* out, bool accumulate) {
-    simd::weighted_rows<NeonIsa, NeonDecodeF32>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 4,
-                                                n, d, out, accumulate);
+    simd::weighted_rows<NeonIsa, NeonDecodeF32>(p, ldp, G, reinterpret_cast<const uint8_t*>(v),
+                                                ldv * 4, n, d, out, accumulate);
 }
 void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
                        int64_t n, int64_t d, float* out, bool accumulate) {
-    simd::weighted_rows<NeonIsa, NeonDecodeF16>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 2,
-                                                n, d, out, accumulate);
+    simd::weighted_rows<NeonIsa, NeonDecodeF16>(p, ldp, G, reinterpret_cast<const uint8_t*>(v),
+                                                ldv * 2, n, d, out, accumulate);
 }
 void weighted_rows_q8_0(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv_bytes,
                         int64_t n, int64_t d, float* out, bool accumulate) {
@@ -49,8 +50,8 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                           const float* q, const float* k, const float* v, const float* g,
                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
                           bool tiled_heads, float* out, int j0, int j1) {
-    simd::gdn_recurrence_heads<NeonIsa>(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv,
-                                        Dk, Dv, tiled_heads, out, j0, j1);
+    simd::gdn_recurrence_heads<NeonIsa>(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk,
+                                        Hv, Dk, Dv, tiled_heads, out, j0, j1);
 }
 
 }  // namespace nextn::arm::neon

@@ -1,6 +1,7 @@
 #pragma once
 // AVX2+FMA+F16C vector primitives and weight decoders for the shared templates
-// (x86/gemm_tile.h, simd/vec_ops.h, simd/key_scores.h). Include only from translation units in x86/avx2/.
+// (x86/gemm_tile.h, simd/vec_ops.h, simd/key_scores.h). Include only from translation units in
+// x86/avx2/.
 #include <immintrin.h>
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 // AVX-512 norms, activations, Gated-DeltaNet recurrence (shared code in simd/vec_ops.h).
 #pragma GCC optimize("fp-contract=off")
-#include "kernels/x86/avx512/isa_avx512.h"
 #include "kernels/simd/key_scores.h"
 #include "kernels/simd/vec_ops.h"
+#include "kernels/x86/avx512/isa_avx512.h"
 #include "kernels/x86/x86_kernels.h"
 
 namespace nextn::avx512 {
@@ -33,12 +33,12 @@ void key_scores(WType type, const uint8_t* tiles, int64_t n, const float* q, int
 void weighted_rows(const float* p, int64_t ldp, int64_t G, const float* v, int64_t ldv, int64_t n,
                    int64_t d, float* out, bool accumulate) {
     simd::weighted_rows<Isa, DecodeF32>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 4, n,
-                                       d, out, accumulate);
+                                        d, out, accumulate);
 }
 void weighted_rows_f16(const float* p, int64_t ldp, int64_t G, const uint16_t* v, int64_t ldv,
                        int64_t n, int64_t d, float* out, bool accumulate) {
     simd::weighted_rows<Isa, DecodeF16>(p, ldp, G, reinterpret_cast<const uint8_t*>(v), ldv * 2, n,
-                                       d, out, accumulate);
+                                        d, out, accumulate);
 }
 void weighted_rows_q8_0(const float* p, int64_t ldp, int64_t G, const uint8_t* v, int64_t ldv_bytes,
                         int64_t n, int64_t d, float* out, bool accumulate) {
@@ -50,7 +50,7 @@ void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_s
                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,
                           bool tiled_heads, float* out, int j0, int j1) {
     simd::gdn_recurrence_heads<Isa>(state_in, state_out, out_stride, q, k, v, g, beta, T, Hk, Hv,
-                                   Dk, Dv, tiled_heads, out, j0, j1);
+                                    Dk, Dv, tiled_heads, out, j0, j1);
 }
 
 float stream_sum(const float* x, int64_t n) { return simd::stream_sum<Isa>(x, n); }

@@ -1,11 +1,12 @@
-// Attention's key scores for the avxvnni table: simd/key_scores.h over AVX2 vectors, with AVX-VNNI's
-// vpdpbusd forming the integer steps of Q8_0 keys (the avx2 table widens their bytes to int16 for
-// pmaddwd: about 8 instructions a step instead of one). F32 and F16 keys are the avx2 table's.
+// Attention's key scores for the avxvnni table: simd/key_scores.h over AVX2 vectors, with
+// AVX-VNNI's vpdpbusd forming the integer steps of Q8_0 keys (the avx2 table widens their bytes to
+// int16 for pmaddwd: about 8 instructions a step instead of one). F32 and F16 keys are the avx2
+// table's.
 #pragma GCC optimize("fp-contract=off")
 #include <immintrin.h>
 
-#include "kernels/x86/avx2/isa_avx2.h"
 #include "kernels/simd/key_scores.h"
+#include "kernels/x86/avx2/isa_avx2.h"
 #include "kernels/x86/x86_kernels.h"
 
 namespace nextn::avxvnni {
