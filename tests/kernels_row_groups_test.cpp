@@ -294,7 +294,6 @@ TEST(KernelsRowGroups, Avx512RowRangesInsideGroupsEqualReference) {
             {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}, 10);
 }
 
-
 // NEXTN_ROW_GROUP_FETCH chooses, once, how the avx512 table's decode-width row-group matmuls
 // prefetch: "cursor" and "streams" fix one way and time nothing; auto (unset, empty) times the
 // cursor against group streams on AMD and keeps group streams elsewhere; anything else is an error
