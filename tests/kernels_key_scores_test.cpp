@@ -206,7 +206,7 @@ TEST(KernelsKeyScores, Q8_0RefusesHeadsPastTheQueryBuffer) {
     const std::vector<float> q(size_t(d), 1.0f);
     float out[1];
     for (const std::string& isa : available_isas()) {
-        // The reference rounds a block at a time, no buffer; so do the tables that use it (ARM).
+        // The reference rounds a block at a time, no buffer; so does any table that uses it.
         if (kernels_for(isa).key_scores == reference_kernels().key_scores) continue;
         try {
             kernels_for(isa).key_scores(WType::Q8_0, tiles.data(), 1, q.data(), 1, d, out, 1);

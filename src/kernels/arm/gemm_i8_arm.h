@@ -14,12 +14,12 @@
 // the 16 lanes end in its lane_tree_sum: the same bits for every n and row split.
 #include <arm_neon.h>
 
-#include <algorithm>
-
+#include "kernels/arm/column_passes.h"
 #include "kernels/arm/gemm_row_groups_arm.h"
 #include "kernels/int8_dot.h"
 #include "kernels/ref/ref.h"
 #include "kernels/row_groups.h"
+#include "kernels/simd/peak_chains.h"
 
 // Internal linkage: each including file compiles these with its own -march flags.
 namespace nextn::arm {
@@ -145,24 +145,9 @@ void row_times_columns(const WeightMatrix& w, const QuantizedColumns& x, int64_t
 template <class Dot, WType T>
 void rows_of_type(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                   int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t j0 = 0; j0 < x.n; j0 += kMaxGroup) {
-            switch (std::min<int64_t>(kMaxGroup, x.n - j0)) {
-                case 1:
-                    row_times_columns<Dot, T, 1>(w, x, r, j0, y, ldy);
-                    break;
-                case 2:
-                    row_times_columns<Dot, T, 2>(w, x, r, j0, y, ldy);
-                    break;
-                case 3:
-                    row_times_columns<Dot, T, 3>(w, x, r, j0, y, ldy);
-                    break;
-                default:
-                    row_times_columns<Dot, T, 4>(w, x, r, j0, y, ldy);
-                    break;
-            }
-        }
-    }
+    for (int64_t r = r0; r < r1; ++r)
+        for_column_passes<kMaxGroup>(
+            x.n, [&]<int G>(int64_t j0) { row_times_columns<Dot, T, G>(w, x, r, j0, y, ldy); });
 }
 
 // ref::gemm_i8_rows' bits for the chunked and the row-group types (gemm_row_groups_arm.h).
@@ -174,23 +159,24 @@ void gemm_i8_rows_with(const WeightMatrix& w, const QuantizedColumns& x, float* 
 }
 
 // The int8 peak probe (kernels.h int8_peak_probe) on the same dot product, a < 128 (read as
-// signed): kPeakProbeChains x 4 independent vector chains held in registers.
+// signed). A chain's 16 lanes are 4 registers, so each quarter runs all its repetitions in turn
+// (32 registers do not hold 4 x 10 accumulators and their operands; integer sums do not depend
+// on that order).
 template <class Dot>
 void int8_peak_probe_with(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* acc) {
-    constexpr int C = kPeakProbeChains;
-    int8x16_t av[C][4], bv[4];
-    int32x4_t accv[C][4];
-    for (int q = 0; q < 4; ++q) bv[q] = vld1q_s8(b + 16 * q);
-    for (int i = 0; i < C; ++i)
-        for (int q = 0; q < 4; ++q) {
-            av[i][q] = vreinterpretq_s8_u8(vld1q_u8(a + i * 64 + 16 * q));
-            accv[i][q] = vld1q_s32(acc + i * 16 + 4 * q);
-        }
-    for (int64_t r = 0; r < reps; ++r)
-        for (int i = 0; i < C; ++i)
-            for (int q = 0; q < 4; ++q) accv[i][q] = Dot{}(accv[i][q], av[i][q], bv[q]);
-    for (int i = 0; i < C; ++i)
-        for (int q = 0; q < 4; ++q) vst1q_s32(acc + i * 16 + 4 * q, accv[i][q]);
+    for (int q = 0; q < 4; ++q)  // lanes 4q..4q+3: bytes 16q..16q+15
+        simd::run_peak_chains(
+            vreinterpretq_s32_s8(vld1q_s8(b + 16 * q)), reps,
+            [&](int i) { return vreinterpretq_s32_u8(vld1q_u8(a + 64 * i + 16 * q)); },
+            [&](int i) { return vld1q_s32(acc + 16 * i + 4 * q); },
+            [&](int i, int32x4_t v) { vst1q_s32(acc + 16 * i + 4 * q, v); },
+            [](int32x4_t sum, int32x4_t x, int32x4_t y) {
+                // The widening dot's products do not depend on the sum: without this the
+                // compiler could form them once outside the loop and time only the adds (as
+                // AVX2's probe found, x86/avx2/peak_probe_avx2.cpp).
+                asm volatile("" : "+w"(x));
+                return Dot{}(sum, vreinterpretq_s8_s32(x), vreinterpretq_s8_s32(y));
+            });
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/arm/column_passes.h"
 #include "kernels/int8_dot.h"
 #include "kernels/row_groups.h"
 
@@ -177,32 +178,16 @@ void row_groups_of_type(const WeightMatrix& w, const QuantizedColumns& x, float*
         const uint8_t* group = w.data + size_t(g) * L.group_bytes;
         const int64_t lo = std::max(r0, g * kRowGroupRows),
                       hi = std::min(r1, (g + 1) * kRowGroupRows);
-        for (int64_t j0 = 0; j0 < x.n; j0 += kMaxGroupCols) {
-            auto pass = [&]<int C>() {
-                float32x4_t acc[C][4];
-                group_times_columns<Dot, T, C>(group, L.blocks, x, j0, acc);
-                for (int c = 0; c < C; ++c) {
-                    float rows[kRowGroupRows];
-                    for (int q = 0; q < 4; ++q) vst1q_f32(rows + 4 * q, acc[c][q]);
-                    for (int64_t r = lo; r < hi; ++r)
-                        y[(j0 + c) * ldy + r] = rows[r - g * kRowGroupRows];
-                }
-            };
-            switch (std::min<int64_t>(kMaxGroupCols, x.n - j0)) {
-                case 1:
-                    pass.template operator()<1>();
-                    break;
-                case 2:
-                    pass.template operator()<2>();
-                    break;
-                case 3:
-                    pass.template operator()<3>();
-                    break;
-                default:
-                    pass.template operator()<4>();
-                    break;
+        for_column_passes<kMaxGroupCols>(x.n, [&]<int C>(int64_t j0) {
+            float32x4_t acc[C][4];
+            group_times_columns<Dot, T, C>(group, L.blocks, x, j0, acc);
+            for (int c = 0; c < C; ++c) {
+                float rows[kRowGroupRows];
+                for (int q = 0; q < 4; ++q) vst1q_f32(rows + 4 * q, acc[c][q]);
+                for (int64_t r = lo; r < hi; ++r)
+                    y[(j0 + c) * ldy + r] = rows[r - g * kRowGroupRows];
             }
-        }
+        });
     }
 }
 

@@ -9,11 +9,11 @@
 // and on any thread, gives every element the bits it has alone.
 #include <arm_neon.h>
 
-#include <algorithm>
 #include <cmath>
 
 #include "core/half.h"
 #include "kernels/arm/arm_kernels.h"
+#include "kernels/arm/column_passes.h"
 #include "kernels/ref/ref.h"
 
 namespace nextn::arm::neon {
@@ -78,22 +78,8 @@ void row_times_columns(const void* row, int64_t cols, const float* x, int64_t j0
 template <class Read>
 void row_times_batch(const void* row, int64_t cols, const float* x, int64_t n, float* y,
                      int64_t ldy, int64_t r) {
-    for (int64_t j0 = 0; j0 < n; j0 += kMaxGroup) {
-        switch (std::min<int64_t>(kMaxGroup, n - j0)) {
-            case 1:
-                row_times_columns<Read, 1>(row, cols, x, j0, y, ldy, r);
-                break;
-            case 2:
-                row_times_columns<Read, 2>(row, cols, x, j0, y, ldy, r);
-                break;
-            case 3:
-                row_times_columns<Read, 3>(row, cols, x, j0, y, ldy, r);
-                break;
-            default:
-                row_times_columns<Read, 4>(row, cols, x, j0, y, ldy, r);
-                break;
-        }
-    }
+    for_column_passes<kMaxGroup>(
+        n, [&]<int G>(int64_t j0) { row_times_columns<Read, G>(row, cols, x, j0, y, ldy, r); });
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // NEON norms, activations, the causal conv, RoPE, softmax, attention's key scores and value
-// sums, and the Gated DeltaNet recurrence: the shared templates (simd/vec_ops.h,
+// sums, the Gated DeltaNet recurrence and the read probe: the shared templates (simd/vec_ops.h,
 // simd/key_scores.h) over NeonIsa, as the x86 tables run them over theirs.
 #include "kernels/arm/arm_kernels.h"
 #include "kernels/arm/isa_neon.h"
@@ -46,6 +46,8 @@ void weighted_rows_q8_0(const float* p, int64_t ldp, int64_t G, const uint8_t* v
                         int64_t n, int64_t d, float* out, bool accumulate) {
     simd::weighted_rows<NeonIsa, NeonDecodeQ8_0>(p, ldp, G, v, ldv_bytes, n, d, out, accumulate);
 }
+float stream_sum(const float* x, int64_t n) { return simd::stream_sum<NeonIsa>(x, n); }
+
 void gdn_recurrence_heads(const float* state_in, float* state_out, int64_t out_stride,
                           const float* q, const float* k, const float* v, const float* g,
                           const float* beta, int64_t T, int Hk, int Hv, int Dk, int Dv,

@@ -22,8 +22,9 @@ void int8_peak_probe(const uint8_t* a, const int8_t* b, int64_t reps, int32_t* a
 
 void fma_peak_probe(const float* a, const float* b, int64_t reps, float* acc) {
     for (int h = 0; h < 2; ++h)  // each lane's chain is unchanged by running the halves in turn
-        x86::run_peak_chains(
-            _mm256_loadu_ps(b + 8 * h), reps, [&](int i) { return _mm256_loadu_ps(a + 16 * i + 8 * h); },
+        simd::run_peak_chains(
+            _mm256_loadu_ps(b + 8 * h), reps,
+            [&](int i) { return _mm256_loadu_ps(a + 16 * i + 8 * h); },
             [&](int i) { return _mm256_loadu_ps(acc + 16 * i + 8 * h); },
             [&](int i, __m256 v) { _mm256_storeu_ps(acc + 16 * i + 8 * h, v); },
             [](__m256 s, __m256 x, __m256 y) { return _mm256_fmadd_ps(x, y, s); });

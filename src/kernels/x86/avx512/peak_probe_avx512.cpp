@@ -15,9 +15,10 @@ template <class V, class Load, class Store, class Step>
 void run_probe(const void* a, const void* b, int64_t reps, void* acc, Load load, Store store, Step step) {
     auto chain_a = [a](int i) { return static_cast<const char*>(a) + 64 * i; };
     auto chain_acc = [acc](int i) { return static_cast<char*>(acc) + 64 * i; };
-    x86::run_peak_chains(
-        V(load(b)), reps, [&](int i) { return load(chain_a(i)); }, [&](int i) { return load(chain_acc(i)); },
-        [&](int i, V v) { store(chain_acc(i), v); }, step);
+    simd::run_peak_chains(
+        V(load(b)), reps, [&](int i) { return load(chain_a(i)); },
+        [&](int i) { return load(chain_acc(i)); }, [&](int i, V v) { store(chain_acc(i), v); },
+        step);
 }
 
 }  // namespace

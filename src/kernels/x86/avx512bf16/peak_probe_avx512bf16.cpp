@@ -8,7 +8,7 @@
 namespace nextn::avx512bf16 {
 
 void bf16_peak_probe(const uint16_t* a, const uint16_t* b, int64_t reps, float* acc) {
-    x86::run_peak_chains(
+    simd::run_peak_chains(
         _mm512_castsi512_ps(_mm512_loadu_si512(b)), reps,
         [&](int i) { return _mm512_castsi512_ps(_mm512_loadu_si512(a + 32 * i)); },
         [&](int i) { return _mm512_loadu_ps(acc + 16 * i); },
