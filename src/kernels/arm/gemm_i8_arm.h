@@ -86,10 +86,27 @@ void row_times_columns(const WeightMatrix& w, const QuantizedColumns& x, int64_t
         const uint8_t* codes = row + c * chunk_bytes;
         const int8_t* xcodes[G];  // [G] this chunk's 512 activation codes per column
         for (int j = 0; j < G; ++j) xcodes[j] = x.codes_of(j0 + j) + c * kI8ChunkValues;
-        // The dot products of steps 0..3, then (separately for Q6_KX's sub-blocks) 4..7.
+        // The dot products of steps 0..3, then (separately for Q6_KX's sub-blocks) 4..7. Each
+        // starts where the quantizer's starts say (QuantizedColumns): Q4_0X's at -8 * xsum,
+        // Q6_KX's sub-blocks at -32 x their code sums, so that they end at the reference's
+        // integer terms; Q8_1FX's (whose top bits the dot flipped) at +128 * xsum, the negated
+        // -128 start; the others at 0.
         int32x4_t first[G][4], second[G][4];
-        for (int j = 0; j < G; ++j)
-            for (int q = 0; q < 4; ++q) first[j][q] = second[j][q] = vdupq_n_s32(0);
+        for (int j = 0; j < G; ++j) {
+            const int64_t b0 = c * kI8ChunkBlocks;  // the chunk's first block
+            for (int q = 0; q < 4; ++q) {
+                first[j][q] = second[j][q] = vdupq_n_s32(0);
+                if constexpr (T == WType::Q4_0X)
+                    first[j][q] = vld1q_s32(x.offset_starts_of<8>(j0 + j) + b0 + 4 * q);
+                if constexpr (T == WType::Q8_1FX)
+                    first[j][q] =
+                        vnegq_s32(vld1q_s32(x.offset_starts_of<128>(j0 + j) + b0 + 4 * q));
+                if constexpr (T == WType::Q6_KX) {
+                    first[j][q] = vld1q_s32(x.q6_starts_of(j0 + j, false) + b0 + 4 * q);
+                    second[j][q] = vld1q_s32(x.q6_starts_of(j0 + j, true) + b0 + 4 * q);
+                }
+            }
+        }
         for (int s = 0; s < kI8Steps; ++s) {
             int8x16_t wq[4];
             load_step<T>(codes, s, wq);
@@ -109,28 +126,16 @@ void row_times_columns(const WeightMatrix& w, const QuantizedColumns& x, int64_t
             const float32x4_t dw = load_scales<T>(d_plane + size_t(b) * scale_bytes);
             for (int j = 0; j < G; ++j) {
                 const int64_t col = j0 + j;
-                const int32x4_t xsum = vld1q_s32(x.sums_of(col) + b);
                 const float32x4_t dx = vld1q_f32(x.scales_of(col) + b);
-                const int32x4_t dot = first[j][q];
-                int32x4_t exact;  // the layout's integer term, as the reference forms it
-                if constexpr (T == WType::Q6_KX) {
-                    // sc_a * (isum_a - 32 * xhalf) + sc_b * (isum_b - 32 * (xsum - xhalf))
-                    const int32x4_t xhalf = vld1q_s32(x.half_sums_of(col) + b);
-                    const int32x4_t a = vsubq_s32(dot, vshlq_n_s32(xhalf, 5));
-                    const int32x4_t rest =
-                        vsubq_s32(second[j][q], vshlq_n_s32(vsubq_s32(xsum, xhalf), 5));
-                    exact = vmlaq_s32(vmulq_s32(sc_a[q], a), sc_b[q], rest);
-                } else if constexpr (T == WType::Q4_0X) {
-                    exact = vsubq_s32(dot, vshlq_n_s32(xsum, 3));  // isum - 8 * xsum
-                } else if constexpr (T == WType::Q8_1FX) {
-                    exact = vaddq_s32(dot, vshlq_n_s32(xsum, 7));  // back to isum: + 128 * xsum
-                } else {
-                    exact = dot;  // Q8_0X: isum - 128 * xsum; Q4_1X, Q4_1FX: isum
-                }
+                // The layout's integer term (Q8_0X's sum holds its isum - 128 * xsum already).
+                int32x4_t exact = first[j][q];
+                if constexpr (T == WType::Q6_KX)  // sc_a * sum_a + sc_b * sum_b
+                    exact = vmlaq_s32(vmulq_s32(sc_a[q], first[j][q]), sc_b[q], second[j][q]);
                 acc[j][q] = vfmaq_f32(acc[j][q], vcvtq_f32_s32(exact), vmulq_f32(dw, dx));
                 if constexpr (int8_dot_affine(T)) {
                     const float32x4_t dm = load_scales<T>(second_plane + size_t(b) * scale_bytes);
-                    acc[j][q] = vfmaq_f32(acc[j][q], vcvtq_f32_s32(xsum), vmulq_f32(dm, dx));
+                    const float32x4_t xsum = vld1q_f32(x.float_sums_of(col) + b);
+                    acc[j][q] = vfmaq_f32(acc[j][q], xsum, vmulq_f32(dm, dx));
                 }
             }
         }

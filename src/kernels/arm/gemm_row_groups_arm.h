@@ -111,9 +111,22 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
     for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t* codes = group + row_group_codes_at(T, b);
         // Q6_KR: steps 0..3 (its first sub-block) in first, 4..7 in second; else all in first.
+        // Each sum starts where the quantizer's starts say (QuantizedColumns): Q4_0R's at
+        // -8 * xsum, Q6_KR's sub-blocks at -32 x their code sums, so that they end at the
+        // reference's integer terms; the others at 0.
         int32x4_t first[C][4], second[C][4];
-        for (int c = 0; c < C; ++c)
-            for (int q = 0; q < 4; ++q) first[c][q] = second[c][q] = vdupq_n_s32(0);
+        for (int c = 0; c < C; ++c) {
+            int32_t first_start = 0, second_start = 0;
+            if constexpr (T == WType::Q4_0R) first_start = x.offset_starts_of<8>(j0 + c)[b];
+            if constexpr (T == WType::Q6_KR) {
+                first_start = x.q6_starts_of(j0 + c, false)[b];
+                second_start = x.q6_starts_of(j0 + c, true)[b];
+            }
+            for (int q = 0; q < 4; ++q) {
+                first[c][q] = vdupq_n_s32(first_start);
+                second[c][q] = vdupq_n_s32(second_start);
+            }
+        }
         for (int s = 0; s < kI8Steps; ++s) {
             int8x16_t w[4];
             group_step<T>(codes, s, w);
@@ -144,26 +157,17 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
             }
         }
         for (int c = 0; c < C; ++c) {
-            const int32_t xsum = x.sums_of(j0 + c)[b];
             const float32x4_t dx = vdupq_n_f32(x.scales_of(j0 + c)[b]);
             for (int q = 0; q < 4; ++q) {
-                int32x4_t exact;  // the reference's integer term
-                if constexpr (T == WType::Q6_KR) {
-                    // sc_a * (isum_a - 32 * xhalf) + sc_b * (isum_b - 32 * (xsum - xhalf))
-                    const int32_t xhalf = x.half_sums_of(j0 + c)[b];
-                    const int32x4_t a = vsubq_s32(first[c][q], vdupq_n_s32(32 * xhalf));
-                    const int32x4_t rest =
-                        vsubq_s32(second[c][q], vdupq_n_s32(32 * (xsum - xhalf)));
-                    exact = vmlaq_s32(vmulq_s32(sc_a[q], a), sc_b[q], rest);
-                } else if constexpr (T == WType::Q4_0R) {
-                    exact = vsubq_s32(first[c][q], vdupq_n_s32(8 * xsum));
-                } else {
-                    exact = first[c][q];  // Q8_0R: isum - 128 * xsum already; Q4_KR, Q5_KR: isum
-                }
+                // The reference's integer term; Q8_0R's sum holds its -128 * xsum already.
+                int32x4_t exact = first[c][q];
+                if constexpr (T == WType::Q6_KR)  // sc_a * sum_a + sc_b * sum_b
+                    exact = vmlaq_s32(vmulq_s32(sc_a[q], first[c][q]), sc_b[q], second[c][q]);
                 acc[c][q] = vfmaq_f32(acc[c][q], vcvtq_f32_s32(exact), vmulq_f32(dw[q], dx));
-                if constexpr (row_group_affine_k(T))
-                    acc[c][q] =
-                        vfmaq_f32(acc[c][q], vdupq_n_f32(float(xsum)), vmulq_f32(dm[q], dx));
+                if constexpr (row_group_affine_k(T)) {
+                    const float32x4_t xsum = vdupq_n_f32(x.float_sums_of(j0 + c)[b]);
+                    acc[c][q] = vfmaq_f32(acc[c][q], xsum, vmulq_f32(dm[q], dx));
+                }
             }
         }
     }
