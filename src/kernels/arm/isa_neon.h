@@ -145,7 +145,7 @@ struct NeonDecodeF16 {
     }
 };
 
-// Q8_0 value rows (an q8_0 KV cache): float(code) * d, as the reference forms it (exact).
+// Q8_0 value rows (a q8_0 KV cache): float(code) * d, as the reference forms it (exact).
 struct NeonDecodeQ8_0 {
     static constexpr int64_t kBlockBytes = int64_t(sizeof(BlockQ8_0));  // bytes of 32 values
     static constexpr int kPrefetchEvery = 2;  // blocks per cache line (prefetch cadence)
