@@ -1,9 +1,13 @@
 #pragma once
 // Greedy decoding of a model through the engine's generate() loop, for tests that compare
 // outputs or round statistics (MTP at `depth` drafts per round; 0 = plain decoding).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <memory>
 #include <vector>
 
+#include "golden.h"
 #include "model/qwen35.h"
 #include "spec/drafter.h"
 #include "spec/mtp_drafter.h"
@@ -82,6 +86,40 @@ inline std::vector<int32_t> decode_with_drafter(const Qwen35Model& model,
                                                 DecodeStats* stats = nullptr) {
     SequenceState s = model.new_state(int64_t(prompt.size()) + n + 8, depth + 1);
     return greedy_decode_in(model, s, &drafter, prompt, depth, n, stats);
+}
+
+// Runs both models over prompt + the f32 continuation in one forward (teacher forcing, so one
+// early difference does not derail the rest) and compares the next-token choice at every
+// continuation position.
+inline double teacher_forced_agreement(const Qwen35Model& f32, const Qwen35Model& q,
+                          const std::vector<int32_t>& prompt, const std::vector<int32_t>& cont) {
+    std::vector<int32_t> seq = prompt;
+    seq.insert(seq.end(), cont.begin(), cont.end() - 1);
+    const int64_t T = int64_t(seq.size()), V = f32.config().vocab_size, n = int64_t(cont.size());
+    auto logits = [&](const Qwen35Model& m) {
+        std::vector<float> l(size_t(n * V));  // [n, V]: the positions that predict cont
+        SequenceState s = m.new_state(T + 1, 1);
+        m.forward(s, seq.data(), T, {nullptr, l.data(), n});
+        return l;
+    };
+    std::vector<float> a = logits(f32), b = logits(q);
+    float max_diff = 0;
+    int agree = 0;
+    float worst_gap = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const float* la = a.data() + i * V;
+        const float* lb = b.data() + i * V;
+        for (int64_t v = 0; v < V; ++v) max_diff = std::max(max_diff, std::abs(la[v] - lb[v]));
+        const int32_t pa = test::argmax(la, V), pb = test::argmax(lb, V);
+        if (pa == pb) {
+            ++agree;
+        } else {
+            worst_gap = std::max(worst_gap, la[pa] - la[pb]);  // how far from a tie in f32
+        }
+    }
+    printf("    teacher-forced: %d/%lld next-token choices agree, max |logit diff| %.4f, "
+           "largest f32 gap at a disagreement %.4f\n", agree, (long long)n, max_diff, worst_gap);
+    return double(agree) / double(n);
 }
 
 }  // namespace nextn::test

@@ -41,40 +41,6 @@ LoadedModel open(const std::string& path, const std::string& draft = "", bool in
     return load_model(path, o);
 }
 
-// Runs both models over prompt + the f32 continuation in one forward (teacher forcing, so one
-// early difference does not derail the rest) and compares the next-token choice at every
-// continuation position.
-double teacher_forced_agreement(const Qwen35Model& f32, const Qwen35Model& q,
-                          const std::vector<int32_t>& prompt, const std::vector<int32_t>& cont) {
-    std::vector<int32_t> seq = prompt;
-    seq.insert(seq.end(), cont.begin(), cont.end() - 1);
-    const int64_t T = int64_t(seq.size()), V = f32.config().vocab_size, n = int64_t(cont.size());
-    auto logits = [&](const Qwen35Model& m) {
-        std::vector<float> l(size_t(n * V));  // [n, V]: the positions that predict cont
-        SequenceState s = m.new_state(T + 1, 1);
-        m.forward(s, seq.data(), T, {nullptr, l.data(), n});
-        return l;
-    };
-    std::vector<float> a = logits(f32), b = logits(q);
-    float max_diff = 0;
-    int agree = 0;
-    float worst_gap = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const float* la = a.data() + i * V;
-        const float* lb = b.data() + i * V;
-        for (int64_t v = 0; v < V; ++v) max_diff = std::max(max_diff, std::abs(la[v] - lb[v]));
-        const int32_t pa = test::argmax(la, V), pb = test::argmax(lb, V);
-        if (pa == pb) {
-            ++agree;
-        } else {
-            worst_gap = std::max(worst_gap, la[pa] - la[pb]);  // how far from a tie in f32
-        }
-    }
-    printf("    teacher-forced: %d/%lld next-token choices agree, max |logit diff| %.4f, "
-           "largest f32 gap at a disagreement %.4f\n", agree, (long long)n, max_diff, worst_gap);
-    return double(agree) / double(n);
-}
-
 // Greedy decoding with mostly right scripted drafts equals plain decoding, with each KV cache
 // type, and accepts drafts (else only the verify's first column would have been compared).
 void expect_accepted_drafts_equal_plain(Qwen35Model& model, const std::vector<int32_t>& prompt) {
@@ -119,7 +85,7 @@ void check_model(const std::string& fx, const std::string& model, std::vector<Fo
             if (!f.quantized) {
                 EXPECT_EQ(want, plain);
             } else {
-                const double agree = teacher_forced_agreement(*hf.model, *lm.model, prompt, want);
+                const double agree = test::teacher_forced_agreement(*hf.model, *lm.model, prompt, want);
                 if (f.bits == 8) {
                     EXPECT_GE(agree, kMinAgreement8Bit);
                 }
@@ -199,7 +165,7 @@ TEST(FormatsCross, AffineTensorsKeepTheirCodesForTheInt8Kernels) {
         test::GoldenModel g = test::golden_model("qwen35-dense-tiny");
         std::vector<int32_t> prompt = test::json_ids(g.index["prompts"]["p128"]["tokens"]);
         std::vector<int32_t> cont = greedy(*mlx6_f32.model, prompt, 0);
-        EXPECT_GE(teacher_forced_agreement(*mlx6_f32.model, *mlx6_int8.model, prompt, cont),
+        EXPECT_GE(test::teacher_forced_agreement(*mlx6_f32.model, *mlx6_int8.model, prompt, cont),
                   kMinAgreement8Bit);
     } else {
         EXPECT_EQ(0, count(int8_acts, WType::Q4_1FX));

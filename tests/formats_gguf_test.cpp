@@ -24,6 +24,7 @@
 #include "formats/gguf_tokenizer.h"
 #include "formats/safetensors.h"
 #include "kernels/weight.h"
+#include "quant_steps.h"
 #include "test_paths.h"
 
 namespace nextn {
@@ -400,10 +401,10 @@ TEST(FormatsGguf, ModelLevelErrors) {
                   .find("unsupported architecture 'llama' (supported: qwen35, qwen35moe)"),
               std::string::npos);
 
-    GgufBuilder q2 = tiny_model();
-    q2.tensor("blk.0.ffn_down.weight", {256, 1}, 10, std::vector<uint8_t>(84));  // Q2_K
-    EXPECT_NE(error_of([&] { load_checkpoint(write_file("q2k.gguf", q2.build())); })
-                  .find("unsupported GGUF tensor type Q2_K in blk.0.ffn_down.weight"),
+    GgufBuilder iq2 = tiny_model();
+    iq2.tensor("blk.0.ffn_down.weight", {256, 1}, 16, std::vector<uint8_t>(66));  // IQ2_XXS
+    EXPECT_NE(error_of([&] { load_checkpoint(write_file("iq2.gguf", iq2.build())); })
+                  .find("unsupported GGUF tensor type IQ2_XXS in blk.0.ffn_down.weight"),
               std::string::npos);
 
     // Metadata that counts one more trunk layer than the tensors hold: the MTP block would be
@@ -900,28 +901,7 @@ TEST(FormatsGgufFixtures, MtpOnlyGgufIsRefusedAsAModel) {
 
 // Quantized GGUFs: tensor types as README section 12 lists them; F32 tensors identical to
 // model-f32.gguf; every dequantized weight within its format's quantization step of the f32
-// weight. The step is the format's grid spacing over the (sub-)block the value belongs to:
-// symmetric formats amax / 2^(bits-1) (Q8_0: amax/127), K-quants with a min (max - min) /
-// (2^bits - 1) over the 32-element sub-block, Q6_K amax/32 over its 16-element group.
-struct QuantRule {
-    int group;       // elements sharing one scale
-    bool with_min;   // affine (scale + min) vs symmetric
-    double levels;   // step = amax / levels (symmetric) or (max - min) / levels (affine)
-    double bound;    // allowed |error| in steps (rounding is 0.5; clipping and 6-bit scales add)
-};
-
-QuantRule rule_for(DType t) {
-    switch (t) {
-        case DType::Q8_0: return {32, false, 127, 0.6};
-        case DType::Q4_0: return {32, false, 8, 1.1};
-        case DType::Q5_0: return {32, false, 16, 1.1};
-        case DType::Q4_K: return {32, true, 15, 1.3};
-        case DType::Q5_K: return {32, true, 31, 1.3};
-        case DType::Q6_K: return {16, false, 32, 0.8};
-        default: throw Error("no rule");
-    }
-}
-
+// weight (quant_steps.h).
 void check_quantized(const std::string& model, const std::string& type, std::map<std::string, int> expected) {
     const std::string dir = test::fixtures_dir() + "/" + model;
     const std::string path = dir + "/model-" + type + ".gguf";
@@ -929,42 +909,7 @@ void check_quantized(const std::string& model, const std::string& type, std::map
     std::map<std::string, int> counts;
     for (const auto& t : raw.tensors) counts[ggml_type_name(t.ggml_type)]++;
     EXPECT_EQ(counts, expected) << path;
-
-    Checkpoint q = load_checkpoint(path);
-    Checkpoint ref = load_checkpoint(dir + "/model-f32.gguf");
-    EXPECT_EQ(q.config.n_layers, ref.config.n_layers);
-    EXPECT_EQ(q.config.vocab_size, ref.config.vocab_size);
-    EXPECT_EQ(q.tensors.size(), ref.tensors.size());
-    std::map<DType, double> worst;
-    for (const auto& [name, rt] : ref.tensors) {
-        const RawTensor* qt = q.find(name);
-        ASSERT_TRUE(qt) << name;
-        ASSERT_EQ(qt->shape, rt.shape) << name;
-        auto r = tensor_to_f32(rt);
-        auto d = tensor_to_f32(*qt);
-        if (qt->dtype == DType::F32) {
-            EXPECT_EQ(d, r) << name;
-            continue;
-        }
-        const QuantRule rule = rule_for(qt->dtype);
-        for (size_t g0 = 0; g0 < r.size(); g0 += size_t(rule.group)) {
-            float lo = r[g0], hi = r[g0], amax = 0;
-            for (size_t i = g0; i < g0 + size_t(rule.group); ++i) {
-                lo = std::min(lo, r[i]);
-                hi = std::max(hi, r[i]);
-                amax = std::max(amax, std::fabs(r[i]));
-            }
-            const double step = (rule.with_min ? double(hi) - double(lo) : double(amax)) / rule.levels;
-            for (size_t i = g0; i < g0 + size_t(rule.group); ++i) {
-                const double err = std::fabs(double(d[i]) - double(r[i]));
-                const double steps = step > 0 ? err / step : (err > 0 ? 1e9 : 0);
-                worst[qt->dtype] = std::max(worst[qt->dtype], steps);
-                ASSERT_LE(steps, rule.bound) << path << " " << name << " element " << i << ": " << d[i]
-                                             << " vs " << r[i] << " (step " << step << ")";
-            }
-        }
-    }
-    for (const auto& [t, w] : worst) std::printf("%s %s: worst error %.3f steps\n", path.c_str(), dtype_name(t), w);
+    test::expect_within_quant_steps(load_checkpoint(path), load_checkpoint(dir + "/model-f32.gguf"));
 }
 
 TEST(FormatsGgufFixtures, QuantizedDense) {

@@ -1,5 +1,7 @@
 #include "formats/dequant.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -177,6 +179,107 @@ void block_q6_k(const uint8_t* b, float* y) {
     }
 }
 
+// Q2_K: 16 scale bytes (low nibble: the 16-value group's scale, high nibble: its min), 64 bytes
+// of 2-bit codes, f16 d, f16 dmin. Half h (128 values), for l < 32: values 128h + 32s + l
+// (s = 0..3) are bits 2s..2s+1 of qs[32h + l]; value e belongs to group e / 16;
+// y = (d * sc) * q - dmin * mn.
+void block_q2_k(const uint8_t* b, float* y) {
+    const uint8_t* sc = b;
+    const uint8_t* qs = b + 16;
+    const float d = load_f16(b + 80);
+    const float dmin = load_f16(b + 82);
+    for (int e = 0; e < 256; ++e) {
+        const int q = (qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
+        const uint8_t s = sc[e / 16];
+        const float dl = d * float(s & 0x0F), ml = dmin * float(s >> 4);
+        y[e] = dl * float(q) - ml;
+    }
+}
+
+// Q3_K's 16 6-bit scales from its 12 scale bytes: scale i's low 4 bits are the low (i < 8) or
+// high nibble of byte i % 8, its high 2 bits are bits 2(i / 4).. of byte 8 + i % 4.
+int q3_k_scale(const uint8_t* scales, int i) {
+    const int low = i < 8 ? scales[i] & 0x0F : scales[i - 8] >> 4;
+    const int high = (scales[8 + i % 4] >> (2 * (i / 4))) & 3;
+    return low | high << 4;
+}
+
+// Q3_K: hmask[32], qs[64], 12 scale bytes, f16 d. Value e = 128h + 32s + l (l < 32): low 2 bits
+// are bits 2s..2s+1 of qs[32h + l], the third is bit 4h + s of hmask[l]; code = low + 4 * bit - 4
+// (-4..3); y = (d * (scale[e / 16] - 32)) * code.
+int q3_k_code(const uint8_t* b, int e) {
+    const int h = e / 128, s = (e / 32) % 4, l = e % 32;
+    const int low = (b[32 + 32 * h + l] >> (2 * s)) & 3;
+    const int high = (b[l] >> (4 * h + s)) & 1;
+    return low + 4 * high - 4;
+}
+
+void block_q3_k(const uint8_t* b, float* y) {
+    const float d = load_f16(b + 108);
+    for (int e = 0; e < 256; ++e) {
+        const float dl = d * float(q3_k_scale(b + 96, e / 16) - 32);
+        y[e] = dl * float(q3_k_code(b, e));
+    }
+}
+
+// IQ4_NL and IQ4_XS codes index this table (ggml's kvalues_iq4nl).
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+
+// IQ4_NL: f16 d, 16 bytes of indices (element j low nibble of byte j, j + 16 its high);
+// y = d * table[index].
+void block_iq4_nl(const uint8_t* b, float* y) {
+    const float d = load_f16(b);
+    for (int j = 0; j < 16; ++j) {
+        y[j] = d * float(kIq4Values[b[2 + j] & 0x0F]);
+        y[j + 16] = d * float(kIq4Values[b[2 + j] >> 4]);
+    }
+}
+
+// IQ4_XS sub-block s's 6-bit scale: low 4 bits from nibble s % 2 of scales_l[s / 2] (byte 4 +
+// s / 2), high 2 bits from bits 2s.. of the u16 scales_h (bytes 2-3).
+int iq4_xs_scale(const uint8_t* b, int s) {
+    const int low = (b[4 + s / 2] >> (4 * (s % 2))) & 0x0F;
+    const int high = (load_u16(b + 2) >> (2 * s)) & 3;
+    return low | high << 4;
+}
+
+// IQ4_XS: f16 d, u16 scales_h, 4 scales_l bytes, 128 bytes of indices; sub-block s (32 values)
+// takes 16 bytes as IQ4_NL does; y = (d * (scale - 32)) * table[index].
+void block_iq4_xs(const uint8_t* b, float* y) {
+    const float d = load_f16(b);
+    for (int s = 0; s < 8; ++s) {
+        const float dl = d * float(iq4_xs_scale(b, s) - 32);
+        const uint8_t* qs = b + 8 + 16 * s;
+        for (int j = 0; j < 16; ++j) {
+            y[32 * s + j] = dl * float(kIq4Values[qs[j] & 0x0F]);
+            y[32 * s + j + 16] = dl * float(kIq4Values[qs[j] >> 4]);
+        }
+    }
+}
+
+// MXFP4's e2m1 values doubled (ggml's kvalues_mxfp4): index 8.. are the negatives.
+constexpr int8_t kFp4Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// Half of MXFP4's E8M0 scale, 2^(e - 128), which multiplies the doubled values: as ggml's
+// ggml_e8m0_to_fp32_half (e = 255, NaN in the OCP format, reads as 2^127).
+float mxfp4_half_scale(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+// MXFP4: E8M0 byte e, 16 bytes of e2m1 codes (element j low nibble of byte j, j + 16 its high);
+// y = doubled[code] * 2^(e - 128).
+void block_mxfp4(const uint8_t* b, float* y) {
+    const float d = mxfp4_half_scale(b[0]);
+    for (int j = 0; j < 16; ++j) {
+        y[j] = float(kFp4Doubled[b[1 + j] & 0x0F]) * d;
+        y[j + 16] = float(kFp4Doubled[b[1 + j] >> 4]) * d;
+    }
+}
+
 using BlockDecoder = void (*)(const uint8_t*, float*);
 
 BlockDecoder decoder_for(DType t) {
@@ -189,6 +292,11 @@ BlockDecoder decoder_for(DType t) {
         case DType::Q4_K: return block_q4_k;
         case DType::Q5_K: return block_q5_k;
         case DType::Q6_K: return block_q6_k;
+        case DType::Q2_K: return block_q2_k;
+        case DType::Q3_K: return block_q3_k;
+        case DType::IQ4_NL: return block_iq4_nl;
+        case DType::IQ4_XS: return block_iq4_xs;
+        case DType::MXFP4: return block_mxfp4;
         default: return nullptr;
     }
 }
@@ -334,6 +442,7 @@ int affine_code_bits(const RawTensor& t, int64_t rows, int64_t cols) {
         case DType::Q4_K: return cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 144 ? 4 : 0;
         case DType::Q5_K: return cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 176 ? 8 : 0;
         case DType::Q5_1: return cols % 32 == 0 && t.nbytes == size_t(rows * cols / 32) * 24 ? 8 : 0;
+        case DType::IQ4_XS: return cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 136 ? 8 : 0;
         case DType::MLX_AFFINE:
             if (t.bits < 2 || t.bits > 8 || t.group_size <= 0 || t.group_size % 32 ||
                 cols % t.group_size || (cols * t.bits) % 8 || !t.scales || !t.biases ||
@@ -383,6 +492,27 @@ void affine_row(const RawTensor& t, int64_t row, int64_t cols, uint8_t* codes, f
             for (int s = 0; s < 8; ++s) {
                 d[sb * 8 + s] = f16_to_f32(dd) * float(sc[s]);
                 m[sb * 8 + s] = -(f16_to_f32(dmin) * float(mn[s]));
+            }
+        }
+        return;
+    }
+    if (t.dtype == DType::IQ4_XS) {
+        // As block_iq4_xs: value = dl * table[index] with dl = d * (scale - 32), which has at most
+        // 16 significant bits; as (table[index] + 128) * dl - 128 * dl each step is exact in f32
+        // (an 8-bit code times dl, then a sum whose exact result has at most 23 bits).
+        for (int64_t sb = 0; sb < cols / 256; ++sb) {
+            const uint8_t* blk = t.data + size_t(row * cols / 256 + sb) * 136;
+            const float dd = load_f16(blk);
+            for (int s = 0; s < 8; ++s) {
+                const float dl = dd * float(iq4_xs_scale(blk, s) - 32);
+                d[sb * 8 + s] = dl;
+                m[sb * 8 + s] = -128.0f * dl;
+                const uint8_t* qs = blk + 8 + 16 * s;
+                uint8_t* c = codes + sb * 256 + 32 * s;
+                for (int j = 0; j < 16; ++j) {
+                    c[j] = uint8_t(kIq4Values[qs[j] & 0x0F] + 128);
+                    c[j + 16] = uint8_t(kIq4Values[qs[j] >> 4] + 128);
+                }
             }
         }
         return;
@@ -452,6 +582,60 @@ void q4_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uin
 void q5_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint8_t* mins,
                       uint16_t* d, uint16_t* dmin) {
     affine_k_block_codes(block, true, codes, scales, mins, d, dmin);
+}
+
+void q3_k_block_as_q6_k(const uint8_t* q3_k, uint8_t* q6_k) {
+    // Q6_K's value e is (d * scales[e / 16]) * (code - 32), Q3_K's (d * (scale - 32)) * code3: the
+    // same two products with code = code3 + 32 (28..35) and the int8 scale - 32 (-32..31).
+    std::memset(q6_k, 0, 210);
+    uint8_t* ql = q6_k;        // [128] low 4 bits
+    uint8_t* qh = q6_k + 128;  // [64] high 2 bits, four per byte
+    for (int h = 0; h < 2; ++h)  // the layout q6_k_block_codes reads
+        for (int l = 0; l < 32; ++l)
+            for (int g = 0; g < 4; ++g) {
+                const int code = q3_k_code(q3_k, 128 * h + 32 * g + l) + 32;
+                ql[64 * h + l + 32 * (g % 2)] |= uint8_t((code & 0x0F) << (g < 2 ? 0 : 4));
+                qh[32 * h + l] |= uint8_t((code >> 4) << (2 * g));
+            }
+    for (int i = 0; i < 16; ++i) q6_k[192 + i] = uint8_t(int8_t(q3_k_scale(q3_k + 96, i) - 32));
+    std::memcpy(q6_k + 208, q3_k + 108, 2);  // d
+}
+
+bool has_q8_0_block_form(const RawTensor& t) {
+    if (t.dtype == DType::Q5_0 || t.dtype == DType::IQ4_NL) return true;
+    if (t.dtype != DType::MXFP4) return false;
+    // An E8M0 scale above 2^15 (values from 2^16 up) has no f16 scale; weights never come near.
+    for (size_t b = 0; b < t.nbytes / 17; ++b)
+        if (t.data[b * 17] > kMxfp4LargestQ8_0Exponent) return false;
+    return true;
+}
+
+void q8_0_block_form(DType type, const uint8_t* block, int8_t* codes, uint16_t* d) {
+    switch (type) {
+        case DType::Q5_0: q5_0_block_codes(block, codes, d); return;
+        case DType::IQ4_NL:  // as block_iq4_nl; d * value is one exact product either way
+            *d = load_u16(block);
+            for (int j = 0; j < 16; ++j) {
+                codes[j] = kIq4Values[block[2 + j] & 0x0F];
+                codes[j + 16] = kIq4Values[block[2 + j] >> 4];
+            }
+            return;
+        case DType::MXFP4: {
+            // 2^(e - 128) is an f16 (normal or subnormal) for e = 104..143: the codes are the
+            // doubled e2m1 values. Below, values under 2^-21 in magnitude: scale 2^-24, the
+            // smallest f16, with each value rounded to a multiple of it (off by 2^-25 at most).
+            const int e = block[0];
+            const int shift = std::max(0, kMxfp4SmallestQ8_0Exponent - e);
+            const int k = std::max(e, kMxfp4SmallestQ8_0Exponent) - 128;  // -24..15
+            *d = uint16_t(k >= -14 ? (k + 15) << 10 : 1 << (k + 24));     // f16 bits of 2^k
+            for (int j = 0; j < 32; ++j) {
+                const int v = kFp4Doubled[j < 16 ? block[1 + j] & 0x0F : block[1 + j - 16] >> 4];
+                codes[j] = int8_t(std::nearbyint(std::ldexp(float(v), -shift)));
+            }
+            return;
+        }
+        default: fail("q8_0_block_form: ", dtype_name(type), " has no Q8_0 form");
+    }
 }
 
 void dequantize_to_f32(const RawTensor& t, float* out) {

@@ -44,7 +44,8 @@ void dequantize_rows_to_f32(const RawTensor& t, int64_t first_row, int64_t n_row
 // rounded in f32): GGUF Q4_K and Q5_K (d = super-scale * sub-scale, m = -(super-min * sub-min),
 // both products exact in f32), Q5_1, and MLX affine 2..8-bit with a group size that is a
 // multiple of 32 (d = scale, m = bias). Returns the width the codes fit in, 4 (codes 0..15:
-// Q4_K, MLX <= 4-bit) or 8 (Q5_K, Q5_1, MLX 5..8-bit), or 0 when t has no such form or is not
+// Q4_K, MLX <= 4-bit) or 8 (Q5_K, Q5_1, MLX 5..8-bit; IQ4_XS as its table value + 128 with d =
+// its 32 values' scale and m = -128 * d, exact), or 0 when t has no such form or is not
 // [rows, cols].
 int affine_code_bits(const RawTensor& t, int64_t rows, int64_t cols);
 // Row `row` of an affine tensor: codes[cols], d[cols / 32], m[cols / 32].
@@ -52,6 +53,20 @@ void affine_row(const RawTensor& t, int64_t row, int64_t cols, uint8_t* codes, f
 // One GGUF Q5_0 block: value j = codes[j] * d exactly, codes in -16..15, d its f16 scale bits
 // (so a Q5_0 tensor is a Q8_0 tensor with the same values).
 void q5_0_block_codes(const uint8_t* block, int8_t* codes, uint16_t* d);
+// GGUF types whose every block is a Q8_0 block with the same values (int8 codes times an f16
+// scale): Q5_0, IQ4_NL (its table's int8 values), MXFP4 (its doubled e2m1 values times 2^(e -
+// 128), exact for e = kMxfp4SmallestQ8_0Exponent..kMxfp4LargestQ8_0Exponent; a block with a
+// smaller scale, all its values under 2^-21 in magnitude, is rounded to multiples of 2^-24, and
+// a tensor with a larger one has no such form).
+constexpr int kMxfp4SmallestQ8_0Exponent = 104;  // 2^-24, the smallest f16
+constexpr int kMxfp4LargestQ8_0Exponent = 143;   // 2^15
+bool has_q8_0_block_form(const RawTensor& t);
+// One block of such a tensor of type `type` as Q8_0: codes[32], d its f16 scale bits.
+void q8_0_block_form(DType type, const uint8_t* block, int8_t* codes, uint16_t* d);
+// One GGUF Q3_K block (110 bytes) written as the GGUF Q6_K block (210 bytes) with the same
+// values: code + 32 as the 6-bit code, scale - 32 as the int8 scale, the same d (block_q6_k's
+// (d * scale) * (code - 32) is then block_q3_k's product, bit for bit).
+void q3_k_block_as_q6_k(const uint8_t* q3_k, uint8_t* q6_k);
 // One GGUF Q6_K block (256 values): value j = d * scales[j / 16] * (codes[j] - 32), codes in
 // 0..63, d its f16 scale bits.
 void q6_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint16_t* d);

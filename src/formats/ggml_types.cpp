@@ -46,6 +46,11 @@ std::optional<DType> ggml_type_to_dtype(uint32_t id) {
         case 12: return DType::Q4_K;
         case 13: return DType::Q5_K;
         case 14: return DType::Q6_K;
+        case 10: return DType::Q2_K;
+        case 11: return DType::Q3_K;
+        case 20: return DType::IQ4_NL;
+        case 23: return DType::IQ4_XS;
+        case 39: return DType::MXFP4;
         default: return std::nullopt;
     }
 }
@@ -65,6 +70,11 @@ bool dtype_block_layout(DType t, int64_t* block_size, size_t* block_bytes) {
         case DType::Q4_K: *block_size = 256; *block_bytes = 144; return true;
         case DType::Q5_K: *block_size = 256; *block_bytes = 176; return true;
         case DType::Q6_K: *block_size = 256; *block_bytes = 210; return true;
+        case DType::Q2_K: *block_size = 256; *block_bytes = 84; return true;
+        case DType::Q3_K: *block_size = 256; *block_bytes = 110; return true;
+        case DType::IQ4_NL: *block_size = 32; *block_bytes = 18; return true;
+        case DType::IQ4_XS: *block_size = 256; *block_bytes = 136; return true;
+        case DType::MXFP4: *block_size = 32; *block_bytes = 17; return true;
         case DType::MLX_AFFINE: return false;
     }
     return false;

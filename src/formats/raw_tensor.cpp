@@ -19,6 +19,11 @@ const char* dtype_name(DType t) {
         case DType::Q4_K: return "Q4_K";
         case DType::Q5_K: return "Q5_K";
         case DType::Q6_K: return "Q6_K";
+        case DType::Q2_K: return "Q2_K";
+        case DType::Q3_K: return "Q3_K";
+        case DType::IQ4_NL: return "IQ4_NL";
+        case DType::IQ4_XS: return "IQ4_XS";
+        case DType::MXFP4: return "MXFP4";
         case DType::MLX_AFFINE: return "MLX_AFFINE";
     }
     return "?";

@@ -245,13 +245,16 @@ WeightMatrix make_weight(const RawTensor& t, int64_t rows, int64_t cols, WType t
         WeightMatrix w;
         if (repack_mlx4_as_q4_1(t, rows, cols, w)) return kernel_layout(w);
     }
-    if ((target == WType::Native || target == WType::Q8_0) && t.dtype == DType::Q5_0 &&
-        cols % kQuantBlock == 0 && t.nbytes == size_t(rows * cols / kQuantBlock) * 22) {
-        // Q5_0's values are (code - 16) * d with an f16 d: exactly a Q8_0 block's.
+    int64_t block_values = 0;
+    size_t block_bytes = 0;
+    if ((target == WType::Native || target == WType::Q8_0) && dtype_block_layout(t.dtype, &block_values, &block_bytes) &&
+        block_values == kQuantBlock && cols % kQuantBlock == 0 &&
+        t.nbytes == size_t(rows * cols / kQuantBlock) * block_bytes && has_q8_0_block_form(t)) {
+        // Q5_0, IQ4_NL and MXFP4 blocks are int8 codes times an f16 scale: Q8_0 blocks.
         WeightMatrix w = allocate(WType::Q8_0, rows, cols);
         auto* blocks = reinterpret_cast<BlockQ8_0*>(mutable_data(w));
         for (int64_t b = 0; b < rows * cols / kQuantBlock; ++b)
-            q5_0_block_codes(t.data + size_t(b) * 22, blocks[b].qs, &blocks[b].d);
+            q8_0_block_form(t.dtype, t.data + size_t(b) * block_bytes, blocks[b].qs, &blocks[b].d);
         return kernel_layout(w);
     }
     const WType type = resolve_target(target, t.dtype, cols);

@@ -114,8 +114,9 @@ void require_weight_memory(size_t bytes, const std::string& what);
 //     quantized; block sources are dequantized first, except that a GGUF Q8_0/Q4_0 source whose
 //     type equals the target keeps its blocks byte for byte). A block target with
 //     cols % 32 != 0 cannot be represented and falls back to F32 (check w.type).
-//   target Native: F32/BF16/F16/Q8_0/Q4_0/Q4_1 sources keep their type and bytes; GGUF Q5_0
-//     becomes Q8_0 with the same values (also for target Q8_0); others -> F32.
+//   target Native: F32/BF16/F16/Q8_0/Q4_0/Q4_1 sources keep their type and bytes; GGUF Q5_0,
+//     IQ4_NL and MXFP4 become Q8_0 with the same values (also for target Q8_0; formats/dequant.h
+//     has_q8_0_block_form); others -> F32.
 //   MLX affine 4-bit (group 32/64/..) with target Native or Q4_1 becomes Q4_1 with the same
 //   decoded values when its scales and biases are exact in f16 (else F32 / requantized).
 //   how.int8_layout: a Q8_0/Q4_0/Q4_1 result comes in its chunked int8-dot layout

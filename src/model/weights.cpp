@@ -107,12 +107,29 @@ private:
         const WType k_quant = k_quant_storage_type(t.dtype, kernels().row_groups);
         if (int8_native && k_quant != WType::F32 && repack_k_quant_tensor(t, rows, cols, k_quant, w, options_.pool))
             return w;
+        // GGUF Q3_K (most matrices of a Q3_K_M file) goes the same way as the Q6_K tensor with
+        // the same values (q3_k_block_as_q6_k): 6.5625 bits a value for the file's 3.4375, on
+        // the Q6_K kernels, exact. A native 3-bit kernel would read half the bytes.
+        if (int8_native && t.dtype == DType::Q3_K && cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 110) {
+            std::vector<uint8_t> q6_k(size_t(rows * cols / 256) * 210);  // the tensor's Q6_K blocks
+            for (size_t b = 0; b < q6_k.size() / 210; ++b) q3_k_block_as_q6_k(t.data + b * 110, q6_k.data() + b * 210);
+            RawTensor as_q6_k = t;
+            as_q6_k.dtype = DType::Q6_K;
+            as_q6_k.data = q6_k.data();
+            as_q6_k.nbytes = q6_k.size();
+            const WType q6_type = k_quant_storage_type(DType::Q6_K, kernels().row_groups);
+            if (repack_k_quant_tensor(as_q6_k, rows, cols, q6_type, w, options_.pool)) return w;
+        }
         // MLX 4-bit tries Q4_1 first (f16-exact scales: a layout every kernel reads); the rest
         // repack straight from the file's codes, never through a transient f32 copy.
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;
         if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool)) return w;
         // make_weight lays block types out for the int8 kernels itself (int8_layout).
-        w = make_weight(t, rows, cols, options_.matrix_type, {options_.pool, int8, kernels().row_groups});
+        // GGUF Q2_K has no form the kernels read (a scale and a min per 16 values): for the int8
+        // kernels it is requantized to Q8_0 (each value within half a Q8_0 step, amax / 254 over
+        // its 32 values; the file's own 2-bit steps are ~40x coarser), else widened to f32.
+        const WType target = int8_native && t.dtype == DType::Q2_K ? WType::Q8_0 : options_.matrix_type;
+        w = make_weight(t, rows, cols, target, {options_.pool, int8, kernels().row_groups});
         if (affine && w.type == WType::F32) repack_affine_for_int8_dot(t, rows, cols, w, options_.pool);
         // BF16D keeps BF16's bytes: only the kernel that multiplies them changes.
         if (w.type == WType::BF16 && bf16_dot_in_use(options_.bf16_activations)) w.type = WType::BF16D;
