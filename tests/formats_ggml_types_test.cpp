@@ -213,7 +213,10 @@ TEST(GgmlTypes, DenseMixedGgufHoldsEveryTypeForTheKernels) {
     EXPECT_EQ(count(f32, WType::F32), 5 + 4 + 4);
     if (kernels().int8_dot_fast) {
         const bool rows = kernels().row_groups.q8_0, q6_rows = kernels().row_groups.q6_k;
-        EXPECT_EQ(count(int8, rows ? WType::Q8_0R : WType::Q8_0X), 30 + 29 + 5) << "IQ4_NL, MXFP4, Q2_K requantized";
+        const bool tables = kernels().row_groups.q4_table;  // else IQ4_NL and MXFP4 as Q8_0
+        EXPECT_EQ(count(int8, WType::IQ4_NLR), tables ? 30 : 0);
+        EXPECT_EQ(count(int8, WType::MXFP4R), tables ? 29 : 0);
+        EXPECT_EQ(count(int8, rows ? WType::Q8_0R : WType::Q8_0X), (tables ? 0 : 30 + 29) + 5) << "Q2_K requantized";
         EXPECT_EQ(count(int8, q6_rows ? WType::Q6_KR : WType::Q6_KX), 4) << "Q3_K";
         EXPECT_EQ(count(int8, WType::Q8_1FX), 4) << "IQ4_XS";
         EXPECT_EQ(count(int8, WType::F32), 0);
@@ -248,11 +251,15 @@ TEST(GgmlTypes, DenseMixedGgufHoldsEveryTypeForTheKernels) {
     }
 }
 
-TEST(GgmlTypes, MoeMxfp4ExpertsAreQ8_0WithTheSameValues) {
+// MXFP4 experts (llama.cpp's MXFP4_MOE mix): MXFP4R where the table reads it, else Q8_0.
+TEST(GgmlTypes, MoeMxfp4ExpertsKeepTheirValues) {
     const std::string path = types_dir() + "/moe-mxfp4.gguf";
     LoadedModel int8 = open(path, true);
     int experts = 0;
-    const WType q8 = !kernels().int8_dot_fast ? WType::Q8_0 : kernels().row_groups.q8_0 ? WType::Q8_0R : WType::Q8_0X;
+    const WType held = !kernels().int8_dot_fast         ? WType::Q8_0
+                     : kernels().row_groups.q4_table ? WType::MXFP4R
+                     : kernels().row_groups.q8_0     ? WType::Q8_0R
+                                                     : WType::Q8_0X;
     const ModelWeights& w = int8.model->weights();
     for (size_t i = 0; i < w.layers.size(); ++i)
         for (size_t e = 0; e < w.layers[i].ffn.experts.size(); ++e) {
@@ -261,7 +268,7 @@ TEST(GgmlTypes, MoeMxfp4ExpertsAreQ8_0WithTheSameValues) {
             for (const auto& [name, m] : {std::pair{"gate_proj", &x.gate}, {"up_proj", &x.up}, {"down_proj", &x.down}}) {
                 const RawTensor& t = int8.checkpoint.require(p + name + ".weight");
                 ASSERT_EQ(t.dtype, DType::MXFP4) << t.name;
-                EXPECT_EQ(m->type, q8) << t.name;
+                EXPECT_EQ(m->type, held) << t.name;
                 expect_holds_values(*m, t);
                 ++experts;
             }

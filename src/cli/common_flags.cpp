@@ -32,8 +32,8 @@ std::vector<FlagSpec> model_flags() {
          "TYPE"},
         {"f32-activations", "", false,
          "multiply quantized weights with f32 activations (the arithmetic of dequantized weights; "
-         "slower; the codes only the int8 kernels read, K-quants, Q5_1 and MLX other than "
-         "f16-exact 4-bit, are then widened to f32) instead of int8-quantized ones (the default "
+         "slower; the codes only the int8 kernels read, K-quants, Q5_1, IQ4_XS and MLX other than "
+         "f16-exact 4-bit, are then widened to f32, and IQ4_NL and MXFP4 held as Q8_0) instead of int8-quantized ones (the default "
          "on any CPU with AVX2, and on aarch64)"},
         {"bf16-activations", "", false,
          "multiply bf16 weights (a bf16 checkpoint, or --quant bf16) with activations rounded to "

@@ -601,6 +601,19 @@ void q3_k_block_as_q6_k(const uint8_t* q3_k, uint8_t* q6_k) {
     std::memcpy(q6_k + 208, q3_k + 108, 2);  // d
 }
 
+bool mxfp4_f16_scale(const uint8_t* block, uint16_t* d) {
+    const int e = block[0];
+    if (e >= kMxfp4SmallestQ8_0Exponent && e <= kMxfp4LargestQ8_0Exponent) {
+        const int k = e - 128;                                     // -24..15
+        *d = uint16_t(k >= -14 ? (k + 15) << 10 : 1 << (k + 24));  // f16 bits of 2^k
+        return true;
+    }
+    for (int j = 0; j < 16; ++j)  // codes 0 and 8 are +0 and -0
+        if ((block[1 + j] & 0x07) || (block[1 + j] & 0x70)) return false;
+    *d = 0;
+    return true;
+}
+
 bool has_q8_0_block_form(const RawTensor& t) {
     if (t.dtype == DType::Q5_0 || t.dtype == DType::IQ4_NL) return true;
     if (t.dtype != DType::MXFP4) return false;
@@ -626,8 +639,10 @@ void q8_0_block_form(DType type, const uint8_t* block, int8_t* codes, uint16_t* 
             // smallest f16, with each value rounded to a multiple of it (off by 2^-25 at most).
             const int e = block[0];
             const int shift = std::max(0, kMxfp4SmallestQ8_0Exponent - e);
-            const int k = std::max(e, kMxfp4SmallestQ8_0Exponent) - 128;  // -24..15
-            *d = uint16_t(k >= -14 ? (k + 15) << 10 : 1 << (k + 24));     // f16 bits of 2^k
+            uint8_t clamped[17];
+            std::memcpy(clamped, block, 17);
+            clamped[0] = uint8_t(std::max(e, kMxfp4SmallestQ8_0Exponent));
+            mxfp4_f16_scale(clamped, d);
             for (int j = 0; j < 32; ++j) {
                 const int v = kFp4Doubled[j < 16 ? block[1 + j] & 0x0F : block[1 + j - 16] >> 4];
                 codes[j] = int8_t(std::nearbyint(std::ldexp(float(v), -shift)));

@@ -63,6 +63,9 @@ constexpr int kMxfp4LargestQ8_0Exponent = 143;   // 2^15
 bool has_q8_0_block_form(const RawTensor& t);
 // One block of such a tensor of type `type` as Q8_0: codes[32], d its f16 scale bits.
 void q8_0_block_form(DType type, const uint8_t* block, int8_t* codes, uint16_t* d);
+// An MXFP4 block's scale 2^(e - 128) as f16 bits: exact for e = 104..143, and 0 for a block whose
+// values are all zero; false for any other block (its scale is no f16).
+bool mxfp4_f16_scale(const uint8_t* block, uint16_t* d);
 // One GGUF Q3_K block (110 bytes) written as the GGUF Q6_K block (210 bytes) with the same
 // values: code + 32 as the 6-bit code, scale - 32 as the int8 scale, the same d (block_q6_k's
 // (d * scale) * (code - 32) is then block_q3_k's product, bit for bit).

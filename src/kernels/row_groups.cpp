@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -177,6 +178,45 @@ void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64
     }
 }
 
+bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                                      ThreadPool* pool) {
+    const WType target = t.dtype == DType::IQ4_NL ? WType::IQ4_NLR : t.dtype == DType::MXFP4 ? WType::MXFP4R : WType::Native;
+    int64_t block_values = 0;
+    size_t block_bytes = 0;
+    if (target == WType::Native || !dtype_block_layout(t.dtype, &block_values, &block_bytes) || rows <= 0 ||
+        !row_group_cols_fit(target, cols) || rows * cols != t.numel() ||
+        t.nbytes != size_t(rows * cols / block_values) * block_bytes)
+        return false;
+    uint16_t d;
+    if (t.dtype == DType::MXFP4)
+        for (size_t b = 0; b < t.nbytes / block_bytes; ++b)
+            if (!mxfp4_f16_scale(t.data + b * block_bytes, &d)) return false;
+    WeightMatrix w = allocate_row_groups(target, rows, cols, t.name);
+    auto* base = const_cast<uint8_t*>(w.data);
+    const size_t row_blocks = size_t(cols / block_values) * block_bytes;
+    // Whole groups per task, so each group's lines are written by one thread. Each row as Q4_0
+    // blocks (an f16 scale and 16 bytes of nibbles in IQ4_NL's and MXFP4's order): IQ4_NL's bytes
+    // are such blocks already; MXFP4's take the f16 form of their E8M0 scale.
+    run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
+        std::vector<BlockQ4_0> row(size_t(cols / kQuantBlock));  // [cols / 32]
+        for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r) {
+            const uint8_t* src = t.data + size_t(r) * row_blocks;
+            for (size_t b = 0; b < row.size(); ++b) {
+                const uint8_t* block = src + b * block_bytes;
+                if (t.dtype == DType::IQ4_NL) {
+                    std::memcpy(&row[b], block, sizeof(BlockQ4_0));
+                } else {
+                    mxfp4_f16_scale(block, &row[b].d);
+                    std::memcpy(row[b].qs, block + 1, 16);
+                }
+            }
+            row_groups_store_row(target, reinterpret_cast<const uint8_t*>(row.data()), cols, r, base);
+        }
+    });
+    out = std::move(w);
+    return true;
+}
+
 bool repack_q4_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
     return repack_k_quant(t, WType::Q4_KR, rows, cols, out, pool);
 }
@@ -215,6 +255,7 @@ struct GroupRow {
             const int s = e < 16 ? e / 4 : 4 + (e - 16) / 4;
             code |= ((group[at + 256 + 4 * lane + e % 4] >> s) & 1) << 4;
         }
+        if (row_group_table_codes(type)) return row_group_code_table(type)[code] - 128;  // the table's value
         return code - row_group_code_offset(type);
     }
     float half_at(size_t offset) const {

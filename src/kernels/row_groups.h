@@ -90,8 +90,22 @@ class ThreadPool;
 constexpr int64_t row_group_block_code_bytes(WType t) {
     return t == WType::Q8_0R ? 512 : t == WType::Q6_KR ? 384 : t == WType::Q5_KR ? 320 : 256;
 }
-// Q4_0R and Q8_0R: a pair of blocks' codes and their scales together (the header's layout).
-constexpr bool row_group_paired(WType t) { return t == WType::Q4_0R || t == WType::Q8_0R; }
+// IQ4_NLR and MXFP4R: Q4_0R's bytes, each nibble an index into the type's table of 16 values
+// (GGUF IQ4_NL's int8 table; MXFP4's e2m1 values doubled, ggml's kvalues_mxfp4), held here + 128:
+// the u8 codes the dot products read (offset 128, as Q8_0R's). A lookup (a byte shuffle) after
+// the nibbles are unpacked; the rest is Q4_0R's arithmetic with Q8_0R's offset.
+constexpr bool row_group_table_codes(WType t) { return t == WType::IQ4_NLR || t == WType::MXFP4R; }
+inline constexpr uint8_t kIq4NlTableCodes[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+inline constexpr uint8_t kMxfp4TableCodes[16] = {128, 129, 130, 131, 132, 134, 136, 140,
+                                                 128, 127, 126, 125, 124, 122, 120, 116};
+constexpr const uint8_t* row_group_code_table(WType t) {
+    return t == WType::IQ4_NLR ? kIq4NlTableCodes : t == WType::MXFP4R ? kMxfp4TableCodes : nullptr;
+}
+// Q4_0R, Q8_0R and the table types: a pair of blocks' codes and their scales together (the
+// header's layout).
+constexpr bool row_group_paired(WType t) {
+    return t == WType::Q4_0R || t == WType::Q8_0R || row_group_table_codes(t);
+}
 constexpr bool row_group_k_quant(WType t) {
     return t == WType::Q4_KR || t == WType::Q5_KR || t == WType::Q6_KR;
 }
@@ -144,7 +158,7 @@ constexpr int64_t row_group_block_scales_at(WType t, int64_t b) {
 // The additive offset of the stored codes: value = (code - offset) * d (Q4_KR: none, its mins
 // carry the offset; Q6_KR: none here, its sub-block sums start at -32 x their activation sums).
 constexpr int32_t row_group_code_offset(WType t) {
-    return t == WType::Q8_0R ? 128 : t == WType::Q4_0R ? 8 : 0;
+    return t == WType::Q8_0R || row_group_table_codes(t) ? 128 : t == WType::Q4_0R ? 8 : 0;
 }
 // The columns a row-group type holds: whole 32-value blocks (the K-quants: whole super-blocks).
 constexpr bool row_group_cols_fit(WType t, int64_t cols) {
@@ -180,6 +194,11 @@ inline RowGroupGeometry row_group_geometry(WType t, int64_t cols) {
 // last group's rows past `rows`, a short last span's missing blocks) zeroed, the rest as it comes
 // (its pages first touched by whoever stores the rows). `what` names it in the memory errors.
 WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std::string& what);
+// A GGUF IQ4_NL or MXFP4 tensor [rows, cols] as IQ4_NLR or MXFP4R (the same values), its rows
+// stored on `pool` when given; false (out untouched) when t is neither or does not fit: cols % 32,
+// or an MXFP4 block whose scale 2^(e - 128) is no f16 (e outside 104..143) with a nonzero value.
+bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                                      ThreadPool* pool = nullptr);
 // A Q4_0 (Q8_0) matrix as Q4_0R (Q8_0R): the same blocks, its rows stored on `pool` when given.
 WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, ThreadPool* pool = nullptr);
 // Writes row `row` (the block type's blocks, `cols` values: Q4_0 / Q8_0 blocks, or for the

@@ -39,6 +39,8 @@ const char* wtype_name(WType t) {
         case WType::Q4_KR: return "q4_k (16-row groups)";
         case WType::Q6_KR: return "q6_k (16-row groups)";
         case WType::Q5_KR: return "q5_k (16-row groups)";
+        case WType::IQ4_NLR: return "iq4_nl (16-row groups)";
+        case WType::MXFP4R: return "mxfp4 (16-row groups)";
         case WType::BF16D: return "bf16 (bf16-dot)";
         case WType::Native: return "native";
     }
@@ -79,7 +81,9 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
         case WType::Q8_0R:
         case WType::Q4_KR:
         case WType::Q6_KR:
-        case WType::Q5_KR: return int8_dot_row_bytes(t, cols);
+        case WType::Q5_KR:
+        case WType::IQ4_NLR:
+        case WType::MXFP4R: return int8_dot_row_bytes(t, cols);
         case WType::Native: return 0;
     }
     return 0;
@@ -227,7 +231,9 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
         case WType::Q8_0R:
         case WType::Q4_KR:
         case WType::Q6_KR:
-        case WType::Q5_KR: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
+        case WType::Q5_KR:
+        case WType::IQ4_NLR:
+        case WType::MXFP4R: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
         case WType::Native: fail("encode_row_f32: Native is not a storage type");
     }
 }
@@ -454,7 +460,9 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         case WType::Q8_0R:
         case WType::Q4_KR:
         case WType::Q6_KR:
-        case WType::Q5_KR: int8_dot_row_f32(w, row, out); return;
+        case WType::Q5_KR:
+        case WType::IQ4_NLR:
+        case WType::MXFP4R: int8_dot_row_f32(w, row, out); return;
         case WType::Native: break;
     }
     fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));

@@ -56,16 +56,23 @@ enum class WType {
     // (AVX512_BF16; kernels/bf16_dot.h): built only where that kernel runs and the user asked for
     // bf16 activations, from a BF16 matrix whose bytes it keeps.
     BF16D,
+    // GGUF IQ4_NL and MXFP4 in 16-row groups: Q4_0R's layout and f16 scales, each 4-bit code an
+    // index into the type's table of 16 values (kernels/row_groups.h row_group_code_table), for
+    // tables whose int8 kernel reads them (KernelTable::row_groups.q4_table); from
+    // repack_table_codes_as_row_groups. 4.5 bits a value.
+    IQ4_NLR,
+    MXFP4R,
     // Target only (never the type of a built WeightMatrix): keep the source's own type when a
     // kernel reads it directly (F32, BF16, F16, Q8_0, Q4_0, Q4_1), else widen to F32.
     Native,
 };
 
-// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR: rows stored in groups of kRowGroupRows
+// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR / IQ4_NLR / MXFP4R: rows stored in groups of kRowGroupRows
 // (kernels/row_groups.h has the layout).
 inline constexpr int64_t kRowGroupRows = 16;
 constexpr bool is_row_group_type(WType t) {
-    return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR || t == WType::Q5_KR;
+    return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR || t == WType::Q5_KR ||
+           t == WType::IQ4_NLR || t == WType::MXFP4R;
 }
 
 const char* wtype_name(WType t);
@@ -134,6 +141,7 @@ struct RowGroupLayouts {
     bool q4_k = false;
     bool q6_k = false;
     bool q5_k = false;
+    bool q4_table = false;  // GGUF IQ4_NL and MXFP4 as IQ4_NLR and MXFP4R (else as Q8_0)
 };
 struct WeightBuild {
     ThreadPool* pool = nullptr;

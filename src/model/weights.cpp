@@ -125,6 +125,10 @@ private:
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;
         if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool)) return w;
         // make_weight lays block types out for the int8 kernels itself (int8_layout).
+        // GGUF IQ4_NL and MXFP4 keep their 4-bit codes where the table's int8 kernel reads them
+        // through their tables (IQ4_NLR, MXFP4R: 4.5 bits a value); else they are Q8_0 (make_weight).
+        if (int8_native && kernels().row_groups.q4_table && repack_table_codes_as_row_groups(t, rows, cols, w, options_.pool))
+            return w;
         // GGUF Q2_K has no form the kernels read (a scale and a min per 16 values): for the int8
         // kernels it is requantized to Q8_0 (each value within half a Q8_0 step, amax / 254 over
         // its 32 values; the file's own 2-bit steps are ~40x coarser), else widened to f32.

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/error.h"
 #include "kernels/arm/column_passes.h"
 #include "kernels/int8_dot.h"
 #include "kernels/row_groups.h"
@@ -210,6 +211,9 @@ void gemm_row_groups_with(const WeightMatrix& w, const QuantizedColumns& x, floa
             return row_groups_of_type<Dot, WType::Q5_KR>(w, x, y, ldy, r0, r1);
         case WType::Q6_KR:
             return row_groups_of_type<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
+        case WType::IQ4_NLR:
+        case WType::MXFP4R:  // the ARM tables hold IQ4_NL and MXFP4 as Q8_0
+            fail("the ARM int8 kernels have no ", wtype_name(w.type), " product");
         default:
             return ref::gemm_row_groups(w, x, y, ldy, r0, r1);  // not reached: the caller checks
     }

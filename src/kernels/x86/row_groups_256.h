@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/error.h"
 #include "kernels/int8_dot.h"
 #include "kernels/row_groups.h"
 #include "kernels/x86/avx2/isa_avx2.h"
@@ -607,6 +608,8 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
         gemm_row_groups_256<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
     else if (w.type == WType::Q5_KR)
         gemm_row_groups_256<Dot, WType::Q5_KR>(w, x, y, ldy, r0, r1);
+    else if (row_group_table_codes(w.type))  // the 256-bit tables hold IQ4_NL and MXFP4 as Q8_0
+        fail("the 256-bit int8 kernels have no ", wtype_name(w.type), " product");
     else
         gemm_row_groups_256<Dot, WType::Q4_0R>(w, x, y, ldy, r0, r1);
 }

@@ -195,7 +195,7 @@ template <WType T>
 constexpr int64_t kBlockBytes = row_group_block_code_bytes(T) + kBlockScaleBytes<T>;
 // Q4_0R, Q4_KR and Q5_KR: 4-bit codes, two nibbles a byte (Q5_KR: and a plane of fifth bits).
 template <WType T>
-constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR || T == WType::Q5_KR;
+constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR || T == WType::Q5_KR || row_group_table_codes(T);
 
 // Group-stream tiles take four groups instead of two at the narrowest widths, three up to 8
 // columns. Four streams of codes in flight instead of two keep more of the memory busy (the read
@@ -325,14 +325,21 @@ template <int RG, int C, bool kUnpacked>
     }
 }
 
-// Steps i (the low nibbles, 0..3) and 4 + i (the high ones) of the Q4_0R, Q4_KR or Q5_KR block
-// whose codes start at `codes`, 16 rows x 4 codes each (Q5_KR: its fifth bits or-ed in).
+// Steps i (the low nibbles, 0..3) and 4 + i (the high ones) of the Q4_0R, Q4_KR, Q5_KR, IQ4_NLR or
+// MXFP4R block whose codes start at `codes`, 16 rows x 4 codes each (Q5_KR: its fifth bits or-ed
+// in; the table types: each nibble replaced by its table code, a byte shuffle within each 16-byte
+// lane, as the table is 16 bytes).
 template <WType T, bool Gfni>
 [[gnu::always_inline]] inline void nibble_steps(const uint8_t* codes, int i, __m512i low_mask,
                                                 __m512i shift_matrix, __m512i& lo, __m512i& hi) {
     const __m512i v = _mm512_load_si512(codes + i * 64);
     lo = _mm512_and_si512(v, low_mask);
     hi = high_nibbles<Gfni>(v, low_mask, shift_matrix);
+    if constexpr (row_group_table_codes(T)) {  // IQ4_NLR, MXFP4R: each nibble indexes the table
+        const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row_group_code_table(T))));
+        lo = _mm512_shuffle_epi8(table, lo);
+        hi = _mm512_shuffle_epi8(table, hi);
+    }
     if constexpr (T == WType::Q5_KR) {
         const __m512i fifth = _mm512_load_si512(codes + 256);
         lo = _mm512_or_si512(lo, x86::q5_fifth_bits<Isa>(fifth, i));
@@ -815,6 +822,10 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
         gfni ? gemm<WType::Q4_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q4_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::Q5_KR)
         gfni ? gemm<WType::Q5_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q5_KR, false>(w, x, y, ldy, r0, r1, fetch);
+    else if (w.type == WType::IQ4_NLR)
+        gfni ? gemm<WType::IQ4_NLR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::IQ4_NLR, false>(w, x, y, ldy, r0, r1, fetch);
+    else if (w.type == WType::MXFP4R)
+        gfni ? gemm<WType::MXFP4R, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::MXFP4R, false>(w, x, y, ldy, r0, r1, fetch);
     else if (gfni)
         gemm<WType::Q4_0R, true>(w, x, y, ldy, r0, r1, fetch);
     else

@@ -1,0 +1,242 @@
+// GGUF IQ4_NL and MXFP4 in 16-row groups (IQ4_NLR, MXFP4R: Q4_0R's layout, each nibble an index
+// into the type's table; kernels/row_groups.h). They hold exactly the file's values; the scalar
+// reference gives, bit for bit, what it gives for the same values held as Q8_0R (the same
+// integer sums and scales: IQ4_NL and MXFP4 blocks are Q8_0 blocks, formats/dequant.h), whose
+// reference kernels_row_groups_test holds to the exact sum; every table that reads them (the
+// AVX-512 one) equals the reference bit for bit on random blocks at widths 1..16 and a prefill's,
+// 1 and 2 threads, on row ranges inside groups, with and without GFNI and with each way of
+// prefetching; the other tables refuse them (the loader gives those Q8_0).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "formats/dequant.h"
+#include "formats/raw_tensor.h"
+#include "kernel_test_helpers.h"
+#include "kernels/int8_dot.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+#include "kernels/row_groups.h"
+#include "row_group_checks.h"
+
+namespace nextn {
+namespace {
+
+using test::matmul_on;
+using test::random_normal;
+
+struct Shape {
+    int64_t rows, cols;
+};
+// As kernels_row_groups_test's: partial last groups, odd block counts (3, 5), ragged activation
+// chunks, four-group tiles and long rows.
+const Shape kShapes[] = {{37, 96}, {16, 1024}, {5, 32}, {40, 160}, {19, 544}, {61, 96}, {150, 64}, {100, 2144}};
+
+// A GGUF IQ4_NL or MXFP4 tensor of random blocks: every nibble random, IQ4_NL's f16 scale a random
+// normal value (either sign), MXFP4's E8M0 byte 112..135 (scales 2^-16..2^7), one block in nine
+// all zero with byte 0 (as ggml writes an all-zero block).
+struct RandomTensor {
+    std::vector<uint8_t> bytes;
+    RawTensor t;
+};
+RandomTensor random_tensor(DType type, Shape s, uint32_t seed) {
+    const size_t block_bytes = type == DType::IQ4_NL ? 18 : 17, blocks = size_t(s.rows * s.cols / 32);
+    RandomTensor r;
+    r.bytes.resize(blocks * block_bytes);
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    for (size_t b = 0; b < blocks; ++b) {
+        uint8_t* block = r.bytes.data() + b * block_bytes;
+        for (size_t i = 0; i < block_bytes; ++i) block[i] = uint8_t(rng());
+        if (type == DType::IQ4_NL) {
+            const uint16_t d = f32_to_f16(normal(rng));
+            std::memcpy(block, &d, 2);
+        } else if (b % 9 == 4) {
+            std::memset(block, 0, block_bytes);
+        } else {
+            block[0] = uint8_t(112 + rng() % 24);
+        }
+    }
+    r.t.name = std::string("random ") + dtype_name(type);
+    r.t.file = "memory";
+    r.t.dtype = type;
+    r.t.shape = {s.rows, s.cols};
+    r.t.data = r.bytes.data();
+    r.t.nbytes = r.bytes.size();
+    return r;
+}
+
+WeightMatrix table_rows(const RawTensor& t) {
+    WeightMatrix w;
+    if (!repack_table_codes_as_row_groups(t, t.shape[0], t.shape[1], w)) throw Error("no table row groups for " + t.name);
+    return w;
+}
+
+// The tables whose int8 kernel reads the table types.
+std::vector<std::string> table_isas() {
+    std::vector<std::string> out;
+    for (const std::string& isa : available_isas())
+        if (kernels_for(isa).row_groups.q4_table) out.push_back(isa);
+    return out;
+}
+
+const DType kTypes[] = {DType::IQ4_NL, DType::MXFP4};
+
+TEST(KernelsTableRows, HoldEveryValueOfTheFile) {
+    for (DType type : kTypes)
+        for (Shape s : kShapes) {
+            SCOPED_TRACE(std::string(dtype_name(type)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
+            const RandomTensor r = random_tensor(type, s, 1);
+            const WeightMatrix w = table_rows(r.t);
+            EXPECT_EQ(w.type, type == DType::IQ4_NL ? WType::IQ4_NLR : WType::MXFP4R);
+            EXPECT_EQ(w.nbytes(), wtype_matrix_bytes(w.type, s.rows, s.cols));
+            EXPECT_EQ(w.nbytes(), wtype_matrix_bytes(WType::Q4_0R, s.rows, s.cols)) << "Q4_0R's bytes";
+            std::vector<float> want(size_t(s.cols)), got(size_t(s.cols));
+            for (int64_t row = 0; row < s.rows; ++row) {
+                dequantize_rows_to_f32(r.t, row, 1, want.data());
+                weight_row_f32(w, row, got.data());
+                ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "row " << row;
+            }
+        }
+}
+
+TEST(KernelsTableRows, OnlyTensorsTheyHoldExactlyBecomeThem) {
+    RandomTensor r = random_tensor(DType::MXFP4, {16, 64}, 2);
+    WeightMatrix w;
+    r.bytes[17] = 103;  // the second block's scale 2^-25: no f16
+    EXPECT_FALSE(repack_table_codes_as_row_groups(r.t, 16, 64, w));
+    r.bytes[17] = 144;  // 2^16
+    EXPECT_FALSE(repack_table_codes_as_row_groups(r.t, 16, 64, w));
+    std::memset(r.bytes.data() + 17, 0, 17);  // all zero: fine whatever its scale byte
+    r.bytes[17] = 7;
+    EXPECT_TRUE(repack_table_codes_as_row_groups(r.t, 16, 64, w));
+    EXPECT_FALSE(repack_table_codes_as_row_groups(r.t, 16, 32, w)) << "a shape the tensor does not have";
+    RandomTensor q = random_tensor(DType::IQ4_NL, {16, 64}, 3);
+    q.t.dtype = DType::Q4_0;  // the same bytes, another type
+    EXPECT_FALSE(repack_table_codes_as_row_groups(q.t, 16, 64, w));
+    EXPECT_TRUE(w.empty() || w.type == WType::MXFP4R);
+}
+
+// The reference on the table types gives Q8_0R's bits for the same values: its sums are the same
+// integers (code + 128 against the activation codes, less 128 x their sum) under the same scales.
+TEST(KernelsTableRows, ReferenceEqualsQ8_0RsOnTheSameValues) {
+    for (DType type : kTypes)
+        for (Shape s : kShapes) {
+            const RandomTensor r = random_tensor(type, s, 4);
+            const WeightMatrix w = table_rows(r.t);
+            const WeightMatrix q8 = make_weight(r.t, s.rows, s.cols, WType::Q8_0, {nullptr, true, {.q8_0 = true}});
+            ASSERT_EQ(q8.type, WType::Q8_0R);
+            const std::vector<float> x = random_normal(size_t(16 * s.cols), 5);
+            const std::vector<float> a = matmul_on(reference_kernels(), w, x, 16, 1);
+            const std::vector<float> b = matmul_on(reference_kernels(), q8, x, 16, 1);
+            ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+                << dtype_name(type) << " " << s.rows << "x" << s.cols;
+        }
+}
+
+TEST(KernelsTableRows, EveryTableThatReadsThemEqualsReferenceBitwise) {
+    if (table_isas().empty()) GTEST_SKIP() << "no kernel table here reads IQ4_NLR / MXFP4R (AVX-512 VNNI only)";
+    for (DType type : kTypes)
+        for (Shape s : kShapes) {
+            const WeightMatrix w = table_rows(random_tensor(type, s, 6).t);
+            const std::vector<float> x = random_normal(size_t(16 * s.cols), 7);
+            const std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
+            for (const std::string& isa : table_isas())
+                for (int64_t n = 1; n <= 16; ++n)
+                    for (int threads : {1, 2}) {
+                        const std::vector<float> got = matmul_on(kernels_for(isa), w, x, n, threads);
+                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                            << isa << " " << wtype_name(w.type) << " " << s.rows << "x" << s.cols << " n=" << n
+                            << " threads=" << threads;
+                    }
+            // A prefill's width (the cursor's passes, the codes unpacked once a tile).
+            const std::vector<float> xp = random_normal(size_t(test::kPrefillWidth * s.cols), 8);
+            const std::vector<float> want_p = matmul_on(reference_kernels(), w, xp, test::kPrefillWidth, 1);
+            for (const std::string& isa : table_isas())
+                for (int threads : {1, 2}) {
+                    const std::vector<float> got = matmul_on(kernels_for(isa), w, xp, test::kPrefillWidth, threads);
+                    ASSERT_EQ(0, std::memcmp(got.data(), want_p.data(), got.size() * sizeof(float)))
+                        << isa << " " << wtype_name(w.type) << " prefill, threads=" << threads;
+                }
+        }
+}
+
+// Every table index in every row (codes 1..241 for IQ4_NL's table) against activations at +-127:
+// the integer sums at their largest stay exact.
+TEST(KernelsTableRows, ExtremeCodesEqualReference) {
+    if (table_isas().empty()) GTEST_SKIP() << "no kernel table here reads IQ4_NLR / MXFP4R (AVX-512 VNNI only)";
+    const Shape s{21, 512};
+    for (DType type : kTypes) {
+        RandomTensor r = random_tensor(type, s, 9);
+        const size_t block_bytes = type == DType::IQ4_NL ? 18 : 17;
+        for (size_t b = 0; b < r.bytes.size() / block_bytes; ++b) {
+            uint8_t* qs = r.bytes.data() + b * block_bytes + block_bytes - 16;
+            const int row = int(b / size_t(s.cols / 32));
+            // Row 3k: every nibble 15 (IQ4_NL's largest code); 3k + 1: every nibble 0 (its
+            // smallest; MXFP4's zero); 3k + 2: the indices in turn.
+            for (int j = 0; j < 16; ++j)
+                qs[j] = row % 3 == 0 ? 0xFF : row % 3 == 1 ? 0x00 : uint8_t(j | (15 - j) << 4);
+            if (type == DType::MXFP4) r.bytes[b * block_bytes] = 127;
+        }
+        std::vector<float> x(size_t(5 * s.cols));
+        for (size_t i = 0; i < x.size(); ++i) {
+            const size_t col = i / size_t(s.cols);
+            x[i] = col == 0 ? 3.0f : col == 1 ? -3.0f : (i / (col + 3)) % 2 ? 3.0f : -3.0f;
+        }
+        const WeightMatrix w = table_rows(r.t);
+        const std::vector<float> want = matmul_on(reference_kernels(), w, x, 5, 1);
+        for (const std::string& isa : table_isas()) {
+            const std::vector<float> got = matmul_on(kernels_for(isa), w, x, 5, 2);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << isa << " " << dtype_name(type);
+        }
+    }
+}
+
+TEST(KernelsTableRows, RowRangesInsideGroupsEqualReference) {
+    const Shape s{70, 160};
+    for (DType type : kTypes) {
+        const WeightMatrix w = table_rows(random_tensor(type, s, 10).t);
+        for (const std::string& isa : table_isas())
+            if (!test::ranges_equal_reference(w, {1, 2, 3, 4, 5, 8, 9}, {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}},
+                                              11, isa, [&](const QuantizedColumns& qx, float* y, int64_t r0, int64_t r1) {
+                                                  kernels_for(isa).gemm_i8_rows(w, qx, y, w.rows, r0, r1);
+                                              }))
+                return;
+#if NEXTN_X86_KERNELS
+        if (test::have_avx512())
+            test::expect_avx512_every_fetch_way_on_ranges(w, {1, 2, 5, 8, 9, 13, 16, test::kPrefillWidth},
+                                                          {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}, 12);
+#endif
+    }
+}
+
+// A table without the kernel refuses the types with an error naming them (its loads hold IQ4_NL
+// and MXFP4 as Q8_0 instead, formats_ggml_types_test), rather than reading them as Q4_0R.
+TEST(KernelsTableRows, TablesWithoutTheKernelRefuseThem) {
+    const WeightMatrix w = table_rows(random_tensor(DType::IQ4_NL, {16, 64}, 13).t);
+    QuantizedColumns qx;
+    resize_columns(1, 64, qx);
+    const std::vector<float> x = random_normal(64, 14);
+    ref::quantize_columns(x.data(), 64, qx, 0, 1);
+    std::vector<float> y(16);
+    int refusing = 0;
+    for (const std::string& isa : available_isas()) {
+        const KernelTable& k = kernels_for(isa);
+        if (k.row_groups.q4_table || !k.int8_dot_fast) continue;
+        ++refusing;
+        try {
+            k.gemm_i8_rows(w, qx, y.data(), 16, 0, 16);
+            ADD_FAILURE() << isa << " ran an IQ4_NLR product";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("iq4_nl (16-row groups)"), std::string::npos) << e.what();
+        }
+    }
+    if (refusing == 0) GTEST_SKIP() << "every int8 table here reads them";
+}
+
+}  // namespace
+}  // namespace nextn
