@@ -213,10 +213,9 @@ TEST(GgmlTypes, DenseMixedGgufHoldsEveryTypeForTheKernels) {
     EXPECT_EQ(count(f32, WType::F32), 5 + 4 + 4);
     if (kernels().int8_dot_fast) {
         const bool rows = kernels().row_groups.q8_0, q6_rows = kernels().row_groups.q6_k;
-        const bool tables = kernels().row_groups.q4_table;  // else IQ4_NL and MXFP4 as Q8_0
-        EXPECT_EQ(count(int8, WType::IQ4_NLR), tables ? 30 : 0);
-        EXPECT_EQ(count(int8, WType::MXFP4R), tables ? 29 : 0);
-        EXPECT_EQ(count(int8, rows ? WType::Q8_0R : WType::Q8_0X), (tables ? 0 : 30 + 29) + 5) << "Q2_K requantized";
+        EXPECT_EQ(count(int8, WType::IQ4_NLR), 30);
+        EXPECT_EQ(count(int8, WType::MXFP4R), 29);
+        EXPECT_EQ(count(int8, rows ? WType::Q8_0R : WType::Q8_0X), 5) << "Q2_K requantized";
         EXPECT_EQ(count(int8, q6_rows ? WType::Q6_KR : WType::Q6_KX), 4) << "Q3_K";
         EXPECT_EQ(count(int8, WType::Q8_1FX), 4) << "IQ4_XS";
         EXPECT_EQ(count(int8, WType::F32), 0);
@@ -251,15 +250,12 @@ TEST(GgmlTypes, DenseMixedGgufHoldsEveryTypeForTheKernels) {
     }
 }
 
-// MXFP4 experts (llama.cpp's MXFP4_MOE mix): MXFP4R where the table reads it, else Q8_0.
+// MXFP4 experts (llama.cpp's MXFP4_MOE mix): MXFP4R for the int8 kernels, else Q8_0.
 TEST(GgmlTypes, MoeMxfp4ExpertsKeepTheirValues) {
     const std::string path = types_dir() + "/moe-mxfp4.gguf";
     LoadedModel int8 = open(path, true);
     int experts = 0;
-    const WType held = !kernels().int8_dot_fast         ? WType::Q8_0
-                     : kernels().row_groups.q4_table ? WType::MXFP4R
-                     : kernels().row_groups.q8_0     ? WType::Q8_0R
-                                                     : WType::Q8_0X;
+    const WType held = kernels().int8_dot_fast ? WType::MXFP4R : WType::Q8_0;
     const ModelWeights& w = int8.model->weights();
     for (size_t i = 0; i < w.layers.size(); ++i)
         for (size_t e = 0; e < w.layers[i].ffn.experts.size(); ++e) {

@@ -278,17 +278,7 @@ TEST(KernelsKQuantRows, EveryTableEqualsReferenceBitwiseForEveryWidth) {
     for (const KQuant& k : kKQuants)
         for (Shape s : kShapes) {
             const KTensor q(k, s.rows, s.cols, 5);
-            const WeightMatrix w = rows_of(k, q);
-            const std::vector<float> x = random_normal(size_t(16 * s.cols), 6);
-            const std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
-            for (const std::string& isa : available_isas())
-                for (int64_t n = 1; n <= 16; ++n)
-                    for (int threads : {1, 2}) {
-                        const std::vector<float> got = matmul_on(kernels_for(isa), w, x, n, threads);
-                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                            << isa << " " << dtype_name(k.dtype) << " " << s.rows << "x" << s.cols << " n=" << n
-                            << " threads=" << threads;
-                    }
+            test::expect_every_table_bitwise_for_every_width(rows_of(k, q), 6);
         }
 }
 

@@ -167,19 +167,7 @@ TEST(KernelsRowGroups, ReferenceAgreesWithTheChunkedLayoutAndTheExactSum) {
 // every width and thread count: column j of a width-n product is column j of the width-16 one.
 TEST(KernelsRowGroups, EveryTableEqualsReferenceBitwiseForEveryWidth) {
     for (WType type : kRowGroupTypes)
-        for (Shape s : kShapes) {
-            const WeightMatrix w = repack_for_int8_dot(blocks_for(type, s, 5), type);
-            const std::vector<float> x = random_normal(size_t(16 * s.cols), 6);
-            const std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
-            for (const std::string& isa : available_isas())
-                for (int64_t n = 1; n <= 16; ++n)
-                    for (int threads : {1, 2}) {
-                        const std::vector<float> got = matmul_on(kernels_for(isa), w, x, n, threads);
-                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                            << isa << " " << wtype_name(type) << " " << s.rows << "x" << s.cols << " n=" << n
-                            << " threads=" << threads;
-                    }
-        }
+        for (Shape s : kShapes) test::expect_every_table_bitwise_for_every_width(repack_for_int8_dot(blocks_for(type, s, 5), type), 6);
 }
 
 // A prefill's width gives the reference's bits on every table too.

@@ -2,10 +2,10 @@
 // into the type's table; kernels/row_groups.h). They hold exactly the file's values; the scalar
 // reference gives, bit for bit, what it gives for the same values held as Q8_0R (the same
 // integer sums and scales: IQ4_NL and MXFP4 blocks are Q8_0 blocks, formats/dequant.h), whose
-// reference kernels_row_groups_test holds to the exact sum; every table that reads them (the
-// AVX-512 one) equals the reference bit for bit on random blocks at widths 1..16 and a prefill's,
-// 1 and 2 threads, on row ranges inside groups, with and without GFNI and with each way of
-// prefetching; the other tables refuse them (the loader gives those Q8_0).
+// reference kernels_row_groups_test holds to the exact sum; every int8 table (AVX-512, AVX-VNNI,
+// AVX2; NEON and dot product on aarch64) equals the reference bit for bit on random blocks at
+// widths 1..16 and a prefill's, 1 and 2 threads, on row ranges inside groups, and the AVX-512
+// kernel with and without GFNI and with each way of prefetching.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -76,14 +76,6 @@ WeightMatrix table_rows(const RawTensor& t) {
     return w;
 }
 
-// The tables whose int8 kernel reads the table types.
-std::vector<std::string> table_isas() {
-    std::vector<std::string> out;
-    for (const std::string& isa : available_isas())
-        if (kernels_for(isa).row_groups.q4_table) out.push_back(isa);
-    return out;
-}
-
 const DType kTypes[] = {DType::IQ4_NL, DType::MXFP4};
 
 TEST(KernelsTableRows, HoldEveryValueOfTheFile) {
@@ -138,37 +130,18 @@ TEST(KernelsTableRows, ReferenceEqualsQ8_0RsOnTheSameValues) {
         }
 }
 
-TEST(KernelsTableRows, EveryTableThatReadsThemEqualsReferenceBitwise) {
-    if (table_isas().empty()) GTEST_SKIP() << "no kernel table here reads IQ4_NLR / MXFP4R (AVX-512 VNNI only)";
+TEST(KernelsTableRows, EveryTableEqualsReferenceBitwise) {
     for (DType type : kTypes)
         for (Shape s : kShapes) {
             const WeightMatrix w = table_rows(random_tensor(type, s, 6).t);
-            const std::vector<float> x = random_normal(size_t(16 * s.cols), 7);
-            const std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
-            for (const std::string& isa : table_isas())
-                for (int64_t n = 1; n <= 16; ++n)
-                    for (int threads : {1, 2}) {
-                        const std::vector<float> got = matmul_on(kernels_for(isa), w, x, n, threads);
-                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                            << isa << " " << wtype_name(w.type) << " " << s.rows << "x" << s.cols << " n=" << n
-                            << " threads=" << threads;
-                    }
-            // A prefill's width (the cursor's passes, the codes unpacked once a tile).
-            const std::vector<float> xp = random_normal(size_t(test::kPrefillWidth * s.cols), 8);
-            const std::vector<float> want_p = matmul_on(reference_kernels(), w, xp, test::kPrefillWidth, 1);
-            for (const std::string& isa : table_isas())
-                for (int threads : {1, 2}) {
-                    const std::vector<float> got = matmul_on(kernels_for(isa), w, xp, test::kPrefillWidth, threads);
-                    ASSERT_EQ(0, std::memcmp(got.data(), want_p.data(), got.size() * sizeof(float)))
-                        << isa << " " << wtype_name(w.type) << " prefill, threads=" << threads;
-                }
+            test::expect_every_table_bitwise_for_every_width(w, 7);
+            test::expect_every_table_bitwise_at_prefill_width(w, 8);  // the cursor's passes, codes unpacked once
         }
 }
 
 // Every table index in every row (codes 1..241 for IQ4_NL's table) against activations at +-127:
 // the integer sums at their largest stay exact.
 TEST(KernelsTableRows, ExtremeCodesEqualReference) {
-    if (table_isas().empty()) GTEST_SKIP() << "no kernel table here reads IQ4_NLR / MXFP4R (AVX-512 VNNI only)";
     const Shape s{21, 512};
     for (DType type : kTypes) {
         RandomTensor r = random_tensor(type, s, 9);
@@ -189,7 +162,7 @@ TEST(KernelsTableRows, ExtremeCodesEqualReference) {
         }
         const WeightMatrix w = table_rows(r.t);
         const std::vector<float> want = matmul_on(reference_kernels(), w, x, 5, 1);
-        for (const std::string& isa : table_isas()) {
+        for (const std::string& isa : available_isas()) {
             const std::vector<float> got = matmul_on(kernels_for(isa), w, x, 5, 2);
             ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << isa << " " << dtype_name(type);
         }
@@ -200,42 +173,13 @@ TEST(KernelsTableRows, RowRangesInsideGroupsEqualReference) {
     const Shape s{70, 160};
     for (DType type : kTypes) {
         const WeightMatrix w = table_rows(random_tensor(type, s, 10).t);
-        for (const std::string& isa : table_isas())
-            if (!test::ranges_equal_reference(w, {1, 2, 3, 4, 5, 8, 9}, {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}},
-                                              11, isa, [&](const QuantizedColumns& qx, float* y, int64_t r0, int64_t r1) {
-                                                  kernels_for(isa).gemm_i8_rows(w, qx, y, w.rows, r0, r1);
-                                              }))
-                return;
+        test::expect_every_table_on_ranges(w, {1, 2, 3, 4, 5, 8, 9}, {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}}, 11);
 #if NEXTN_X86_KERNELS
         if (test::have_avx512())
             test::expect_avx512_every_fetch_way_on_ranges(w, {1, 2, 5, 8, 9, 13, 16, test::kPrefillWidth},
                                                           {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}, 12);
 #endif
     }
-}
-
-// A table without the kernel refuses the types with an error naming them (its loads hold IQ4_NL
-// and MXFP4 as Q8_0 instead, formats_ggml_types_test), rather than reading them as Q4_0R.
-TEST(KernelsTableRows, TablesWithoutTheKernelRefuseThem) {
-    const WeightMatrix w = table_rows(random_tensor(DType::IQ4_NL, {16, 64}, 13).t);
-    QuantizedColumns qx;
-    resize_columns(1, 64, qx);
-    const std::vector<float> x = random_normal(64, 14);
-    ref::quantize_columns(x.data(), 64, qx, 0, 1);
-    std::vector<float> y(16);
-    int refusing = 0;
-    for (const std::string& isa : available_isas()) {
-        const KernelTable& k = kernels_for(isa);
-        if (k.row_groups.q4_table || !k.int8_dot_fast) continue;
-        ++refusing;
-        try {
-            k.gemm_i8_rows(w, qx, y.data(), 16, 0, 16);
-            ADD_FAILURE() << isa << " ran an IQ4_NLR product";
-        } catch (const Error& e) {
-            EXPECT_NE(std::string(e.what()).find("iq4_nl (16-row groups)"), std::string::npos) << e.what();
-        }
-    }
-    if (refusing == 0) GTEST_SKIP() << "every int8 table here reads them";
 }
 
 }  // namespace

@@ -40,6 +40,23 @@ TEST(BindMemory, LowerBoundHoldsForEveryTargetType) {
     expect_lower_bound_holds(test::data_dir() + "/qwen35-moe-tiny");
 }
 
+// GGUF Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4 (tests/data/ggml-types), which grow when bound (Q3_K
+// to Q6_K's codes, IQ4_XS to 8-bit ones, Q2_K to Q8_0; with f32 activations most widen to f32):
+// the bound counts that, beyond the file's bytes.
+TEST(BindMemory, LowerBoundHoldsForTheTypesThatGrow) {
+    for (const char* f : {"dense-mixed.gguf", "moe-mxfp4.gguf"}) {
+        const std::string path = test::data_dir() + "/ggml-types/" + f;
+        expect_lower_bound_holds(path);
+        const Checkpoint ck = load_checkpoint(path);
+        size_t file_bytes = 0;
+        for (const auto& [name, t] : ck.tensors)
+            if (t.shape.size() == 2 && name.find("conv1d") == std::string::npos) file_bytes += t.nbytes;
+        BindOptions o;  // Native
+        o.int8_activations = false;
+        EXPECT_GT(bound_matrix_bytes_at_least(ck, o), file_bytes) << f;
+    }
+}
+
 // GGUF (shapes reversed from the file's order, experts split from 3-D tensors) and MLX.
 TEST(BindMemory, LowerBoundHoldsForGgufAndMlx) {
     NEXTN_REQUIRE_FIXTURES(fixtures);

@@ -62,6 +62,22 @@ inline void expect_every_table_on_ranges(const WeightMatrix& w, std::initializer
             return;
 }
 
+// Every table's matmul of w with n = 1..16 random columns, on one thread and on two, gives the
+// reference's bits for those columns: column j of a width-n product is column j of the width-16
+// one, so a column's value never depends on the batch width or the thread count.
+inline void expect_every_table_bitwise_for_every_width(const WeightMatrix& w, uint32_t seed) {
+    const std::vector<float> x = random_normal(size_t(16 * w.cols), seed);
+    const std::vector<float> want = matmul_on(reference_kernels(), w, x, 16, 1);
+    for (const std::string& isa : available_isas())
+        for (int64_t n = 1; n <= 16; ++n)
+            for (int threads : {1, 2}) {
+                const std::vector<float> got = matmul_on(kernels_for(isa), w, x, n, threads);
+                ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                    << isa << " " << wtype_name(w.type) << " " << w.rows << "x" << w.cols << " n=" << n
+                    << " threads=" << threads;
+            }
+}
+
 // A prefill's width (above the 16 of a verify: the cursor's passes of four columns, only the
 // first one fetching, Q6_KR's codes unpacked once a tile): every table's matmul of w with
 // kPrefillWidth random columns gives the reference's bits, on one thread and on two.

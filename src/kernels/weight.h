@@ -58,7 +58,7 @@ enum class WType {
     BF16D,
     // GGUF IQ4_NL and MXFP4 in 16-row groups: Q4_0R's layout and f16 scales, each 4-bit code an
     // index into the type's table of 16 values (kernels/row_groups.h row_group_code_table), for
-    // tables whose int8 kernel reads them (KernelTable::row_groups.q4_table); from
+    // the int8 kernels (every table that has them reads them); from
     // repack_table_codes_as_row_groups. 4.5 bits a value.
     IQ4_NLR,
     MXFP4R,
@@ -141,7 +141,6 @@ struct RowGroupLayouts {
     bool q4_k = false;
     bool q6_k = false;
     bool q5_k = false;
-    bool q4_table = false;  // GGUF IQ4_NL and MXFP4 as IQ4_NLR and MXFP4R (else as Q8_0)
 };
 struct WeightBuild {
     ThreadPool* pool = nullptr;

@@ -125,9 +125,10 @@ private:
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;
         if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool)) return w;
         // make_weight lays block types out for the int8 kernels itself (int8_layout).
-        // GGUF IQ4_NL and MXFP4 keep their 4-bit codes where the table's int8 kernel reads them
-        // through their tables (IQ4_NLR, MXFP4R: 4.5 bits a value); else they are Q8_0 (make_weight).
-        if (int8_native && kernels().row_groups.q4_table && repack_table_codes_as_row_groups(t, rows, cols, w, options_.pool))
+        // GGUF IQ4_NL and MXFP4 keep their 4-bit codes for the int8 kernels, which look them up
+        // in their tables (IQ4_NLR, MXFP4R: 4.5 bits a value); with f32 activations, and for an
+        // MXFP4 tensor with a scale no f16 holds, they are Q8_0 (make_weight).
+        if (int8_native && repack_table_codes_as_row_groups(t, rows, cols, w, options_.pool))
             return w;
         // GGUF Q2_K has no form the kernels read (a scale and a min per 16 values): for the int8
         // kernels it is requantized to Q8_0 (each value within half a Q8_0 step, amax / 254 over
@@ -272,6 +273,31 @@ void for_each_matrix(ModelWeights& w, const std::function<void(WeightMatrix&)>& 
     visit_matrices(w, true, f);
 }
 
+namespace {
+
+// The bytes Binder::convert holds a [rows, cols] tensor kept in its own type in, at least: the
+// file's, but for the types that grow on the way. With the int8 kernels GGUF Q3_K becomes Q6_K's
+// codes, IQ4_XS 8-bit affine codes and Q2_K Q8_0; without them the K-quants, Q5_1, Q2_K, Q3_K and
+// IQ4_XS widen to f32 and IQ4_NL and MXFP4 become Q8_0.
+size_t native_bytes_at_least(const RawTensor& t, int64_t rows, int64_t cols, bool int8) {
+    const size_t f32_bytes = size_t(rows * cols) * 4;
+    switch (t.dtype) {
+        case DType::Q3_K:
+            return int8 ? wtype_matrix_bytes(k_quant_storage_type(DType::Q6_K, kernels().row_groups), rows, cols) : f32_bytes;
+        case DType::IQ4_XS: return int8 ? wtype_matrix_bytes(WType::Q8_1FX, rows, cols) : f32_bytes;
+        case DType::Q2_K: return int8 ? wtype_matrix_bytes(kernel_storage_type(WType::Q8_0, true), rows, cols) : f32_bytes;
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:
+        case DType::Q5_1: return int8 ? t.nbytes : f32_bytes;
+        case DType::IQ4_NL:
+        case DType::MXFP4: return int8 ? t.nbytes : wtype_matrix_bytes(WType::Q8_0, rows, cols);
+        default: return t.nbytes;
+    }
+}
+
+}  // namespace
+
 size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& options) {
     const WType held = kernel_storage_type(options.matrix_type, options.int8_activations);
     size_t total = 0;
@@ -280,11 +306,11 @@ size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& opti
         if (t.shape.size() != 2 || name.find("conv1d") != std::string::npos) continue;
         if (!options.load_mtp && name.rfind("mtp.", 0) == 0) continue;
         if (ck.config.tied_embeddings && name == "lm_head.weight") continue;  // the embedding's
+        const int64_t rows = t.shape[0], cols = t.shape[1];
         if (options.matrix_type == WType::Native) {
-            total += t.nbytes;
+            total += native_bytes_at_least(t, rows, cols, int8_kernels_in_use(options.int8_activations));
             continue;
         }
-        const int64_t rows = t.shape[0], cols = t.shape[1];
         total += wtype_matrix_bytes(stored_weight_type(held, cols), rows, cols);
     }
     return total;

@@ -110,7 +110,8 @@ struct BindOptions {
 
 // A lower bound on the bytes the checkpoint's matrices take once bound with `options`: every
 // two-dimensional tensor but the conv taps, at its converted row size (its file bytes when
-// the type is kept).
+// the type is kept, or what it grows to: GGUF Q2_K, Q3_K and IQ4_XS, and with f32 activations
+// the K-quants, Q5_1, IQ4_NL and MXFP4).
 size_t bound_matrix_bytes_at_least(const Checkpoint& ck, const BindOptions& options);
 
 // The type a matrix of type t is kept in for this machine's kernels: its int8-dot type when

@@ -1,5 +1,5 @@
 #pragma once
-// The int8-dot matmul for the 16-row-group types (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR:
+// The int8-dot matmul for the 16-row-group types (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, IQ4_NLR, MXFP4R:
 // kernels/row_groups.h) on NEON: ref::gemm_row_groups' arithmetic with one row per int32 lane.
 // Included (through gemm_i8_arm.h) by one translation unit per dot product.
 //
@@ -9,7 +9,8 @@
 // x86 kernels, and never meets another row's: the reference's bits for every width and row split.
 // The dot multiplies signed by signed bytes:
 //   - Q8_0R's codes (q + 128) have their top bit flipped back to q, so the dot is the reference's
-//     isum, its -128 * xsum included, exactly;
+//     isum, its -128 * xsum included, exactly; so do IQ4_NLR's and MXFP4R's table codes, once
+//     their nibbles are looked up;
 //   - the 4-, 5- and 6-bit codes are the same as signed bytes, and Q4_0R's offset of 8 is taken
 //     off as the reference does, -8 * xsum.
 // A tile is one group times up to kMaxGroupCols columns: the group's codes are read from memory
@@ -19,7 +20,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/error.h"
 #include "kernels/arm/column_passes.h"
 #include "kernels/int8_dot.h"
 #include "kernels/row_groups.h"
@@ -77,8 +77,9 @@ inline void group_step(const uint8_t* codes, int s, int8x16_t w[4]) {
             code = vorrq_u8(
                 code, vshlq_n_u8(vandq_u8(shift_right(high_bits, 2 * (s % 4)), vdupq_n_u8(3)), 4));
         } else {
-            // Q4_0R, Q4_KR, Q5_KR: vector s % 4, the low nibbles steps 0..3, the high ones 4..7;
-            // Q5_KR's fifth bits in vector 4, bit s of each byte.
+            // Q4_0R, Q4_KR, Q5_KR, IQ4_NLR, MXFP4R: vector s % 4, the low nibbles steps 0..3, the
+            // high ones 4..7; Q5_KR's fifth bits in vector 4, bit s of each byte; the table types'
+            // nibbles index their table (its values + 128, flipped back to the values).
             const uint8x16_t v = vld1q_u8(codes + (s % 4) * 64 + 16 * q);
             code = s < 4 ? vandq_u8(v, low_mask) : vshrq_n_u8(v, 4);
             if constexpr (T == WType::Q5_KR) {
@@ -86,6 +87,8 @@ inline void group_step(const uint8_t* codes, int s, int8x16_t w[4]) {
                 code =
                     vorrq_u8(code, vshlq_n_u8(vandq_u8(shift_right(fifth, s), vdupq_n_u8(1)), 4));
             }
+            if constexpr (row_group_table_codes(T))  // the table's code, its top bit flipped back:
+                code = veorq_u8(vqtbl1q_u8(vld1q_u8(row_group_code_table(T)), code), vdupq_n_u8(0x80));
         }
         w[q] = vreinterpretq_s8_u8(code);
     }
@@ -140,7 +143,7 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
         // The rows' weight scales (Q4_KR, Q5_KR: d * sc, and their mins' factors -(dmin * mn)).
         float32x4_t dw[4], dm[4];
         int32x4_t sc_a[4], sc_b[4];  // Q6_KR: the block's first and last 16 values' scales
-        if constexpr (T == WType::Q4_0R || T == WType::Q8_0R) {
+        if constexpr (row_group_paired(T)) {  // Q4_0R, Q8_0R and the table types
             load_f16_lanes(group + row_group_d_at(T, b), dw);
         } else if constexpr (T == WType::Q6_KR) {
             load_f16_lanes(group + row_group_super_scales_at(T, b), dw);
@@ -212,8 +215,9 @@ void gemm_row_groups_with(const WeightMatrix& w, const QuantizedColumns& x, floa
         case WType::Q6_KR:
             return row_groups_of_type<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
         case WType::IQ4_NLR:
-        case WType::MXFP4R:  // the ARM tables hold IQ4_NL and MXFP4 as Q8_0
-            fail("the ARM int8 kernels have no ", wtype_name(w.type), " product");
+            return row_groups_of_type<Dot, WType::IQ4_NLR>(w, x, y, ldy, r0, r1);
+        case WType::MXFP4R:
+            return row_groups_of_type<Dot, WType::MXFP4R>(w, x, y, ldy, r0, r1);
         default:
             return ref::gemm_row_groups(w, x, y, ldy, r0, r1);  // not reached: the caller checks
     }

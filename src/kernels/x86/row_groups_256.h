@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/error.h"
 #include "kernels/int8_dot.h"
 #include "kernels/row_groups.h"
 #include "kernels/x86/avx2/isa_avx2.h"
@@ -122,8 +121,9 @@ template <WType T>
                           _mm256_set1_ps(-0.0f))};
 }
 
-// Steps s (the low nibbles, 0..3) and 4 + s (the high ones) of the 8 rows of a Q4_0R, Q4_KR or
-// Q5_KR block whose half's codes start at `codes` (Q5_KR: its fifth bits, 256 bytes on, or-ed in).
+// Steps s (the low nibbles, 0..3) and 4 + s (the high ones) of the 8 rows of a Q4_0R, Q4_KR, Q5_KR,
+// IQ4_NLR or MXFP4R block whose half's codes start at `codes` (Q5_KR: its fifth bits, 256 bytes
+// on, or-ed in; the table types: each nibble replaced by its 8-bit table code).
 template <WType T>
 [[gnu::always_inline]] inline void nibble_steps_256(const uint8_t* codes, int s, __m256i& low,
                                                     __m256i& high) {
@@ -131,6 +131,11 @@ template <WType T>
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + s * 64));
     low = _mm256_and_si256(v, low_nibbles);
     high = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibbles);
+    if constexpr (row_group_table_codes(T)) {  // IQ4_NLR, MXFP4R: each nibble indexes the table
+        const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row_group_code_table(T))));
+        low = _mm256_shuffle_epi8(table, low);
+        high = _mm256_shuffle_epi8(table, high);
+    }
     if constexpr (T == WType::Q5_KR) {
         const __m256i fifth = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 256));
         low = _mm256_or_si256(low, q5_fifth_bits<avx2::Isa>(fifth, s));
@@ -232,6 +237,9 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                         const uint8_t* unpacked) {
     constexpr bool kEight = T == WType::Q8_0R;
     constexpr bool kSixBit = T == WType::Q6_KR;
+    // IQ4_NLR, MXFP4R: nibbles unpacked as the 4-bit types', then 8-bit table codes multiplied as
+    // Q8_0R's are (up to 241: neither int16 sums nor dot_pair's two steps hold them).
+    constexpr bool kTable = row_group_table_codes(T);
     // Q6_KR on a policy that widens late: each pair of steps' int16 sums widened by pmaddwd with
     // the rows' sub-block scales, into one sum a (half, column), its start one pmaddwd of the
     // block's half_pairs; else two sums, a sub-block each, scaled by pmulld at the block's end. A
@@ -244,10 +252,10 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
     static_assert(!kSixBit || K == (kScaledSixBit ? 1 : 2),
                   "Q6_KR's sums: one scaled, or a sub-block each");
     // The 4- and 5-bit types' products add in int16 lanes first on a policy that widens late.
-    constexpr bool kInt16Sums = Dot::kWidensLate && !kEight && !kSixBit;
+    constexpr bool kInt16Sums = Dot::kWidensLate && !kEight && !kSixBit && !kTable;
     // The sums start at -offset * xsum (the codes are stored offset), plus what the policy's
     // product leaves out: 8-bit codes it multiplies as w - 128 need 128 * xsum more.
-    constexpr int32_t kStartFactor = kEight && Dot::kSignedEightBit ? 0 : -row_group_code_offset(T);
+    constexpr int32_t kStartFactor = (kEight || kTable) && Dot::kSignedEightBit ? 0 : -row_group_code_offset(T);
     __m256 acc[H][C];
 #pragma GCC unroll 2
     for (int i = 0; i < H; ++i)
@@ -388,8 +396,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                     } else {
                         nibble_steps_256<T>(codes + 32 * i, s, low, high);
                     }
-                    lo[i] = Dot::template prepare<false>(low);
-                    hi[i] = Dot::template prepare<false>(high);
+                    lo[i] = Dot::template prepare<kTable>(low);
+                    hi[i] = Dot::template prepare<kTable>(high);
                 }
 #pragma GCC unroll 4
                 for (int c = 0; c < C; ++c) {
@@ -407,8 +415,11 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                             else if (s % kWiden == kWiden - 1)
                                 isum[i][0][c] = _mm256_add_epi32(isum[i][0][c], Dot::widen(narrow[i][c]));
                         } else if constexpr (K == 2) {
-                            isum[i][0][c] = Dot::template dot<false>(isum[i][0][c], lo[i], xlo);
-                            isum[i][1][c] = Dot::template dot<false>(isum[i][1][c], hi[i], xhi);
+                            isum[i][0][c] = Dot::template dot<kTable>(isum[i][0][c], lo[i], xlo);
+                            isum[i][1][c] = Dot::template dot<kTable>(isum[i][1][c], hi[i], xhi);
+                        } else if constexpr (kTable) {
+                            isum[i][0][c] = Dot::template dot<true>(isum[i][0][c], lo[i], xlo);
+                            isum[i][0][c] = Dot::template dot<true>(isum[i][0][c], hi[i], xhi);
                         } else {
                             isum[i][0][c] = Dot::dot_pair(isum[i][0][c], lo[i], xlo, hi[i], xhi);
                         }
@@ -595,7 +606,7 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
     }
 }
 
-// The row-group product for w's type (Q4_0R, Q8_0R, Q4_KR, Q5_KR or Q6_KR).
+// The row-group product for w's type (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, IQ4_NLR or MXFP4R).
 template <class Dot>
 void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                          int64_t r1) {
@@ -608,8 +619,10 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
         gemm_row_groups_256<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
     else if (w.type == WType::Q5_KR)
         gemm_row_groups_256<Dot, WType::Q5_KR>(w, x, y, ldy, r0, r1);
-    else if (row_group_table_codes(w.type))  // the 256-bit tables hold IQ4_NL and MXFP4 as Q8_0
-        fail("the 256-bit int8 kernels have no ", wtype_name(w.type), " product");
+    else if (w.type == WType::IQ4_NLR)
+        gemm_row_groups_256<Dot, WType::IQ4_NLR>(w, x, y, ldy, r0, r1);
+    else if (w.type == WType::MXFP4R)
+        gemm_row_groups_256<Dot, WType::MXFP4R>(w, x, y, ldy, r0, r1);
     else
         gemm_row_groups_256<Dot, WType::Q4_0R>(w, x, y, ldy, r0, r1);
 }

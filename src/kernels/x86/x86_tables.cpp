@@ -70,7 +70,6 @@ KernelTable avx512_table_with(const char* narrow_fetch) {
     t.quantize_columns = avx512::quantize_columns;
     t.int8_dot_fast = true;
     t.row_groups = row_group_layouts();
-    t.row_groups.q4_table = true;  // IQ4_NLR and MXFP4R: the AVX-512 kernel alone reads them
     t.share_narrow_tails = avx512::shares_narrow_tails_on_this_cpu();
     if (amx_from_env() && x86::cpu_supports_amx_int8()) {
         t.gemm_i8_rows = gemm_i8_rows_avx512_amx<Narrow>;
