@@ -146,21 +146,6 @@ TEST(GgmlTypes, Q8_0FormsKeepEveryValue) {
     }
 }
 
-TEST(GgmlTypes, Iq4XsAffineCodesKeepEveryValue) {
-    const Golden g = golden(DType::IQ4_XS, "iq4_xs");
-    const RawTensor t = g.tensor();
-    ASSERT_EQ(affine_code_bits(t, kRows, kCols), 8);
-    std::vector<uint8_t> codes(kCols);
-    std::vector<float> d(kCols / 32), m(kCols / 32);
-    for (int64_t r = 0; r < kRows; ++r) {
-        affine_row(t, r, kCols, codes.data(), d.data(), m.data());
-        for (int64_t j = 0; j < kCols; ++j) {
-            const float v = float(codes[size_t(j)]) * d[size_t(j / 32)] + m[size_t(j / 32)];
-            ASSERT_TRUE(same_bits(v, g.values[size_t(r * kCols + j)])) << "row " << r << " value " << j;
-        }
-    }
-}
-
 // The committed GGUFs: which type each matrix is held in, and its values.
 int count(const LoadedModel& lm, WType type) {
     int n = 0;
@@ -217,7 +202,7 @@ TEST(GgmlTypes, DenseMixedGgufHoldsEveryTypeForTheKernels) {
         EXPECT_EQ(count(int8, WType::MXFP4R), 29);
         EXPECT_EQ(count(int8, rows ? WType::Q8_0R : WType::Q8_0X), 5) << "Q2_K requantized";
         EXPECT_EQ(count(int8, q6_rows ? WType::Q6_KR : WType::Q6_KX), 4) << "Q3_K";
-        EXPECT_EQ(count(int8, WType::Q8_1FX), 4) << "IQ4_XS";
+        EXPECT_EQ(count(int8, WType::IQ4_XSR), 4);
         EXPECT_EQ(count(int8, WType::F32), 0);
     }
     // Every FFN matrix (the file's 256-column ffn_down rows are Q2_K, Q3_K and IQ4_XS in turn, the

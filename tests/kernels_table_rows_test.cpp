@@ -33,18 +33,22 @@ struct Shape {
     int64_t rows, cols;
 };
 // As kernels_row_groups_test's: partial last groups, odd block counts (3, 5), ragged activation
-// chunks, four-group tiles and long rows.
-const Shape kShapes[] = {{37, 96}, {16, 1024}, {5, 32}, {40, 160}, {19, 544}, {61, 96}, {150, 64}, {100, 2144}};
+// chunks, four-group tiles and long rows. IQ4_XS (256-value super-blocks) takes its own.
+const std::vector<Shape> kShapes = {{37, 96}, {16, 1024}, {5, 32}, {40, 160}, {19, 544}, {61, 96}, {150, 64}, {100, 2144}};
+const std::vector<Shape> kSuperBlockShapes = {{37, 256}, {16, 1024}, {5, 512}, {61, 256}, {150, 768}, {100, 2304}};
+const std::vector<Shape>& shapes_for(DType type) { return type == DType::IQ4_XS ? kSuperBlockShapes : kShapes; }
+size_t block_bytes_of(DType type) { return type == DType::IQ4_NL ? 18 : type == DType::MXFP4 ? 17 : 136; }
 
-// A GGUF IQ4_NL or MXFP4 tensor of random blocks: every nibble random, IQ4_NL's f16 scale a random
-// normal value (either sign), MXFP4's E8M0 byte 112..135 (scales 2^-16..2^7), one block in nine
-// all zero with byte 0 (as ggml writes an all-zero block).
+// A GGUF IQ4_NL, MXFP4 or IQ4_XS tensor of random blocks: every nibble (and IQ4_XS's 6-bit
+// scales) random, IQ4_NL's and IQ4_XS's f16 scale a random normal value (either sign), MXFP4's
+// E8M0 byte 112..135 (scales 2^-16..2^7), one block in nine all zero with byte 0 (as ggml writes
+// an all-zero block).
 struct RandomTensor {
     std::vector<uint8_t> bytes;
     RawTensor t;
 };
 RandomTensor random_tensor(DType type, Shape s, uint32_t seed) {
-    const size_t block_bytes = type == DType::IQ4_NL ? 18 : 17, blocks = size_t(s.rows * s.cols / 32);
+    const size_t block_bytes = block_bytes_of(type), blocks = size_t(s.rows * s.cols / (type == DType::IQ4_XS ? 256 : 32));
     RandomTensor r;
     r.bytes.resize(blocks * block_bytes);
     std::mt19937 rng(seed);
@@ -52,7 +56,7 @@ RandomTensor random_tensor(DType type, Shape s, uint32_t seed) {
     for (size_t b = 0; b < blocks; ++b) {
         uint8_t* block = r.bytes.data() + b * block_bytes;
         for (size_t i = 0; i < block_bytes; ++i) block[i] = uint8_t(rng());
-        if (type == DType::IQ4_NL) {
+        if (type != DType::MXFP4) {
             const uint16_t d = f32_to_f16(normal(rng));
             std::memcpy(block, &d, 2);
         } else if (b % 9 == 4) {
@@ -76,17 +80,19 @@ WeightMatrix table_rows(const RawTensor& t) {
     return w;
 }
 
-const DType kTypes[] = {DType::IQ4_NL, DType::MXFP4};
+const DType kTypes[] = {DType::IQ4_NL, DType::MXFP4, DType::IQ4_XS};
 
 TEST(KernelsTableRows, HoldEveryValueOfTheFile) {
     for (DType type : kTypes)
-        for (Shape s : kShapes) {
+        for (Shape s : shapes_for(type)) {
             SCOPED_TRACE(std::string(dtype_name(type)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
             const RandomTensor r = random_tensor(type, s, 1);
             const WeightMatrix w = table_rows(r.t);
-            EXPECT_EQ(w.type, type == DType::IQ4_NL ? WType::IQ4_NLR : WType::MXFP4R);
+            EXPECT_EQ(w.type, type == DType::IQ4_NL ? WType::IQ4_NLR : type == DType::MXFP4 ? WType::MXFP4R : WType::IQ4_XSR);
             EXPECT_EQ(w.nbytes(), wtype_matrix_bytes(w.type, s.rows, s.cols));
-            EXPECT_EQ(w.nbytes(), wtype_matrix_bytes(WType::Q4_0R, s.rows, s.cols)) << "Q4_0R's bytes";
+            // Q4_0R's bytes; IQ4_XSR's f32 scales 2 bytes more a block and row.
+            EXPECT_EQ(w.nbytes(), wtype_matrix_bytes(WType::Q4_0R, s.rows, s.cols) +
+                                      (type == DType::IQ4_XS ? size_t(row_groups(s.rows) * 16 * (s.cols / 32) * 2) : 0));
             std::vector<float> want(size_t(s.cols)), got(size_t(s.cols));
             for (int64_t row = 0; row < s.rows; ++row) {
                 dequantize_rows_to_f32(r.t, row, 1, want.data());
@@ -116,8 +122,8 @@ TEST(KernelsTableRows, OnlyTensorsTheyHoldExactlyBecomeThem) {
 // The reference on the table types gives Q8_0R's bits for the same values: its sums are the same
 // integers (code + 128 against the activation codes, less 128 x their sum) under the same scales.
 TEST(KernelsTableRows, ReferenceEqualsQ8_0RsOnTheSameValues) {
-    for (DType type : kTypes)
-        for (Shape s : kShapes) {
+    for (DType type : {DType::IQ4_NL, DType::MXFP4})
+        for (Shape s : shapes_for(type)) {
             const RandomTensor r = random_tensor(type, s, 4);
             const WeightMatrix w = table_rows(r.t);
             const WeightMatrix q8 = make_weight(r.t, s.rows, s.cols, WType::Q8_0, {nullptr, true, {.q8_0 = true}});
@@ -130,9 +136,20 @@ TEST(KernelsTableRows, ReferenceEqualsQ8_0RsOnTheSameValues) {
         }
 }
 
+// IQ4_XS's scales are no f16, so it has no Q8_0 form: its reference is held to the exact sum of
+// its values times the activations' (within the rounding of a product and an fma a block).
+TEST(KernelsTableRows, Iq4XsReferenceNearTheExactSum) {
+    for (Shape s : kSuperBlockShapes) {
+        SCOPED_TRACE(std::to_string(s.rows) + "x" + std::to_string(s.cols));
+        const RandomTensor r = random_tensor(DType::IQ4_XS, s, 15);
+        const WeightMatrix w = table_rows(r.t);
+        test::expect_reference_near_exact_sum(w, w, w, 3, 16, 4e-7);
+    }
+}
+
 TEST(KernelsTableRows, EveryTableEqualsReferenceBitwise) {
     for (DType type : kTypes)
-        for (Shape s : kShapes) {
+        for (Shape s : shapes_for(type)) {
             const WeightMatrix w = table_rows(random_tensor(type, s, 6).t);
             test::expect_every_table_bitwise_for_every_width(w, 7);
             test::expect_every_table_bitwise_at_prefill_width(w, 8);  // the cursor's passes, codes unpacked once
@@ -145,15 +162,19 @@ TEST(KernelsTableRows, ExtremeCodesEqualReference) {
     const Shape s{21, 512};
     for (DType type : kTypes) {
         RandomTensor r = random_tensor(type, s, 9);
-        const size_t block_bytes = type == DType::IQ4_NL ? 18 : 17;
+        const size_t block_bytes = block_bytes_of(type);
+        const int64_t block_values = type == DType::IQ4_XS ? 256 : 32;
         for (size_t b = 0; b < r.bytes.size() / block_bytes; ++b) {
-            uint8_t* qs = r.bytes.data() + b * block_bytes + block_bytes - 16;
-            const int row = int(b / size_t(s.cols / 32));
+            uint8_t* block = r.bytes.data() + b * block_bytes;
+            const int64_t nibble_bytes = block_values / 2;
+            uint8_t* qs = block + block_bytes - size_t(nibble_bytes);
+            const int row = int(b / size_t(s.cols / block_values));
             // Row 3k: every nibble 15 (IQ4_NL's largest code); 3k + 1: every nibble 0 (its
             // smallest; MXFP4's zero); 3k + 2: the indices in turn.
-            for (int j = 0; j < 16; ++j)
-                qs[j] = row % 3 == 0 ? 0xFF : row % 3 == 1 ? 0x00 : uint8_t(j | (15 - j) << 4);
-            if (type == DType::MXFP4) r.bytes[b * block_bytes] = 127;
+            for (int j = 0; j < nibble_bytes; ++j)
+                qs[j] = row % 3 == 0 ? 0xFF : row % 3 == 1 ? 0x00 : uint8_t(j % 16 | (15 - j % 16) << 4);
+            if (type == DType::MXFP4) block[0] = 127;
+            if (type == DType::IQ4_XS) std::memset(block + 2, 0, 6);  // every sub-block scale 0 - 32: the largest
         }
         std::vector<float> x(size_t(5 * s.cols));
         for (size_t i = 0; i < x.size(); ++i) {
@@ -170,8 +191,8 @@ TEST(KernelsTableRows, ExtremeCodesEqualReference) {
 }
 
 TEST(KernelsTableRows, RowRangesInsideGroupsEqualReference) {
-    const Shape s{70, 160};
     for (DType type : kTypes) {
+        const Shape s{70, type == DType::IQ4_XS ? 512 : 160};
         const WeightMatrix w = table_rows(random_tensor(type, s, 10).t);
         test::expect_every_table_on_ranges(w, {1, 2, 3, 4, 5, 8, 9}, {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}}, 11);
 #if NEXTN_X86_KERNELS

@@ -442,7 +442,6 @@ int affine_code_bits(const RawTensor& t, int64_t rows, int64_t cols) {
         case DType::Q4_K: return cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 144 ? 4 : 0;
         case DType::Q5_K: return cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 176 ? 8 : 0;
         case DType::Q5_1: return cols % 32 == 0 && t.nbytes == size_t(rows * cols / 32) * 24 ? 8 : 0;
-        case DType::IQ4_XS: return cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 136 ? 8 : 0;
         case DType::MLX_AFFINE:
             if (t.bits < 2 || t.bits > 8 || t.group_size <= 0 || t.group_size % 32 ||
                 cols % t.group_size || (cols * t.bits) % 8 || !t.scales || !t.biases ||
@@ -492,27 +491,6 @@ void affine_row(const RawTensor& t, int64_t row, int64_t cols, uint8_t* codes, f
             for (int s = 0; s < 8; ++s) {
                 d[sb * 8 + s] = f16_to_f32(dd) * float(sc[s]);
                 m[sb * 8 + s] = -(f16_to_f32(dmin) * float(mn[s]));
-            }
-        }
-        return;
-    }
-    if (t.dtype == DType::IQ4_XS) {
-        // As block_iq4_xs: value = dl * table[index] with dl = d * (scale - 32), which has at most
-        // 16 significant bits; as (table[index] + 128) * dl - 128 * dl each step is exact in f32
-        // (an 8-bit code times dl, then a sum whose exact result has at most 23 bits).
-        for (int64_t sb = 0; sb < cols / 256; ++sb) {
-            const uint8_t* blk = t.data + size_t(row * cols / 256 + sb) * 136;
-            const float dd = load_f16(blk);
-            for (int s = 0; s < 8; ++s) {
-                const float dl = dd * float(iq4_xs_scale(blk, s) - 32);
-                d[sb * 8 + s] = dl;
-                m[sb * 8 + s] = -128.0f * dl;
-                const uint8_t* qs = blk + 8 + 16 * s;
-                uint8_t* c = codes + sb * 256 + 32 * s;
-                for (int j = 0; j < 16; ++j) {
-                    c[j] = uint8_t(kIq4Values[qs[j] & 0x0F] + 128);
-                    c[j + 16] = uint8_t(kIq4Values[qs[j] >> 4] + 128);
-                }
             }
         }
         return;
@@ -599,6 +577,11 @@ void q3_k_block_as_q6_k(const uint8_t* q3_k, uint8_t* q6_k) {
             }
     for (int i = 0; i < 16; ++i) q6_k[192 + i] = uint8_t(int8_t(q3_k_scale(q3_k + 96, i) - 32));
     std::memcpy(q6_k + 208, q3_k + 108, 2);  // d
+}
+
+const uint8_t* iq4_xs_sub_block(const uint8_t* block, int s, float* scale) {
+    *scale = load_f16(block) * float(iq4_xs_scale(block, s) - 32);
+    return block + 8 + 16 * s;
 }
 
 bool mxfp4_f16_scale(const uint8_t* block, uint16_t* d) {

@@ -44,8 +44,7 @@ void dequantize_rows_to_f32(const RawTensor& t, int64_t first_row, int64_t n_row
 // rounded in f32): GGUF Q4_K and Q5_K (d = super-scale * sub-scale, m = -(super-min * sub-min),
 // both products exact in f32), Q5_1, and MLX affine 2..8-bit with a group size that is a
 // multiple of 32 (d = scale, m = bias). Returns the width the codes fit in, 4 (codes 0..15:
-// Q4_K, MLX <= 4-bit) or 8 (Q5_K, Q5_1, MLX 5..8-bit; IQ4_XS as its table value + 128 with d =
-// its 32 values' scale and m = -128 * d, exact), or 0 when t has no such form or is not
+// Q4_K, MLX <= 4-bit) or 8 (Q5_K, Q5_1, MLX 5..8-bit), or 0 when t has no such form or is not
 // [rows, cols].
 int affine_code_bits(const RawTensor& t, int64_t rows, int64_t cols);
 // Row `row` of an affine tensor: codes[cols], d[cols / 32], m[cols / 32].
@@ -66,6 +65,9 @@ void q8_0_block_form(DType type, const uint8_t* block, int8_t* codes, uint16_t* 
 // An MXFP4 block's scale 2^(e - 128) as f16 bits: exact for e = 104..143, and 0 for a block whose
 // values are all zero; false for any other block (its scale is no f16).
 bool mxfp4_f16_scale(const uint8_t* block, uint16_t* d);
+// Sub-block s (0..7) of a GGUF IQ4_XS block: its 16 bytes of table indices (value j the low
+// nibble of byte j, j + 16 its high) and its scale d * (sc - 32) as block_iq4_xs computes it.
+const uint8_t* iq4_xs_sub_block(const uint8_t* block, int s, float* scale);
 // One GGUF Q3_K block (110 bytes) written as the GGUF Q6_K block (210 bytes) with the same
 // values: code + 32 as the 6-bit code, scale - 32 as the int8 scale, the same d (block_q6_k's
 // (d * scale) * (code - 32) is then block_q3_k's product, bit for bit).

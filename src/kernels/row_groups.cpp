@@ -135,6 +135,22 @@ void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
     }
 }
 
+// Row `row` of a GGUF IQ4_XS tensor (its blocks at `blocks`) into its lane of its IQ4_XSR group at
+// base: each 32 values' nibbles as Q4_0R's (IQ4_XS orders a sub-block's 16 bytes as Q4_0 does)
+// and their scale d * (sc - 32) as an f32, exactly block_iq4_xs's dl.
+void store_iq4_xs_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
+    constexpr WType t = WType::IQ4_XSR;
+    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
+    const int lane = int(row % kRowGroupRows);
+    for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+        float dl;
+        const uint8_t* nibbles = iq4_xs_sub_block(blocks + size_t(b / 8) * 136, int(b % 8), &dl);
+        uint8_t* codes = group + row_group_codes_at(t, b) + 4 * lane;
+        for (int i = 0; i < 4; ++i) std::memcpy(codes + i * 64, nibbles + 4 * i, 4);
+        std::memcpy(group + row_group_d_at(t, b) + 4 * lane, &dl, 4);
+    }
+}
+
 // A K-quant tensor (GGUF Q4_K, Q5_K or Q6_K blocks: k_quant_dtype(target)) [rows, cols] as the
 // row-group type `target`, or false.
 bool repack_k_quant(const RawTensor& t, WType target, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
@@ -180,11 +196,14 @@ void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64
 
 bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
                                       ThreadPool* pool) {
-    const WType target = t.dtype == DType::IQ4_NL ? WType::IQ4_NLR : t.dtype == DType::MXFP4 ? WType::MXFP4R : WType::Native;
+    const WType target = t.dtype == DType::IQ4_NL   ? WType::IQ4_NLR
+                         : t.dtype == DType::MXFP4  ? WType::MXFP4R
+                         : t.dtype == DType::IQ4_XS ? WType::IQ4_XSR
+                                                    : WType::Native;
     int64_t block_values = 0;
     size_t block_bytes = 0;
     if (target == WType::Native || !dtype_block_layout(t.dtype, &block_values, &block_bytes) || rows <= 0 ||
-        !row_group_cols_fit(target, cols) || rows * cols != t.numel() ||
+        !row_group_cols_fit(target, cols) || cols % block_values || rows * cols != t.numel() ||
         t.nbytes != size_t(rows * cols / block_values) * block_bytes)
         return false;
     uint16_t d;
@@ -194,9 +213,17 @@ bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t 
     WeightMatrix w = allocate_row_groups(target, rows, cols, t.name);
     auto* base = const_cast<uint8_t*>(w.data);
     const size_t row_blocks = size_t(cols / block_values) * block_bytes;
-    // Whole groups per task, so each group's lines are written by one thread. Each row as Q4_0
-    // blocks (an f16 scale and 16 bytes of nibbles in IQ4_NL's and MXFP4's order): IQ4_NL's bytes
-    // are such blocks already; MXFP4's take the f16 form of their E8M0 scale.
+    // Whole groups per task, so each group's lines are written by one thread.
+    if (target == WType::IQ4_XSR) {
+        run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
+            for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r)
+                store_iq4_xs_row(t.data + size_t(r) * row_blocks, cols, r, base);
+        });
+        out = std::move(w);
+        return true;
+    }
+    // Each row as Q4_0 blocks (an f16 scale and 16 bytes of nibbles in IQ4_NL's and MXFP4's
+    // order): IQ4_NL's bytes are such blocks already; MXFP4's take the f16 form of their E8M0 scale.
     run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
         std::vector<BlockQ4_0> row(size_t(cols / kQuantBlock));  // [cols / 32]
         for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r) {
@@ -264,6 +291,11 @@ struct GroupRow {
         return f16_to_f32(h);
     }
     float d(int64_t b) const {
+        if (row_group_f32_scales(type)) {
+            float f;
+            std::memcpy(&f, group + row_group_d_at(type, b) + size_t(lane) * 4, 4);
+            return f;
+        }
         if (type == WType::Q6_KR) return half_at(size_t(row_group_super_scales_at(type, b)));
         if (row_group_affine_k(type))
             return half_at(size_t(row_group_super_scales_at(type, b))) *

@@ -94,12 +94,19 @@ constexpr int64_t row_group_block_code_bytes(WType t) {
 // (GGUF IQ4_NL's int8 table; MXFP4's e2m1 values doubled, ggml's kvalues_mxfp4), held here + 128:
 // the u8 codes the dot products read (offset 128, as Q8_0R's). A lookup (a byte shuffle) after
 // the nibbles are unpacked; the rest is Q4_0R's arithmetic with Q8_0R's offset.
-constexpr bool row_group_table_codes(WType t) { return t == WType::IQ4_NLR || t == WType::MXFP4R; }
+constexpr bool row_group_table_codes(WType t) {
+    return t == WType::IQ4_NLR || t == WType::MXFP4R || t == WType::IQ4_XSR;
+}
+// IQ4_XSR: as IQ4_NLR, but each block's 16 scales are f32 (64 bytes, lane r at + 4r), as GGUF
+// IQ4_XS's d * (sc - 32) needs up to 16 significant bits.
+constexpr bool row_group_f32_scales(WType t) { return t == WType::IQ4_XSR; }
 inline constexpr uint8_t kIq4NlTableCodes[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
 inline constexpr uint8_t kMxfp4TableCodes[16] = {128, 129, 130, 131, 132, 134, 136, 140,
                                                  128, 127, 126, 125, 124, 122, 120, 116};
 constexpr const uint8_t* row_group_code_table(WType t) {
-    return t == WType::IQ4_NLR ? kIq4NlTableCodes : t == WType::MXFP4R ? kMxfp4TableCodes : nullptr;
+    return t == WType::IQ4_NLR || t == WType::IQ4_XSR ? kIq4NlTableCodes
+           : t == WType::MXFP4R                       ? kMxfp4TableCodes
+                                                      : nullptr;
 }
 // Q4_0R, Q8_0R and the table types: a pair of blocks' codes and their scales together (the
 // header's layout).
@@ -124,7 +131,7 @@ constexpr int64_t row_group_span_blocks(WType t) {
                                : kKQuantValues / 32;
 }
 constexpr int64_t row_group_span_scale_bytes(WType t) {
-    return row_group_paired(t) ? 64
+    return row_group_paired(t) ? (row_group_f32_scales(t) ? 128 : 64)
            : t == WType::Q6_KR ? 2 * kQ6KGroupScaleBytes
                                : kQ4KGroupScaleBytes;
 }
@@ -139,9 +146,11 @@ constexpr int64_t row_group_codes_at(WType t, int64_t b) {
            (row_group_k_quant(t) ? row_group_span_scale_bytes(t) : 0) +
            (b % span) * row_group_block_code_bytes(t);
 }
-// Q4_0R and Q8_0R: offset in a group of block b's 16 f16 scales (lane r: the 2 bytes at + 2r).
+// Q4_0R, Q8_0R and the table types: offset in a group of block b's 16 f16 scales (lane r: the 2
+// bytes at + 2r; IQ4_XSR f32, the 4 at + 4r).
 constexpr int64_t row_group_d_at(WType t, int64_t b) {
-    return (b / 2) * row_group_span_bytes(t) + 2 * row_group_block_code_bytes(t) + (b % 2) * 32;
+    return (b / 2) * row_group_span_bytes(t) + 2 * row_group_block_code_bytes(t) +
+           (b % 2) * (row_group_f32_scales(t) ? 64 : 32);
 }
 // The K-quants: offset in a group of the scale bytes of block b's super-block.
 constexpr int64_t row_group_super_scales_at(WType t, int64_t b) {
@@ -194,9 +203,10 @@ inline RowGroupGeometry row_group_geometry(WType t, int64_t cols) {
 // last group's rows past `rows`, a short last span's missing blocks) zeroed, the rest as it comes
 // (its pages first touched by whoever stores the rows). `what` names it in the memory errors.
 WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std::string& what);
-// A GGUF IQ4_NL or MXFP4 tensor [rows, cols] as IQ4_NLR or MXFP4R (the same values), its rows
-// stored on `pool` when given; false (out untouched) when t is neither or does not fit: cols % 32,
-// or an MXFP4 block whose scale 2^(e - 128) is no f16 (e outside 104..143) with a nonzero value.
+// A GGUF IQ4_NL, MXFP4 or IQ4_XS tensor [rows, cols] as IQ4_NLR, MXFP4R or IQ4_XSR (the same
+// values), its rows stored on `pool` when given; false (out untouched) when t is none of them or
+// does not fit: cols % 32 (IQ4_XS: % 256), or an MXFP4 block whose scale 2^(e - 128) is no f16 (e
+// outside 104..143) with a nonzero value.
 bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
                                       ThreadPool* pool = nullptr);
 // A Q4_0 (Q8_0) matrix as Q4_0R (Q8_0R): the same blocks, its rows stored on `pool` when given.

@@ -41,6 +41,7 @@ const char* wtype_name(WType t) {
         case WType::Q5_KR: return "q5_k (16-row groups)";
         case WType::IQ4_NLR: return "iq4_nl (16-row groups)";
         case WType::MXFP4R: return "mxfp4 (16-row groups)";
+        case WType::IQ4_XSR: return "iq4_xs (16-row groups, f32 scales)";
         case WType::BF16D: return "bf16 (bf16-dot)";
         case WType::Native: return "native";
     }
@@ -83,7 +84,8 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
         case WType::Q6_KR:
         case WType::Q5_KR:
         case WType::IQ4_NLR:
-        case WType::MXFP4R: return int8_dot_row_bytes(t, cols);
+        case WType::MXFP4R:
+        case WType::IQ4_XSR: return int8_dot_row_bytes(t, cols);
         case WType::Native: return 0;
     }
     return 0;
@@ -233,7 +235,8 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
         case WType::Q6_KR:
         case WType::Q5_KR:
         case WType::IQ4_NLR:
-        case WType::MXFP4R: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
+        case WType::MXFP4R:
+        case WType::IQ4_XSR: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
         case WType::Native: fail("encode_row_f32: Native is not a storage type");
     }
 }
@@ -462,7 +465,8 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         case WType::Q6_KR:
         case WType::Q5_KR:
         case WType::IQ4_NLR:
-        case WType::MXFP4R: int8_dot_row_f32(w, row, out); return;
+        case WType::MXFP4R:
+        case WType::IQ4_XSR: int8_dot_row_f32(w, row, out); return;
         case WType::Native: break;
     }
     fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));

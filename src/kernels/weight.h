@@ -62,17 +62,20 @@ enum class WType {
     // repack_table_codes_as_row_groups. 4.5 bits a value.
     IQ4_NLR,
     MXFP4R,
+    // GGUF IQ4_XS in 16-row groups: IQ4_NLR's codes, each block's scale d * (sc - 32) as an f32
+    // (no f16 holds it): 4.75 bits a value.
+    IQ4_XSR,
     // Target only (never the type of a built WeightMatrix): keep the source's own type when a
     // kernel reads it directly (F32, BF16, F16, Q8_0, Q4_0, Q4_1), else widen to F32.
     Native,
 };
 
-// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR / IQ4_NLR / MXFP4R: rows stored in groups of kRowGroupRows
+// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR / IQ4_NLR / MXFP4R / IQ4_XSR: rows stored in groups of kRowGroupRows
 // (kernels/row_groups.h has the layout).
 inline constexpr int64_t kRowGroupRows = 16;
 constexpr bool is_row_group_type(WType t) {
     return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR || t == WType::Q5_KR ||
-           t == WType::IQ4_NLR || t == WType::MXFP4R;
+           t == WType::IQ4_NLR || t == WType::MXFP4R || t == WType::IQ4_XSR;
 }
 
 const char* wtype_name(WType t);

@@ -120,20 +120,21 @@ private:
             const WType q6_type = k_quant_storage_type(DType::Q6_K, kernels().row_groups);
             if (repack_k_quant_tensor(as_q6_k, rows, cols, q6_type, w, options_.pool)) return w;
         }
+        // GGUF IQ4_NL, IQ4_XS and MXFP4 keep their 4-bit codes for the int8 kernels, which look
+        // them up in their tables (IQ4_NLR, MXFP4R: 4.5 bits a value; IQ4_XSR 4.75); with f32
+        // activations, and for an MXFP4 tensor with a scale no f16 holds, IQ4_NL and MXFP4 are
+        // Q8_0 (make_weight) and IQ4_XS is widened.
+        if (int8_native && repack_table_codes_as_row_groups(t, rows, cols, w, options_.pool))
+            return w;
         // MLX 4-bit tries Q4_1 first (f16-exact scales: a layout every kernel reads); the rest
         // repack straight from the file's codes, never through a transient f32 copy.
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;
         if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool)) return w;
-        // make_weight lays block types out for the int8 kernels itself (int8_layout).
-        // GGUF IQ4_NL and MXFP4 keep their 4-bit codes for the int8 kernels, which look them up
-        // in their tables (IQ4_NLR, MXFP4R: 4.5 bits a value); with f32 activations, and for an
-        // MXFP4 tensor with a scale no f16 holds, they are Q8_0 (make_weight).
-        if (int8_native && repack_table_codes_as_row_groups(t, rows, cols, w, options_.pool))
-            return w;
         // GGUF Q2_K has no form the kernels read (a scale and a min per 16 values): for the int8
         // kernels it is requantized to Q8_0 (each value within half a Q8_0 step, amax / 254 over
         // its 32 values; the file's own 2-bit steps are ~40x coarser), else widened to f32.
         const WType target = int8_native && t.dtype == DType::Q2_K ? WType::Q8_0 : options_.matrix_type;
+        // make_weight lays block types out for the int8 kernels itself (int8_layout).
         w = make_weight(t, rows, cols, target, {options_.pool, int8, kernels().row_groups});
         if (affine && w.type == WType::F32) repack_affine_for_int8_dot(t, rows, cols, w, options_.pool);
         // BF16D keeps BF16's bytes: only the kernel that multiplies them changes.
@@ -277,14 +278,14 @@ namespace {
 
 // The bytes Binder::convert holds a [rows, cols] tensor kept in its own type in, at least: the
 // file's, but for the types that grow on the way. With the int8 kernels GGUF Q3_K becomes Q6_K's
-// codes, IQ4_XS 8-bit affine codes and Q2_K Q8_0; without them the K-quants, Q5_1, Q2_K, Q3_K and
+// codes, IQ4_XS IQ4_XSR (f32 scales) and Q2_K Q8_0; without them the K-quants, Q5_1, Q2_K, Q3_K and
 // IQ4_XS widen to f32 and IQ4_NL and MXFP4 become Q8_0.
 size_t native_bytes_at_least(const RawTensor& t, int64_t rows, int64_t cols, bool int8) {
     const size_t f32_bytes = size_t(rows * cols) * 4;
     switch (t.dtype) {
         case DType::Q3_K:
             return int8 ? wtype_matrix_bytes(k_quant_storage_type(DType::Q6_K, kernels().row_groups), rows, cols) : f32_bytes;
-        case DType::IQ4_XS: return int8 ? wtype_matrix_bytes(WType::Q8_1FX, rows, cols) : f32_bytes;
+        case DType::IQ4_XS: return int8 ? wtype_matrix_bytes(WType::IQ4_XSR, rows, cols) : f32_bytes;
         case DType::Q2_K: return int8 ? wtype_matrix_bytes(kernel_storage_type(WType::Q8_0, true), rows, cols) : f32_bytes;
         case DType::Q4_K:
         case DType::Q5_K:

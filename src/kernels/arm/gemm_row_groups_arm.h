@@ -143,7 +143,9 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
         // The rows' weight scales (Q4_KR, Q5_KR: d * sc, and their mins' factors -(dmin * mn)).
         float32x4_t dw[4], dm[4];
         int32x4_t sc_a[4], sc_b[4];  // Q6_KR: the block's first and last 16 values' scales
-        if constexpr (row_group_paired(T)) {  // Q4_0R, Q8_0R and the table types
+        if constexpr (row_group_f32_scales(T)) {  // IQ4_XSR
+            for (int q = 0; q < 4; ++q) dw[q] = vld1q_f32(reinterpret_cast<const float*>(group + row_group_d_at(T, b)) + 4 * q);
+        } else if constexpr (row_group_paired(T)) {  // Q4_0R, Q8_0R and the table types
             load_f16_lanes(group + row_group_d_at(T, b), dw);
         } else if constexpr (T == WType::Q6_KR) {
             load_f16_lanes(group + row_group_super_scales_at(T, b), dw);
@@ -218,6 +220,8 @@ void gemm_row_groups_with(const WeightMatrix& w, const QuantizedColumns& x, floa
             return row_groups_of_type<Dot, WType::IQ4_NLR>(w, x, y, ldy, r0, r1);
         case WType::MXFP4R:
             return row_groups_of_type<Dot, WType::MXFP4R>(w, x, y, ldy, r0, r1);
+        case WType::IQ4_XSR:
+            return row_groups_of_type<Dot, WType::IQ4_XSR>(w, x, y, ldy, r0, r1);
         default:
             return ref::gemm_row_groups(w, x, y, ldy, r0, r1);  // not reached: the caller checks
     }

@@ -462,6 +462,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                 } else if constexpr (row_group_affine_k(T)) {
                     const AffineScales256 a = affine_k_scales_256<T>(group, b, half);
                     dw = a.dw, dm = a.dm;
+                } else if constexpr (row_group_f32_scales(T)) {  // IQ4_XSR
+                    dw = _mm256_loadu_ps(reinterpret_cast<const float*>(group + row_group_d_at(T, b)) + 8 * half);
                 } else {
                     dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
                         group + row_group_d_at(T, b) + 16 * half)));
@@ -606,7 +608,7 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
     }
 }
 
-// The row-group product for w's type (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, IQ4_NLR or MXFP4R).
+// The row-group product for w's type (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, IQ4_NLR, MXFP4R or IQ4_XSR).
 template <class Dot>
 void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                          int64_t r1) {
@@ -623,6 +625,8 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
         gemm_row_groups_256<Dot, WType::IQ4_NLR>(w, x, y, ldy, r0, r1);
     else if (w.type == WType::MXFP4R)
         gemm_row_groups_256<Dot, WType::MXFP4R>(w, x, y, ldy, r0, r1);
+    else if (w.type == WType::IQ4_XSR)
+        gemm_row_groups_256<Dot, WType::IQ4_XSR>(w, x, y, ldy, r0, r1);
     else
         gemm_row_groups_256<Dot, WType::Q4_0R>(w, x, y, ldy, r0, r1);
 }

@@ -187,9 +187,10 @@ constexpr int64_t ceil_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 // A block's scale bytes in one group: 16 f16 d, or Q4_KR's 40 and Q6_KR's 36 (a super-block's
 // over its 8 blocks).
 template <WType T>
-constexpr int64_t kBlockScaleBytes = row_group_affine_k(T) ? kQ4KGroupScaleBytes / 8
-                                     : T == WType::Q6_KR ? kQ6KGroupScaleBytes / 8
-                                                         : 32;
+constexpr int64_t kBlockScaleBytes = row_group_affine_k(T)   ? kQ4KGroupScaleBytes / 8
+                                     : T == WType::Q6_KR      ? kQ6KGroupScaleBytes / 8
+                                     : row_group_f32_scales(T) ? 64
+                                                               : 32;
 // A block's codes and scales in one group.
 template <WType T>
 constexpr int64_t kBlockBytes = row_group_block_code_bytes(T) + kBlockScaleBytes<T>;
@@ -457,9 +458,12 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                     // this line: with a loop to the stretch's end, 4 or 5 lines, Q4_0R width 5
                     // took 1.12x session 50's time in tools/kernel_ab, this way 1.03-1.04x.
                     if (b % 2) {
-                        if (ahead + kCodeBytes < stop)
-                            _mm_prefetch(ahead + kCodeBytes, _MM_HINT_T0);
-                        if (far + kCodeBytes < stop) _mm_prefetch(far + kCodeBytes, _MM_HINT_T1);
+                        // The pair's scale lines: one, or IQ4_XSR's two (f32 scales).
+                        for (int64_t line = 0; line < row_group_span_scale_bytes(T); line += 64) {
+                            if (ahead + kCodeBytes + line < stop)
+                                _mm_prefetch(ahead + kCodeBytes + line, _MM_HINT_T0);
+                            if (far + kCodeBytes + line < stop) _mm_prefetch(far + kCodeBytes + line, _MM_HINT_T1);
+                        }
                     }
                 } else {
                     // The K-quants: a span's scale lines, which come before its codes: the first
@@ -591,9 +595,12 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                         acc[g][c] = _mm512_fmadd_ps(_mm512_set1_ps(xsumf[c][b]), _mm512_mul_ps(dm, dx), acc[g][c]);
                     }
                 } else {
-                    const __m512 dw =
-                        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(
-                            group + g * L.group_bytes + row_group_d_at(T, b))));
+                    const uint8_t* d = group + g * L.group_bytes + row_group_d_at(T, b);
+                    __m512 dw;  // the 16 rows' scales: f16, or IQ4_XSR's f32
+                    if constexpr (row_group_f32_scales(T))
+                        dw = _mm512_load_ps(reinterpret_cast<const float*>(d));
+                    else
+                        dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d)));
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c)
                         acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)),
@@ -826,6 +833,8 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
         gfni ? gemm<WType::IQ4_NLR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::IQ4_NLR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::MXFP4R)
         gfni ? gemm<WType::MXFP4R, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::MXFP4R, false>(w, x, y, ldy, r0, r1, fetch);
+    else if (w.type == WType::IQ4_XSR)
+        gfni ? gemm<WType::IQ4_XSR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::IQ4_XSR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (gfni)
         gemm<WType::Q4_0R, true>(w, x, y, ldy, r0, r1, fetch);
     else
