@@ -201,7 +201,7 @@ TEST(GgmlTypes, DenseMixedGgufHoldsEveryTypeForTheKernels) {
         EXPECT_EQ(count(int8, WType::IQ4_NLR), 30);
         EXPECT_EQ(count(int8, WType::MXFP4R), 29);
         EXPECT_EQ(count(int8, rows ? WType::Q8_0R : WType::Q8_0X), 5) << "Q2_K requantized";
-        EXPECT_EQ(count(int8, q6_rows ? WType::Q6_KR : WType::Q6_KX), 4) << "Q3_K";
+        EXPECT_EQ(count(int8, q6_rows ? WType::Q3_KR : WType::Q6_KX), 4) << "Q3_K (chunked K-quants: as Q6_K)";
         EXPECT_EQ(count(int8, WType::IQ4_XSR), 4);
         EXPECT_EQ(count(int8, WType::F32), 0);
     }

@@ -562,6 +562,12 @@ void q5_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uin
     affine_k_block_codes(block, true, codes, scales, mins, d, dmin);
 }
 
+void q3_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint16_t* d) {
+    for (int e = 0; e < 256; ++e) codes[e] = uint8_t(q3_k_code(block, e) + 4);
+    for (int i = 0; i < 16; ++i) scales[i] = int8_t(q3_k_scale(block + 96, i) - 32);
+    *d = load_u16(block + 108);
+}
+
 void q3_k_block_as_q6_k(const uint8_t* q3_k, uint8_t* q6_k) {
     // Q6_K's value e is (d * scales[e / 16]) * (code - 32), Q3_K's (d * (scale - 32)) * code3: the
     // same two products with code = code3 + 32 (28..35) and the int8 scale - 32 (-32..31).

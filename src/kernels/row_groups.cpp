@@ -151,6 +151,34 @@ void store_iq4_xs_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t*
     }
 }
 
+// Row `row` of a GGUF Q3_K tensor into its lane of its Q3_KR group: the codes' low 2 bits where
+// Q6_KR keeps its high ones, their high bits as Q5_KR keeps its fifth, the scales as Q6_KR's.
+void store_q3_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
+    constexpr WType t = WType::Q3_KR;
+    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
+    const int lane = int(row % kRowGroupRows);
+    uint8_t codes[kKQuantValues];
+    int8_t sc[16];
+    uint16_t d;
+    for (int64_t sb = 0; sb < cols / kKQuantValues; ++sb) {
+        q3_k_block_codes(blocks + size_t(sb) * kQ3KBlockBytes, codes, sc, &d);
+        std::memcpy(group + row_group_super_scales_at(t, sb * 8) + 2 * lane, &d, 2);
+        for (int k = 0; k < 8; ++k) {
+            const int64_t b = sb * 8 + k;
+            uint8_t lane_codes[3][4] = {};  // this lane's 4 bytes of each code vector
+            for (int e = 0; e < 32; ++e) {
+                const int q = codes[k * 32 + e], s = e / 4;
+                lane_codes[s / 4][e % 4] |= uint8_t((q & 3) << (2 * (s % 4)));
+                lane_codes[2][e % 4] |= uint8_t((q >> 2) << s);
+            }
+            uint8_t* block = group + row_group_codes_at(t, b);
+            for (int v = 0; v < 3; ++v) std::memcpy(block + v * 64 + 4 * lane, lane_codes[v], 4);
+            group[row_group_block_scales_at(t, b) + size_t(lane)] = uint8_t(sc[2 * k]);
+            group[row_group_block_scales_at(t, b) + 16 + size_t(lane)] = uint8_t(sc[2 * k + 1]);
+        }
+    }
+}
+
 // A K-quant tensor (GGUF Q4_K, Q5_K or Q6_K blocks: k_quant_dtype(target)) [rows, cols] as the
 // row-group type `target`, or false.
 bool repack_k_quant(const RawTensor& t, WType target, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
@@ -177,6 +205,7 @@ bool repack_k_quant(const RawTensor& t, WType target, int64_t rows, int64_t cols
 void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64_t row, uint8_t* base) {
     if (row_group_affine_k(t)) return store_affine_k_row(t == WType::Q5_KR, block_row, cols, row, base);
     if (t == WType::Q6_KR) return store_q6_k_row(block_row, cols, row, base);
+    if (t == WType::Q3_KR) return store_q3_k_row(block_row, cols, row, base);
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
     const int lane = int(row % kRowGroupRows);
     for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
@@ -252,6 +281,10 @@ bool repack_q6_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, W
     return repack_k_quant(t, WType::Q6_KR, rows, cols, out, pool);
 }
 
+bool repack_q3_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
+    return repack_k_quant(t, WType::Q3_KR, rows, cols, out, pool);
+}
+
 bool repack_q5_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
     return repack_k_quant(t, WType::Q5_KR, rows, cols, out, pool);
 }
@@ -265,13 +298,18 @@ struct GroupRow {
     const uint8_t* group;
     int lane;
     WType type;
-    int q6(int64_t b, int e) const {
+    int q6(int64_t b, int e) const {  // Q6_KR's code; Q3_KR's, 28..35, the same way offset by 32
+        if (type == WType::Q3_KR) {
+            const uint8_t* block = group + row_group_codes_at(type, b);
+            const int s = e / 4, at = 4 * lane + e % 4;
+            return ((block[(s / 4) * 64 + at] >> (2 * (s % 4))) & 3) + 4 * ((block[128 + at] >> s) & 1) + 28;
+        }
         const uint8_t* block = group + row_group_codes_at(WType::Q6_KR, b);
         return ((block[q6_low_byte(lane, e)] >> q6_low_shift(e)) & 15) |
                ((block[q6_high_byte(lane, e)] >> q6_high_shift(e)) & 3) << 4;
     }
     int sub_scale(int64_t b, int half) const {
-        return int8_t(group[row_group_block_scales_at(WType::Q6_KR, b) + size_t(16 * half + lane)]);
+        return int8_t(group[row_group_block_scales_at(type, b) + size_t(16 * half + lane)]);
     }
     int code(int64_t b, int e) const {
         const int64_t at = row_group_codes_at(type, b);
@@ -296,7 +334,7 @@ struct GroupRow {
             std::memcpy(&f, group + row_group_d_at(type, b) + size_t(lane) * 4, 4);
             return f;
         }
-        if (type == WType::Q6_KR) return half_at(size_t(row_group_super_scales_at(type, b)));
+        if (row_group_sub_block_scales(type)) return half_at(size_t(row_group_super_scales_at(type, b)));
         if (row_group_affine_k(type))
             return half_at(size_t(row_group_super_scales_at(type, b))) *
                    float(group[row_group_block_scales_at(type, b) + size_t(lane)]);
@@ -320,7 +358,7 @@ void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     const GroupRow g = group_row(w, row);
     for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
         const float d = g.d(b), m = g.m(b);
-        if (w.type == WType::Q6_KR) {  // as block_q6_k: (d * sc) * (q - 32)
+        if (row_group_sub_block_scales(w.type)) {  // as block_q6_k (and block_q3_k): (d * sc) * (q - 32)
             for (int e = 0; e < 32; ++e) out[b * 32 + e] = d * float(g.sub_scale(b, e / 16)) * float(g.q6(b, e) - 32);
             continue;
         }
@@ -343,7 +381,7 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
             float acc = 0.0f;
             for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
                 const int8_t* xb = xc + (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
-                if (w.type == WType::Q6_KR) {  // as Q6_KX: the two sub-blocks, each offset by 32
+                if (row_group_sub_block_scales(w.type)) {  // as Q6_KX: the two sub-blocks, each offset by 32
                     int32_t half_sum[2] = {0, 0};
                     for (int e = 0; e < 32; ++e) half_sum[e / 16] += g.q6(b, e) * int32_t(xb[(e / 4) * 64 + e % 4]);
                     const int32_t xhalf = x.half_sums_of(j)[b], xsum = x.sums_of(j)[b];

@@ -48,6 +48,12 @@
 // bytes: d [16] f16 at +0, then for its block k the sc [16] int8 of the block's first 16 values
 // at 32 + 32k and of its last 16 at 32 + 32k + 16.
 //          6.5625 bits a value (the file's), where the chunked Q6_KX takes 7.
+// Q3_KR (GGUF Q3_K: value d * (sc - 32) * q3, q3 = low 2 bits + 4 x high bit - 4, an int8 sc - 32
+// per 16 values, an f16 d per 256): Q6_KR's scales, spans and arithmetic, with q = q3 + 32 (28..35)
+// built from codes [blocks, 3, 64]: vector h (0..1), lane r, byte t holds at bits 2i, 2i + 1 the
+// low 2 bits of element 16h + 4i + t (step 4h + i: as Q6_KR's vector 4 + h), and vector 2, lane
+// r, byte t at bit s the high bit of element 4s + t (step s: as Q5_KR's fifth bits).
+//          3.5625 bits a value (the file's 3.4375, with its 6-bit scales as bytes).
 // A matrix holds whole groups: rows past `rows` in the last group are zero. So unlike every
 // other type, row r does not start at data + r * row_bytes; row_bytes is a group's bytes / 16
 // (the bytes a row adds), which keeps nbytes() and the bandwidth arithmetic per row.
@@ -88,7 +94,7 @@ class ThreadPool;
 // The code bytes of one block of a group: 16 rows x 16 (Q4_0R, Q4_KR), 20 (Q5_KR), 24 (Q6_KR) or
 // 32 (Q8_0R) bytes.
 constexpr int64_t row_group_block_code_bytes(WType t) {
-    return t == WType::Q8_0R ? 512 : t == WType::Q6_KR ? 384 : t == WType::Q5_KR ? 320 : 256;
+    return t == WType::Q8_0R ? 512 : t == WType::Q6_KR ? 384 : t == WType::Q5_KR ? 320 : t == WType::Q3_KR ? 192 : 256;
 }
 // IQ4_NLR and MXFP4R: Q4_0R's bytes, each nibble an index into the type's table of 16 values
 // (GGUF IQ4_NL's int8 table; MXFP4's e2m1 values doubled, ggml's kvalues_mxfp4), held here + 128:
@@ -114,8 +120,11 @@ constexpr bool row_group_paired(WType t) {
     return t == WType::Q4_0R || t == WType::Q8_0R || row_group_table_codes(t);
 }
 constexpr bool row_group_k_quant(WType t) {
-    return t == WType::Q4_KR || t == WType::Q5_KR || t == WType::Q6_KR;
+    return t == WType::Q4_KR || t == WType::Q5_KR || t == WType::Q6_KR || t == WType::Q3_KR;
 }
+// Q6_KR and Q3_KR: an int8 scale per 16 values (the block's two sub-blocks summed apart, joined
+// by their scales), an f16 d per super-block, the codes offset by 32 (Q3_KR's made so).
+constexpr bool row_group_sub_block_scales(WType t) { return t == WType::Q6_KR || t == WType::Q3_KR; }
 // Q4_KR and Q5_KR: a code offset per block and row (their mins), and Q4_KR's scales.
 constexpr bool row_group_affine_k(WType t) { return t == WType::Q4_KR || t == WType::Q5_KR; }
 // Q4_KR and Q6_KR: a super-block's scale bytes in a group (Q4_KR: d, dmin, 8 x (sc, mn); Q6_KR: d,
@@ -127,12 +136,12 @@ inline constexpr int64_t kQ6KGroupScaleBytes = 288;
 // whose 288 scale bytes would leave one super-block's codes off 64-byte alignment).
 constexpr int64_t row_group_span_blocks(WType t) {
     return row_group_paired(t) ? 2
-           : t == WType::Q6_KR ? 2 * kKQuantValues / 32
+           : row_group_sub_block_scales(t) ? 2 * kKQuantValues / 32
                                : kKQuantValues / 32;
 }
 constexpr int64_t row_group_span_scale_bytes(WType t) {
     return row_group_paired(t) ? (row_group_f32_scales(t) ? 128 : 64)
-           : t == WType::Q6_KR ? 2 * kQ6KGroupScaleBytes
+           : row_group_sub_block_scales(t) ? 2 * kQ6KGroupScaleBytes
                                : kQ4KGroupScaleBytes;
 }
 constexpr int64_t row_group_span_bytes(WType t) {
@@ -157,7 +166,7 @@ constexpr int64_t row_group_super_scales_at(WType t, int64_t b) {
     const int64_t span = row_group_span_blocks(t);
     return (b / span) * row_group_span_bytes(t) +
            (b % span) / (kKQuantValues / 32) *
-               (t == WType::Q6_KR ? kQ6KGroupScaleBytes : kQ4KGroupScaleBytes);
+               (row_group_sub_block_scales(t) ? kQ6KGroupScaleBytes : kQ4KGroupScaleBytes);
 }
 // The K-quants: offset in a group of block b's own scale bytes, after its super-block's d (and
 // dmin): Q4_KR, Q5_KR its sc [16], its mn 16 bytes on; Q6_KR its sc_a [16], its sc_b 16 bytes on.
@@ -209,6 +218,9 @@ WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std:
 // outside 104..143) with a nonzero value.
 bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
                                       ThreadPool* pool = nullptr);
+// A GGUF Q3_K tensor [rows, cols] as Q3_KR, or false (out untouched) when it does not fit.
+bool repack_q3_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                               ThreadPool* pool = nullptr);
 // A Q4_0 (Q8_0) matrix as Q4_0R (Q8_0R): the same blocks, its rows stored on `pool` when given.
 WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, ThreadPool* pool = nullptr);
 // Writes row `row` (the block type's blocks, `cols` values: Q4_0 / Q8_0 blocks, or for the

@@ -62,6 +62,10 @@ enum class WType {
     // repack_table_codes_as_row_groups. 4.5 bits a value.
     IQ4_NLR,
     MXFP4R,
+    // GGUF Q3_K in 16-row groups: Q6_KR's scales and arithmetic, its 3-bit codes in a plane of
+    // low 2 bits and one of high bits (kernels/row_groups.h): 3.5625 bits a value (the file's
+    // 3.4375, its 6-bit scales held as bytes).
+    Q3_KR,
     // GGUF IQ4_XS in 16-row groups: IQ4_NLR's codes, each block's scale d * (sc - 32) as an f32
     // (no f16 holds it): 4.75 bits a value.
     IQ4_XSR,
@@ -70,12 +74,12 @@ enum class WType {
     Native,
 };
 
-// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR / IQ4_NLR / MXFP4R / IQ4_XSR: rows stored in groups of kRowGroupRows
+// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR / Q3_KR / IQ4_NLR / MXFP4R / IQ4_XSR: rows stored in groups of kRowGroupRows
 // (kernels/row_groups.h has the layout).
 inline constexpr int64_t kRowGroupRows = 16;
 constexpr bool is_row_group_type(WType t) {
     return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR || t == WType::Q5_KR ||
-           t == WType::IQ4_NLR || t == WType::MXFP4R || t == WType::IQ4_XSR;
+           t == WType::IQ4_NLR || t == WType::MXFP4R || t == WType::IQ4_XSR || t == WType::Q3_KR;
 }
 
 const char* wtype_name(WType t);

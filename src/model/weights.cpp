@@ -107,9 +107,11 @@ private:
         const WType k_quant = k_quant_storage_type(t.dtype, kernels().row_groups);
         if (int8_native && k_quant != WType::F32 && repack_k_quant_tensor(t, rows, cols, k_quant, w, options_.pool))
             return w;
-        // GGUF Q3_K (most matrices of a Q3_K_M file) goes the same way as the Q6_K tensor with
-        // the same values (q3_k_block_as_q6_k): 6.5625 bits a value for the file's 3.4375, on
-        // the Q6_K kernels, exact. A native 3-bit kernel would read half the bytes.
+        // GGUF Q3_K (most matrices of a Q3_K_M file) is Q3_KR above (3.5625 bits a value, the
+        // file's 3.4375 with its scales as bytes) where the table reads the K-quants in row
+        // groups; with them chunked
+        // (NEXTN_Q6_K_LAYOUT=chunked) it goes as the Q6_K tensor with the same values
+        // (q3_k_block_as_q6_k): Q6_KX, 7 bits a value.
         if (int8_native && t.dtype == DType::Q3_K && cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 110) {
             std::vector<uint8_t> q6_k(size_t(rows * cols / 256) * 210);  // the tensor's Q6_K blocks
             for (size_t b = 0; b < q6_k.size() / 210; ++b) q3_k_block_as_q6_k(t.data + b * 110, q6_k.data() + b * 210);
@@ -277,14 +279,16 @@ void for_each_matrix(ModelWeights& w, const std::function<void(WeightMatrix&)>& 
 namespace {
 
 // The bytes Binder::convert holds a [rows, cols] tensor kept in its own type in, at least: the
-// file's, but for the types that grow on the way. With the int8 kernels GGUF Q3_K becomes Q6_K's
-// codes, IQ4_XS IQ4_XSR (f32 scales) and Q2_K Q8_0; without them the K-quants, Q5_1, Q2_K, Q3_K and
+// file's, but for the types that grow on the way. With the int8 kernels GGUF Q3_K becomes Q3_KR
+// (or Q6_K's codes), IQ4_XS IQ4_XSR (f32 scales) and Q2_K Q8_0; without them the K-quants, Q5_1, Q2_K, Q3_K and
 // IQ4_XS widen to f32 and IQ4_NL and MXFP4 become Q8_0.
 size_t native_bytes_at_least(const RawTensor& t, int64_t rows, int64_t cols, bool int8) {
     const size_t f32_bytes = size_t(rows * cols) * 4;
     switch (t.dtype) {
-        case DType::Q3_K:
-            return int8 ? wtype_matrix_bytes(k_quant_storage_type(DType::Q6_K, kernels().row_groups), rows, cols) : f32_bytes;
+        case DType::Q3_K: {  // Q3_KR, else (chunked K-quants) the Q6_K matrix of its values
+            const WType q3 = k_quant_storage_type(DType::Q3_K, kernels().row_groups);
+            return !int8 ? f32_bytes : wtype_matrix_bytes(q3 != WType::F32 ? q3 : WType::Q6_KX, rows, cols);
+        }
         case DType::IQ4_XS: return int8 ? wtype_matrix_bytes(WType::IQ4_XSR, rows, cols) : f32_bytes;
         case DType::Q2_K: return int8 ? wtype_matrix_bytes(kernel_storage_type(WType::Q8_0, true), rows, cols) : f32_bytes;
         case DType::Q4_K:

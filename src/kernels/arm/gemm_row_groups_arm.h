@@ -68,6 +68,14 @@ inline void group_step(const uint8_t* codes, int s, int8x16_t w[4]) {
         uint8x16_t code;
         if constexpr (T == WType::Q8_0R) {
             code = veorq_u8(vld1q_u8(codes + s * 64 + 16 * q), vdupq_n_u8(0x80));
+        } else if constexpr (T == WType::Q3_KR) {
+            // Vector s / 4, bits 2 (s % 4) and up: the codes' low 2 bits; vector 2, bit s: their
+            // high bit; + 28, so that Q6_KR's offset of 32 serves (kernels/row_groups.h).
+            const uint8x16_t two_bits = vld1q_u8(codes + (s / 4) * 64 + 16 * q);
+            const uint8x16_t high = vld1q_u8(codes + 128 + 16 * q);
+            code = vandq_u8(shift_right(two_bits, 2 * (s % 4)), vdupq_n_u8(3));
+            code = vorrq_u8(code, vshlq_n_u8(vandq_u8(shift_right(high, s), vdupq_n_u8(1)), 2));
+            code = vaddq_u8(code, vdupq_n_u8(28));
         } else if constexpr (T == WType::Q6_KR) {
             // Vector s / 2: low nibble step 2k, high nibble 2k + 1; vector 4 + s / 4, bits
             // 2 (s % 4) and up: the codes' high 2 bits.
@@ -122,7 +130,7 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
         for (int c = 0; c < C; ++c) {
             int32_t first_start = 0, second_start = 0;
             if constexpr (T == WType::Q4_0R) first_start = x.offset_starts_of<8>(j0 + c)[b];
-            if constexpr (T == WType::Q6_KR) {
+            if constexpr (row_group_sub_block_scales(T)) {
                 first_start = x.q6_starts_of(j0 + c, false)[b];
                 second_start = x.q6_starts_of(j0 + c, true)[b];
             }
@@ -136,7 +144,7 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
             group_step<T>(codes, s, w);
             for (int c = 0; c < C; ++c) {
                 const int8x16_t xs = broadcast_step(xc[c], b, s);
-                int32x4_t* isum = T == WType::Q6_KR && s >= 4 ? second[c] : first[c];
+                int32x4_t* isum = row_group_sub_block_scales(T) && s >= 4 ? second[c] : first[c];
                 for (int q = 0; q < 4; ++q) isum[q] = Dot{}(isum[q], w[q], xs);
             }
         }
@@ -147,7 +155,7 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
             for (int q = 0; q < 4; ++q) dw[q] = vld1q_f32(reinterpret_cast<const float*>(group + row_group_d_at(T, b)) + 4 * q);
         } else if constexpr (row_group_paired(T)) {  // Q4_0R, Q8_0R and the table types
             load_f16_lanes(group + row_group_d_at(T, b), dw);
-        } else if constexpr (T == WType::Q6_KR) {
+        } else if constexpr (row_group_sub_block_scales(T)) {  // Q6_KR, Q3_KR
             load_f16_lanes(group + row_group_super_scales_at(T, b), dw);
             load_sub_scales(group + row_group_block_scales_at(T, b), sc_a);
             load_sub_scales(group + row_group_block_scales_at(T, b) + 16, sc_b);
@@ -167,7 +175,7 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
             for (int q = 0; q < 4; ++q) {
                 // The reference's integer term; Q8_0R's sum holds its -128 * xsum already.
                 int32x4_t exact = first[c][q];
-                if constexpr (T == WType::Q6_KR)  // sc_a * sum_a + sc_b * sum_b
+                if constexpr (row_group_sub_block_scales(T))  // sc_a * sum_a + sc_b * sum_b
                     exact = vmlaq_s32(vmulq_s32(sc_a[q], first[c][q]), sc_b[q], second[c][q]);
                 acc[c][q] = vfmaq_f32(acc[c][q], vcvtq_f32_s32(exact), vmulq_f32(dw[q], dx));
                 if constexpr (row_group_affine_k(T)) {
@@ -216,6 +224,8 @@ void gemm_row_groups_with(const WeightMatrix& w, const QuantizedColumns& x, floa
             return row_groups_of_type<Dot, WType::Q5_KR>(w, x, y, ldy, r0, r1);
         case WType::Q6_KR:
             return row_groups_of_type<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
+        case WType::Q3_KR:
+            return row_groups_of_type<Dot, WType::Q3_KR>(w, x, y, ldy, r0, r1);
         case WType::IQ4_NLR:
             return row_groups_of_type<Dot, WType::IQ4_NLR>(w, x, y, ldy, r0, r1);
         case WType::MXFP4R:

@@ -77,6 +77,30 @@ typename I::Vi q6_step_codes(typename I::Vi low, typename I::Vi high, int s) {
     return I::or_i(nib, I::and_i(moved, I::splat_i8(0x30)));
 }
 
+// Step s (0..7) of a Q3_KR block (kernels/row_groups.h) as bytes q3 + 28 (28..35), from the
+// vector `two_bits` holding its low 2 bits at bits 2t, 2t+1 (t = s % 4; vector s / 4 of the
+// block) and `high` its high bits at bit s. The 16-bit shifts move bits across byte boundaries
+// only where the masks drop them; the add of 28 stays within each byte (at most 35). Call with a
+// constant s (an unrolled loop).
+template <class I>
+typename I::Vi q3_step_codes(typename I::Vi two_bits, typename I::Vi high, int s) {
+    const int t = s % 4;
+    const typename I::Vi low = I::and_i(t == 0   ? two_bits
+                                        : t == 1 ? I::template shr_i16<2>(two_bits)
+                                        : t == 2 ? I::template shr_i16<4>(two_bits)
+                                                 : I::template shr_i16<6>(two_bits),
+                                        I::splat_i8(3));
+    const typename I::Vi moved = s == 0   ? I::template shl_i16<2>(high)
+                                 : s == 1 ? I::template shl_i16<1>(high)
+                                 : s == 2 ? high
+                                 : s == 3 ? I::template shr_i16<1>(high)
+                                 : s == 4 ? I::template shr_i16<2>(high)
+                                 : s == 5 ? I::template shr_i16<3>(high)
+                                 : s == 6 ? I::template shr_i16<4>(high)
+                                          : I::template shr_i16<5>(high);
+    return I::add_i32(I::or_i(low, I::and_i(moved, I::splat_i8(4))), I::splat_i8(28));
+}
+
 // Q5_KR (kernels/row_groups.h): bit s (0..7) of each byte of `fifth` moved to bit 4 (step s's
 // fifth code bit), the other bits zero. Call with a constant s (an unrolled loop). Forced inline:
 // GCC left it a call in the 256-bit tiles, where a width-1 product then took 1.6-2.2x the time.

@@ -143,6 +143,15 @@ template <WType T>
     }
 }
 
+// Step s (0..7) of a Q6_KR block's 8 rows (their half's codes at `codes`) as 6-bit codes, or of a
+// Q3_KR block's as its 3-bit codes + 28 (Q6_KR's offset then serves both).
+template <WType T>
+[[gnu::always_inline]] inline __m256i six_bit_step_256(const uint8_t* codes, int s) {
+    auto load = [&](int64_t at) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at)); };
+    if constexpr (T == WType::Q3_KR) return q3_step_codes<avx2::Isa>(load((s / 4) * 64), load(128), s);
+    return q6_step_codes<avx2::Isa>(load((s / 2) * 64), load(256 + (s / 4) * 64), s);
+}
+
 // Above this many columns (a prefill) a group's codes (Q4_0R, Q4_KR, Q5_KR: each step's nibbles,
 // Q5_KR's fifth bits or-ed in; Q6_KR: q6_step_codes) and its Q4_KR / Q5_KR scales are made once
 // into the thread's scratch for all the column passes over it (unpack_row_group_256), where
@@ -186,18 +195,13 @@ void unpack_row_group_256(const RowGroupGeometry& L, const uint8_t* group, uint8
     for (int64_t b = 0; b < L.blocks; ++b) {
         uint8_t* to = out + b * row_group_unpacked_block_bytes_256<T>;
         const uint8_t* codes = group + row_group_codes_at(T, b);
-        if constexpr (T == WType::Q6_KR) {
-            auto load = [&](int64_t at) {
-                return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at));
-            };
+        if constexpr (row_group_sub_block_scales(T)) {
 #pragma GCC unroll 8
             for (int s = 0; s < kI8Steps; ++s)
 #pragma GCC unroll 2
                 for (int half = 0; half < 2; ++half)
-                    _mm256_store_si256(
-                        reinterpret_cast<__m256i*>(to + s * 64 + 32 * half),
-                        q6_step_codes<avx2::Isa>(load((s / 2) * 64 + 32 * half),
-                                                 load(256 + (s / 4) * 64 + 32 * half), s));
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(to + s * 64 + 32 * half),
+                                       six_bit_step_256<T>(codes + 32 * half, s));
         } else {
 #pragma GCC unroll 4
             for (int s = 0; s < 4; ++s)
@@ -236,7 +240,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                         int64_t ldy, const uint8_t*& fetch, const RowGroupFetchShare256& share,
                         const uint8_t* unpacked) {
     constexpr bool kEight = T == WType::Q8_0R;
-    constexpr bool kSixBit = T == WType::Q6_KR;
+    constexpr bool kSixBit = row_group_sub_block_scales(T);  // Q6_KR, Q3_KR
     // IQ4_NLR, MXFP4R: nibbles unpacked as the 4-bit types', then 8-bit table codes multiplied as
     // Q8_0R's are (up to 241: neither int16 sums nor dot_pair's two steps hold them).
     constexpr bool kTable = row_group_table_codes(T);
@@ -309,7 +313,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
             kUnpacked ? unpacked + b * row_group_unpacked_block_bytes_256<T> : nullptr;
         // Q6_KR: the block's sub-block scales of half `half` (first at +0, second at +16).
         auto q6_scales_of = [&](int half) {
-            return group + row_group_block_scales_at(WType::Q6_KR, b) + 8 * half;
+            return group + row_group_block_scales_at(T, b) + 8 * half;
         };
         if constexpr (kSixBit) {
 #pragma GCC unroll 4
@@ -319,9 +323,6 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                 [[maybe_unused]] __m256i start_factors[H];  // [half] (s == 0) -32 x both sub-blocks' scales
 #pragma GCC unroll 2
                 for (int i = 0; i < H; ++i) {
-                    auto load = [&](int64_t at) {
-                        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at + 32 * i));
-                    };
                     if constexpr (kUnpacked) {
                         const uint8_t* made = made_block + s * 64 + 32 * (H == 1 ? h : i);
                         w0[i] = Dot::template prepare<false>(
@@ -329,11 +330,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                         w1[i] = Dot::template prepare<false>(
                             _mm256_load_si256(reinterpret_cast<const __m256i*>(made + 64)));
                     } else {
-                        const __m256i low = load((s / 2) * 64), high = load(256 + (s / 4) * 64);
-                        w0[i] =
-                            Dot::template prepare<false>(q6_step_codes<avx2::Isa>(low, high, s));
-                        w1[i] = Dot::template prepare<false>(
-                            q6_step_codes<avx2::Isa>(low, high, s + 1));
+                        w0[i] = Dot::template prepare<false>(six_bit_step_256<T>(codes + 32 * i, s));
+                        w1[i] = Dot::template prepare<false>(six_bit_step_256<T>(codes + 32 * i, s + 1));
                     }
                     if constexpr (kScaledSixBit) {
                         const uint8_t* sc = q6_scales_of(H == 1 ? h : i);
@@ -431,15 +429,15 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
         for (int i = 0; i < H; ++i) {
             const int half = H == 1 ? h : i;
             if constexpr (kScaledSixBit) {  // the sums are scaled: the super-block scale d alone
-                const uint8_t* super = group + row_group_super_scales_at(WType::Q6_KR, b);
+                const uint8_t* super = group + row_group_super_scales_at(T, b);
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 16 * half)));
 #pragma GCC unroll 4
                 for (int c = 0; c < C; ++c)
                     acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][0][c]),
                                                 _mm256_mul_ps(d, _mm256_set1_ps(x.scales_of(j0 + c)[b])), acc[i][c]);
             } else if constexpr (kSixBit) {
-                const uint8_t* super = group + row_group_super_scales_at(WType::Q6_KR, b);
-                const uint8_t* sc = group + row_group_block_scales_at(WType::Q6_KR, b) + 8 * half;
+                const uint8_t* super = group + row_group_super_scales_at(T, b);
+                const uint8_t* sc = group + row_group_block_scales_at(T, b) + 8 * half;
                 auto i8_lanes = [](const uint8_t* p) {
                     return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
                 };
@@ -509,7 +507,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
 // share of attn_qkv and the LM head; 0.8B forwards: avx2 width 4 0.987, width 5 1.012 and 0.961,
 // width 8 0.993 (an A/A run 0.992); avxvnni width 4 0.966, width 5 0.954).
 template <WType T>
-constexpr int64_t row_group_both_halves_up_to_256 = T == WType::Q6_KR ? 4 : 2;
+constexpr int64_t row_group_both_halves_up_to_256 = row_group_sub_block_scales(T) ? 4 : 2;
 
 // Both halves at once where the tile's sums fit the registers (up to 2 columns; Q6_KR up to 4,
 // above), else one half at a time (the second half then reads the group again, from L1 or L2).
@@ -526,7 +524,7 @@ void row_group_columns_256(const RowGroupGeometry& L, const uint8_t* group,
                            int64_t ldy, const uint8_t*& fetch,
                            const RowGroupFetchShare256 (&shares)[2], const uint8_t* unpacked) {
     // Q6_KR: two sums a (half, column), one a sub-block, unless its sums are scaled as they widen.
-    constexpr bool kSubBlockSums = T == WType::Q6_KR && !Dot::kWidensLate;
+    constexpr bool kSubBlockSums = row_group_sub_block_scales(T) && !Dot::kWidensLate;
     if constexpr (C <= row_group_both_halves_up_to_256<T>) {
         constexpr int K = kSubBlockSums || (Dot::kLatencyBound && C == 1) ? 2 : 1;
         row_group_tile_256<Dot, T, 2, K, C, kUnpacked>(L, group, 0, x, j0, lanes, y, ldy, fetch,
@@ -619,6 +617,8 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
         gemm_row_groups_256<Dot, WType::Q4_KR>(w, x, y, ldy, r0, r1);
     else if (w.type == WType::Q6_KR)
         gemm_row_groups_256<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
+    else if (w.type == WType::Q3_KR)
+        gemm_row_groups_256<Dot, WType::Q3_KR>(w, x, y, ldy, r0, r1);
     else if (w.type == WType::Q5_KR)
         gemm_row_groups_256<Dot, WType::Q5_KR>(w, x, y, ldy, r0, r1);
     else if (w.type == WType::IQ4_NLR)

@@ -188,7 +188,7 @@ constexpr int64_t ceil_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 // over its 8 blocks).
 template <WType T>
 constexpr int64_t kBlockScaleBytes = row_group_affine_k(T)   ? kQ4KGroupScaleBytes / 8
-                                     : T == WType::Q6_KR      ? kQ6KGroupScaleBytes / 8
+                                     : row_group_sub_block_scales(T) ? kQ6KGroupScaleBytes / 8
                                      : row_group_f32_scales(T) ? 64
                                                                : 32;
 // A block's codes and scales in one group.
@@ -233,7 +233,7 @@ constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR || T == WType::
 // x 2048] widths 7-8 1.02-1.09x the time of three, the LM head [248320 x 1024] 1.03x. (Q5_KR, which
 // no synthetic model holds, follows Q4_KR's tiles unmeasured.)
 template <WType T>
-constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R || T == WType::Q6_KR ? 1 : 4;
+constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R || row_group_sub_block_scales(T) ? 1 : 4;
 constexpr int64_t kThreeGroupsUpTo = 8;
 constexpr int64_t kFourGroupsLongRowsAbove = 2048;  // values a row (cols)
 template <WType T>
@@ -263,12 +263,17 @@ template <int K, int RG, int C>
 // activation code sums, and are joined exactly by their int8 scales (Q6_KX's arithmetic,
 // x86/int8_dot_tiles.h). Step s (0..7) of a Q6_KR block's codes (at `codes`: 256 bytes of low
 // nibbles, then 128 of high bits) as 64 bytes of 6-bit codes.
+// Q3_KR (codes: 128 bytes of low 2 bits, then 64 of high bits) its 3-bit codes + 28, so that
+// Q6_KR's arithmetic (offset 32) serves it.
+template <WType T>
 [[gnu::always_inline]] inline __m512i q6_k_step(const uint8_t* codes, int s) {
+    if constexpr (T == WType::Q3_KR)
+        return x86::q3_step_codes<Isa>(_mm512_load_si512(codes + (s / 4) * 64), _mm512_load_si512(codes + 128), s);
     return x86::q6_step_codes<Isa>(_mm512_load_si512(codes + (s / 2) * 64),
                                    _mm512_load_si512(codes + 256 + (s / 4) * 64), s);
 }
 
-template <int RG, int C, bool kUnpacked>
+template <WType T, int RG, int C, bool kUnpacked>
 [[gnu::always_inline]] inline void q6_k_block(const RowGroupGeometry& L, const uint8_t* group,
                                               int64_t b, const int8_t* const (&xc)[C],
                                               const int32_t* const (&xstart)[C],
@@ -296,8 +301,7 @@ template <int RG, int C, bool kUnpacked>
             if constexpr (kUnpacked) {
                 code[g] = _mm512_load_si512(unpacked + ((g * L.blocks + b) * kI8Steps + s) * 64);
             } else {
-                code[g] =
-                    q6_k_step(group + g * L.group_bytes + row_group_codes_at(WType::Q6_KR, b), s);
+                code[g] = q6_k_step<T>(group + g * L.group_bytes + row_group_codes_at(T, b), s);
             }
         }
 #pragma GCC unroll 8
@@ -312,8 +316,8 @@ template <int RG, int C, bool kUnpacked>
 #pragma GCC unroll 4
     for (int g = 0; g < RG; ++g) {
         const uint8_t* super =
-            group + g * L.group_bytes + row_group_super_scales_at(WType::Q6_KR, b);
-        const uint8_t* sc = group + g * L.group_bytes + row_group_block_scales_at(WType::Q6_KR, b);
+            group + g * L.group_bytes + row_group_super_scales_at(T, b);
+        const uint8_t* sc = group + g * L.group_bytes + row_group_block_scales_at(T, b);
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super)));
         const __m512 sca = _mm512_cvtepi32_ps(
             _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))));
@@ -412,7 +416,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
         xc[c] = x.codes_of(j0 + c);
         xsumf[c] = x.float_sums_of(j0 + c);
         xd[c] = x.scales_of(j0 + c);
-        if constexpr (T == WType::Q6_KR) {
+        if constexpr (row_group_sub_block_scales(T)) {
             xstart[c] = x.q6_starts_of(j0 + c, false);
             xstart_second[c] = x.q6_starts_of(j0 + c, true);
         } else if constexpr (row_group_code_offset(T) != 0) {
@@ -488,8 +492,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             const char* until = fetch_base + (b + 1 == L.blocks ? share.span : (b + 1) * share.step);
             for (; fetch < until && fetch < stop; fetch += 64) _mm_prefetch(fetch, _MM_HINT_T0);
         }
-        if constexpr (T == WType::Q6_KR) {
-            q6_k_block<RG, C, kUnpacked>(L, group, b, xc, xstart, xstart_second, xd, unpacked, acc);
+        if constexpr (row_group_sub_block_scales(T)) {
+            q6_k_block<T, RG, C, kUnpacked>(L, group, b, xc, xstart, xstart_second, xd, unpacked, acc);
         } else {
             // The sums start at the codes' offset correction, -offset * (the block's activation code
             // sum). A block's 8 dot products per (group, column) form kChains independent chains
@@ -664,16 +668,17 @@ void unpack_nibble_codes_tile(const RowGroupGeometry& L, const uint8_t* group, i
         }
 }
 
-// The codes of Q6_KR groups at `group` .. n_groups on, unpacked: [n_groups, blocks, kI8Steps, 64]
-// bytes, each step's 64 bytes as q6_k_block reads them.
+// The codes of Q6_KR (Q3_KR) groups at `group` .. n_groups on, unpacked: [n_groups, blocks,
+// kI8Steps, 64] bytes, each step's 64 bytes as q6_k_block reads them.
+template <WType T>
 void unpack_q6_k_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n_groups,
                       uint8_t* out) {
     for (int64_t g = 0; g < n_groups; ++g)
         for (int64_t b = 0; b < L.blocks; ++b) {
-            const uint8_t* codes = group + g * L.group_bytes + row_group_codes_at(WType::Q6_KR, b);
+            const uint8_t* codes = group + g * L.group_bytes + row_group_codes_at(T, b);
             uint8_t* to = out + (g * L.blocks + b) * kI8Steps * 64;
 #pragma GCC unroll 8
-            for (int s = 0; s < kI8Steps; ++s) _mm512_store_si512(to + s * 64, q6_k_step(codes, s));
+            for (int s = 0; s < kI8Steps; ++s) _mm512_store_si512(to + s * 64, q6_k_step<T>(codes, s));
         }
 }
 
@@ -744,8 +749,8 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
                                                                              : std::min(left, tile_groups);
         const int64_t tile_bytes = n_groups * int64_t(L.group_bytes);
         if (unpack_once) {
-            if constexpr (T == WType::Q6_KR)
-                unpack_q6_k_tile(L, at(g), n_groups, unpacked);
+            if constexpr (row_group_sub_block_scales(T))
+                unpack_q6_k_tile<T>(L, at(g), n_groups, unpacked);
             else
                 unpack_nibble_codes_tile<T, Gfni>(L, at(g), n_groups, unpacked);
             if constexpr (row_group_affine_k(T))
@@ -825,6 +830,8 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
         gemm<WType::Q8_0R, false>(w, x, y, ldy, r0, r1, fetch);  // no nibbles to unpack
     else if (w.type == WType::Q6_KR)
         gemm<WType::Q6_KR, false>(w, x, y, ldy, r0, r1, fetch);  // its own nibble unpacking
+    else if (w.type == WType::Q3_KR)
+        gemm<WType::Q3_KR, false>(w, x, y, ldy, r0, r1, fetch);  // its own bit unpacking
     else if (w.type == WType::Q4_KR)
         gfni ? gemm<WType::Q4_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q4_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::Q5_KR)

@@ -1,11 +1,13 @@
-// GGUF IQ4_NL and MXFP4 in 16-row groups (IQ4_NLR, MXFP4R: Q4_0R's layout, each nibble an index
-// into the type's table; kernels/row_groups.h). They hold exactly the file's values; the scalar
-// reference gives, bit for bit, what it gives for the same values held as Q8_0R (the same
-// integer sums and scales: IQ4_NL and MXFP4 blocks are Q8_0 blocks, formats/dequant.h), whose
-// reference kernels_row_groups_test holds to the exact sum; every int8 table (AVX-512, AVX-VNNI,
-// AVX2; NEON and dot product on aarch64) equals the reference bit for bit on random blocks at
-// widths 1..16 and a prefill's, 1 and 2 threads, on row ranges inside groups, and the AVX-512
-// kernel with and without GFNI and with each way of prefetching.
+// GGUF IQ4_NL, MXFP4, IQ4_XS and Q3_K in 16-row groups (IQ4_NLR, MXFP4R, IQ4_XSR: Q4_0R's layout,
+// each nibble an index into the type's table; Q3_KR: Q6_KR's scales and arithmetic with 3-bit
+// codes; kernels/row_groups.h), made from random blocks of the file types. They hold exactly the
+// file's values. The scalar reference gives, bit for bit, what it gives for the same values held
+// as Q8_0R (IQ4_NL and MXFP4 blocks are Q8_0 blocks, formats/dequant.h) or as Q6_KR (Q3_K's as
+// the Q6_K blocks with the same values), whose references kernels_row_groups_test and
+// kernels_k_quant_rows_test hold to the exact sum; IQ4_XS (no such twin) is held to the exact sum
+// itself. Every int8 table (AVX-512, AVX-VNNI, AVX2; NEON and dot product on aarch64) equals the
+// reference bit for bit at widths 1..16 and a prefill's, 1 and 2 threads, on row ranges inside
+// groups, and the AVX-512 kernel with and without GFNI and with each way of prefetching.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -36,11 +38,14 @@ struct Shape {
 // chunks, four-group tiles and long rows. IQ4_XS (256-value super-blocks) takes its own.
 const std::vector<Shape> kShapes = {{37, 96}, {16, 1024}, {5, 32}, {40, 160}, {19, 544}, {61, 96}, {150, 64}, {100, 2144}};
 const std::vector<Shape> kSuperBlockShapes = {{37, 256}, {16, 1024}, {5, 512}, {61, 256}, {150, 768}, {100, 2304}};
-const std::vector<Shape>& shapes_for(DType type) { return type == DType::IQ4_XS ? kSuperBlockShapes : kShapes; }
-size_t block_bytes_of(DType type) { return type == DType::IQ4_NL ? 18 : type == DType::MXFP4 ? 17 : 136; }
+size_t block_bytes_of(DType type) {
+    return type == DType::IQ4_NL ? 18 : type == DType::MXFP4 ? 17 : type == DType::Q3_K ? 110 : 136;
+}
+int64_t block_values_of(DType type) { return type == DType::IQ4_XS || type == DType::Q3_K ? 256 : 32; }
+const std::vector<Shape>& shapes_for(DType type) { return block_values_of(type) == 256 ? kSuperBlockShapes : kShapes; }
 
-// A GGUF IQ4_NL, MXFP4 or IQ4_XS tensor of random blocks: every nibble (and IQ4_XS's 6-bit
-// scales) random, IQ4_NL's and IQ4_XS's f16 scale a random normal value (either sign), MXFP4's
+// A GGUF IQ4_NL, MXFP4, IQ4_XS or Q3_K tensor of random blocks: every code bit (and the 6-bit
+// scales) random, the f16 scale d a random normal value (either sign), MXFP4's
 // E8M0 byte 112..135 (scales 2^-16..2^7), one block in nine all zero with byte 0 (as ggml writes
 // an all-zero block).
 struct RandomTensor {
@@ -48,7 +53,7 @@ struct RandomTensor {
     RawTensor t;
 };
 RandomTensor random_tensor(DType type, Shape s, uint32_t seed) {
-    const size_t block_bytes = block_bytes_of(type), blocks = size_t(s.rows * s.cols / (type == DType::IQ4_XS ? 256 : 32));
+    const size_t block_bytes = block_bytes_of(type), blocks = size_t(s.rows * s.cols / block_values_of(type));
     RandomTensor r;
     r.bytes.resize(blocks * block_bytes);
     std::mt19937 rng(seed);
@@ -58,7 +63,7 @@ RandomTensor random_tensor(DType type, Shape s, uint32_t seed) {
         for (size_t i = 0; i < block_bytes; ++i) block[i] = uint8_t(rng());
         if (type != DType::MXFP4) {
             const uint16_t d = f32_to_f16(normal(rng));
-            std::memcpy(block, &d, 2);
+            std::memcpy(block + (type == DType::Q3_K ? 108 : 0), &d, 2);
         } else if (b % 9 == 4) {
             std::memset(block, 0, block_bytes);
         } else {
@@ -76,23 +81,31 @@ RandomTensor random_tensor(DType type, Shape s, uint32_t seed) {
 
 WeightMatrix table_rows(const RawTensor& t) {
     WeightMatrix w;
-    if (!repack_table_codes_as_row_groups(t, t.shape[0], t.shape[1], w)) throw Error("no table row groups for " + t.name);
+    const bool made = t.dtype == DType::Q3_K ? repack_q3_k_as_row_groups(t, t.shape[0], t.shape[1], w)
+                                             : repack_table_codes_as_row_groups(t, t.shape[0], t.shape[1], w);
+    if (!made) throw Error("no row groups for " + t.name);
     return w;
 }
 
-const DType kTypes[] = {DType::IQ4_NL, DType::MXFP4, DType::IQ4_XS};
+const DType kTypes[] = {DType::IQ4_NL, DType::MXFP4, DType::IQ4_XS, DType::Q3_K};
 
-TEST(KernelsTableRows, HoldEveryValueOfTheFile) {
+TEST(KernelsGgufRows, HoldEveryValueOfTheFile) {
     for (DType type : kTypes)
         for (Shape s : shapes_for(type)) {
             SCOPED_TRACE(std::string(dtype_name(type)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
             const RandomTensor r = random_tensor(type, s, 1);
             const WeightMatrix w = table_rows(r.t);
-            EXPECT_EQ(w.type, type == DType::IQ4_NL ? WType::IQ4_NLR : type == DType::MXFP4 ? WType::MXFP4R : WType::IQ4_XSR);
+            EXPECT_EQ(w.type, type == DType::IQ4_NL  ? WType::IQ4_NLR
+                              : type == DType::MXFP4 ? WType::MXFP4R
+                              : type == DType::Q3_K  ? WType::Q3_KR
+                                                     : WType::IQ4_XSR);
             EXPECT_EQ(w.nbytes(), wtype_matrix_bytes(w.type, s.rows, s.cols));
-            // Q4_0R's bytes; IQ4_XSR's f32 scales 2 bytes more a block and row.
-            EXPECT_EQ(w.nbytes(), wtype_matrix_bytes(WType::Q4_0R, s.rows, s.cols) +
-                                      (type == DType::IQ4_XS ? size_t(row_groups(s.rows) * 16 * (s.cols / 32) * 2) : 0));
+            const size_t padded_rows = size_t(row_groups(s.rows) * kRowGroupRows);
+            if (type == DType::Q3_K)  // the file's 110 bytes a super-block, its 12 scale bytes as 16; whole pairs
+                EXPECT_EQ(w.nbytes(), padded_rows * size_t((s.cols / 256 + 1) / 2 * 2) * 114);
+            else  // Q4_0R's bytes; IQ4_XSR's f32 scales 2 bytes more a block and row
+                EXPECT_EQ(w.nbytes(), wtype_matrix_bytes(WType::Q4_0R, s.rows, s.cols) +
+                                          (type == DType::IQ4_XS ? padded_rows * size_t(s.cols / 32) * 2 : 0));
             std::vector<float> want(size_t(s.cols)), got(size_t(s.cols));
             for (int64_t row = 0; row < s.rows; ++row) {
                 dequantize_rows_to_f32(r.t, row, 1, want.data());
@@ -102,7 +115,7 @@ TEST(KernelsTableRows, HoldEveryValueOfTheFile) {
         }
 }
 
-TEST(KernelsTableRows, OnlyTensorsTheyHoldExactlyBecomeThem) {
+TEST(KernelsGgufRows, OnlyTensorsTheyHoldExactlyBecomeThem) {
     RandomTensor r = random_tensor(DType::MXFP4, {16, 64}, 2);
     WeightMatrix w;
     r.bytes[17] = 103;  // the second block's scale 2^-25: no f16
@@ -121,7 +134,7 @@ TEST(KernelsTableRows, OnlyTensorsTheyHoldExactlyBecomeThem) {
 
 // The reference on the table types gives Q8_0R's bits for the same values: its sums are the same
 // integers (code + 128 against the activation codes, less 128 x their sum) under the same scales.
-TEST(KernelsTableRows, ReferenceEqualsQ8_0RsOnTheSameValues) {
+TEST(KernelsGgufRows, ReferenceEqualsQ8_0RsOnTheSameValues) {
     for (DType type : {DType::IQ4_NL, DType::MXFP4})
         for (Shape s : shapes_for(type)) {
             const RandomTensor r = random_tensor(type, s, 4);
@@ -136,9 +149,30 @@ TEST(KernelsTableRows, ReferenceEqualsQ8_0RsOnTheSameValues) {
         }
 }
 
+// Q3_KR's reference gives Q6_KR's bits for the Q6_K blocks with the same values (codes + 32,
+// scales - 32: q3_k_block_as_q6_k): the same integer sums and scales.
+TEST(KernelsGgufRows, Q3KReferenceEqualsQ6KRsOnTheSameValues) {
+    for (Shape s : kSuperBlockShapes) {
+        const RandomTensor r = random_tensor(DType::Q3_K, s, 16);
+        std::vector<uint8_t> q6(r.bytes.size() / 110 * 210);
+        for (size_t b = 0; b < r.bytes.size() / 110; ++b) q3_k_block_as_q6_k(r.bytes.data() + b * 110, q6.data() + b * 210);
+        RawTensor t6 = r.t;
+        t6.dtype = DType::Q6_K;
+        t6.data = q6.data();
+        t6.nbytes = q6.size();
+        WeightMatrix w6;
+        ASSERT_TRUE(repack_q6_k_as_row_groups(t6, s.rows, s.cols, w6));
+        const WeightMatrix w3 = table_rows(r.t);
+        const std::vector<float> x = random_normal(size_t(16 * s.cols), 17);
+        const std::vector<float> a = matmul_on(reference_kernels(), w3, x, 16, 1);
+        const std::vector<float> b = matmul_on(reference_kernels(), w6, x, 16, 1);
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << s.rows << "x" << s.cols;
+    }
+}
+
 // IQ4_XS's scales are no f16, so it has no Q8_0 form: its reference is held to the exact sum of
 // its values times the activations' (within the rounding of a product and an fma a block).
-TEST(KernelsTableRows, Iq4XsReferenceNearTheExactSum) {
+TEST(KernelsGgufRows, Iq4XsReferenceNearTheExactSum) {
     for (Shape s : kSuperBlockShapes) {
         SCOPED_TRACE(std::to_string(s.rows) + "x" + std::to_string(s.cols));
         const RandomTensor r = random_tensor(DType::IQ4_XS, s, 15);
@@ -147,7 +181,7 @@ TEST(KernelsTableRows, Iq4XsReferenceNearTheExactSum) {
     }
 }
 
-TEST(KernelsTableRows, EveryTableEqualsReferenceBitwise) {
+TEST(KernelsGgufRows, EveryTableEqualsReferenceBitwise) {
     for (DType type : kTypes)
         for (Shape s : shapes_for(type)) {
             const WeightMatrix w = table_rows(random_tensor(type, s, 6).t);
@@ -158,14 +192,22 @@ TEST(KernelsTableRows, EveryTableEqualsReferenceBitwise) {
 
 // Every table index in every row (codes 1..241 for IQ4_NL's table) against activations at +-127:
 // the integer sums at their largest stay exact.
-TEST(KernelsTableRows, ExtremeCodesEqualReference) {
+TEST(KernelsGgufRows, ExtremeCodesEqualReference) {
     const Shape s{21, 512};
     for (DType type : kTypes) {
         RandomTensor r = random_tensor(type, s, 9);
         const size_t block_bytes = block_bytes_of(type);
-        const int64_t block_values = type == DType::IQ4_XS ? 256 : 32;
+        const int64_t block_values = block_values_of(type);
         for (size_t b = 0; b < r.bytes.size() / block_bytes; ++b) {
             uint8_t* block = r.bytes.data() + b * block_bytes;
+            if (type == DType::Q3_K) {
+                // Row 3k: every code 7 (low bits 3, high bit set); 3k + 1: every code 0; 3k + 2:
+                // random; every scale 0 - 32 (the largest magnitude).
+                const int row = int(b / size_t(s.cols / 256));
+                if (row % 3 < 2) std::memset(block, row % 3 == 0 ? 0xFF : 0x00, 96);
+                std::memset(block + 96, 0, 12);
+                continue;
+            }
             const int64_t nibble_bytes = block_values / 2;
             uint8_t* qs = block + block_bytes - size_t(nibble_bytes);
             const int row = int(b / size_t(s.cols / block_values));
@@ -190,9 +232,9 @@ TEST(KernelsTableRows, ExtremeCodesEqualReference) {
     }
 }
 
-TEST(KernelsTableRows, RowRangesInsideGroupsEqualReference) {
+TEST(KernelsGgufRows, RowRangesInsideGroupsEqualReference) {
     for (DType type : kTypes) {
-        const Shape s{70, type == DType::IQ4_XS ? 512 : 160};
+        const Shape s{70, block_values_of(type) == 256 ? 512 : 160};
         const WeightMatrix w = table_rows(random_tensor(type, s, 10).t);
         test::expect_every_table_on_ranges(w, {1, 2, 3, 4, 5, 8, 9}, {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}}, 11);
 #if NEXTN_X86_KERNELS
