@@ -264,16 +264,42 @@ template <int K, int RG, int C>
 // x86/int8_dot_tiles.h). Step s (0..7) of a Q6_KR block's codes (at `codes`: 256 bytes of low
 // nibbles, then 128 of high bits) as 64 bytes of 6-bit codes.
 // Q3_KR (codes: 128 bytes of low 2 bits, then 64 of high bits) its 3-bit codes + 28, so that
-// Q6_KR's arithmetic (offset 32) serves it.
-template <WType T>
+// Q6_KR's arithmetic (offset 32) serves it. With GFNI, two bit-matrix products a step (each
+// byte's bits moved where they go, the high bit spread over bits 2..5 and flipped by 0x1C in
+// bits 2..4: code3 + 28 is low | (high ? 0x20 : 0x1C)) and an or, where shifts and masks take six
+// operations on the dot products' ports.
+// The vgf2p8affineqb bit matrix that moves input bit `from` + k to output bit `to` + k (k < n),
+// or with `spread` input bit `from` to output bits `to` .. `to` + n - 1 (output bit i is the
+// parity of the input bits that byte 7 - i of the matrix selects).
+constexpr long long gfni_bit_matrix(int from, int to, int n, bool spread = false) {
+    unsigned long long a = 0;
+    for (int k = 0; k < n; ++k) a |= (1ull << (spread ? from : from + k)) << (8 * (7 - (to + k)));
+    return static_cast<long long>(a);
+}
+// vgf2p8affineqb of v's bytes by `matrix`, then xor Imm; asm, as high_nibbles (isa_avx512.h), so
+// that the unit needs no -mgfni.
+template <int Imm>
+[[gnu::always_inline]] inline __m512i gfni_affine(__m512i v, __m512i matrix) {
+    __m512i r;
+    asm("vgf2p8affineqb %3, %2, %1, %0" : "=v"(r) : "v"(v), "v"(matrix), "i"(Imm));
+    return r;
+}
+template <WType T, bool Gfni>
 [[gnu::always_inline]] inline __m512i q6_k_step(const uint8_t* codes, int s) {
-    if constexpr (T == WType::Q3_KR)
-        return x86::q3_step_codes<Isa>(_mm512_load_si512(codes + (s / 4) * 64), _mm512_load_si512(codes + 128), s);
+    if constexpr (T == WType::Q3_KR) {
+        const __m512i two_bits = _mm512_load_si512(codes + (s / 4) * 64), high = _mm512_load_si512(codes + 128);
+        if constexpr (Gfni) {
+            const __m512i low = gfni_affine<0>(two_bits, _mm512_set1_epi64(gfni_bit_matrix(2 * (s % 4), 0, 2)));
+            const __m512i top = gfni_affine<0x1C>(high, _mm512_set1_epi64(gfni_bit_matrix(s, 2, 4, true)));
+            return _mm512_or_si512(low, top);
+        }
+        return x86::q3_step_codes<Isa>(two_bits, high, s);
+    }
     return x86::q6_step_codes<Isa>(_mm512_load_si512(codes + (s / 2) * 64),
                                    _mm512_load_si512(codes + 256 + (s / 4) * 64), s);
 }
 
-template <WType T, int RG, int C, bool kUnpacked>
+template <WType T, bool Gfni, int RG, int C, bool kUnpacked>
 [[gnu::always_inline]] inline void q6_k_block(const RowGroupGeometry& L, const uint8_t* group,
                                               int64_t b, const int8_t* const (&xc)[C],
                                               const int32_t* const (&xstart)[C],
@@ -301,7 +327,7 @@ template <WType T, int RG, int C, bool kUnpacked>
             if constexpr (kUnpacked) {
                 code[g] = _mm512_load_si512(unpacked + ((g * L.blocks + b) * kI8Steps + s) * 64);
             } else {
-                code[g] = q6_k_step<T>(group + g * L.group_bytes + row_group_codes_at(T, b), s);
+                code[g] = q6_k_step<T, Gfni>(group + g * L.group_bytes + row_group_codes_at(T, b), s);
             }
         }
 #pragma GCC unroll 8
@@ -493,7 +519,7 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             for (; fetch < until && fetch < stop; fetch += 64) _mm_prefetch(fetch, _MM_HINT_T0);
         }
         if constexpr (row_group_sub_block_scales(T)) {
-            q6_k_block<T, RG, C, kUnpacked>(L, group, b, xc, xstart, xstart_second, xd, unpacked, acc);
+            q6_k_block<T, Gfni, RG, C, kUnpacked>(L, group, b, xc, xstart, xstart_second, xd, unpacked, acc);
         } else {
             // The sums start at the codes' offset correction, -offset * (the block's activation code
             // sum). A block's 8 dot products per (group, column) form kChains independent chains
@@ -670,7 +696,7 @@ void unpack_nibble_codes_tile(const RowGroupGeometry& L, const uint8_t* group, i
 
 // The codes of Q6_KR (Q3_KR) groups at `group` .. n_groups on, unpacked: [n_groups, blocks,
 // kI8Steps, 64] bytes, each step's 64 bytes as q6_k_block reads them.
-template <WType T>
+template <WType T, bool Gfni>
 void unpack_q6_k_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n_groups,
                       uint8_t* out) {
     for (int64_t g = 0; g < n_groups; ++g)
@@ -678,7 +704,7 @@ void unpack_q6_k_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n
             const uint8_t* codes = group + g * L.group_bytes + row_group_codes_at(T, b);
             uint8_t* to = out + (g * L.blocks + b) * kI8Steps * 64;
 #pragma GCC unroll 8
-            for (int s = 0; s < kI8Steps; ++s) _mm512_store_si512(to + s * 64, q6_k_step<T>(codes, s));
+            for (int s = 0; s < kI8Steps; ++s) _mm512_store_si512(to + s * 64, q6_k_step<T, Gfni>(codes, s));
         }
 }
 
@@ -750,7 +776,7 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
         const int64_t tile_bytes = n_groups * int64_t(L.group_bytes);
         if (unpack_once) {
             if constexpr (row_group_sub_block_scales(T))
-                unpack_q6_k_tile<T>(L, at(g), n_groups, unpacked);
+                unpack_q6_k_tile<T, Gfni>(L, at(g), n_groups, unpacked);
             else
                 unpack_nibble_codes_tile<T, Gfni>(L, at(g), n_groups, unpacked);
             if constexpr (row_group_affine_k(T))
@@ -831,7 +857,7 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
     else if (w.type == WType::Q6_KR)
         gemm<WType::Q6_KR, false>(w, x, y, ldy, r0, r1, fetch);  // its own nibble unpacking
     else if (w.type == WType::Q3_KR)
-        gemm<WType::Q3_KR, false>(w, x, y, ldy, r0, r1, fetch);  // its own bit unpacking
+        gfni ? gemm<WType::Q3_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q3_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::Q4_KR)
         gfni ? gemm<WType::Q4_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q4_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::Q5_KR)
