@@ -92,7 +92,8 @@ inline std::vector<int32_t> decode_with_drafter(const Qwen35Model& model,
 // early difference does not derail the rest) and compares the next-token choice at every
 // continuation position.
 inline double teacher_forced_agreement(const Qwen35Model& f32, const Qwen35Model& q,
-                          const std::vector<int32_t>& prompt, const std::vector<int32_t>& cont) {
+                                       const std::vector<int32_t>& prompt,
+                                       const std::vector<int32_t>& cont) {
     std::vector<int32_t> seq = prompt;
     seq.insert(seq.end(), cont.begin(), cont.end() - 1);
     const int64_t T = int64_t(seq.size()), V = f32.config().vocab_size, n = int64_t(cont.size());
@@ -117,8 +118,10 @@ inline double teacher_forced_agreement(const Qwen35Model& f32, const Qwen35Model
             worst_gap = std::max(worst_gap, la[pa] - la[pb]);  // how far from a tie in f32
         }
     }
-    printf("    teacher-forced: %d/%lld next-token choices agree, max |logit diff| %.4f, "
-           "largest f32 gap at a disagreement %.4f\n", agree, (long long)n, max_diff, worst_gap);
+    printf(
+        "    teacher-forced: %d/%lld next-token choices agree, max |logit diff| %.4f, "
+        "largest f32 gap at a disagreement %.4f\n",
+        agree, (long long)n, max_diff, worst_gap);
     return double(agree) / double(n);
 }
 

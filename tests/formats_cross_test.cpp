@@ -85,7 +85,8 @@ void check_model(const std::string& fx, const std::string& model, std::vector<Fo
             if (!f.quantized) {
                 EXPECT_EQ(want, plain);
             } else {
-                const double agree = test::teacher_forced_agreement(*hf.model, *lm.model, prompt, want);
+                const double agree =
+                    test::teacher_forced_agreement(*hf.model, *lm.model, prompt, want);
                 if (f.bits == 8) {
                     EXPECT_GE(agree, kMinAgreement8Bit);
                 }

@@ -65,8 +65,9 @@ Golden golden(DType type, const std::string& stem) {
 }
 
 std::vector<Golden> all_goldens() {
-    return {golden(DType::Q2_K, "q2_K"), golden(DType::Q3_K, "q3_K"), golden(DType::IQ4_NL, "iq4_nl"),
-            golden(DType::IQ4_XS, "iq4_xs"), golden(DType::MXFP4, "mxfp4")};
+    return {golden(DType::Q2_K, "q2_K"), golden(DType::Q3_K, "q3_K"),
+            golden(DType::IQ4_NL, "iq4_nl"), golden(DType::IQ4_XS, "iq4_xs"),
+            golden(DType::MXFP4, "mxfp4")};
 }
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
@@ -74,8 +75,10 @@ bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 TEST(GgmlTypes, DecodeAsGgmlBitForBit) {
     for (const Golden& g : all_goldens()) {
         ASSERT_EQ(g.values.size(), size_t(kRows * kCols)) << dtype_name(g.type);
-        ASSERT_EQ(g.blocks.size(), size_t(kRows * kCols) / (g.type == DType::IQ4_NL || g.type == DType::MXFP4 ? 32 : 256) *
-                                       g.block_bytes())
+        ASSERT_EQ(g.blocks.size(),
+                  size_t(kRows * kCols) /
+                      (g.type == DType::IQ4_NL || g.type == DType::MXFP4 ? 32 : 256) *
+                      g.block_bytes())
             << dtype_name(g.type);
         std::vector<float> y(g.values.size());
         dequantize_to_f32(g.tensor(), y.data());
@@ -85,21 +88,24 @@ TEST(GgmlTypes, DecodeAsGgmlBitForBit) {
         // Rows through TensorRows, as make_weight streams them.
         std::vector<float> row(kCols);
         dequantize_rows_to_f32(g.tensor(), 5, 1, row.data());
-        EXPECT_EQ(0, std::memcmp(row.data(), g.values.data() + 5 * kCols, kCols * 4)) << dtype_name(g.type);
+        EXPECT_EQ(0, std::memcmp(row.data(), g.values.data() + 5 * kCols, kCols * 4))
+            << dtype_name(g.type);
     }
 }
 
 TEST(GgmlTypes, Q3_KAsQ6_KKeepsEveryValue) {
     const Golden g = golden(DType::Q3_K, "q3_K");
     std::vector<uint8_t> q6(g.blocks.size() / 110 * 210);
-    for (size_t b = 0; b < g.blocks.size() / 110; ++b) q3_k_block_as_q6_k(g.blocks.data() + b * 110, q6.data() + b * 210);
+    for (size_t b = 0; b < g.blocks.size() / 110; ++b)
+        q3_k_block_as_q6_k(g.blocks.data() + b * 110, q6.data() + b * 210);
     RawTensor t = g.tensor();
     t.dtype = DType::Q6_K;
     t.data = q6.data();
     t.nbytes = q6.size();
     std::vector<float> y(g.values.size());
     dequantize_to_f32(t, y.data());
-    for (size_t i = 0; i < y.size(); ++i) ASSERT_TRUE(same_bits(y[i], g.values[i])) << i << ": " << y[i] << " vs " << g.values[i];
+    for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_TRUE(same_bits(y[i], g.values[i])) << i << ": " << y[i] << " vs " << g.values[i];
 }
 
 // IQ4_NL and MXFP4 blocks as Q8_0 blocks: exactly ggml's values, but for MXFP4 blocks whose scale
@@ -119,11 +125,14 @@ TEST(GgmlTypes, Q8_0FormsKeepEveryValue) {
             const bool exact = !mx || block[0] >= kMxfp4SmallestQ8_0Exponent;
             rounded += !exact;
             for (int j = 0; j < 32; ++j) {
-                const float want = g.values[b * 32 + size_t(j)], got = float(codes[j]) * f16_to_f32(d);
+                const float want = g.values[b * 32 + size_t(j)],
+                            got = float(codes[j]) * f16_to_f32(d);
                 if (exact) {
-                    ASSERT_TRUE(same_bits(got, want)) << dtype_name(g.type) << " block " << b << " value " << j;
+                    ASSERT_TRUE(same_bits(got, want))
+                        << dtype_name(g.type) << " block " << b << " value " << j;
                 } else {
-                    ASSERT_LE(std::fabs(got - want), std::ldexp(1.0f, -25)) << "block " << b << " value " << j;
+                    ASSERT_LE(std::fabs(got - want), std::ldexp(1.0f, -25))
+                        << "block " << b << " value " << j;
                 }
             }
         }
@@ -135,13 +144,15 @@ TEST(GgmlTypes, Q8_0FormsKeepEveryValue) {
             t.nbytes = size_t((kRows - 2) * kCols / 32) * bytes;
         }
         EXPECT_TRUE(has_q8_0_block_form(t)) << dtype_name(g.type);
-        // make_weight holds such a tensor as Q8_0 (the f32-activation kernels' type) with those values.
+        // make_weight holds such a tensor as Q8_0 (the f32-activation kernels' type) with those
+        // values.
         const WeightMatrix w = make_weight(t, t.shape[0], kCols, WType::Native, {});
         EXPECT_EQ(w.type, WType::Q8_0) << dtype_name(g.type);
         std::vector<float> row(kCols);
         for (int64_t r = 0; r < t.shape[0]; ++r) {
             weight_row_f32(w, r, row.data());
-            EXPECT_EQ(0, std::memcmp(row.data(), g.values.data() + r * kCols, kCols * 4)) << dtype_name(g.type) << " row " << r;
+            EXPECT_EQ(0, std::memcmp(row.data(), g.values.data() + r * kCols, kCols * 4))
+                << dtype_name(g.type) << " row " << r;
         }
     }
 }
@@ -169,14 +180,16 @@ void expect_holds_values(const WeightMatrix& w, const RawTensor& t) {
         dequantize_rows_to_f32(t, r, 1, want.data());
         weight_row_f32(w, r, got.data());
         if (t.dtype != DType::Q2_K) {
-            ASSERT_EQ(0, std::memcmp(want.data(), got.data(), size_t(w.cols) * 4)) << t.name << " row " << r;
+            ASSERT_EQ(0, std::memcmp(want.data(), got.data(), size_t(w.cols) * 4))
+                << t.name << " row " << r;
             continue;
         }
         for (int64_t b = 0; b < w.cols / 32; ++b) {
             float amax = 0;
             for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(want[size_t(32 * b + j)]));
             for (int j = 0; j < 32; ++j)
-                ASSERT_LE(std::fabs(got[size_t(32 * b + j)] - want[size_t(32 * b + j)]), amax / 254 + std::ldexp(amax, -11))
+                ASSERT_LE(std::fabs(got[size_t(32 * b + j)] - want[size_t(32 * b + j)]),
+                          amax / 254 + std::ldexp(amax, -11))
                     << t.name << " row " << r << " value " << 32 * b + j;
         }
     }
@@ -201,7 +214,8 @@ TEST(GgmlTypes, DenseMixedGgufHoldsEveryTypeForTheKernels) {
         EXPECT_EQ(count(int8, WType::IQ4_NLR), 30);
         EXPECT_EQ(count(int8, WType::MXFP4R), 29);
         EXPECT_EQ(count(int8, rows ? WType::Q8_0R : WType::Q8_0X), 5) << "Q2_K requantized";
-        EXPECT_EQ(count(int8, q6_rows ? WType::Q3_KR : WType::Q6_KX), 4) << "Q3_K (chunked K-quants: as Q6_K)";
+        EXPECT_EQ(count(int8, q6_rows ? WType::Q3_KR : WType::Q6_KX), 4)
+            << "Q3_K (chunked K-quants: as Q6_K)";
         EXPECT_EQ(count(int8, WType::IQ4_XSR), 4);
         EXPECT_EQ(count(int8, WType::F32), 0);
     }
@@ -213,7 +227,8 @@ TEST(GgmlTypes, DenseMixedGgufHoldsEveryTypeForTheKernels) {
         for (size_t i = 0; i < w.layers.size(); ++i) {
             const std::string p = "layers." + std::to_string(i) + ".mlp.";
             const FfnWeights& f = w.layers[i].ffn;
-            for (const auto& [name, m] : {std::pair{"gate_proj", &f.gate}, {"up_proj", &f.up}, {"down_proj", &f.down}}) {
+            for (const auto& [name, m] :
+                 {std::pair{"gate_proj", &f.gate}, {"up_proj", &f.up}, {"down_proj", &f.down}}) {
                 const RawTensor& t = lm->checkpoint.require(p + name + ".weight");
                 expect_holds_values(*m, t);
                 checked[t.dtype]++;
@@ -244,9 +259,11 @@ TEST(GgmlTypes, MoeMxfp4ExpertsKeepTheirValues) {
     const ModelWeights& w = int8.model->weights();
     for (size_t i = 0; i < w.layers.size(); ++i)
         for (size_t e = 0; e < w.layers[i].ffn.experts.size(); ++e) {
-            const std::string p = "layers." + std::to_string(i) + ".mlp.experts." + std::to_string(e) + ".";
+            const std::string p =
+                "layers." + std::to_string(i) + ".mlp.experts." + std::to_string(e) + ".";
             const ExpertWeights& x = w.layers[i].ffn.experts[e];
-            for (const auto& [name, m] : {std::pair{"gate_proj", &x.gate}, {"up_proj", &x.up}, {"down_proj", &x.down}}) {
+            for (const auto& [name, m] :
+                 {std::pair{"gate_proj", &x.gate}, {"up_proj", &x.up}, {"down_proj", &x.down}}) {
                 const RawTensor& t = int8.checkpoint.require(p + name + ".weight");
                 ASSERT_EQ(t.dtype, DType::MXFP4) << t.name;
                 EXPECT_EQ(m->type, held) << t.name;

@@ -403,8 +403,9 @@ TEST(FormatsGguf, ModelLevelErrors) {
 
     GgufBuilder iq2 = tiny_model();
     iq2.tensor("blk.0.ffn_down.weight", {256, 1}, 16, std::vector<uint8_t>(66));  // IQ2_XXS
-    EXPECT_NE(error_of([&] { load_checkpoint(write_file("iq2.gguf", iq2.build())); })
-                  .find("unsupported GGUF tensor type IQ2_XXS in blk.0.ffn_down.weight"),
+    EXPECT_NE(error_of([&] {
+                  load_checkpoint(write_file("iq2.gguf", iq2.build()));
+              }).find("unsupported GGUF tensor type IQ2_XXS in blk.0.ffn_down.weight"),
               std::string::npos);
 
     // Metadata that counts one more trunk layer than the tensors hold: the MTP block would be
@@ -909,7 +910,8 @@ void check_quantized(const std::string& model, const std::string& type, std::map
     std::map<std::string, int> counts;
     for (const auto& t : raw.tensors) counts[ggml_type_name(t.ggml_type)]++;
     EXPECT_EQ(counts, expected) << path;
-    test::expect_within_quant_steps(load_checkpoint(path), load_checkpoint(dir + "/model-f32.gguf"));
+    test::expect_within_quant_steps(load_checkpoint(path),
+                                    load_checkpoint(dir + "/model-f32.gguf"));
 }
 
 TEST(FormatsGgufFixtures, QuantizedDense) {

@@ -36,13 +36,19 @@ struct Shape {
 };
 // As kernels_row_groups_test's: partial last groups, odd block counts (3, 5), ragged activation
 // chunks, four-group tiles and long rows. IQ4_XS (256-value super-blocks) takes its own.
-const std::vector<Shape> kShapes = {{37, 96}, {16, 1024}, {5, 32}, {40, 160}, {19, 544}, {61, 96}, {150, 64}, {100, 2144}};
-const std::vector<Shape> kSuperBlockShapes = {{37, 256}, {16, 1024}, {5, 512}, {61, 256}, {150, 768}, {100, 2304}};
+const std::vector<Shape> kShapes = {{37, 96},  {16, 1024}, {5, 32},   {40, 160},
+                                    {19, 544}, {61, 96},   {150, 64}, {100, 2144}};
+const std::vector<Shape> kSuperBlockShapes = {{37, 256}, {16, 1024}, {5, 512},
+                                              {61, 256}, {150, 768}, {100, 2304}};
 size_t block_bytes_of(DType type) {
     return type == DType::IQ4_NL ? 18 : type == DType::MXFP4 ? 17 : type == DType::Q3_K ? 110 : 136;
 }
-int64_t block_values_of(DType type) { return type == DType::IQ4_XS || type == DType::Q3_K ? 256 : 32; }
-const std::vector<Shape>& shapes_for(DType type) { return block_values_of(type) == 256 ? kSuperBlockShapes : kShapes; }
+int64_t block_values_of(DType type) {
+    return type == DType::IQ4_XS || type == DType::Q3_K ? 256 : 32;
+}
+const std::vector<Shape>& shapes_for(DType type) {
+    return block_values_of(type) == 256 ? kSuperBlockShapes : kShapes;
+}
 
 // A GGUF IQ4_NL, MXFP4, IQ4_XS or Q3_K tensor of random blocks: every code bit (and the 6-bit
 // scales) random, the f16 scale d a random normal value (either sign), MXFP4's
@@ -53,7 +59,8 @@ struct RandomTensor {
     RawTensor t;
 };
 RandomTensor random_tensor(DType type, Shape s, uint32_t seed) {
-    const size_t block_bytes = block_bytes_of(type), blocks = size_t(s.rows * s.cols / block_values_of(type));
+    const size_t block_bytes = block_bytes_of(type),
+                 blocks = size_t(s.rows * s.cols / block_values_of(type));
     RandomTensor r;
     r.bytes.resize(blocks * block_bytes);
     std::mt19937 rng(seed);
@@ -81,8 +88,9 @@ RandomTensor random_tensor(DType type, Shape s, uint32_t seed) {
 
 WeightMatrix table_rows(const RawTensor& t) {
     WeightMatrix w;
-    const bool made = t.dtype == DType::Q3_K ? repack_q3_k_as_row_groups(t, t.shape[0], t.shape[1], w)
-                                             : repack_table_codes_as_row_groups(t, t.shape[0], t.shape[1], w);
+    const bool made = t.dtype == DType::Q3_K
+                          ? repack_q3_k_as_row_groups(t, t.shape[0], t.shape[1], w)
+                          : repack_table_codes_as_row_groups(t, t.shape[0], t.shape[1], w);
     if (!made) throw Error("no row groups for " + t.name);
     return w;
 }
@@ -92,7 +100,8 @@ const DType kTypes[] = {DType::IQ4_NL, DType::MXFP4, DType::IQ4_XS, DType::Q3_K}
 TEST(KernelsGgufRows, HoldEveryValueOfTheFile) {
     for (DType type : kTypes)
         for (Shape s : shapes_for(type)) {
-            SCOPED_TRACE(std::string(dtype_name(type)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
+            SCOPED_TRACE(std::string(dtype_name(type)) + " " + std::to_string(s.rows) + "x" +
+                         std::to_string(s.cols));
             const RandomTensor r = random_tensor(type, s, 1);
             const WeightMatrix w = table_rows(r.t);
             EXPECT_EQ(w.type, type == DType::IQ4_NL  ? WType::IQ4_NLR
@@ -101,16 +110,19 @@ TEST(KernelsGgufRows, HoldEveryValueOfTheFile) {
                                                      : WType::IQ4_XSR);
             EXPECT_EQ(w.nbytes(), wtype_matrix_bytes(w.type, s.rows, s.cols));
             const size_t padded_rows = size_t(row_groups(s.rows) * kRowGroupRows);
-            if (type == DType::Q3_K)  // the file's 110 bytes a super-block, its 12 scale bytes as 16; whole pairs
+            if (type == DType::Q3_K)  // the file's 110 bytes a super-block, its 12 scale bytes as
+                                      // 16; whole pairs
                 EXPECT_EQ(w.nbytes(), padded_rows * size_t((s.cols / 256 + 1) / 2 * 2) * 114);
             else  // Q4_0R's bytes; IQ4_XSR's f32 scales 2 bytes more a block and row
-                EXPECT_EQ(w.nbytes(), wtype_matrix_bytes(WType::Q4_0R, s.rows, s.cols) +
-                                          (type == DType::IQ4_XS ? padded_rows * size_t(s.cols / 32) * 2 : 0));
+                EXPECT_EQ(w.nbytes(),
+                          wtype_matrix_bytes(WType::Q4_0R, s.rows, s.cols) +
+                              (type == DType::IQ4_XS ? padded_rows * size_t(s.cols / 32) * 2 : 0));
             std::vector<float> want(size_t(s.cols)), got(size_t(s.cols));
             for (int64_t row = 0; row < s.rows; ++row) {
                 dequantize_rows_to_f32(r.t, row, 1, want.data());
                 weight_row_f32(w, row, got.data());
-                ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "row " << row;
+                ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                    << "row " << row;
             }
         }
 }
@@ -125,7 +137,8 @@ TEST(KernelsGgufRows, OnlyTensorsTheyHoldExactlyBecomeThem) {
     std::memset(r.bytes.data() + 17, 0, 17);  // all zero: fine whatever its scale byte
     r.bytes[17] = 7;
     EXPECT_TRUE(repack_table_codes_as_row_groups(r.t, 16, 64, w));
-    EXPECT_FALSE(repack_table_codes_as_row_groups(r.t, 16, 32, w)) << "a shape the tensor does not have";
+    EXPECT_FALSE(repack_table_codes_as_row_groups(r.t, 16, 32, w))
+        << "a shape the tensor does not have";
     RandomTensor q = random_tensor(DType::IQ4_NL, {16, 64}, 3);
     q.t.dtype = DType::Q4_0;  // the same bytes, another type
     EXPECT_FALSE(repack_table_codes_as_row_groups(q.t, 16, 64, w));
@@ -139,7 +152,8 @@ TEST(KernelsGgufRows, ReferenceEqualsQ8_0RsOnTheSameValues) {
         for (Shape s : shapes_for(type)) {
             const RandomTensor r = random_tensor(type, s, 4);
             const WeightMatrix w = table_rows(r.t);
-            const WeightMatrix q8 = make_weight(r.t, s.rows, s.cols, WType::Q8_0, {nullptr, true, {.q8_0 = true}});
+            const WeightMatrix q8 =
+                make_weight(r.t, s.rows, s.cols, WType::Q8_0, {nullptr, true, {.q8_0 = true}});
             ASSERT_EQ(q8.type, WType::Q8_0R);
             const std::vector<float> x = random_normal(size_t(16 * s.cols), 5);
             const std::vector<float> a = matmul_on(reference_kernels(), w, x, 16, 1);
@@ -155,7 +169,8 @@ TEST(KernelsGgufRows, Q3KReferenceEqualsQ6KRsOnTheSameValues) {
     for (Shape s : kSuperBlockShapes) {
         const RandomTensor r = random_tensor(DType::Q3_K, s, 16);
         std::vector<uint8_t> q6(r.bytes.size() / 110 * 210);
-        for (size_t b = 0; b < r.bytes.size() / 110; ++b) q3_k_block_as_q6_k(r.bytes.data() + b * 110, q6.data() + b * 210);
+        for (size_t b = 0; b < r.bytes.size() / 110; ++b)
+            q3_k_block_as_q6_k(r.bytes.data() + b * 110, q6.data() + b * 210);
         RawTensor t6 = r.t;
         t6.dtype = DType::Q6_K;
         t6.data = q6.data();
@@ -166,7 +181,8 @@ TEST(KernelsGgufRows, Q3KReferenceEqualsQ6KRsOnTheSameValues) {
         const std::vector<float> x = random_normal(size_t(16 * s.cols), 17);
         const std::vector<float> a = matmul_on(reference_kernels(), w3, x, 16, 1);
         const std::vector<float> b = matmul_on(reference_kernels(), w6, x, 16, 1);
-        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << s.rows << "x" << s.cols;
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+            << s.rows << "x" << s.cols;
     }
 }
 
@@ -186,7 +202,8 @@ TEST(KernelsGgufRows, EveryTableEqualsReferenceBitwise) {
         for (Shape s : shapes_for(type)) {
             const WeightMatrix w = table_rows(random_tensor(type, s, 6).t);
             test::expect_every_table_bitwise_for_every_width(w, 7);
-            test::expect_every_table_bitwise_at_prefill_width(w, 8);  // the cursor's passes, codes unpacked once
+            test::expect_every_table_bitwise_at_prefill_width(
+                w, 8);  // the cursor's passes, codes unpacked once
         }
 }
 
@@ -214,21 +231,14 @@ TEST(KernelsGgufRows, ExtremeCodesEqualReference) {
             // Row 3k: every nibble 15 (IQ4_NL's largest code); 3k + 1: every nibble 0 (its
             // smallest; MXFP4's zero); 3k + 2: the indices in turn.
             for (int j = 0; j < nibble_bytes; ++j)
-                qs[j] = row % 3 == 0 ? 0xFF : row % 3 == 1 ? 0x00 : uint8_t(j % 16 | (15 - j % 16) << 4);
+                qs[j] = row % 3 == 0   ? 0xFF
+                        : row % 3 == 1 ? 0x00
+                                       : uint8_t(j % 16 | (15 - j % 16) << 4);
             if (type == DType::MXFP4) block[0] = 127;
-            if (type == DType::IQ4_XS) std::memset(block + 2, 0, 6);  // every sub-block scale 0 - 32: the largest
+            if (type == DType::IQ4_XS)
+                std::memset(block + 2, 0, 6);  // every sub-block scale 0 - 32: the largest
         }
-        std::vector<float> x(size_t(5 * s.cols));
-        for (size_t i = 0; i < x.size(); ++i) {
-            const size_t col = i / size_t(s.cols);
-            x[i] = col == 0 ? 3.0f : col == 1 ? -3.0f : (i / (col + 3)) % 2 ? 3.0f : -3.0f;
-        }
-        const WeightMatrix w = table_rows(r.t);
-        const std::vector<float> want = matmul_on(reference_kernels(), w, x, 5, 1);
-        for (const std::string& isa : available_isas()) {
-            const std::vector<float> got = matmul_on(kernels_for(isa), w, x, 5, 2);
-            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << isa << " " << dtype_name(type);
-        }
+        test::expect_every_table_bitwise_on_extreme_activations(table_rows(r.t), dtype_name(type));
     }
 }
 
@@ -236,11 +246,13 @@ TEST(KernelsGgufRows, RowRangesInsideGroupsEqualReference) {
     for (DType type : kTypes) {
         const Shape s{70, block_values_of(type) == 256 ? 512 : 160};
         const WeightMatrix w = table_rows(random_tensor(type, s, 10).t);
-        test::expect_every_table_on_ranges(w, {1, 2, 3, 4, 5, 8, 9}, {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}}, 11);
+        test::expect_every_table_on_ranges(w, {1, 2, 3, 4, 5, 8, 9},
+                                           {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}}, 11);
 #if NEXTN_X86_KERNELS
         if (test::have_avx512())
-            test::expect_avx512_every_fetch_way_on_ranges(w, {1, 2, 5, 8, 9, 13, 16, test::kPrefillWidth},
-                                                          {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}, 12);
+            test::expect_avx512_every_fetch_way_on_ranges(
+                w, {1, 2, 5, 8, 9, 13, 16, test::kPrefillWidth},
+                {{5, 29}, {0, 70}, {17, 18}, {33, 70}, {48, 64}, {5, 70}}, 12);
 #endif
     }
 }

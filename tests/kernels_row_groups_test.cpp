@@ -167,7 +167,9 @@ TEST(KernelsRowGroups, ReferenceAgreesWithTheChunkedLayoutAndTheExactSum) {
 // every width and thread count: column j of a width-n product is column j of the width-16 one.
 TEST(KernelsRowGroups, EveryTableEqualsReferenceBitwiseForEveryWidth) {
     for (WType type : kRowGroupTypes)
-        for (Shape s : kShapes) test::expect_every_table_bitwise_for_every_width(repack_for_int8_dot(blocks_for(type, s, 5), type), 6);
+        for (Shape s : kShapes)
+            test::expect_every_table_bitwise_for_every_width(
+                repack_for_int8_dot(blocks_for(type, s, 5), type), 6);
 }
 
 // A prefill's width gives the reference's bits on every table too.
@@ -184,26 +186,16 @@ TEST(KernelsRowGroups, EveryTableEqualsReferenceBitwiseAtPrefillWidths) {
 // (the AVX2 kernel adds a Q4_0 block's 8 steps in int16 lanes, 16 * 15 * 127 = 30480 at most).
 TEST(KernelsRowGroups, ExtremeCodesEveryTableEqualsReference) {
     const Shape s{21, 512};
-    std::vector<float> wv(size_t(s.rows * s.cols)), xv(size_t(5 * s.cols));
+    std::vector<float> wv(size_t(s.rows * s.cols));
     for (size_t i = 0; i < wv.size(); ++i) {
         const size_t row = i / size_t(s.cols);
         // Row 3k: each block's first value -1 (Q4_0 code 0, its scale's sign), the rest 1 (code
         // 15); row 3k + 1: every value 1 (code 0); row 3k + 2: signs in runs of 7.
         wv[i] = row % 3 == 0 ? (i % 32 == 0 ? -1.0f : 1.0f) : row % 3 == 1 ? 1.0f : (i / 7) % 2 ? 1.0f : -1.0f;
     }
-    for (size_t i = 0; i < xv.size(); ++i) {
-        const size_t col = i / size_t(s.cols);
-        xv[i] = col == 0 ? 3.0f : col == 1 ? -3.0f : (i / (col + 3)) % 2 ? 3.0f : -3.0f;
-    }
-    for (WType type : kRowGroupTypes) {
-        const WeightMatrix w = make_weight_f32(wv.data(), s.rows, s.cols, type);
-        const std::vector<float> want = matmul_on(reference_kernels(), w, xv, 5, 1);
-        for (const std::string& isa : available_isas()) {
-            const std::vector<float> got = matmul_on(kernels_for(isa), w, xv, 5, 2);
-            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                << isa << " " << wtype_name(type);
-        }
-    }
+    for (WType type : kRowGroupTypes)
+        test::expect_every_table_bitwise_on_extreme_activations(make_weight_f32(wv.data(), s.rows, s.cols, type),
+                                                                wtype_name(type));
 }
 
 // A non-finite activation block gives NaN in that column on every table, and only there.

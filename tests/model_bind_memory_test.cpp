@@ -50,7 +50,8 @@ TEST(BindMemory, LowerBoundHoldsForTheTypesThatGrow) {
         const Checkpoint ck = load_checkpoint(path);
         size_t file_bytes = 0;
         for (const auto& [name, t] : ck.tensors)
-            if (t.shape.size() == 2 && name.find("conv1d") == std::string::npos) file_bytes += t.nbytes;
+            if (t.shape.size() == 2 && name.find("conv1d") == std::string::npos)
+                file_bytes += t.nbytes;
         BindOptions o;  // Native
         o.int8_activations = false;
         EXPECT_GT(bound_matrix_bytes_at_least(ck, o), file_bytes) << f;

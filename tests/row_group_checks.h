@@ -73,9 +73,25 @@ inline void expect_every_table_bitwise_for_every_width(const WeightMatrix& w, ui
             for (int threads : {1, 2}) {
                 const std::vector<float> got = matmul_on(kernels_for(isa), w, x, n, threads);
                 ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                    << isa << " " << wtype_name(w.type) << " " << w.rows << "x" << w.cols << " n=" << n
-                    << " threads=" << threads;
+                    << isa << " " << wtype_name(w.type) << " " << w.rows << "x" << w.cols
+                    << " n=" << n << " threads=" << threads;
             }
+}
+
+// Five columns at the activation codes' extremes (+-127: columns of one sign, then signs in runs
+// that differ by column): every table's matmul of w gives the reference's bits, the integer sums
+// at their largest.
+inline void expect_every_table_bitwise_on_extreme_activations(const WeightMatrix& w, const std::string& what) {
+    std::vector<float> x(size_t(5 * w.cols));
+    for (size_t i = 0; i < x.size(); ++i) {
+        const size_t col = i / size_t(w.cols);
+        x[i] = col == 0 ? 3.0f : col == 1 ? -3.0f : (i / (col + 3)) % 2 ? 3.0f : -3.0f;
+    }
+    const std::vector<float> want = matmul_on(reference_kernels(), w, x, 5, 1);
+    for (const std::string& isa : available_isas()) {
+        const std::vector<float> got = matmul_on(kernels_for(isa), w, x, 5, 2);
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << isa << " " << what;
+    }
 }
 
 // A prefill's width (above the 16 of a verify: the cursor's passes of four columns, only the

@@ -115,7 +115,9 @@ RawTensor raw_from_gguf(const GgufFile& g, const GgufTensorInfo& info) {
     auto dtype = ggml_type_to_dtype(info.ggml_type);
     if (!dtype)
         fail(g.path, ": unsupported GGUF tensor type ", ggml_type_name(info.ggml_type), " in ",
-             info.name, " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4)");
+             info.name,
+             " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, "
+             "Q6_K, IQ4_NL, IQ4_XS, MXFP4)");
     RawTensor t;
     t.name = info.name;
     t.file = g.path;

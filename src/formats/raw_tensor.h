@@ -30,9 +30,9 @@ enum class DType {
     Q6_K,
     Q2_K,
     Q3_K,
-    IQ4_NL,  // 4-bit indices into a fixed table of 16 int8 values, f16 scale per 32
-    IQ4_XS,  // IQ4_NL's table, 6-bit scale per 32 values and f16 scale per 256
-    MXFP4,   // OCP microscaling FP4: e2m1 values, a power-of-two (E8M0) scale per 32
+    IQ4_NL,      // 4-bit indices into a fixed table of 16 int8 values, f16 scale per 32
+    IQ4_XS,      // IQ4_NL's table, 6-bit scale per 32 values and f16 scale per 256
+    MXFP4,       // OCP microscaling FP4: e2m1 values, a power-of-two (E8M0) scale per 32
     MLX_AFFINE,  // MLX affine quantization: packed codes + per-group scales and biases
 };
 

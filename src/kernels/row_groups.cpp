@@ -9,9 +9,9 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
-#include "kernels/int8_dot.h"
 #include "formats/dequant.h"
 #include "formats/ggml_types.h"
+#include "kernels/int8_dot.h"
 #include "kernels/quant.h"
 #include "kernels/quant_k.h"
 
@@ -223,17 +223,17 @@ void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64
     }
 }
 
-bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
-                                      ThreadPool* pool) {
+bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols,
+                                      WeightMatrix& out, ThreadPool* pool) {
     const WType target = t.dtype == DType::IQ4_NL   ? WType::IQ4_NLR
                          : t.dtype == DType::MXFP4  ? WType::MXFP4R
                          : t.dtype == DType::IQ4_XS ? WType::IQ4_XSR
                                                     : WType::Native;
     int64_t block_values = 0;
     size_t block_bytes = 0;
-    if (target == WType::Native || !dtype_block_layout(t.dtype, &block_values, &block_bytes) || rows <= 0 ||
-        !row_group_cols_fit(target, cols) || cols % block_values || rows * cols != t.numel() ||
-        t.nbytes != size_t(rows * cols / block_values) * block_bytes)
+    if (target == WType::Native || !dtype_block_layout(t.dtype, &block_values, &block_bytes) ||
+        rows <= 0 || !row_group_cols_fit(target, cols) || cols % block_values ||
+        rows * cols != t.numel() || t.nbytes != size_t(rows * cols / block_values) * block_bytes)
         return false;
     uint16_t d;
     if (t.dtype == DType::MXFP4)
@@ -252,7 +252,8 @@ bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t 
         return true;
     }
     // Each row as Q4_0 blocks (an f16 scale and 16 bytes of nibbles in IQ4_NL's and MXFP4's
-    // order): IQ4_NL's bytes are such blocks already; MXFP4's take the f16 form of their E8M0 scale.
+    // order): IQ4_NL's bytes are such blocks already; MXFP4's take the f16 form of their E8M0
+    // scale.
     run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
         std::vector<BlockQ4_0> row(size_t(cols / kQuantBlock));  // [cols / 32]
         for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r) {
@@ -266,7 +267,8 @@ bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t 
                     std::memcpy(row[b].qs, block + 1, 16);
                 }
             }
-            row_groups_store_row(target, reinterpret_cast<const uint8_t*>(row.data()), cols, r, base);
+            row_groups_store_row(target, reinterpret_cast<const uint8_t*>(row.data()), cols, r,
+                                 base);
         }
     });
     out = std::move(w);
@@ -281,7 +283,8 @@ bool repack_q6_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, W
     return repack_k_quant(t, WType::Q6_KR, rows, cols, out, pool);
 }
 
-bool repack_q3_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
+bool repack_q3_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                               ThreadPool* pool) {
     return repack_k_quant(t, WType::Q3_KR, rows, cols, out, pool);
 }
 
@@ -302,7 +305,8 @@ struct GroupRow {
         if (type == WType::Q3_KR) {
             const uint8_t* block = group + row_group_codes_at(type, b);
             const int s = e / 4, at = 4 * lane + e % 4;
-            return ((block[(s / 4) * 64 + at] >> (2 * (s % 4))) & 3) + 4 * ((block[128 + at] >> s) & 1) + 28;
+            return ((block[(s / 4) * 64 + at] >> (2 * (s % 4))) & 3) +
+                   4 * ((block[128 + at] >> s) & 1) + 28;
         }
         const uint8_t* block = group + row_group_codes_at(WType::Q6_KR, b);
         return ((block[q6_low_byte(lane, e)] >> q6_low_shift(e)) & 15) |
@@ -320,7 +324,8 @@ struct GroupRow {
             const int s = e < 16 ? e / 4 : 4 + (e - 16) / 4;
             code |= ((group[at + 256 + 4 * lane + e % 4] >> s) & 1) << 4;
         }
-        if (row_group_table_codes(type)) return row_group_code_table(type)[code] - 128;  // the table's value
+        if (row_group_table_codes(type))
+            return row_group_code_table(type)[code] - 128;  // the table's value
         return code - row_group_code_offset(type);
     }
     float half_at(size_t offset) const {
@@ -334,7 +339,8 @@ struct GroupRow {
             std::memcpy(&f, group + row_group_d_at(type, b) + size_t(lane) * 4, 4);
             return f;
         }
-        if (row_group_sub_block_scales(type)) return half_at(size_t(row_group_super_scales_at(type, b)));
+        if (row_group_sub_block_scales(type))
+            return half_at(size_t(row_group_super_scales_at(type, b)));
         if (row_group_affine_k(type))
             return half_at(size_t(row_group_super_scales_at(type, b))) *
                    float(group[row_group_block_scales_at(type, b) + size_t(lane)]);
@@ -358,7 +364,8 @@ void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     const GroupRow g = group_row(w, row);
     for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
         const float d = g.d(b), m = g.m(b);
-        if (row_group_sub_block_scales(w.type)) {  // as block_q6_k (and block_q3_k): (d * sc) * (q - 32)
+        if (row_group_sub_block_scales(
+                w.type)) {  // as block_q6_k (and block_q3_k): (d * sc) * (q - 32)
             for (int e = 0; e < 32; ++e) out[b * 32 + e] = d * float(g.sub_scale(b, e / 16)) * float(g.q6(b, e) - 32);
             continue;
         }
@@ -381,7 +388,8 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
             float acc = 0.0f;
             for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
                 const int8_t* xb = xc + (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
-                if (row_group_sub_block_scales(w.type)) {  // as Q6_KX: the two sub-blocks, each offset by 32
+                if (row_group_sub_block_scales(
+                        w.type)) {  // as Q6_KX: the two sub-blocks, each offset by 32
                     int32_t half_sum[2] = {0, 0};
                     for (int e = 0; e < 32; ++e) half_sum[e / 16] += g.q6(b, e) * int32_t(xb[(e / 4) * 64 + e % 4]);
                     const int32_t xhalf = x.half_sums_of(j)[b], xsum = x.sums_of(j)[b];

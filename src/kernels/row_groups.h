@@ -94,7 +94,11 @@ class ThreadPool;
 // The code bytes of one block of a group: 16 rows x 16 (Q4_0R, Q4_KR), 20 (Q5_KR), 24 (Q6_KR) or
 // 32 (Q8_0R) bytes.
 constexpr int64_t row_group_block_code_bytes(WType t) {
-    return t == WType::Q8_0R ? 512 : t == WType::Q6_KR ? 384 : t == WType::Q5_KR ? 320 : t == WType::Q3_KR ? 192 : 256;
+    return t == WType::Q8_0R   ? 512
+           : t == WType::Q6_KR ? 384
+           : t == WType::Q5_KR ? 320
+           : t == WType::Q3_KR ? 192
+                               : 256;
 }
 // IQ4_NLR and MXFP4R: Q4_0R's bytes, each nibble an index into the type's table of 16 values
 // (GGUF IQ4_NL's int8 table; MXFP4's e2m1 values doubled, ggml's kvalues_mxfp4), held here + 128:
@@ -106,7 +110,8 @@ constexpr bool row_group_table_codes(WType t) {
 // IQ4_XSR: as IQ4_NLR, but each block's 16 scales are f32 (64 bytes, lane r at + 4r), as GGUF
 // IQ4_XS's d * (sc - 32) needs up to 16 significant bits.
 constexpr bool row_group_f32_scales(WType t) { return t == WType::IQ4_XSR; }
-inline constexpr uint8_t kIq4NlTableCodes[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+inline constexpr uint8_t kIq4NlTableCodes[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                                 129, 141, 153, 166, 181, 197, 217, 241};
 inline constexpr uint8_t kMxfp4TableCodes[16] = {128, 129, 130, 131, 132, 134, 136, 140,
                                                  128, 127, 126, 125, 124, 122, 120, 116};
 constexpr const uint8_t* row_group_code_table(WType t) {
@@ -124,7 +129,9 @@ constexpr bool row_group_k_quant(WType t) {
 }
 // Q6_KR and Q3_KR: an int8 scale per 16 values (the block's two sub-blocks summed apart, joined
 // by their scales), an f16 d per super-block, the codes offset by 32 (Q3_KR's made so).
-constexpr bool row_group_sub_block_scales(WType t) { return t == WType::Q6_KR || t == WType::Q3_KR; }
+constexpr bool row_group_sub_block_scales(WType t) {
+    return t == WType::Q6_KR || t == WType::Q3_KR;
+}
 // Q4_KR and Q5_KR: a code offset per block and row (their mins), and Q4_KR's scales.
 constexpr bool row_group_affine_k(WType t) { return t == WType::Q4_KR || t == WType::Q5_KR; }
 // Q4_KR and Q6_KR: a super-block's scale bytes in a group (Q4_KR: d, dmin, 8 x (sc, mn); Q6_KR: d,
@@ -135,14 +142,14 @@ inline constexpr int64_t kQ6KGroupScaleBytes = 288;
 // header's layout): a pair of blocks (Q4_0R, Q8_0R), a super-block (Q4_KR, Q5_KR) or two (Q6_KR,
 // whose 288 scale bytes would leave one super-block's codes off 64-byte alignment).
 constexpr int64_t row_group_span_blocks(WType t) {
-    return row_group_paired(t) ? 2
+    return row_group_paired(t)             ? 2
            : row_group_sub_block_scales(t) ? 2 * kKQuantValues / 32
-                               : kKQuantValues / 32;
+                                           : kKQuantValues / 32;
 }
 constexpr int64_t row_group_span_scale_bytes(WType t) {
-    return row_group_paired(t) ? (row_group_f32_scales(t) ? 128 : 64)
+    return row_group_paired(t)             ? (row_group_f32_scales(t) ? 128 : 64)
            : row_group_sub_block_scales(t) ? 2 * kQ6KGroupScaleBytes
-                               : kQ4KGroupScaleBytes;
+                                           : kQ4KGroupScaleBytes;
 }
 constexpr int64_t row_group_span_bytes(WType t) {
     return row_group_span_blocks(t) * row_group_block_code_bytes(t) + row_group_span_scale_bytes(t);
@@ -216,8 +223,8 @@ WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std:
 // values), its rows stored on `pool` when given; false (out untouched) when t is none of them or
 // does not fit: cols % 32 (IQ4_XS: % 256), or an MXFP4 block whose scale 2^(e - 128) is no f16 (e
 // outside 104..143) with a nonzero value.
-bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
-                                      ThreadPool* pool = nullptr);
+bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols,
+                                      WeightMatrix& out, ThreadPool* pool = nullptr);
 // A GGUF Q3_K tensor [rows, cols] as Q3_KR, or false (out untouched) when it does not fit.
 bool repack_q3_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
                                ThreadPool* pool = nullptr);

@@ -74,12 +74,13 @@ enum class WType {
     Native,
 };
 
-// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR / Q3_KR / IQ4_NLR / MXFP4R / IQ4_XSR: rows stored in groups of kRowGroupRows
-// (kernels/row_groups.h has the layout).
+// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR / Q3_KR / IQ4_NLR / MXFP4R / IQ4_XSR: rows stored in groups
+// of kRowGroupRows (kernels/row_groups.h has the layout).
 inline constexpr int64_t kRowGroupRows = 16;
 constexpr bool is_row_group_type(WType t) {
-    return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR || t == WType::Q5_KR ||
-           t == WType::IQ4_NLR || t == WType::MXFP4R || t == WType::IQ4_XSR || t == WType::Q3_KR;
+    return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR ||
+           t == WType::Q5_KR || t == WType::IQ4_NLR || t == WType::MXFP4R || t == WType::IQ4_XSR ||
+           t == WType::Q3_KR;
 }
 
 const char* wtype_name(WType t);

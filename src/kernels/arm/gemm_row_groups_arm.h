@@ -1,7 +1,7 @@
 #pragma once
-// The int8-dot matmul for the 16-row-group types (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, IQ4_NLR, MXFP4R:
-// kernels/row_groups.h) on NEON: ref::gemm_row_groups' arithmetic with one row per int32 lane.
-// Included (through gemm_i8_arm.h) by one translation unit per dot product.
+// The int8-dot matmul for the 16-row-group types (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, IQ4_NLR,
+// MXFP4R: kernels/row_groups.h) on NEON: ref::gemm_row_groups' arithmetic with one row per int32
+// lane. Included (through gemm_i8_arm.h) by one translation unit per dot product.
 //
 // A block's code vector is 64 bytes, 16 rows x 4 codes: four 16-byte vectors of 4 rows each. The
 // dot product adds, in lane k of vector q, row 4q + k's 4 codes times the step's 4 activation
@@ -96,7 +96,8 @@ inline void group_step(const uint8_t* codes, int s, int8x16_t w[4]) {
                     vorrq_u8(code, vshlq_n_u8(vandq_u8(shift_right(fifth, s), vdupq_n_u8(1)), 4));
             }
             if constexpr (row_group_table_codes(T))  // the table's code, its top bit flipped back:
-                code = veorq_u8(vqtbl1q_u8(vld1q_u8(row_group_code_table(T)), code), vdupq_n_u8(0x80));
+                code =
+                    veorq_u8(vqtbl1q_u8(vld1q_u8(row_group_code_table(T)), code), vdupq_n_u8(0x80));
         }
         w[q] = vreinterpretq_s8_u8(code);
     }
@@ -152,7 +153,9 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
         float32x4_t dw[4], dm[4];
         int32x4_t sc_a[4], sc_b[4];  // Q6_KR: the block's first and last 16 values' scales
         if constexpr (row_group_f32_scales(T)) {  // IQ4_XSR
-            for (int q = 0; q < 4; ++q) dw[q] = vld1q_f32(reinterpret_cast<const float*>(group + row_group_d_at(T, b)) + 4 * q);
+            for (int q = 0; q < 4; ++q)
+                dw[q] =
+                    vld1q_f32(reinterpret_cast<const float*>(group + row_group_d_at(T, b)) + 4 * q);
         } else if constexpr (row_group_paired(T)) {  // Q4_0R, Q8_0R and the table types
             load_f16_lanes(group + row_group_d_at(T, b), dw);
         } else if constexpr (row_group_sub_block_scales(T)) {  // Q6_KR, Q3_KR

@@ -132,7 +132,8 @@ template <WType T>
     low = _mm256_and_si256(v, low_nibbles);
     high = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibbles);
     if constexpr (row_group_table_codes(T)) {  // IQ4_NLR, MXFP4R: each nibble indexes the table
-        const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row_group_code_table(T))));
+        const __m256i table = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(row_group_code_table(T))));
         low = _mm256_shuffle_epi8(table, low);
         high = _mm256_shuffle_epi8(table, high);
     }
@@ -147,8 +148,11 @@ template <WType T>
 // Q3_KR block's as its 3-bit codes + 28 (Q6_KR's offset then serves both).
 template <WType T>
 [[gnu::always_inline]] inline __m256i six_bit_step_256(const uint8_t* codes, int s) {
-    auto load = [&](int64_t at) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at)); };
-    if constexpr (T == WType::Q3_KR) return q3_step_codes<avx2::Isa>(load((s / 4) * 64), load(128), s);
+    auto load = [&](int64_t at) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at));
+    };
+    if constexpr (T == WType::Q3_KR)
+        return q3_step_codes<avx2::Isa>(load((s / 4) * 64), load(128), s);
     return q6_step_codes<avx2::Isa>(load((s / 2) * 64), load(256 + (s / 4) * 64), s);
 }
 
@@ -259,7 +263,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
     constexpr bool kInt16Sums = Dot::kWidensLate && !kEight && !kSixBit && !kTable;
     // The sums start at -offset * xsum (the codes are stored offset), plus what the policy's
     // product leaves out: 8-bit codes it multiplies as w - 128 need 128 * xsum more.
-    constexpr int32_t kStartFactor = (kEight || kTable) && Dot::kSignedEightBit ? 0 : -row_group_code_offset(T);
+    constexpr int32_t kStartFactor =
+        (kEight || kTable) && Dot::kSignedEightBit ? 0 : -row_group_code_offset(T);
     __m256 acc[H][C];
 #pragma GCC unroll 2
     for (int i = 0; i < H; ++i)
@@ -330,8 +335,10 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                         w1[i] = Dot::template prepare<false>(
                             _mm256_load_si256(reinterpret_cast<const __m256i*>(made + 64)));
                     } else {
-                        w0[i] = Dot::template prepare<false>(six_bit_step_256<T>(codes + 32 * i, s));
-                        w1[i] = Dot::template prepare<false>(six_bit_step_256<T>(codes + 32 * i, s + 1));
+                        w0[i] =
+                            Dot::template prepare<false>(six_bit_step_256<T>(codes + 32 * i, s));
+                        w1[i] = Dot::template prepare<false>(
+                            six_bit_step_256<T>(codes + 32 * i, s + 1));
                     }
                     if constexpr (kScaledSixBit) {
                         const uint8_t* sc = q6_scales_of(H == 1 ? h : i);
@@ -461,7 +468,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                     const AffineScales256 a = affine_k_scales_256<T>(group, b, half);
                     dw = a.dw, dm = a.dm;
                 } else if constexpr (row_group_f32_scales(T)) {  // IQ4_XSR
-                    dw = _mm256_loadu_ps(reinterpret_cast<const float*>(group + row_group_d_at(T, b)) + 8 * half);
+                    dw = _mm256_loadu_ps(
+                        reinterpret_cast<const float*>(group + row_group_d_at(T, b)) + 8 * half);
                 } else {
                     dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
                         group + row_group_d_at(T, b) + 16 * half)));
@@ -606,7 +614,8 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
     }
 }
 
-// The row-group product for w's type (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, IQ4_NLR, MXFP4R or IQ4_XSR).
+// The row-group product for w's type (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, IQ4_NLR, MXFP4R or
+// IQ4_XSR).
 template <class Dot>
 void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                          int64_t r1) {

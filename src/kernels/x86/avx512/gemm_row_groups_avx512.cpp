@@ -187,16 +187,17 @@ constexpr int64_t ceil_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 // A block's scale bytes in one group: 16 f16 d, or Q4_KR's 40 and Q6_KR's 36 (a super-block's
 // over its 8 blocks).
 template <WType T>
-constexpr int64_t kBlockScaleBytes = row_group_affine_k(T)   ? kQ4KGroupScaleBytes / 8
+constexpr int64_t kBlockScaleBytes = row_group_affine_k(T)           ? kQ4KGroupScaleBytes / 8
                                      : row_group_sub_block_scales(T) ? kQ6KGroupScaleBytes / 8
-                                     : row_group_f32_scales(T) ? 64
-                                                               : 32;
+                                     : row_group_f32_scales(T)       ? 64
+                                                                     : 32;
 // A block's codes and scales in one group.
 template <WType T>
 constexpr int64_t kBlockBytes = row_group_block_code_bytes(T) + kBlockScaleBytes<T>;
 // Q4_0R, Q4_KR and Q5_KR: 4-bit codes, two nibbles a byte (Q5_KR: and a plane of fifth bits).
 template <WType T>
-constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR || T == WType::Q5_KR || row_group_table_codes(T);
+constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR || T == WType::Q5_KR ||
+                          row_group_table_codes(T);
 
 // Group-stream tiles take four groups instead of two at the narrowest widths, three up to 8
 // columns. Four streams of codes in flight instead of two keep more of the memory busy (the read
@@ -287,10 +288,13 @@ template <int Imm>
 template <WType T, bool Gfni>
 [[gnu::always_inline]] inline __m512i q6_k_step(const uint8_t* codes, int s) {
     if constexpr (T == WType::Q3_KR) {
-        const __m512i two_bits = _mm512_load_si512(codes + (s / 4) * 64), high = _mm512_load_si512(codes + 128);
+        const __m512i two_bits = _mm512_load_si512(codes + (s / 4) * 64),
+                      high = _mm512_load_si512(codes + 128);
         if constexpr (Gfni) {
-            const __m512i low = gfni_affine<0>(two_bits, _mm512_set1_epi64(gfni_bit_matrix(2 * (s % 4), 0, 2)));
-            const __m512i top = gfni_affine<0x1C>(high, _mm512_set1_epi64(gfni_bit_matrix(s, 2, 4, true)));
+            const __m512i low =
+                gfni_affine<0>(two_bits, _mm512_set1_epi64(gfni_bit_matrix(2 * (s % 4), 0, 2)));
+            const __m512i top =
+                gfni_affine<0x1C>(high, _mm512_set1_epi64(gfni_bit_matrix(s, 2, 4, true)));
             return _mm512_or_si512(low, top);
         }
         return x86::q3_step_codes<Isa>(two_bits, high, s);
@@ -327,7 +331,8 @@ template <WType T, bool Gfni, int RG, int C, bool kUnpacked>
             if constexpr (kUnpacked) {
                 code[g] = _mm512_load_si512(unpacked + ((g * L.blocks + b) * kI8Steps + s) * 64);
             } else {
-                code[g] = q6_k_step<T, Gfni>(group + g * L.group_bytes + row_group_codes_at(T, b), s);
+                code[g] =
+                    q6_k_step<T, Gfni>(group + g * L.group_bytes + row_group_codes_at(T, b), s);
             }
         }
 #pragma GCC unroll 8
@@ -341,8 +346,7 @@ template <WType T, bool Gfni, int RG, int C, bool kUnpacked>
     }
 #pragma GCC unroll 4
     for (int g = 0; g < RG; ++g) {
-        const uint8_t* super =
-            group + g * L.group_bytes + row_group_super_scales_at(T, b);
+        const uint8_t* super = group + g * L.group_bytes + row_group_super_scales_at(T, b);
         const uint8_t* sc = group + g * L.group_bytes + row_group_block_scales_at(T, b);
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super)));
         const __m512 sca = _mm512_cvtepi32_ps(
@@ -367,7 +371,8 @@ template <WType T, bool Gfni>
     lo = _mm512_and_si512(v, low_mask);
     hi = high_nibbles<Gfni>(v, low_mask, shift_matrix);
     if constexpr (row_group_table_codes(T)) {  // IQ4_NLR, MXFP4R: each nibble indexes the table
-        const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row_group_code_table(T))));
+        const __m512i table = _mm512_broadcast_i32x4(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(row_group_code_table(T))));
         lo = _mm512_shuffle_epi8(table, lo);
         hi = _mm512_shuffle_epi8(table, hi);
     }
@@ -492,7 +497,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                         for (int64_t line = 0; line < row_group_span_scale_bytes(T); line += 64) {
                             if (ahead + kCodeBytes + line < stop)
                                 _mm_prefetch(ahead + kCodeBytes + line, _MM_HINT_T0);
-                            if (far + kCodeBytes + line < stop) _mm_prefetch(far + kCodeBytes + line, _MM_HINT_T1);
+                            if (far + kCodeBytes + line < stop)
+                                _mm_prefetch(far + kCodeBytes + line, _MM_HINT_T1);
                         }
                     }
                 } else {
@@ -519,7 +525,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             for (; fetch < until && fetch < stop; fetch += 64) _mm_prefetch(fetch, _MM_HINT_T0);
         }
         if constexpr (row_group_sub_block_scales(T)) {
-            q6_k_block<T, Gfni, RG, C, kUnpacked>(L, group, b, xc, xstart, xstart_second, xd, unpacked, acc);
+            q6_k_block<T, Gfni, RG, C, kUnpacked>(L, group, b, xc, xstart, xstart_second, xd,
+                                                  unpacked, acc);
         } else {
             // The sums start at the codes' offset correction, -offset * (the block's activation code
             // sum). A block's 8 dot products per (group, column) form kChains independent chains
@@ -630,7 +637,8 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
                     if constexpr (row_group_f32_scales(T))
                         dw = _mm512_load_ps(reinterpret_cast<const float*>(d));
                     else
-                        dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d)));
+                        dw =
+                            _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d)));
 #pragma GCC unroll 8
                     for (int c = 0; c < C; ++c)
                         acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(isum, g, c)),
@@ -704,7 +712,8 @@ void unpack_q6_k_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n
             const uint8_t* codes = group + g * L.group_bytes + row_group_codes_at(T, b);
             uint8_t* to = out + (g * L.blocks + b) * kI8Steps * 64;
 #pragma GCC unroll 8
-            for (int s = 0; s < kI8Steps; ++s) _mm512_store_si512(to + s * 64, q6_k_step<T, Gfni>(codes, s));
+            for (int s = 0; s < kI8Steps; ++s)
+                _mm512_store_si512(to + s * 64, q6_k_step<T, Gfni>(codes, s));
         }
 }
 
@@ -857,17 +866,21 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
     else if (w.type == WType::Q6_KR)
         gemm<WType::Q6_KR, false>(w, x, y, ldy, r0, r1, fetch);  // its own nibble unpacking
     else if (w.type == WType::Q3_KR)
-        gfni ? gemm<WType::Q3_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q3_KR, false>(w, x, y, ldy, r0, r1, fetch);
+        gfni ? gemm<WType::Q3_KR, true>(w, x, y, ldy, r0, r1, fetch)
+             : gemm<WType::Q3_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::Q4_KR)
         gfni ? gemm<WType::Q4_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q4_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::Q5_KR)
         gfni ? gemm<WType::Q5_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q5_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::IQ4_NLR)
-        gfni ? gemm<WType::IQ4_NLR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::IQ4_NLR, false>(w, x, y, ldy, r0, r1, fetch);
+        gfni ? gemm<WType::IQ4_NLR, true>(w, x, y, ldy, r0, r1, fetch)
+             : gemm<WType::IQ4_NLR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::MXFP4R)
-        gfni ? gemm<WType::MXFP4R, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::MXFP4R, false>(w, x, y, ldy, r0, r1, fetch);
+        gfni ? gemm<WType::MXFP4R, true>(w, x, y, ldy, r0, r1, fetch)
+             : gemm<WType::MXFP4R, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::IQ4_XSR)
-        gfni ? gemm<WType::IQ4_XSR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::IQ4_XSR, false>(w, x, y, ldy, r0, r1, fetch);
+        gfni ? gemm<WType::IQ4_XSR, true>(w, x, y, ldy, r0, r1, fetch)
+             : gemm<WType::IQ4_XSR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (gfni)
         gemm<WType::Q4_0R, true>(w, x, y, ldy, r0, r1, fetch);
     else
