@@ -109,9 +109,8 @@ private:
             return w;
         // GGUF Q3_K (most matrices of a Q3_K_M file) is Q3_KR above (3.5625 bits a value, the
         // file's 3.4375 with its scales as bytes) where the table reads the K-quants in row
-        // groups; with them chunked
-        // (NEXTN_Q6_K_LAYOUT=chunked) it goes as the Q6_K tensor with the same values
-        // (q3_k_block_as_q6_k): Q6_KX, 7 bits a value.
+        // groups; with them chunked (NEXTN_Q6_K_LAYOUT=chunked) it goes as the Q6_K tensor with
+        // the same values (q3_k_block_as_q6_k): Q6_KX, 7 bits a value.
         if (int8_native && t.dtype == DType::Q3_K && cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 110) {
             std::vector<uint8_t> q6_k(size_t(rows * cols / 256) * 210);  // the tensor's Q6_K blocks
             for (size_t b = 0; b < q6_k.size() / 210; ++b) q3_k_block_as_q6_k(t.data + b * 110, q6_k.data() + b * 210);
@@ -280,8 +279,8 @@ namespace {
 
 // The bytes Binder::convert holds a [rows, cols] tensor kept in its own type in, at least: the
 // file's, but for the types that grow on the way. With the int8 kernels GGUF Q3_K becomes Q3_KR
-// (or Q6_K's codes), IQ4_XS IQ4_XSR (f32 scales) and Q2_K Q8_0; without them the K-quants, Q5_1, Q2_K, Q3_K and
-// IQ4_XS widen to f32 and IQ4_NL and MXFP4 become Q8_0.
+// (or Q6_K's codes), IQ4_XS IQ4_XSR (f32 scales) and Q2_K Q8_0; without them the K-quants,
+// Q5_1, Q2_K, Q3_K and IQ4_XS widen to f32 and IQ4_NL and MXFP4 become Q8_0.
 size_t native_bytes_at_least(const RawTensor& t, int64_t rows, int64_t cols, bool int8) {
     const size_t f32_bytes = size_t(rows * cols) * 4;
     switch (t.dtype) {
