@@ -186,8 +186,26 @@ TEST(KernelsGgufRows, Q3KReferenceEqualsQ6KRsOnTheSameValues) {
     }
 }
 
+// With the K-quants chunked (NEXTN_Q6_K_LAYOUT=chunked) Q3_K is held as the Q6_K tensor with its
+// values, chunked (Q6_KX): the same values as the file's.
+TEST(KernelsGgufRows, Q3KChunkedAsQ6KHoldsEveryValue) {
+    for (Shape s : kSuperBlockShapes) {
+        const RandomTensor r = random_tensor(DType::Q3_K, s, 18);
+        WeightMatrix w;
+        ASSERT_TRUE(repack_k_quant_tensor(r.t, s.rows, s.cols, WType::Q6_KX, w));
+        EXPECT_EQ(w.type, WType::Q6_KX);
+        std::vector<float> want(size_t(s.cols)), got(size_t(s.cols));
+        for (int64_t row = 0; row < s.rows; ++row) {
+            dequantize_rows_to_f32(r.t, row, 1, want.data());
+            weight_row_f32(w, row, got.data());
+            ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << s.rows << "x" << s.cols << " row " << row;
+        }
+    }
+}
+
 // IQ4_XS's scales are no f16, so it has no Q8_0 form: its reference is held to the exact sum of
-// its values times the activations' (within the rounding of a product and an fma a block).
+// its values times the activations' (within the rounding of a product and an fma a block). It has
+// no second form to compare with, so the helper's comparison with another layout is with itself.
 TEST(KernelsGgufRows, Iq4XsReferenceNearTheExactSum) {
     for (Shape s : kSuperBlockShapes) {
         SCOPED_TRACE(std::to_string(s.rows) + "x" + std::to_string(s.cols));

@@ -590,11 +590,21 @@ const uint8_t* iq4_xs_sub_block(const uint8_t* block, int s, float* scale) {
     return block + 8 + 16 * s;
 }
 
+namespace {
+
+// The f16 bits of MXFP4's half scale 2^(e - 128), e = kMxfp4SmallestQ8_0Exponent..
+// kMxfp4LargestQ8_0Exponent (2^-24, the smallest subnormal, .. 2^15).
+uint16_t mxfp4_half_scale_f16(int e) {
+    const int k = e - 128;
+    return uint16_t(k >= -14 ? (k + 15) << 10 : 1 << (k + 24));
+}
+
+}  // namespace
+
 bool mxfp4_f16_scale(const uint8_t* block, uint16_t* d) {
     const int e = block[0];
     if (e >= kMxfp4SmallestQ8_0Exponent && e <= kMxfp4LargestQ8_0Exponent) {
-        const int k = e - 128;                                     // -24..15
-        *d = uint16_t(k >= -14 ? (k + 15) << 10 : 1 << (k + 24));  // f16 bits of 2^k
+        *d = mxfp4_half_scale_f16(e);
         return true;
     }
     for (int j = 0; j < 16; ++j)  // codes 0 and 8 are +0 and -0
@@ -628,10 +638,7 @@ void q8_0_block_form(DType type, const uint8_t* block, int8_t* codes, uint16_t* 
             // smallest f16, with each value rounded to a multiple of it (off by 2^-25 at most).
             const int e = block[0];
             const int shift = std::max(0, kMxfp4SmallestQ8_0Exponent - e);
-            uint8_t clamped[17];
-            std::memcpy(clamped, block, 17);
-            clamped[0] = uint8_t(std::max(e, kMxfp4SmallestQ8_0Exponent));
-            mxfp4_f16_scale(clamped, d);
+            *d = mxfp4_half_scale_f16(std::max(e, kMxfp4SmallestQ8_0Exponent));
             for (int j = 0; j < 32; ++j) {
                 const int v = kFp4Doubled[j < 16 ? block[1 + j] & 0x0F : block[1 + j - 16] >> 4];
                 codes[j] = int8_t(std::nearbyint(std::ldexp(float(v), -shift)));

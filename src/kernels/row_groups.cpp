@@ -242,22 +242,18 @@ bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t 
     WeightMatrix w = allocate_row_groups(target, rows, cols, t.name);
     auto* base = const_cast<uint8_t*>(w.data);
     const size_t row_blocks = size_t(cols / block_values) * block_bytes;
-    // Whole groups per task, so each group's lines are written by one thread.
-    if (target == WType::IQ4_XSR) {
-        run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
-            for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r)
-                store_iq4_xs_row(t.data + size_t(r) * row_blocks, cols, r, base);
-        });
-        out = std::move(w);
-        return true;
-    }
-    // Each row as Q4_0 blocks (an f16 scale and 16 bytes of nibbles in IQ4_NL's and MXFP4's
-    // order): IQ4_NL's bytes are such blocks already; MXFP4's take the f16 form of their E8M0
-    // scale.
+    // Whole groups per task, so each group's lines are written by one thread. IQ4_XS rows go
+    // straight in (store_iq4_xs_row); the others as Q4_0 blocks (an f16 scale and 16 bytes of
+    // nibbles in IQ4_NL's and MXFP4's order): IQ4_NL's bytes are such blocks already; MXFP4's
+    // take the f16 form of their E8M0 scale.
     run_on(pool, row_groups(rows), [&](int64_t g0, int64_t g1) {
-        std::vector<BlockQ4_0> row(size_t(cols / kQuantBlock));  // [cols / 32]
+        std::vector<BlockQ4_0> row(target == WType::IQ4_XSR ? 0 : size_t(cols / kQuantBlock));  // [cols / 32]
         for (int64_t r = g0 * kRowGroupRows; r < std::min(rows, g1 * kRowGroupRows); ++r) {
             const uint8_t* src = t.data + size_t(r) * row_blocks;
+            if (target == WType::IQ4_XSR) {
+                store_iq4_xs_row(src, cols, r, base);
+                continue;
+            }
             for (size_t b = 0; b < row.size(); ++b) {
                 const uint8_t* block = src + b * block_bytes;
                 if (t.dtype == DType::IQ4_NL) {

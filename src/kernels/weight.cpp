@@ -351,14 +351,27 @@ WType k_quant_storage_type(DType d, RowGroupLayouts groups) {
         case DType::Q4_K: return groups.q4_k ? WType::Q4_KR : WType::Q4_1FX;
         case DType::Q5_K: return groups.q5_k ? WType::Q5_KR : WType::Q8_1FX;
         case DType::Q6_K: return groups.q6_k ? WType::Q6_KR : WType::Q6_KX;
-        // Q3_K has no chunked form: there the model holds it as the Q6_K matrix with its values.
-        case DType::Q3_K: return groups.q6_k ? WType::Q3_KR : WType::F32;
+        // Q3_K has no chunked form of its own: chunked, it is the Q6_K matrix with its values.
+        case DType::Q3_K: return groups.q6_k ? WType::Q3_KR : WType::Q6_KX;
         default: return WType::F32;
     }
 }
 
 bool repack_k_quant_tensor(const RawTensor& t, int64_t rows, int64_t cols, WType target, WeightMatrix& out,
                            ThreadPool* pool) {
+    if (t.dtype == DType::Q3_K && target == WType::Q6_KX) {
+        // Q3_K as the Q6_K tensor with the same values (q3_k_block_as_q6_k), then repacked as one.
+        if (cols % kKQuantValues || rows * cols != t.numel() || t.nbytes != size_t(rows * cols / kKQuantValues) * kQ3KBlockBytes)
+            return false;
+        std::vector<uint8_t> q6_k(size_t(rows * cols / kKQuantValues) * kQ6KBlockBytes);  // the tensor's Q6_K blocks
+        for (size_t b = 0; b < q6_k.size() / kQ6KBlockBytes; ++b)
+            q3_k_block_as_q6_k(t.data + b * kQ3KBlockBytes, q6_k.data() + b * kQ6KBlockBytes);
+        RawTensor as_q6_k = t;
+        as_q6_k.dtype = DType::Q6_K;
+        as_q6_k.data = q6_k.data();
+        as_q6_k.nbytes = q6_k.size();
+        return repack_q6_k_for_int8_dot(as_q6_k, rows, cols, out, pool);
+    }
     if (t.dtype != k_quant_dtype(target)) return false;
     switch (target) {
         case WType::Q4_KR: return repack_q4_k_as_row_groups(t, rows, cols, out, pool);

@@ -176,12 +176,12 @@ WType stored_weight_type(WType type, int64_t cols);
 // kernels/quant_k.h, the whole matrix at once, then repacks them as a checkpoint's); F32 for any
 // other type.
 DType k_quant_dtype(WType t);
-// The type the int8 kernels hold a GGUF K-quant tensor (Q4_K, Q5_K, Q6_K) in: its 16-row groups
-// where `groups` says the table reads them (Q4_KR, Q5_KR, Q6_KR), else chunked (Q4_1FX, Q8_1FX,
-// Q6_KX); F32 for any other dtype.
+// The type the int8 kernels hold a GGUF K-quant tensor (Q3_K, Q4_K, Q5_K, Q6_K) in: its 16-row
+// groups where `groups` says the table reads them (Q3_KR, Q4_KR, Q5_KR, Q6_KR), else chunked
+// (Q6_KX for Q3_K too, Q4_1FX, Q8_1FX, Q6_KX); F32 for any other dtype.
 WType k_quant_storage_type(DType d, RowGroupLayouts groups);
-// A GGUF K-quant tensor [rows, cols] as `target`, a type k_quant_dtype maps to t.dtype, its rows
-// repacked on `pool` when given. False (out untouched) when t is no such tensor of rows * cols
+// A GGUF K-quant tensor [rows, cols] as `target`, a type k_quant_dtype maps to t.dtype (or Q6_KX
+// for a Q3_K tensor: the Q6_K tensor with its values), its rows repacked on `pool` when given. False (out untouched) when t is no such tensor of rows * cols
 // values in whole super-blocks.
 bool repack_k_quant_tensor(const RawTensor& t, int64_t rows, int64_t cols, WType target, WeightMatrix& out,
                            ThreadPool* pool = nullptr);

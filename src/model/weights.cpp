@@ -104,23 +104,11 @@ private:
         // some attention V and FFN down ones, Q5_K for the Gated DeltaNet's QKV) keep their codes:
         // in 16-row groups with the file's scales where the table's kernel reads them (Q4_KR,
         // Q5_KR, Q6_KR: 4.625, 5.625, 6.5625 bits a value), else chunked (Q4_1FX, Q8_1FX, Q6_KX).
+        // So does Q3_K (a Q3_K_M file's most matrices): Q3_KR, 3.5625 bits (the file's 3.4375
+        // with its scales as bytes), or chunked as the Q6_K tensor with its values (Q6_KX).
         const WType k_quant = k_quant_storage_type(t.dtype, kernels().row_groups);
         if (int8_native && k_quant != WType::F32 && repack_k_quant_tensor(t, rows, cols, k_quant, w, options_.pool))
             return w;
-        // GGUF Q3_K (most matrices of a Q3_K_M file) is Q3_KR above (3.5625 bits a value, the
-        // file's 3.4375 with its scales as bytes) where the table reads the K-quants in row
-        // groups; with them chunked (NEXTN_Q6_K_LAYOUT=chunked) it goes as the Q6_K tensor with
-        // the same values (q3_k_block_as_q6_k): Q6_KX, 7 bits a value.
-        if (int8_native && t.dtype == DType::Q3_K && cols % 256 == 0 && t.nbytes == size_t(rows * cols / 256) * 110) {
-            std::vector<uint8_t> q6_k(size_t(rows * cols / 256) * 210);  // the tensor's Q6_K blocks
-            for (size_t b = 0; b < q6_k.size() / 210; ++b) q3_k_block_as_q6_k(t.data + b * 110, q6_k.data() + b * 210);
-            RawTensor as_q6_k = t;
-            as_q6_k.dtype = DType::Q6_K;
-            as_q6_k.data = q6_k.data();
-            as_q6_k.nbytes = q6_k.size();
-            const WType q6_type = k_quant_storage_type(DType::Q6_K, kernels().row_groups);
-            if (repack_k_quant_tensor(as_q6_k, rows, cols, q6_type, w, options_.pool)) return w;
-        }
         // GGUF IQ4_NL, IQ4_XS and MXFP4 keep their 4-bit codes for the int8 kernels, which look
         // them up in their tables (IQ4_NLR, MXFP4R: 4.5 bits a value; IQ4_XSR 4.75); with f32
         // activations, and for an MXFP4 tensor with a scale no f16 holds, IQ4_NL and MXFP4 are
@@ -284,10 +272,8 @@ namespace {
 size_t native_bytes_at_least(const RawTensor& t, int64_t rows, int64_t cols, bool int8) {
     const size_t f32_bytes = size_t(rows * cols) * 4;
     switch (t.dtype) {
-        case DType::Q3_K: {  // Q3_KR, else (chunked K-quants) the Q6_K matrix of its values
-            const WType q3 = k_quant_storage_type(DType::Q3_K, kernels().row_groups);
-            return !int8 ? f32_bytes : wtype_matrix_bytes(q3 != WType::F32 ? q3 : WType::Q6_KX, rows, cols);
-        }
+        case DType::Q3_K:  // Q3_KR, or chunked the Q6_K matrix of its values
+            return int8 ? wtype_matrix_bytes(k_quant_storage_type(DType::Q3_K, kernels().row_groups), rows, cols) : f32_bytes;
         case DType::IQ4_XS: return int8 ? wtype_matrix_bytes(WType::IQ4_XSR, rows, cols) : f32_bytes;
         case DType::Q2_K: return int8 ? wtype_matrix_bytes(kernel_storage_type(WType::Q8_0, true), rows, cols) : f32_bytes;
         case DType::Q4_K:

@@ -269,22 +269,7 @@ template <int K, int RG, int C>
 // byte's bits moved where they go, the high bit spread over bits 2..5 and flipped by 0x1C in
 // bits 2..4: code3 + 28 is low | (high ? 0x20 : 0x1C)) and an or, where shifts and masks take six
 // operations on the dot products' ports.
-// The vgf2p8affineqb bit matrix that moves input bit `from` + k to output bit `to` + k (k < n),
-// or with `spread` input bit `from` to output bits `to` .. `to` + n - 1 (output bit i is the
-// parity of the input bits that byte 7 - i of the matrix selects).
-constexpr long long gfni_bit_matrix(int from, int to, int n, bool spread = false) {
-    unsigned long long a = 0;
-    for (int k = 0; k < n; ++k) a |= (1ull << (spread ? from : from + k)) << (8 * (7 - (to + k)));
-    return static_cast<long long>(a);
-}
-// vgf2p8affineqb of v's bytes by `matrix`, then xor Imm; asm, as high_nibbles (isa_avx512.h), so
-// that the unit needs no -mgfni.
-template <int Imm>
-[[gnu::always_inline]] inline __m512i gfni_affine(__m512i v, __m512i matrix) {
-    __m512i r;
-    asm("vgf2p8affineqb %3, %2, %1, %0" : "=v"(r) : "v"(v), "v"(matrix), "i"(Imm));
-    return r;
-}
+// (gfni_affine, gfni_bit_matrix: isa_avx512.h.)
 template <WType T, bool Gfni>
 [[gnu::always_inline]] inline __m512i q6_k_step(const uint8_t* codes, int s) {
     if constexpr (T == WType::Q3_KR) {

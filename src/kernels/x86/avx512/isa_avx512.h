@@ -14,23 +14,37 @@
 
 namespace nextn::avx512 {
 
+// vgf2p8affineqb: each byte of v times the bit matrix `matrix` (in every qword), xor Imm. The
+// matrix's byte 7 - i picks the input bits whose parity is output bit i. Written as asm so that
+// the units need no -mgfni, which would let the compiler use GFNI anywhere in them: they must
+// also run on AVX-512 CPUs without GFNI (Skylake-SP, Cascade Lake), where the kernels take shifts
+// and masks instead.
+template <int Imm>
+[[gnu::always_inline]] inline __m512i gfni_affine(__m512i v, __m512i matrix) {
+    __m512i r;
+    asm("vgf2p8affineqb %3, %2, %1, %0" : "=v"(r) : "v"(v), "v"(matrix), "i"(Imm));
+    return r;
+}
+// The bit matrix that moves input bit `from` + k to output bit `to` + k (k < n), or with `spread`
+// input bit `from` to output bits `to` .. `to` + n - 1; the other output bits zero.
+constexpr long long gfni_bit_matrix(int from, int to, int n, bool spread = false) {
+    unsigned long long a = 0;
+    for (int k = 0; k < n; ++k) a |= (1ull << (spread ? from : from + k)) << (8 * (7 - (to + k)));
+    return static_cast<long long>(a);
+}
+
 // The high nibbles of v's bytes, in the low halves (the high halves zero), for the 4-bit int8-dot
-// kernels. With GFNI one vgf2p8affineqb instead of a shift and a mask: the bit matrix's byte
-// 7 - i picks the input bits whose parity is output bit i, here input bit i + 4 for i < 4 and
-// none above. Written as asm so that the units need no -mgfni, which would let the compiler use
-// GFNI anywhere in them: they must also run on AVX-512 CPUs without GFNI (Skylake-SP, Cascade
-// Lake), where the kernels take the shift and mask.
+// kernels: with GFNI one vgf2p8affineqb (shift_matrix: kHighNibblesToLow) instead of a shift and
+// a mask.
 template <bool Gfni>
 [[gnu::always_inline]] inline __m512i high_nibbles(__m512i v, __m512i low_nibbles, __m512i shift_matrix) {
-    if constexpr (Gfni) {
-        __m512i hi;
-        asm("vgf2p8affineqb $0, %2, %1, %0" : "=v"(hi) : "v"(v), "v"(shift_matrix));
-        return hi;
-    } else {
+    if constexpr (Gfni)
+        return gfni_affine<0>(v, shift_matrix);
+    else
         return _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
-    }
 }
-constexpr long long kHighNibblesToLow = 0x1020408000000000LL;  // high_nibbles' GFNI bit matrix
+constexpr long long kHighNibblesToLow = gfni_bit_matrix(4, 0, 4);  // high_nibbles' GFNI bit matrix
+static_assert(kHighNibblesToLow == 0x1020408000000000LL);
 
 struct Isa {
     using V = __m512;
