@@ -1,21 +1,23 @@
-// GGUF IQ4_NL, MXFP4, IQ4_XS and Q3_K in 16-row groups (IQ4_NLR, MXFP4R, IQ4_XSR: Q4_0R's layout,
-// each nibble an index into the type's table; Q3_KR: Q6_KR's scales and arithmetic with 3-bit
-// codes; kernels/row_groups.h), made from random blocks of the file types. They hold exactly the
-// file's values. The scalar reference gives, bit for bit, what it gives for the same values held
-// as Q8_0R (IQ4_NL and MXFP4 blocks are Q8_0 blocks, formats/dequant.h) or as Q6_KR (Q3_K's as
-// the Q6_K blocks with the same values), whose references kernels_row_groups_test and
-// kernels_k_quant_rows_test hold to the exact sum; IQ4_XS (no such twin) is held to the exact sum
-// itself. Every int8 table (AVX-512, AVX-VNNI, AVX2; NEON and dot product on aarch64) equals the
+// GGUF IQ4_NL, MXFP4, IQ4_XS, Q3_K and Q2_K in 16-row groups (IQ4_NLR, MXFP4R, IQ4_XSR: Q4_0R's
+// layout, each nibble an index into the type's table; Q3_KR: Q6_KR's scales and arithmetic with
+// 3-bit codes; Q2_KR: 2-bit codes, a scale and a min per 16 values; kernels/row_groups.h), made
+// from random blocks of the file types. They hold exactly the file's values. The scalar reference
+// gives, bit for bit, what it gives for the same values held as Q8_0R (IQ4_NL and MXFP4 blocks are
+// Q8_0 blocks, formats/dequant.h) or as Q6_KR (Q3_K's as the Q6_K blocks with the same values),
+// whose references kernels_row_groups_test and kernels_k_quant_rows_test hold to the exact sum;
+// IQ4_XS and Q2_K (no such twins) are held to the exact sum themselves. Every int8 table (AVX-512, AVX-VNNI, AVX2; NEON and dot product on aarch64) equals the
 // reference bit for bit at widths 1..16 and a prefill's, 1 and 2 threads, on row ranges inside
 // groups, and the AVX-512 kernel with and without GFNI and with each way of prefetching.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "formats/dequant.h"
 #include "formats/raw_tensor.h"
 #include "kernel_test_helpers.h"
@@ -41,17 +43,22 @@ const std::vector<Shape> kShapes = {{37, 96},  {16, 1024}, {5, 32},   {40, 160},
 const std::vector<Shape> kSuperBlockShapes = {{37, 256}, {16, 1024}, {5, 512},
                                               {61, 256}, {150, 768}, {100, 2304}};
 size_t block_bytes_of(DType type) {
-    return type == DType::IQ4_NL ? 18 : type == DType::MXFP4 ? 17 : type == DType::Q3_K ? 110 : 136;
+    return type == DType::IQ4_NL  ? 18
+           : type == DType::MXFP4 ? 17
+           : type == DType::Q3_K  ? 110
+           : type == DType::Q2_K  ? 84
+                                  : 136;
 }
 int64_t block_values_of(DType type) {
-    return type == DType::IQ4_XS || type == DType::Q3_K ? 256 : 32;
+    return type == DType::IQ4_XS || type == DType::Q3_K || type == DType::Q2_K ? 256 : 32;
 }
 const std::vector<Shape>& shapes_for(DType type) {
     return block_values_of(type) == 256 ? kSuperBlockShapes : kShapes;
 }
 
-// A GGUF IQ4_NL, MXFP4, IQ4_XS or Q3_K tensor of random blocks: every code bit (and the 6-bit
-// scales) random, the f16 scale d a random normal value (either sign), MXFP4's
+// A GGUF IQ4_NL, MXFP4, IQ4_XS, Q3_K or Q2_K tensor of random blocks: every code bit (and the 4-
+// and 6-bit scales and mins) random, the f16 scale d (Q2_K: and dmin) a random normal value
+// (either sign), MXFP4's
 // E8M0 byte 112..135 (scales 2^-16..2^7), one block in nine all zero with byte 0 (as ggml writes
 // an all-zero block).
 struct RandomTensor {
@@ -68,7 +75,10 @@ RandomTensor random_tensor(DType type, Shape s, uint32_t seed) {
     for (size_t b = 0; b < blocks; ++b) {
         uint8_t* block = r.bytes.data() + b * block_bytes;
         for (size_t i = 0; i < block_bytes; ++i) block[i] = uint8_t(rng());
-        if (type != DType::MXFP4) {
+        if (type == DType::Q2_K) {
+            const uint16_t d[2] = {f32_to_f16(normal(rng)), f32_to_f16(normal(rng))};
+            std::memcpy(block + 80, d, 4);
+        } else if (type != DType::MXFP4) {
             const uint16_t d = f32_to_f16(normal(rng));
             std::memcpy(block + (type == DType::Q3_K ? 108 : 0), &d, 2);
         } else if (b % 9 == 4) {
@@ -88,14 +98,14 @@ RandomTensor random_tensor(DType type, Shape s, uint32_t seed) {
 
 WeightMatrix table_rows(const RawTensor& t) {
     WeightMatrix w;
-    const bool made = t.dtype == DType::Q3_K
-                          ? repack_q3_k_as_row_groups(t, t.shape[0], t.shape[1], w)
-                          : repack_table_codes_as_row_groups(t, t.shape[0], t.shape[1], w);
+    const bool made = t.dtype == DType::Q3_K   ? repack_q3_k_as_row_groups(t, t.shape[0], t.shape[1], w)
+                      : t.dtype == DType::Q2_K ? repack_q2_k_as_row_groups(t, t.shape[0], t.shape[1], w)
+                                               : repack_table_codes_as_row_groups(t, t.shape[0], t.shape[1], w);
     if (!made) throw Error("no row groups for " + t.name);
     return w;
 }
 
-const DType kTypes[] = {DType::IQ4_NL, DType::MXFP4, DType::IQ4_XS, DType::Q3_K};
+const DType kTypes[] = {DType::IQ4_NL, DType::MXFP4, DType::IQ4_XS, DType::Q3_K, DType::Q2_K};
 
 TEST(KernelsGgufRows, HoldEveryValueOfTheFile) {
     for (DType type : kTypes)
@@ -107,12 +117,15 @@ TEST(KernelsGgufRows, HoldEveryValueOfTheFile) {
             EXPECT_EQ(w.type, type == DType::IQ4_NL  ? WType::IQ4_NLR
                               : type == DType::MXFP4 ? WType::MXFP4R
                               : type == DType::Q3_K  ? WType::Q3_KR
+                              : type == DType::Q2_K  ? WType::Q2_KR
                                                      : WType::IQ4_XSR);
             EXPECT_EQ(w.nbytes(), wtype_matrix_bytes(w.type, s.rows, s.cols));
             const size_t padded_rows = size_t(row_groups(s.rows) * kRowGroupRows);
             if (type == DType::Q3_K)  // the file's 110 bytes a super-block, its 12 scale bytes as
                                       // 16; whole pairs
                 EXPECT_EQ(w.nbytes(), padded_rows * size_t((s.cols / 256 + 1) / 2 * 2) * 114);
+            else if (type == DType::Q2_K)  // the file's 84 bytes a super-block
+                EXPECT_EQ(w.nbytes(), padded_rows * size_t(s.cols / 256) * 84);
             else  // Q4_0R's bytes; IQ4_XSR's f32 scales 2 bytes more a block and row
                 EXPECT_EQ(w.nbytes(),
                           wtype_matrix_bytes(WType::Q4_0R, s.rows, s.cols) +
@@ -215,6 +228,45 @@ TEST(KernelsGgufRows, Iq4XsReferenceNearTheExactSum) {
     }
 }
 
+// Q2_K has no twin either (its mins make it no Q6_K, its 16-value groups no Q4_K): its reference
+// is held to the exact sum of the file's values (dequantize_rows_to_f32, ggml's bits) times the
+// activations', within a few roundings of both of its terms, (d * sc) * q * x and dmin * mn * x,
+// which it forms apart.
+TEST(KernelsGgufRows, Q2KReferenceNearTheExactSum) {
+    constexpr int64_t n = 3;
+    for (Shape s : kSuperBlockShapes) {
+        SCOPED_TRACE(std::to_string(s.rows) + "x" + std::to_string(s.cols));
+        const RandomTensor r = random_tensor(DType::Q2_K, s, 18);
+        const WeightMatrix w = table_rows(r.t);
+        const std::vector<float> x = random_normal(size_t(n * s.cols), 19);
+        QuantizedColumns qx;
+        resize_columns(n, s.cols, qx);
+        ref::quantize_columns(x.data(), s.cols, qx, 0, n);
+        std::vector<float> got(size_t(n * s.rows));
+        ref::gemm_i8_rows(w, qx, got.data(), s.rows, 0, s.rows);
+        std::vector<float> values(size_t(s.cols));
+        for (int64_t row = 0; row < s.rows; ++row) {
+            dequantize_rows_to_f32(r.t, row, 1, values.data());
+            for (int64_t j = 0; j < n; ++j) {
+                double exact = 0, magnitude = 0;
+                for (int64_t c = 0; c < s.cols; ++c) {
+                    const int64_t b = c / 32, e = c % 32;
+                    const double xv = double(qx.codes_of(j)[(b / 16) * 512 + (e / 4) * 64 + 4 * (b % 16) + e % 4]) *
+                                      qx.scales_of(j)[b];
+                    const uint8_t* block = r.bytes.data() + size_t((row * s.cols + c) / 256) * 84;
+                    const uint8_t scale = block[(c % 256) / 16];
+                    const double d = f16_to_f32(uint16_t(block[80] | block[81] << 8)),
+                                 dmin = f16_to_f32(uint16_t(block[82] | block[83] << 8));
+                    exact += double(values[size_t(c)]) * xv;
+                    magnitude += (std::fabs(d * (scale & 15) * 3) + std::fabs(dmin * (scale >> 4))) * std::fabs(xv);
+                }
+                EXPECT_NEAR(exact, got[size_t(j * s.rows + row)], 4e-7 * magnitude * double(s.cols / 32 + 2))
+                    << "row " << row << " col " << j;
+            }
+        }
+    }
+}
+
 TEST(KernelsGgufRows, EveryTableEqualsReferenceBitwise) {
     for (DType type : kTypes)
         for (Shape s : shapes_for(type)) {
@@ -235,6 +287,14 @@ TEST(KernelsGgufRows, ExtremeCodesEqualReference) {
         const int64_t block_values = block_values_of(type);
         for (size_t b = 0; b < r.bytes.size() / block_bytes; ++b) {
             uint8_t* block = r.bytes.data() + b * block_bytes;
+            if (type == DType::Q2_K) {
+                // Row 3k: every code 3; 3k + 1: every code 0; 3k + 2: random; every scale and min
+                // 15 (the largest).
+                const int row = int(b / size_t(s.cols / 256));
+                if (row % 3 < 2) std::memset(block + 16, row % 3 == 0 ? 0xFF : 0x00, 64);
+                std::memset(block, 0xFF, 16);
+                continue;
+            }
             if (type == DType::Q3_K) {
                 // Row 3k: every code 7 (low bits 3, high bit set); 3k + 1: every code 0; 3k + 2:
                 // random; every scale 0 - 32 (the largest magnitude).

@@ -183,13 +183,17 @@ void block_q6_k(const uint8_t* b, float* y) {
 // of 2-bit codes, f16 d, f16 dmin. Half h (128 values), for l < 32: values 128h + 32s + l
 // (s = 0..3) are bits 2s..2s+1 of qs[32h + l]; value e belongs to group e / 16;
 // y = (d * sc) * q - dmin * mn.
+int q2_k_code(const uint8_t* b, int e) {
+    const uint8_t* qs = b + 16;
+    return (qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
+}
+
 void block_q2_k(const uint8_t* b, float* y) {
     const uint8_t* sc = b;
-    const uint8_t* qs = b + 16;
     const float d = load_f16(b + 80);
     const float dmin = load_f16(b + 82);
     for (int e = 0; e < 256; ++e) {
-        const int q = (qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
+        const int q = q2_k_code(b, e);
         const uint8_t s = sc[e / 16];
         const float dl = d * float(s & 0x0F), ml = dmin * float(s >> 4);
         y[e] = dl * float(q) - ml;
@@ -566,6 +570,14 @@ void q3_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint
     for (int e = 0; e < 256; ++e) codes[e] = uint8_t(q3_k_code(block, e) + 4);
     for (int i = 0; i < 16; ++i) scales[i] = int8_t(q3_k_scale(block + 96, i) - 32);
     *d = load_u16(block + 108);
+}
+
+void q2_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint16_t* d,
+                      uint16_t* dmin) {
+    for (int e = 0; e < 256; ++e) codes[e] = uint8_t(q2_k_code(block, e));
+    std::memcpy(scales, block, 16);
+    *d = load_u16(block + 80);
+    *dmin = load_u16(block + 82);
 }
 
 void q3_k_block_as_q6_k(const uint8_t* q3_k, uint8_t* q6_k) {

@@ -72,6 +72,11 @@ const uint8_t* iq4_xs_sub_block(const uint8_t* block, int s, float* scale);
 // 0..7 (the low 2 bits + 4 x the high bit), scales in -32..31 (the 6-bit scale - 32), d its f16
 // bits.
 void q3_k_block_codes(const uint8_t* block, uint8_t* codes, int8_t* scales, uint16_t* d);
+// One GGUF Q2_K block (256 values): value j = (d * (scales[j / 16] & 15)) * codes[j] - dmin *
+// (scales[j / 16] >> 4), codes in 0..3, scales the file's 16 bytes (scale | min << 4), d and
+// dmin their f16 bits.
+void q2_k_block_codes(const uint8_t* block, uint8_t* codes, uint8_t* scales, uint16_t* d,
+                      uint16_t* dmin);
 // One GGUF Q3_K block (110 bytes) written as the GGUF Q6_K block (210 bytes) with the same
 // values: code + 32 as the 6-bit code, scale - 32 as the int8 scale, the same d (block_q6_k's
 // (d * scale) * (code - 32) is then block_q3_k's product, bit for bit).

@@ -12,6 +12,7 @@ inline constexpr int64_t kKQuantValues = 256;     // values per K-quant super-bl
 inline constexpr int64_t kQ4KBlockBytes = 144;    // f16 d, f16 dmin, scales[12], qs[128]
 inline constexpr int64_t kQ5KBlockBytes = 176;    // f16 d, f16 dmin, scales[12], qh[32], qs[128]
 inline constexpr int64_t kQ6KBlockBytes = 210;    // ql[128], qh[64], int8 scales[16], f16 d
+inline constexpr int64_t kQ2KBlockBytes = 84;     // scales[16] (sc | mn << 4), qs[64], f16 d, f16 dmin (from files)
 inline constexpr int64_t kQ3KBlockBytes = 110;    // hmask[32], qs[64], scales[12], f16 d (no quantizer here: from files)
 
 // n a multiple of 256; out holds n / 256 blocks.

@@ -179,6 +179,33 @@ void store_q3_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
     }
 }
 
+// Row `row` of a GGUF Q2_K tensor into its lane of its Q2_KR group: the codes as Q3_KR's low 2
+// bits, d and dmin as Q4_KR's, each block's two scale bytes as the file has them, side by side.
+void store_q2_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
+    constexpr WType t = WType::Q2_KR;
+    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
+    const int lane = int(row % kRowGroupRows);
+    uint8_t codes[kKQuantValues], scales[16];
+    uint16_t d, dmin;
+    for (int64_t sb = 0; sb < cols / kKQuantValues; ++sb) {
+        q2_k_block_codes(blocks + size_t(sb) * kQ2KBlockBytes, codes, scales, &d, &dmin);
+        uint8_t* super = group + row_group_super_scales_at(t, sb * 8);
+        std::memcpy(super + 2 * lane, &d, 2);
+        std::memcpy(super + 32 + 2 * lane, &dmin, 2);
+        for (int k = 0; k < 8; ++k) {
+            const int64_t b = sb * 8 + k;
+            uint8_t lane_codes[2][4] = {};  // this lane's 4 bytes of each code vector
+            for (int e = 0; e < 32; ++e) {
+                const int s = e / 4;
+                lane_codes[s / 4][e % 4] |= uint8_t(codes[k * 32 + e] << (2 * (s % 4)));
+            }
+            uint8_t* block = group + row_group_codes_at(t, b);
+            for (int v = 0; v < 2; ++v) std::memcpy(block + v * 64 + 4 * lane, lane_codes[v], 4);
+            std::memcpy(group + row_group_block_scales_at(t, b) + 2 * lane, scales + 2 * k, 2);
+        }
+    }
+}
+
 // A K-quant tensor (GGUF Q4_K, Q5_K or Q6_K blocks: k_quant_dtype(target)) [rows, cols] as the
 // row-group type `target`, or false.
 bool repack_k_quant(const RawTensor& t, WType target, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
@@ -206,6 +233,7 @@ void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64
     if (row_group_affine_k(t)) return store_affine_k_row(t == WType::Q5_KR, block_row, cols, row, base);
     if (t == WType::Q6_KR) return store_q6_k_row(block_row, cols, row, base);
     if (t == WType::Q3_KR) return store_q3_k_row(block_row, cols, row, base);
+    if (t == WType::Q2_KR) return store_q2_k_row(block_row, cols, row, base);
     uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
     const int lane = int(row % kRowGroupRows);
     for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
@@ -284,6 +312,11 @@ bool repack_q3_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, W
     return repack_k_quant(t, WType::Q3_KR, rows, cols, out, pool);
 }
 
+bool repack_q2_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                               ThreadPool* pool) {
+    return repack_k_quant(t, WType::Q2_KR, rows, cols, out, pool);
+}
+
 bool repack_q5_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out, ThreadPool* pool) {
     return repack_k_quant(t, WType::Q5_KR, rows, cols, out, pool);
 }
@@ -298,6 +331,12 @@ struct GroupRow {
     int lane;
     WType type;
     int q6(int64_t b, int e) const {  // Q6_KR's code; Q3_KR's, 28..35, the same way offset by 32
+        if (type == WType::Q2_KR) {  // Q2_KR's code, 0..3 (no offset)
+            const int s = e / 4;
+            return (group[row_group_codes_at(type, b) + (s / 4) * 64 + 4 * lane + e % 4] >>
+                    (2 * (s % 4))) &
+                   3;
+        }
         if (type == WType::Q3_KR) {
             const uint8_t* block = group + row_group_codes_at(type, b);
             const int s = e / 4, at = 4 * lane + e % 4;
@@ -309,8 +348,15 @@ struct GroupRow {
                ((block[q6_high_byte(lane, e)] >> q6_high_shift(e)) & 3) << 4;
     }
     int sub_scale(int64_t b, int half) const {
+        if (type == WType::Q2_KR) return q2_scale_byte(b, half) & 15;
         return int8_t(group[row_group_block_scales_at(type, b) + size_t(16 * half + lane)]);
     }
+    // Q2_KR: the file's scale byte (sc | mn << 4) of block b's first (half 0) or last 16 values.
+    uint8_t q2_scale_byte(int64_t b, int half) const {
+        return group[row_group_block_scales_at(type, b) + size_t(2 * lane + half)];
+    }
+    int q2_min(int64_t b, int half) const { return q2_scale_byte(b, half) >> 4; }
+    float q2_dmin(int64_t b) const { return half_at(size_t(row_group_super_scales_at(type, b)) + 32); }
     int code(int64_t b, int e) const {
         const int64_t at = row_group_codes_at(type, b);
         if (type == WType::Q8_0R) return int(group[at + (e / 4) * 64 + 4 * lane + e % 4]) - 128;
@@ -335,7 +381,7 @@ struct GroupRow {
             std::memcpy(&f, group + row_group_d_at(type, b) + size_t(lane) * 4, 4);
             return f;
         }
-        if (row_group_sub_block_scales(type))
+        if (row_group_sub_block_sums(type))
             return half_at(size_t(row_group_super_scales_at(type, b)));
         if (row_group_affine_k(type))
             return half_at(size_t(row_group_super_scales_at(type, b))) *
@@ -360,6 +406,12 @@ void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out) {
     const GroupRow g = group_row(w, row);
     for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
         const float d = g.d(b), m = g.m(b);
+        if (w.type == WType::Q2_KR) {  // as block_q2_k: (d * sc) * q - dmin * mn
+            for (int e = 0; e < 32; ++e)
+                out[b * 32 + e] = d * float(g.sub_scale(b, e / 16)) * float(g.q6(b, e)) -
+                                  g.q2_dmin(b) * float(g.q2_min(b, e / 16));
+            continue;
+        }
         if (row_group_sub_block_scales(
                 w.type)) {  // as block_q6_k (and block_q3_k): (d * sc) * (q - 32)
             for (int e = 0; e < 32; ++e) out[b * 32 + e] = d * float(g.sub_scale(b, e / 16)) * float(g.q6(b, e) - 32);
@@ -384,11 +436,18 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
             float acc = 0.0f;
             for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
                 const int8_t* xb = xc + (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
-                if (row_group_sub_block_scales(
-                        w.type)) {  // as Q6_KX: the two sub-blocks, each offset by 32
+                if (row_group_sub_block_sums(w.type)) {
                     int32_t half_sum[2] = {0, 0};
                     for (int e = 0; e < 32; ++e) half_sum[e / 16] += g.q6(b, e) * int32_t(xb[(e / 4) * 64 + e % 4]);
                     const int32_t xhalf = x.half_sums_of(j)[b], xsum = x.sums_of(j)[b];
+                    if (w.type == WType::Q2_KR) {  // the scaled sums, then the mins' term
+                        const int32_t i = g.sub_scale(b, 0) * half_sum[0] + g.sub_scale(b, 1) * half_sum[1];
+                        const int32_t mi = g.q2_min(b, 0) * xhalf + g.q2_min(b, 1) * (xsum - xhalf);
+                        acc = std::fma(float(i), g.d(b) * x.scales_of(j)[b], acc);
+                        acc = std::fma(float(mi), -g.q2_dmin(b) * x.scales_of(j)[b], acc);
+                        continue;
+                    }
+                    // As Q6_KX: the two sub-blocks, each offset by 32.
                     const int32_t i = g.sub_scale(b, 0) * (half_sum[0] - 32 * xhalf) +
                                       g.sub_scale(b, 1) * (half_sum[1] - 32 * (xsum - xhalf));
                     acc = std::fma(float(i), g.d(b) * x.scales_of(j)[b], acc);

@@ -54,6 +54,14 @@
 // low 2 bits of element 16h + 4i + t (step 4h + i: as Q6_KR's vector 4 + h), and vector 2, lane
 // r, byte t at bit s the high bit of element 4s + t (step s: as Q5_KR's fifth bits).
 //          3.5625 bits a value (the file's 3.4375, with its 6-bit scales as bytes).
+// Q2_KR (GGUF Q2_K: cols % 256 == 0, value (d * sc) * q - dmin * mn per 16 values, q 0..3, sc and
+// mn 4-bit, d and dmin f16 per 256): codes [blocks, 2, 64] as Q3_KR's vectors 0 and 1 (vector h,
+// lane r, byte t, bits 2i, 2i + 1: element 16h + 4i + t, step 4h + i); a super-block's scales 320
+// bytes, as Q4_KR's: d [16] f16 at +0, dmin [16] f16 at +32, then for its block k 32 bytes at
+// 64 + 32k, lane r's two at 2r (the block's first 16 values) and 2r + 1 (its last 16), each the
+// file's byte sc | mn << 4 (interleaved so that one widening to 16 bits puts a row's two in its
+// 32-bit lane).
+//          2.625 bits a value (the file's).
 // A matrix holds whole groups: rows past `rows` in the last group are zero. So unlike every
 // other type, row r does not start at data + r * row_bytes; row_bytes is a group's bytes / 16
 // (the bytes a row adds), which keeps nbytes() and the bandwidth arithmetic per row.
@@ -75,6 +83,10 @@
 // per block
 //     isum = sum of wcode * xcode;  acc = fma(float(isum), dw * dx, acc);
 //     acc  = fma(float(xsum[b]), dm * dx, acc)
+// Q2_KR: isum_a, isum_b over steps 0..3 and 4..7 (from 0), and the mins' integer term
+// mi = mn_a * xhalf + mn_b * (xsum - xhalf):
+//     acc = fma(sc_a * isum_a + sc_b * isum_b, d * dx, acc)   (exact in int32, and in f32)
+//     acc = fma(float(mi), -dmin * dx, acc)
 // with no reduction across lanes, so the scalar reference and the vector kernel agree bit for
 // bit, and a row's value never depends on the batch width or on which rows run with it.
 #include <algorithm>
@@ -91,13 +103,14 @@ struct QuantizedColumns;
 class ThreadPool;
 
 // kRowGroupRows and is_row_group_type: kernels/weight.h (WeightMatrix::stored_rows needs them).
-// The code bytes of one block of a group: 16 rows x 16 (Q4_0R, Q4_KR), 20 (Q5_KR), 24 (Q6_KR) or
-// 32 (Q8_0R) bytes.
+// The code bytes of one block of a group: 16 rows x 16 (Q4_0R, Q4_KR), 20 (Q5_KR), 24 (Q6_KR), 12
+// (Q3_KR), 8 (Q2_KR) or 32 (Q8_0R) bytes.
 constexpr int64_t row_group_block_code_bytes(WType t) {
     return t == WType::Q8_0R   ? 512
            : t == WType::Q6_KR ? 384
            : t == WType::Q5_KR ? 320
            : t == WType::Q3_KR ? 192
+           : t == WType::Q2_KR ? 128
                                : 256;
 }
 // IQ4_NLR and MXFP4R: Q4_0R's bytes, each nibble an index into the type's table of 16 values
@@ -125,7 +138,8 @@ constexpr bool row_group_paired(WType t) {
     return t == WType::Q4_0R || t == WType::Q8_0R || row_group_table_codes(t);
 }
 constexpr bool row_group_k_quant(WType t) {
-    return t == WType::Q4_KR || t == WType::Q5_KR || t == WType::Q6_KR || t == WType::Q3_KR;
+    return t == WType::Q4_KR || t == WType::Q5_KR || t == WType::Q6_KR || t == WType::Q3_KR ||
+           t == WType::Q2_KR;
 }
 // Q6_KR and Q3_KR: an int8 scale per 16 values (the block's two sub-blocks summed apart, joined
 // by their scales), an f16 d per super-block, the codes offset by 32 (Q3_KR's made so).
@@ -134,8 +148,13 @@ constexpr bool row_group_sub_block_scales(WType t) {
 }
 // Q4_KR and Q5_KR: a code offset per block and row (their mins), and Q4_KR's scales.
 constexpr bool row_group_affine_k(WType t) { return t == WType::Q4_KR || t == WType::Q5_KR; }
+// The kernels' two sums a block, one per 16 values (steps 0..3 and 4..7), joined by their scales:
+// Q6_KR and Q3_KR, and Q2_KR (whose mins then add a term, as Q4_KR's do).
+constexpr bool row_group_sub_block_sums(WType t) {
+    return row_group_sub_block_scales(t) || t == WType::Q2_KR;
+}
 // Q4_KR and Q6_KR: a super-block's scale bytes in a group (Q4_KR: d, dmin, 8 x (sc, mn); Q6_KR: d,
-// 8 x (sc_a, sc_b)); kKQuantValues (kernels/quant_k.h) values a super-block.
+// 8 x (sc_a, sc_b); Q2_KR as Q4_KR); kKQuantValues (kernels/quant_k.h) values a super-block.
 inline constexpr int64_t kQ4KGroupScaleBytes = 320;
 inline constexpr int64_t kQ6KGroupScaleBytes = 288;
 // A span: the stretch of a group's one stream that holds some blocks' codes and their scales (the
@@ -176,9 +195,10 @@ constexpr int64_t row_group_super_scales_at(WType t, int64_t b) {
                (row_group_sub_block_scales(t) ? kQ6KGroupScaleBytes : kQ4KGroupScaleBytes);
 }
 // The K-quants: offset in a group of block b's own scale bytes, after its super-block's d (and
-// dmin): Q4_KR, Q5_KR its sc [16], its mn 16 bytes on; Q6_KR its sc_a [16], its sc_b 16 bytes on.
+// dmin): Q4_KR, Q5_KR its sc [16], its mn 16 bytes on; Q6_KR its sc_a [16], its sc_b 16 bytes on;
+// Q2_KR its 16 pairs of bytes.
 constexpr int64_t row_group_block_scales_at(WType t, int64_t b) {
-    return row_group_super_scales_at(t, b) + (row_group_affine_k(t) ? 64 : 32) + (b % 8) * 32;
+    return row_group_super_scales_at(t, b) + (row_group_sub_block_scales(t) ? 32 : 64) + (b % 8) * 32;
 }
 // The additive offset of the stored codes: value = (code - offset) * d (Q4_KR: none, its mins
 // carry the offset; Q6_KR: none here, its sub-block sums start at -32 x their activation sums).
@@ -225,8 +245,11 @@ WeightMatrix allocate_row_groups(WType t, int64_t rows, int64_t cols, const std:
 // outside 104..143) with a nonzero value.
 bool repack_table_codes_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols,
                                       WeightMatrix& out, ThreadPool* pool = nullptr);
-// A GGUF Q3_K tensor [rows, cols] as Q3_KR, or false (out untouched) when it does not fit.
+// A GGUF Q3_K (Q2_K) tensor [rows, cols] as Q3_KR (Q2_KR), or false (out untouched) when it does
+// not fit.
 bool repack_q3_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
+                               ThreadPool* pool = nullptr);
+bool repack_q2_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, WeightMatrix& out,
                                ThreadPool* pool = nullptr);
 // A Q4_0 (Q8_0) matrix as Q4_0R (Q8_0R): the same blocks, its rows stored on `pool` when given.
 WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, ThreadPool* pool = nullptr);

@@ -43,6 +43,7 @@ const char* wtype_name(WType t) {
         case WType::MXFP4R: return "mxfp4 (16-row groups)";
         case WType::IQ4_XSR: return "iq4_xs (16-row groups, f32 scales)";
         case WType::Q3_KR: return "q3_k (16-row groups)";
+        case WType::Q2_KR: return "q2_k (16-row groups)";
         case WType::BF16D: return "bf16 (bf16-dot)";
         case WType::Native: return "native";
     }
@@ -87,7 +88,8 @@ size_t wtype_row_bytes(WType t, int64_t cols) {
         case WType::IQ4_NLR:
         case WType::MXFP4R:
         case WType::IQ4_XSR:
-        case WType::Q3_KR: return int8_dot_row_bytes(t, cols);
+        case WType::Q3_KR:
+        case WType::Q2_KR: return int8_dot_row_bytes(t, cols);
         case WType::Native: return 0;
     }
     return 0;
@@ -239,7 +241,8 @@ void encode_row_f32(const float* x, int64_t cols, WType type, uint8_t* dst) {
         case WType::IQ4_NLR:
         case WType::MXFP4R:
         case WType::IQ4_XSR:
-        case WType::Q3_KR: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
+        case WType::Q3_KR:
+        case WType::Q2_KR: fail("encode_row_f32: ", wtype_name(type), " is made by a repack");
         case WType::Native: fail("encode_row_f32: Native is not a storage type");
     }
 }
@@ -318,7 +321,9 @@ WeightMatrix build_k_quant_weight(int64_t rows, int64_t cols, WType type, Thread
     int64_t block_values = 0;
     size_t block_bytes = 0;
     dtype_block_layout(source, &block_values, &block_bytes);
-    if (source == DType::Q3_K) fail("build_weight: no Q3_K quantizer (", wtype_name(type), " comes from a checkpoint's Q3_K)");
+    if (source == DType::Q3_K || source == DType::Q2_K)
+        fail("build_weight: no ", dtype_name(source), " quantizer (", wtype_name(type), " comes from a checkpoint's ",
+             dtype_name(source), ")");
     const auto encode = source == DType::Q4_K ? quantize_row_q4_k : source == DType::Q5_K ? quantize_row_q5_k : quantize_row_q6_k;
     const size_t row_blocks = size_t(cols / block_values) * block_bytes;
     const std::string name = std::to_string(rows) + "x" + std::to_string(cols) + " " + dtype_name(source) + " weight";
@@ -353,6 +358,7 @@ WType k_quant_storage_type(DType d, RowGroupLayouts groups) {
         case DType::Q6_K: return groups.q6_k ? WType::Q6_KR : WType::Q6_KX;
         // Q3_K has no chunked form of its own: chunked, it is the Q6_K matrix with its values.
         case DType::Q3_K: return groups.q6_k ? WType::Q3_KR : WType::Q6_KX;
+        case DType::Q2_K: return WType::Q2_KR;
         default: return WType::F32;
     }
 }
@@ -378,6 +384,7 @@ bool repack_k_quant_tensor(const RawTensor& t, int64_t rows, int64_t cols, WType
         case WType::Q5_KR: return repack_q5_k_as_row_groups(t, rows, cols, out, pool);
         case WType::Q6_KR: return repack_q6_k_as_row_groups(t, rows, cols, out, pool);
         case WType::Q3_KR: return repack_q3_k_as_row_groups(t, rows, cols, out, pool);
+        case WType::Q2_KR: return repack_q2_k_as_row_groups(t, rows, cols, out, pool);
         case WType::Q6_KX: return repack_q6_k_for_int8_dot(t, rows, cols, out, pool);
         default: return repack_affine_for_int8_dot(t, rows, cols, out, pool);  // Q4_1FX, Q8_1FX
     }
@@ -390,6 +397,7 @@ DType k_quant_dtype(WType t) {
         case WType::Q6_KR:
         case WType::Q6_KX: return DType::Q6_K;
         case WType::Q3_KR: return DType::Q3_K;
+        case WType::Q2_KR: return DType::Q2_K;
         case WType::Q5_KR:
         case WType::Q8_1FX: return DType::Q5_K;
         default: return DType::F32;
@@ -488,7 +496,8 @@ void weight_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         case WType::IQ4_NLR:
         case WType::MXFP4R:
         case WType::IQ4_XSR:
-        case WType::Q3_KR: int8_dot_row_f32(w, row, out); return;
+        case WType::Q3_KR:
+        case WType::Q2_KR: int8_dot_row_f32(w, row, out); return;
         case WType::Native: break;
     }
     fail("weight_row_f32: a WeightMatrix cannot have type ", wtype_name(w.type));

@@ -69,18 +69,22 @@ enum class WType {
     // GGUF IQ4_XS in 16-row groups: IQ4_NLR's codes, each block's scale d * (sc - 32) as an f32
     // (no f16 holds it): 4.75 bits a value.
     IQ4_XSR,
+    // GGUF Q2_K in 16-row groups: Q3_KR's 2-bit code planes, Q4_KR's super-block scales, and the
+    // file's 4-bit scale and min per 16 values (kernels/row_groups.h): 2.625 bits a value, the
+    // file's.
+    Q2_KR,
     // Target only (never the type of a built WeightMatrix): keep the source's own type when a
     // kernel reads it directly (F32, BF16, F16, Q8_0, Q4_0, Q4_1), else widen to F32.
     Native,
 };
 
-// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR / Q3_KR / IQ4_NLR / MXFP4R / IQ4_XSR: rows stored in groups
+// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR / Q3_KR / Q2_KR / IQ4_NLR / MXFP4R / IQ4_XSR: rows stored in groups
 // of kRowGroupRows (kernels/row_groups.h has the layout).
 inline constexpr int64_t kRowGroupRows = 16;
 constexpr bool is_row_group_type(WType t) {
     return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR ||
            t == WType::Q5_KR || t == WType::IQ4_NLR || t == WType::MXFP4R || t == WType::IQ4_XSR ||
-           t == WType::Q3_KR;
+           t == WType::Q3_KR || t == WType::Q2_KR;
 }
 
 const char* wtype_name(WType t);
@@ -176,9 +180,10 @@ WType stored_weight_type(WType type, int64_t cols);
 // kernels/quant_k.h, the whole matrix at once, then repacks them as a checkpoint's); F32 for any
 // other type.
 DType k_quant_dtype(WType t);
-// The type the int8 kernels hold a GGUF K-quant tensor (Q3_K, Q4_K, Q5_K, Q6_K) in: its 16-row
-// groups where `groups` says the table reads them (Q3_KR, Q4_KR, Q5_KR, Q6_KR), else chunked
-// (Q6_KX for Q3_K too, Q4_1FX, Q8_1FX, Q6_KX); F32 for any other dtype.
+// The type the int8 kernels hold a GGUF K-quant tensor (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) in: its
+// 16-row groups where `groups` says the table reads them (Q3_KR, Q4_KR, Q5_KR, Q6_KR), else
+// chunked (Q6_KX for Q3_K too, Q4_1FX, Q8_1FX, Q6_KX); Q2_K always Q2_KR (it has no chunked form;
+// every table multiplies the row-group types); F32 for any other dtype.
 WType k_quant_storage_type(DType d, RowGroupLayouts groups);
 // A GGUF K-quant tensor [rows, cols] as `target`, a type k_quant_dtype maps to t.dtype (or Q6_KX
 // for a Q3_K tensor: the Q6_K tensor with its values), its rows repacked on `pool` when given. False (out untouched) when t is no such tensor of rows * cols

@@ -105,7 +105,8 @@ private:
         // in 16-row groups with the file's scales where the table's kernel reads them (Q4_KR,
         // Q5_KR, Q6_KR: 4.625, 5.625, 6.5625 bits a value), else chunked (Q4_1FX, Q8_1FX, Q6_KX).
         // So does Q3_K (a Q3_K_M file's most matrices): Q3_KR, 3.5625 bits (the file's 3.4375
-        // with its scales as bytes), or chunked as the Q6_K tensor with its values (Q6_KX).
+        // with its scales as bytes), or chunked as the Q6_K tensor with its values (Q6_KX); and
+        // Q2_K: Q2_KR, the file's 2.625 bits.
         const WType k_quant = k_quant_storage_type(t.dtype, kernels().row_groups);
         if (int8_native && k_quant != WType::F32 && repack_k_quant_tensor(t, rows, cols, k_quant, w, options_.pool))
             return w;
@@ -119,12 +120,8 @@ private:
         // repack straight from the file's codes, never through a transient f32 copy.
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;
         if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool)) return w;
-        // GGUF Q2_K has no form the kernels read (a scale and a min per 16 values): for the int8
-        // kernels it is requantized to Q8_0 (each value within half a Q8_0 step, amax / 254 over
-        // its 32 values; the file's own 2-bit steps are ~40x coarser), else widened to f32.
-        const WType target = int8_native && t.dtype == DType::Q2_K ? WType::Q8_0 : options_.matrix_type;
         // make_weight lays block types out for the int8 kernels itself (int8_layout).
-        w = make_weight(t, rows, cols, target, {options_.pool, int8, kernels().row_groups});
+        w = make_weight(t, rows, cols, options_.matrix_type, {options_.pool, int8, kernels().row_groups});
         if (affine && w.type == WType::F32) repack_affine_for_int8_dot(t, rows, cols, w, options_.pool);
         // BF16D keeps BF16's bytes: only the kernel that multiplies them changes.
         if (w.type == WType::BF16 && bf16_dot_in_use(options_.bf16_activations)) w.type = WType::BF16D;
@@ -267,7 +264,7 @@ namespace {
 
 // The bytes Binder::convert holds a [rows, cols] tensor kept in its own type in, at least: the
 // file's, but for the types that grow on the way. With the int8 kernels GGUF Q3_K becomes Q3_KR
-// (or Q6_K's codes), IQ4_XS IQ4_XSR (f32 scales) and Q2_K Q8_0; without them the K-quants,
+// (or Q6_K's codes) and IQ4_XS IQ4_XSR (f32 scales); without them the K-quants,
 // Q5_1, Q2_K, Q3_K and IQ4_XS widen to f32 and IQ4_NL and MXFP4 become Q8_0.
 size_t native_bytes_at_least(const RawTensor& t, int64_t rows, int64_t cols, bool int8) {
     const size_t f32_bytes = size_t(rows * cols) * 4;
@@ -275,7 +272,7 @@ size_t native_bytes_at_least(const RawTensor& t, int64_t rows, int64_t cols, boo
         case DType::Q3_K:  // Q3_KR, or chunked the Q6_K matrix of its values
             return int8 ? wtype_matrix_bytes(k_quant_storage_type(DType::Q3_K, kernels().row_groups), rows, cols) : f32_bytes;
         case DType::IQ4_XS: return int8 ? wtype_matrix_bytes(WType::IQ4_XSR, rows, cols) : f32_bytes;
-        case DType::Q2_K: return int8 ? wtype_matrix_bytes(kernel_storage_type(WType::Q8_0, true), rows, cols) : f32_bytes;
+        case DType::Q2_K:
         case DType::Q4_K:
         case DType::Q5_K:
         case DType::Q6_K:

@@ -1,6 +1,6 @@
 #pragma once
-// The int8-dot matmul for the 16-row-group types (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, IQ4_NLR,
-// MXFP4R: kernels/row_groups.h) on NEON: ref::gemm_row_groups' arithmetic with one row per int32
+// The int8-dot matmul for the 16-row-group types (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, Q3_KR, Q2_KR,
+// IQ4_NLR, MXFP4R, IQ4_XSR: kernels/row_groups.h) on NEON: ref::gemm_row_groups' arithmetic with one row per int32
 // lane. Included (through gemm_i8_arm.h) by one translation unit per dot product.
 //
 // A block's code vector is 64 bytes, 16 rows x 4 codes: four 16-byte vectors of 4 rows each. The
@@ -56,6 +56,15 @@ inline void load_u8_lanes(const uint8_t* p, float32x4_t out[4]) {
     out[3] = vcvtq_f32_u32(vmovl_u16(vget_high_u16(hi)));
 }
 
+// Sixteen u8 (one per row) widened to int32, [4] vectors.
+inline void load_u8_ints(uint8x16_t v, int32x4_t out[4]) {
+    const uint16x8_t lo = vmovl_u8(vget_low_u8(v)), hi = vmovl_u8(vget_high_u8(v));
+    out[0] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(lo)));
+    out[1] = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(lo)));
+    out[2] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(hi)));
+    out[3] = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(hi)));
+}
+
 // Bytes shifted right by n (0..7) bits, n known only at run time.
 inline uint8x16_t shift_right(uint8x16_t v, int n) { return vshlq_u8(v, vdupq_n_s8(int8_t(-n))); }
 
@@ -68,6 +77,10 @@ inline void group_step(const uint8_t* codes, int s, int8x16_t w[4]) {
         uint8x16_t code;
         if constexpr (T == WType::Q8_0R) {
             code = veorq_u8(vld1q_u8(codes + s * 64 + 16 * q), vdupq_n_u8(0x80));
+        } else if constexpr (T == WType::Q2_KR) {
+            // Vector s / 4, bits 2 (s % 4) and up: the codes (Q3_KR's low 2 bits).
+            const uint8x16_t two_bits = vld1q_u8(codes + (s / 4) * 64 + 16 * q);
+            code = vandq_u8(shift_right(two_bits, 2 * (s % 4)), vdupq_n_u8(3));
         } else if constexpr (T == WType::Q3_KR) {
             // Vector s / 4, bits 2 (s % 4) and up: the codes' low 2 bits; vector 2, bit s: their
             // high bit; + 28, so that Q6_KR's offset of 32 serves (kernels/row_groups.h).
@@ -123,7 +136,8 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
     for (int c = 0; c < C; ++c) xc[c] = x.codes_of(j0 + c);
     for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t* codes = group + row_group_codes_at(T, b);
-        // Q6_KR: steps 0..3 (its first sub-block) in first, 4..7 in second; else all in first.
+        // Q6_KR, Q3_KR, Q2_KR: steps 0..3 (the first sub-block) in first, 4..7 in second; else all
+        // in first.
         // Each sum starts where the quantizer's starts say (QuantizedColumns): Q4_0R's at
         // -8 * xsum, Q6_KR's sub-blocks at -32 x their code sums, so that they end at the
         // reference's integer terms; the others at 0.
@@ -145,14 +159,26 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
             group_step<T>(codes, s, w);
             for (int c = 0; c < C; ++c) {
                 const int8x16_t xs = broadcast_step(xc[c], b, s);
-                int32x4_t* isum = row_group_sub_block_scales(T) && s >= 4 ? second[c] : first[c];
+                int32x4_t* isum = row_group_sub_block_sums(T) && s >= 4 ? second[c] : first[c];
                 for (int q = 0; q < 4; ++q) isum[q] = Dot{}(isum[q], w[q], xs);
             }
         }
         // The rows' weight scales (Q4_KR, Q5_KR: d * sc, and their mins' factors -(dmin * mn)).
         float32x4_t dw[4], dm[4];
-        int32x4_t sc_a[4], sc_b[4];  // Q6_KR: the block's first and last 16 values' scales
-        if constexpr (row_group_f32_scales(T)) {  // IQ4_XSR
+        int32x4_t sc_a[4], sc_b[4];  // Q6_KR, Q3_KR, Q2_KR: the block's first and last 16 values' scales
+        int32x4_t mn_a[4], mn_b[4];  // Q2_KR: their mins
+        if constexpr (T == WType::Q2_KR) {
+            load_f16_lanes(group + row_group_super_scales_at(T, b), dw);
+            load_f16_lanes(group + row_group_super_scales_at(T, b) + 32, dm);
+            // Row r's two scale bytes (sc | mn << 4) at 2r, 2r + 1: deinterleaved.
+            const uint8x16x2_t pairs = vld2q_u8(group + row_group_block_scales_at(T, b));
+            const uint8x16_t low = vdupq_n_u8(15);
+            load_u8_ints(vandq_u8(pairs.val[0], low), sc_a);
+            load_u8_ints(vandq_u8(pairs.val[1], low), sc_b);
+            load_u8_ints(vshrq_n_u8(pairs.val[0], 4), mn_a);
+            load_u8_ints(vshrq_n_u8(pairs.val[1], 4), mn_b);
+            for (int q = 0; q < 4; ++q) dm[q] = vnegq_f32(dm[q]);  // -dmin
+        } else if constexpr (row_group_f32_scales(T)) {  // IQ4_XSR
             for (int q = 0; q < 4; ++q)
                 dw[q] =
                     vld1q_f32(reinterpret_cast<const float*>(group + row_group_d_at(T, b)) + 4 * q);
@@ -178,9 +204,15 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
             for (int q = 0; q < 4; ++q) {
                 // The reference's integer term; Q8_0R's sum holds its -128 * xsum already.
                 int32x4_t exact = first[c][q];
-                if constexpr (row_group_sub_block_scales(T))  // sc_a * sum_a + sc_b * sum_b
+                if constexpr (row_group_sub_block_sums(T))  // sc_a * sum_a + sc_b * sum_b
                     exact = vmlaq_s32(vmulq_s32(sc_a[q], first[c][q]), sc_b[q], second[c][q]);
                 acc[c][q] = vfmaq_f32(acc[c][q], vcvtq_f32_s32(exact), vmulq_f32(dw[q], dx));
+                if constexpr (T == WType::Q2_KR) {  // mn_a * xhalf + mn_b * (xsum - xhalf)
+                    const int32_t xhalf = x.half_sums_of(j0 + c)[b];
+                    const int32_t xsecond = x.sums_of(j0 + c)[b] - xhalf;
+                    const int32x4_t mins = vmlaq_n_s32(vmulq_n_s32(mn_a[q], xhalf), mn_b[q], xsecond);
+                    acc[c][q] = vfmaq_f32(acc[c][q], vcvtq_f32_s32(mins), vmulq_f32(dm[q], dx));
+                }
                 if constexpr (row_group_affine_k(T)) {
                     const float32x4_t xsum = vdupq_n_f32(x.float_sums_of(j0 + c)[b]);
                     acc[c][q] = vfmaq_f32(acc[c][q], xsum, vmulq_f32(dm[q], dx));
@@ -229,6 +261,8 @@ void gemm_row_groups_with(const WeightMatrix& w, const QuantizedColumns& x, floa
             return row_groups_of_type<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
         case WType::Q3_KR:
             return row_groups_of_type<Dot, WType::Q3_KR>(w, x, y, ldy, r0, r1);
+        case WType::Q2_KR:
+            return row_groups_of_type<Dot, WType::Q2_KR>(w, x, y, ldy, r0, r1);
         case WType::IQ4_NLR:
             return row_groups_of_type<Dot, WType::IQ4_NLR>(w, x, y, ldy, r0, r1);
         case WType::MXFP4R:

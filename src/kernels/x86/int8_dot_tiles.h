@@ -77,6 +77,20 @@ typename I::Vi q6_step_codes(typename I::Vi low, typename I::Vi high, int s) {
     return I::or_i(nib, I::and_i(moved, I::splat_i8(0x30)));
 }
 
+// Step s (0..7) of a Q2_KR block (kernels/row_groups.h) as bytes 0..3, from the vector `two_bits`
+// holding them at bits 2t, 2t+1 (t = s % 4; vector s / 4 of the block): Q3_KR's low 2 bits. The
+// 16-bit shift moves bits across byte boundaries only where the mask drops them. Call with a
+// constant s (an unrolled loop).
+template <class I>
+typename I::Vi q2_step_codes(typename I::Vi two_bits, int s) {
+    const int t = s % 4;
+    return I::and_i(t == 0   ? two_bits
+                    : t == 1 ? I::template shr_i16<2>(two_bits)
+                    : t == 2 ? I::template shr_i16<4>(two_bits)
+                             : I::template shr_i16<6>(two_bits),
+                    I::splat_i8(3));
+}
+
 // Step s (0..7) of a Q3_KR block (kernels/row_groups.h) as bytes q3 + 28 (28..35), from the
 // vector `two_bits` holding its low 2 bits at bits 2t, 2t+1 (t = s % 4; vector s / 4 of the
 // block) and `high` its high bits at bit s. The 16-bit shifts move bits across byte boundaries
@@ -84,12 +98,7 @@ typename I::Vi q6_step_codes(typename I::Vi low, typename I::Vi high, int s) {
 // constant s (an unrolled loop).
 template <class I>
 typename I::Vi q3_step_codes(typename I::Vi two_bits, typename I::Vi high, int s) {
-    const int t = s % 4;
-    const typename I::Vi low = I::and_i(t == 0   ? two_bits
-                                        : t == 1 ? I::template shr_i16<2>(two_bits)
-                                        : t == 2 ? I::template shr_i16<4>(two_bits)
-                                                 : I::template shr_i16<6>(two_bits),
-                                        I::splat_i8(3));
+    const typename I::Vi low = q2_step_codes<I>(two_bits, s);
     const typename I::Vi moved = s == 0   ? I::template shl_i16<2>(high)
                                  : s == 1 ? I::template shl_i16<1>(high)
                                  : s == 2 ? high

@@ -99,6 +99,38 @@ inline __m256i q6_start_factors_256(const uint8_t* a, const uint8_t* b) {
     return _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(va, vb)), _mm256_set1_epi16(-32));
 }
 
+// Q2_KR, 8 rows' sub-block scales (the low nibbles of their scale bytes at p: row r's first
+// sub-block's at 2r, its second's at 2r + 1) of sub-block `second` (0 or 1) as int16s, each twice,
+// as q6_pair_scales_256's.
+inline __m256i q2_pair_scales_256(const uint8_t* p, int second) {
+    const __m256i pairs = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i sc = _mm256_and_si256(second ? _mm256_srli_epi32(pairs, 16) : pairs, _mm256_set1_epi32(15));
+    return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+}
+
+// Q2_KR block b of the group at `group`, the 8 rows of half `half`: their mins' term added to each
+// column's acc, -dmin * dx times mn_a * xhalf + mn_b * (xsum - xhalf) (one pmaddwd of the rows' two
+// mins, int16s, by the block's half_pairs).
+template <int C>
+[[gnu::always_inline]] inline void q2_k_mins_256(const uint8_t* group, int64_t b, int half,
+                                                 const QuantizedColumns& x, int64_t j0,
+                                                 __m256 (&acc)[C]) {
+    constexpr WType T = WType::Q2_KR;
+    const __m256i pairs = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(group + row_group_block_scales_at(T, b) + 16 * half)));
+    const __m256i mins = _mm256_srli_epi16(pairs, 4);  // lane r: mn_a | mn_b << 16
+    const __m256 dmin = _mm256_xor_ps(
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+            group + row_group_super_scales_at(T, b) + 32 + 16 * half))),
+        _mm256_set1_ps(-0.0f));
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+        const __m256i mi = _mm256_madd_epi16(mins, _mm256_set1_epi32(x.half_pairs_of(j0 + c)[b]));
+        acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mi),
+                                 _mm256_mul_ps(dmin, _mm256_set1_ps(x.scales_of(j0 + c)[b])), acc[c]);
+    }
+}
+
 // Q4_KR / Q5_KR block b of the group at `group`, the 8 rows of half `half`: their weight scales
 // dw = d * sc and their mins' factors dm = -(dmin * mn) (exact products, negated by the sign bit).
 struct AffineScales256 {
@@ -144,13 +176,15 @@ template <WType T>
     }
 }
 
-// Step s (0..7) of a Q6_KR block's 8 rows (their half's codes at `codes`) as 6-bit codes, or of a
-// Q3_KR block's as its 3-bit codes + 28 (Q6_KR's offset then serves both).
+// Step s (0..7) of a Q6_KR block's 8 rows (their half's codes at `codes`) as 6-bit codes, of a
+// Q3_KR block's as its 3-bit codes + 28 (Q6_KR's offset then serves both), or of a Q2_KR block's as
+// its 2-bit codes.
 template <WType T>
 [[gnu::always_inline]] inline __m256i six_bit_step_256(const uint8_t* codes, int s) {
     auto load = [&](int64_t at) {
         return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + at));
     };
+    if constexpr (T == WType::Q2_KR) return q2_step_codes<avx2::Isa>(load((s / 4) * 64), s);
     if constexpr (T == WType::Q3_KR)
         return q3_step_codes<avx2::Isa>(load((s / 4) * 64), load(128), s);
     return q6_step_codes<avx2::Isa>(load((s / 2) * 64), load(256 + (s / 4) * 64), s);
@@ -199,7 +233,7 @@ void unpack_row_group_256(const RowGroupGeometry& L, const uint8_t* group, uint8
     for (int64_t b = 0; b < L.blocks; ++b) {
         uint8_t* to = out + b * row_group_unpacked_block_bytes_256<T>;
         const uint8_t* codes = group + row_group_codes_at(T, b);
-        if constexpr (row_group_sub_block_scales(T)) {
+        if constexpr (row_group_sub_block_sums(T)) {
 #pragma GCC unroll 8
             for (int s = 0; s < kI8Steps; ++s)
 #pragma GCC unroll 2
@@ -244,7 +278,10 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                         int64_t ldy, const uint8_t*& fetch, const RowGroupFetchShare256& share,
                         const uint8_t* unpacked) {
     constexpr bool kEight = T == WType::Q8_0R;
-    constexpr bool kSixBit = row_group_sub_block_scales(T);  // Q6_KR, Q3_KR
+    constexpr bool kSixBit = row_group_sub_block_sums(T);  // Q6_KR, Q3_KR, Q2_KR
+    // Q2_KR: its sums start at 0, its scales are 4-bit (the low nibbles of the block's pairs of
+    // scale bytes), and its mins add a term after Q6_KR's scaling (q2_k_mins_256).
+    constexpr bool kTwoBit = T == WType::Q2_KR;
     // IQ4_NLR, MXFP4R: nibbles unpacked as the 4-bit types', then 8-bit table codes multiplied as
     // Q8_0R's are (up to 241: neither int16 sums nor dot_pair's two steps hold them).
     constexpr bool kTable = row_group_table_codes(T);
@@ -298,6 +335,9 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
 #pragma GCC unroll 4
         for (int c = 0; c < C; ++c) {
             if constexpr (kScaledSixBit) {  // (its start joins at the first widen)
+            } else if constexpr (kTwoBit) {
+#pragma GCC unroll 2
+                for (int i = 0; i < H; ++i) isum[i][0][c] = isum[i][1][c] = _mm256_setzero_si256();
             } else if constexpr (kSixBit) {  // -32 x each sub-block's activation code sum
                 const __m256i first = _mm256_set1_epi32(x.q6_starts_of(j0 + c, false)[b]);
                 const __m256i second = _mm256_set1_epi32(x.q6_starts_of(j0 + c, true)[b]);
@@ -340,7 +380,10 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                         w1[i] = Dot::template prepare<false>(
                             six_bit_step_256<T>(codes + 32 * i, s + 1));
                     }
-                    if constexpr (kScaledSixBit) {
+                    if constexpr (kScaledSixBit && kTwoBit) {
+                        scales[i] = q2_pair_scales_256(group + row_group_block_scales_at(T, b) +
+                                                       16 * (H == 1 ? h : i), s / 4);
+                    } else if constexpr (kScaledSixBit) {
                         const uint8_t* sc = q6_scales_of(H == 1 ? h : i);
                         scales[i] = q6_pair_scales_256(sc + 16 * (s / 4));
                         if (s == 0) start_factors[i] = q6_start_factors_256(sc, sc + 16);  // once a block, not a column
@@ -355,7 +398,9 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                             // Two steps of codes up to 63: 2 * 2 * 63 * 127 = 32004 fits the int16 lanes.
                             const __m256i scaled = _mm256_madd_epi16(
                                 _mm256_add_epi16(Dot::pairs(w0[i], x0), Dot::pairs(w1[i], x1)), scales[i]);
-                            if (s == 0) {  // the start: -32 x (first scale x first half sum + second x second)
+                            if (kTwoBit && s == 0) {  // no start
+                                isum[i][0][c] = scaled;
+                            } else if (s == 0) {  // the start: -32 x (first scale x first half sum + second x second)
                                 const __m256i start = _mm256_madd_epi16(_mm256_set1_epi32(x.half_pairs_of(j0 + c)[b]),
                                                                         start_factors[i]);
                                 isum[i][0][c] = _mm256_add_epi32(start, scaled);
@@ -442,19 +487,28 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                 for (int c = 0; c < C; ++c)
                     acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][0][c]),
                                                 _mm256_mul_ps(d, _mm256_set1_ps(x.scales_of(j0 + c)[b])), acc[i][c]);
+                if constexpr (kTwoBit) q2_k_mins_256<C>(group, b, half, x, j0, acc[i]);
             } else if constexpr (kSixBit) {
                 const uint8_t* super = group + row_group_super_scales_at(T, b);
-                const uint8_t* sc = group + row_group_block_scales_at(T, b) + 8 * half;
-                auto i8_lanes = [](const uint8_t* p) {
-                    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-                };
+                const uint8_t* sc = group + row_group_block_scales_at(T, b) + (kTwoBit ? 16 : 8) * half;
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 16 * half)));
-                const __m256 sca = _mm256_cvtepi32_ps(i8_lanes(sc)),
-                             scb = _mm256_cvtepi32_ps(i8_lanes(sc + 16));
+                __m256 sca, scb;
+                if constexpr (kTwoBit) {  // lane r: bytes 2r, 2r + 1 (sc | mn << 4), low nibbles
+                    const __m256i pairs = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+                    sca = _mm256_cvtepi32_ps(_mm256_and_si256(pairs, _mm256_set1_epi32(15)));
+                    scb = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(pairs, 16), _mm256_set1_epi32(15)));
+                } else {
+                    auto i8_lanes = [](const uint8_t* p) {
+                        return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+                    };
+                    sca = _mm256_cvtepi32_ps(i8_lanes(sc));
+                    scb = _mm256_cvtepi32_ps(i8_lanes(sc + 16));
+                }
 #pragma GCC unroll 4
                 for (int c = 0; c < C; ++c)
                     acc[i][c] = scale_chunk_q6<avx2::Isa>(isum[i][0][c], isum[i][1][c], sca, scb, d,
                                                           _mm256_set1_ps(x.scales_of(j0 + c)[b]), acc[i][c]);
+                if constexpr (kTwoBit) q2_k_mins_256<C>(group, b, half, x, j0, acc[i]);
             } else {
                 // The half's 8 rows' scales (Q4_KR, Q5_KR: d * sc) and offsets (-(dmin * mn)).
                 __m256 dw, dm = _mm256_setzero_ps();
@@ -515,7 +569,7 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
 // share of attn_qkv and the LM head; 0.8B forwards: avx2 width 4 0.987, width 5 1.012 and 0.961,
 // width 8 0.993 (an A/A run 0.992); avxvnni width 4 0.966, width 5 0.954).
 template <WType T>
-constexpr int64_t row_group_both_halves_up_to_256 = row_group_sub_block_scales(T) ? 4 : 2;
+constexpr int64_t row_group_both_halves_up_to_256 = row_group_sub_block_sums(T) ? 4 : 2;
 
 // Both halves at once where the tile's sums fit the registers (up to 2 columns; Q6_KR up to 4,
 // above), else one half at a time (the second half then reads the group again, from L1 or L2).
@@ -532,7 +586,7 @@ void row_group_columns_256(const RowGroupGeometry& L, const uint8_t* group,
                            int64_t ldy, const uint8_t*& fetch,
                            const RowGroupFetchShare256 (&shares)[2], const uint8_t* unpacked) {
     // Q6_KR: two sums a (half, column), one a sub-block, unless its sums are scaled as they widen.
-    constexpr bool kSubBlockSums = row_group_sub_block_scales(T) && !Dot::kWidensLate;
+    constexpr bool kSubBlockSums = row_group_sub_block_sums(T) && !Dot::kWidensLate;
     if constexpr (C <= row_group_both_halves_up_to_256<T>) {
         constexpr int K = kSubBlockSums || (Dot::kLatencyBound && C == 1) ? 2 : 1;
         row_group_tile_256<Dot, T, 2, K, C, kUnpacked>(L, group, 0, x, j0, lanes, y, ldy, fetch,
@@ -628,6 +682,8 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
         gemm_row_groups_256<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
     else if (w.type == WType::Q3_KR)
         gemm_row_groups_256<Dot, WType::Q3_KR>(w, x, y, ldy, r0, r1);
+    else if (w.type == WType::Q2_KR)
+        gemm_row_groups_256<Dot, WType::Q2_KR>(w, x, y, ldy, r0, r1);
     else if (w.type == WType::Q5_KR)
         gemm_row_groups_256<Dot, WType::Q5_KR>(w, x, y, ldy, r0, r1);
     else if (w.type == WType::IQ4_NLR)

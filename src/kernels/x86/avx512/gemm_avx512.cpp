@@ -29,7 +29,8 @@ void gemm_rows(const WeightMatrix& w, const float* x, int64_t n, float* y, int64
         case WType::IQ4_NLR:
         case WType::MXFP4R:
         case WType::IQ4_XSR:
-        case WType::Q3_KR: break;  // matmul() sends these to gemm_i8_rows (int8 activations)
+        case WType::Q3_KR:
+        case WType::Q2_KR: break;  // matmul() sends these to gemm_i8_rows (int8 activations)
         case WType::BF16D: break;   // matmul() sends these to gemm_bf16_rows (bf16 activations)
         case WType::Native: break;  // rejected by matmul() before any kernel runs
     }

@@ -1,4 +1,4 @@
-// AVX-512 VNNI: Q4_0R, Q8_0R, Q4_KR, Q5_KR and Q6_KR weights (16-row groups, one row per int32
+// AVX-512 VNNI: Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR (and Q3_KR, Q2_KR, and the table types) weights (16-row groups, one row per int32
 // lane: kernels/row_groups.h) times int8 activations. A tile is RG groups x C columns: each 64-byte
 // code vector of a group is loaded once and meets every column's broadcast activation codes with
 // one vpdpbusd (Q4_0R, Q4_KR, Q5_KR: its low and high nibbles, two; Q5_KR's fifth bits or-ed in
@@ -72,6 +72,7 @@
 #include "kernels/x86/avx512/isa_avx512.h"
 #include "kernels/x86/int8_dot_tiles.h"
 #include "kernels/x86/x86_kernels.h"
+
 
 namespace nextn::avx512 {
 
@@ -184,10 +185,10 @@ Fetch fetch_for(int64_t n, Fetch asked) {
 // n rounded up to a multiple of m.
 constexpr int64_t ceil_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// A block's scale bytes in one group: 16 f16 d, or Q4_KR's 40 and Q6_KR's 36 (a super-block's
-// over its 8 blocks).
+// A block's scale bytes in one group: 16 f16 d, or Q4_KR's (and Q2_KR's) 40 and Q6_KR's 36 (a
+// super-block's over its 8 blocks).
 template <WType T>
-constexpr int64_t kBlockScaleBytes = row_group_affine_k(T)           ? kQ4KGroupScaleBytes / 8
+constexpr int64_t kBlockScaleBytes = row_group_affine_k(T) || T == WType::Q2_KR ? kQ4KGroupScaleBytes / 8
                                      : row_group_sub_block_scales(T) ? kQ6KGroupScaleBytes / 8
                                      : row_group_f32_scales(T)       ? 64
                                                                      : 32;
@@ -234,7 +235,7 @@ constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR || T == WType::
 // x 2048] widths 7-8 1.02-1.09x the time of three, the LM head [248320 x 1024] 1.03x. (Q5_KR, which
 // no synthetic model holds, follows Q4_KR's tiles unmeasured.)
 template <WType T>
-constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R || row_group_sub_block_scales(T) ? 1 : 4;
+constexpr int64_t kFourGroupsUpTo = T == WType::Q8_0R || row_group_sub_block_sums(T) ? 1 : 4;
 constexpr int64_t kThreeGroupsUpTo = 8;
 constexpr int64_t kFourGroupsLongRowsAbove = 2048;  // values a row (cols)
 template <WType T>
@@ -269,9 +270,17 @@ template <int K, int RG, int C>
 // byte's bits moved where they go, the high bit spread over bits 2..5 and flipped by 0x1C in
 // bits 2..4: code3 + 28 is low | (high ? 0x20 : 0x1C)) and an or, where shifts and masks take six
 // operations on the dot products' ports.
+// Q2_KR (codes: 128 bytes of 2-bit codes, as Q3_KR's low bits) its codes 0..3 (with GFNI one
+// bit-matrix product a step, where a shift and a mask take two operations).
 // (gfni_affine, gfni_bit_matrix: isa_avx512.h.)
 template <WType T, bool Gfni>
 [[gnu::always_inline]] inline __m512i q6_k_step(const uint8_t* codes, int s) {
+    if constexpr (T == WType::Q2_KR) {
+        const __m512i two_bits = _mm512_load_si512(codes + (s / 4) * 64);
+        if constexpr (Gfni)
+            return gfni_affine<0>(two_bits, _mm512_set1_epi64(gfni_bit_matrix(2 * (s % 4), 0, 2)));
+        return x86::q2_step_codes<Isa>(two_bits, s);
+    }
     if constexpr (T == WType::Q3_KR) {
         const __m512i two_bits = _mm512_load_si512(codes + (s / 4) * 64),
                       high = _mm512_load_si512(codes + 128);
@@ -288,16 +297,27 @@ template <WType T, bool Gfni>
                                    _mm512_load_si512(codes + 256 + (s / 4) * 64), s);
 }
 
+// Q2_KR's sums start at 0 (its codes have no offset); its block ends with Q6_KR's scaling, its
+// 4-bit scales taken from the block's pairs of scale bytes, and then its mins' term: one vpdpwssd
+// of the rows' two mins (int16 pairs) by the block's two activation half sums (xpairs), as
+// Q4_KR's mins, -dmin * dx.
 template <WType T, bool Gfni, int RG, int C, bool kUnpacked>
 [[gnu::always_inline]] inline void q6_k_block(const RowGroupGeometry& L, const uint8_t* group,
                                               int64_t b, const int8_t* const (&xc)[C],
                                               const int32_t* const (&xstart)[C],
                                               const int32_t* const (&xstart_second)[C],
+                                              const int32_t* const (&xpairs)[C],
                                               const float* const (&xd)[C], const uint8_t* unpacked,
                                               __m512 (&acc)[RG][C]) {
     __m512i isum[2][RG][C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
+        if constexpr (T == WType::Q2_KR) {
+#pragma GCC unroll 4
+            for (int g = 0; g < RG; ++g)
+                isum[0][g][c] = _mm512_setzero_si512(), isum[1][g][c] = _mm512_setzero_si512();
+            continue;
+        }
         // Broadcast loads of the starts made at quantization (computing them here took five
         // operations on the dot products' ports; session 40, Xeon, BM_KQuantRowGroupsPrefill
         // Q6_KR width 16 / 128 0.89x / 0.88x the time, kernel_ab q4_k_m prefill 128 0.977, width 4
@@ -334,6 +354,25 @@ template <WType T, bool Gfni, int RG, int C, bool kUnpacked>
         const uint8_t* super = group + g * L.group_bytes + row_group_super_scales_at(T, b);
         const uint8_t* sc = group + g * L.group_bytes + row_group_block_scales_at(T, b);
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super)));
+        if constexpr (T == WType::Q2_KR) {
+            // Lane r: its two scale bytes widened to 16 bits each (sc | mn << 4).
+            const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
+            const __m512i scales = _mm512_and_si512(bytes, _mm512_set1_epi16(15));
+            const __m512 sca = _mm512_cvtepi32_ps(_mm512_and_si512(scales, _mm512_set1_epi32(0xFFFF)));
+            const __m512 scb = _mm512_cvtepi32_ps(_mm512_srli_epi32(scales, 16));
+            const __m512i mins = _mm512_srli_epi16(bytes, 4);  // lane r: mn_a | mn_b << 16
+            const __m512 dmin = _mm512_xor_ps(
+                _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super + 32))),
+                _mm512_set1_ps(-0.0f));
+#pragma GCC unroll 8
+            for (int c = 0; c < C; ++c) {
+                const __m512 dx = _mm512_set1_ps(xd[c][b]);
+                acc[g][c] = x86::scale_chunk_q6<Isa>(isum[0][g][c], isum[1][g][c], sca, scb, dw, dx, acc[g][c]);
+                const __m512i mi = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mins, _mm512_set1_epi32(xpairs[c][b]));
+                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mi), _mm512_mul_ps(dmin, dx), acc[g][c]);
+            }
+            continue;
+        }
         const __m512 sca = _mm512_cvtepi32_ps(
             _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))));
         const __m512 scb = _mm512_cvtepi32_ps(
@@ -427,12 +466,15 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
     // start and its second's (xstart_second).
     const int32_t* xstart[C];
     const int32_t* xstart_second[C];
+    const int32_t* xpairs[C];  // [blocks] Q2_KR: the two half sums as int16s (half_pairs)
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
         xc[c] = x.codes_of(j0 + c);
         xsumf[c] = x.float_sums_of(j0 + c);
         xd[c] = x.scales_of(j0 + c);
-        if constexpr (row_group_sub_block_scales(T)) {
+        if constexpr (T == WType::Q2_KR) {
+            xpairs[c] = x.half_pairs_of(j0 + c);
+        } else if constexpr (row_group_sub_block_scales(T)) {
             xstart[c] = x.q6_starts_of(j0 + c, false);
             xstart_second[c] = x.q6_starts_of(j0 + c, true);
         } else if constexpr (row_group_code_offset(T) != 0) {
@@ -509,9 +551,9 @@ void tile(const RowGroupGeometry& L, const uint8_t* group, const QuantizedColumn
             const char* until = fetch_base + (b + 1 == L.blocks ? share.span : (b + 1) * share.step);
             for (; fetch < until && fetch < stop; fetch += 64) _mm_prefetch(fetch, _MM_HINT_T0);
         }
-        if constexpr (row_group_sub_block_scales(T)) {
-            q6_k_block<T, Gfni, RG, C, kUnpacked>(L, group, b, xc, xstart, xstart_second, xd,
-                                                  unpacked, acc);
+        if constexpr (row_group_sub_block_sums(T)) {
+            q6_k_block<T, Gfni, RG, C, kUnpacked>(L, group, b, xc, xstart, xstart_second, xpairs,
+                                                  xd, unpacked, acc);
         } else {
             // The sums start at the codes' offset correction, -offset * (the block's activation code
             // sum). A block's 8 dot products per (group, column) form kChains independent chains
@@ -687,7 +729,7 @@ void unpack_nibble_codes_tile(const RowGroupGeometry& L, const uint8_t* group, i
         }
 }
 
-// The codes of Q6_KR (Q3_KR) groups at `group` .. n_groups on, unpacked: [n_groups, blocks,
+// The codes of Q6_KR (Q3_KR, Q2_KR) groups at `group` .. n_groups on, unpacked: [n_groups, blocks,
 // kI8Steps, 64] bytes, each step's 64 bytes as q6_k_block reads them.
 template <WType T, bool Gfni>
 void unpack_q6_k_tile(const RowGroupGeometry& L, const uint8_t* group, int64_t n_groups,
@@ -769,7 +811,7 @@ void tiles(const RowGroupGeometry& L, const uint8_t* data, int64_t g0, int64_t g
                                                                              : std::min(left, tile_groups);
         const int64_t tile_bytes = n_groups * int64_t(L.group_bytes);
         if (unpack_once) {
-            if constexpr (row_group_sub_block_scales(T))
+            if constexpr (row_group_sub_block_sums(T))
                 unpack_q6_k_tile<T, Gfni>(L, at(g), n_groups, unpacked);
             else
                 unpack_nibble_codes_tile<T, Gfni>(L, at(g), n_groups, unpacked);
@@ -853,6 +895,9 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
     else if (w.type == WType::Q3_KR)
         gfni ? gemm<WType::Q3_KR, true>(w, x, y, ldy, r0, r1, fetch)
              : gemm<WType::Q3_KR, false>(w, x, y, ldy, r0, r1, fetch);
+    else if (w.type == WType::Q2_KR)
+        gfni ? gemm<WType::Q2_KR, true>(w, x, y, ldy, r0, r1, fetch)
+             : gemm<WType::Q2_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::Q4_KR)
         gfni ? gemm<WType::Q4_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q4_KR, false>(w, x, y, ldy, r0, r1, fetch);
     else if (w.type == WType::Q5_KR)
