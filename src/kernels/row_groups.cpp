@@ -151,6 +151,15 @@ void store_iq4_xs_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t*
     }
 }
 
+// Q3_KR's and Q2_KR's planes of low 2 bits, a lane's 4 bytes of each of a block's two: element e
+// of the block's 32 codes q (step s = e / 4) at bits 2 (s % 4) of byte e % 4 of plane s / 4.
+void pack_two_bit_planes(const uint8_t* q, uint8_t (&planes)[2][4]) {
+    for (int e = 0; e < 32; ++e) {
+        const int s = e / 4;
+        planes[s / 4][e % 4] |= uint8_t((q[e] & 3) << (2 * (s % 4)));
+    }
+}
+
 // Row `row` of a GGUF Q3_K tensor into its lane of its Q3_KR group: the codes' low 2 bits where
 // Q6_KR keeps its high ones, their high bits as Q5_KR keeps its fifth, the scales as Q6_KR's.
 void store_q3_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
@@ -165,14 +174,12 @@ void store_q3_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
         std::memcpy(group + row_group_super_scales_at(t, sb * 8) + 2 * lane, &d, 2);
         for (int k = 0; k < 8; ++k) {
             const int64_t b = sb * 8 + k;
-            uint8_t lane_codes[3][4] = {};  // this lane's 4 bytes of each code vector
-            for (int e = 0; e < 32; ++e) {
-                const int q = codes[k * 32 + e], s = e / 4;
-                lane_codes[s / 4][e % 4] |= uint8_t((q & 3) << (2 * (s % 4)));
-                lane_codes[2][e % 4] |= uint8_t((q >> 2) << s);
-            }
+            uint8_t low_bits[2][4] = {}, high_bits[4] = {};  // this lane's 4 bytes of each code vector
+            pack_two_bit_planes(codes + k * 32, low_bits);
+            for (int e = 0; e < 32; ++e) high_bits[e % 4] |= uint8_t((codes[k * 32 + e] >> 2) << (e / 4));
             uint8_t* block = group + row_group_codes_at(t, b);
-            for (int v = 0; v < 3; ++v) std::memcpy(block + v * 64 + 4 * lane, lane_codes[v], 4);
+            for (int v = 0; v < 2; ++v) std::memcpy(block + v * 64 + 4 * lane, low_bits[v], 4);
+            std::memcpy(block + 128 + 4 * lane, high_bits, 4);
             group[row_group_block_scales_at(t, b) + size_t(lane)] = uint8_t(sc[2 * k]);
             group[row_group_block_scales_at(t, b) + 16 + size_t(lane)] = uint8_t(sc[2 * k + 1]);
         }
@@ -195,10 +202,7 @@ void store_q2_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
         for (int k = 0; k < 8; ++k) {
             const int64_t b = sb * 8 + k;
             uint8_t lane_codes[2][4] = {};  // this lane's 4 bytes of each code vector
-            for (int e = 0; e < 32; ++e) {
-                const int s = e / 4;
-                lane_codes[s / 4][e % 4] |= uint8_t(codes[k * 32 + e] << (2 * (s % 4)));
-            }
+            pack_two_bit_planes(codes + k * 32, lane_codes);
             uint8_t* block = group + row_group_codes_at(t, b);
             for (int v = 0; v < 2; ++v) std::memcpy(block + v * 64 + 4 * lane, lane_codes[v], 4);
             std::memcpy(group + row_group_block_scales_at(t, b) + 2 * lane, scales + 2 * k, 2);
@@ -324,14 +328,16 @@ bool repack_q5_k_as_row_groups(const RawTensor& t, int64_t rows, int64_t cols, W
 namespace {
 
 // Row r's value code of element e (0..31) of block b (the stored code less the offset), and its
-// scale (Q4_KR: d * sc) and offset (Q4_KR: -(dmin * mn); else 0). Q6_KR: q6 (its code 0..63),
-// d and sub_scale (the int8 sc of the block's half 0 or 1).
+// scale (Q4_KR: d * sc) and offset (Q4_KR: -(dmin * mn); else 0). Q6_KR, Q3_KR, Q2_KR:
+// sub_block_code, d and sub_scale (the scale of the block's half 0 or 1); Q2_KR's mins q2_min
+// and q2_dmin.
 struct GroupRow {
     const uint8_t* group;
     int lane;
     WType type;
-    int q6(int64_t b, int e) const {  // Q6_KR's code; Q3_KR's, 28..35, the same way offset by 32
-        if (type == WType::Q2_KR) {  // Q2_KR's code, 0..3 (no offset)
+    // Q6_KR's code; Q3_KR's, 28..35, the same way offset by 32; Q2_KR's, 0..3.
+    int sub_block_code(int64_t b, int e) const {
+        if (type == WType::Q2_KR) {
             const int s = e / 4;
             return (group[row_group_codes_at(type, b) + (s / 4) * 64 + 4 * lane + e % 4] >>
                     (2 * (s % 4))) &
@@ -408,13 +414,13 @@ void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         const float d = g.d(b), m = g.m(b);
         if (w.type == WType::Q2_KR) {  // as block_q2_k: (d * sc) * q - dmin * mn
             for (int e = 0; e < 32; ++e)
-                out[b * 32 + e] = d * float(g.sub_scale(b, e / 16)) * float(g.q6(b, e)) -
+                out[b * 32 + e] = d * float(g.sub_scale(b, e / 16)) * float(g.sub_block_code(b, e)) -
                                   g.q2_dmin(b) * float(g.q2_min(b, e / 16));
             continue;
         }
         if (row_group_sub_block_scales(
                 w.type)) {  // as block_q6_k (and block_q3_k): (d * sc) * (q - 32)
-            for (int e = 0; e < 32; ++e) out[b * 32 + e] = d * float(g.sub_scale(b, e / 16)) * float(g.q6(b, e) - 32);
+            for (int e = 0; e < 32; ++e) out[b * 32 + e] = d * float(g.sub_scale(b, e / 16)) * float(g.sub_block_code(b, e) - 32);
             continue;
         }
         for (int e = 0; e < 32; ++e) {
@@ -438,7 +444,7 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
                 const int8_t* xb = xc + (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
                 if (row_group_sub_block_sums(w.type)) {
                     int32_t half_sum[2] = {0, 0};
-                    for (int e = 0; e < 32; ++e) half_sum[e / 16] += g.q6(b, e) * int32_t(xb[(e / 4) * 64 + e % 4]);
+                    for (int e = 0; e < 32; ++e) half_sum[e / 16] += g.sub_block_code(b, e) * int32_t(xb[(e / 4) * 64 + e % 4]);
                     const int32_t xhalf = x.half_sums_of(j)[b], xsum = x.sums_of(j)[b];
                     if (w.type == WType::Q2_KR) {  // the scaled sums, then the mins' term
                         const int32_t i = g.sub_scale(b, 0) * half_sum[0] + g.sub_scale(b, 1) * half_sum[1];
