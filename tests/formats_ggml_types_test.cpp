@@ -177,7 +177,8 @@ void expect_holds_values(const WeightMatrix& w, const RawTensor& t) {
     for (int64_t r = 0; r < w.rows; ++r) {
         dequantize_rows_to_f32(t, r, 1, want.data());
         weight_row_f32(w, r, got.data());
-        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), size_t(w.cols) * 4)) << t.name << " row " << r;
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), size_t(w.cols) * 4))
+            << t.name << " row " << r;
     }
 }
 

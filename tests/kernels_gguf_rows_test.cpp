@@ -5,9 +5,10 @@
 // gives, bit for bit, what it gives for the same values held as Q8_0R (IQ4_NL and MXFP4 blocks are
 // Q8_0 blocks, formats/dequant.h) or as Q6_KR (Q3_K's as the Q6_K blocks with the same values),
 // whose references kernels_row_groups_test and kernels_k_quant_rows_test hold to the exact sum;
-// IQ4_XS and Q2_K (no such twins) are held to the exact sum themselves. Every int8 table (AVX-512, AVX-VNNI, AVX2; NEON and dot product on aarch64) equals the
-// reference bit for bit at widths 1..16 and a prefill's, 1 and 2 threads, on row ranges inside
-// groups, and the AVX-512 kernel with and without GFNI and with each way of prefetching.
+// IQ4_XS and Q2_K (no such twins) are held to the exact sum themselves. Every int8 table (AVX-512,
+// AVX-VNNI, AVX2; NEON and dot product on aarch64) equals the reference bit for bit at widths 1..16
+// and a prefill's, 1 and 2 threads, on row ranges inside groups, and the AVX-512 kernel with and
+// without GFNI and with each way of prefetching.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -98,9 +99,10 @@ RandomTensor random_tensor(DType type, Shape s, uint32_t seed) {
 
 WeightMatrix table_rows(const RawTensor& t) {
     WeightMatrix w;
-    const bool made = t.dtype == DType::Q3_K   ? repack_q3_k_as_row_groups(t, t.shape[0], t.shape[1], w)
-                      : t.dtype == DType::Q2_K ? repack_q2_k_as_row_groups(t, t.shape[0], t.shape[1], w)
-                                               : repack_table_codes_as_row_groups(t, t.shape[0], t.shape[1], w);
+    const bool made =
+        t.dtype == DType::Q3_K   ? repack_q3_k_as_row_groups(t, t.shape[0], t.shape[1], w)
+        : t.dtype == DType::Q2_K ? repack_q2_k_as_row_groups(t, t.shape[0], t.shape[1], w)
+                                 : repack_table_codes_as_row_groups(t, t.shape[0], t.shape[1], w);
     if (!made) throw Error("no row groups for " + t.name);
     return w;
 }
@@ -251,16 +253,19 @@ TEST(KernelsGgufRows, Q2KReferenceNearTheExactSum) {
                 double exact = 0, magnitude = 0;
                 for (int64_t c = 0; c < s.cols; ++c) {
                     const int64_t b = c / 32, e = c % 32;
-                    const double xv = double(qx.codes_of(j)[(b / 16) * 512 + (e / 4) * 64 + 4 * (b % 16) + e % 4]) *
-                                      qx.scales_of(j)[b];
+                    const int64_t at = (b / 16) * 512 + (e / 4) * 64 + 4 * (b % 16) + e % 4;  // chunk layout
+                    const double xv = double(qx.codes_of(j)[at]) * qx.scales_of(j)[b];
                     const uint8_t* block = r.bytes.data() + size_t((row * s.cols + c) / 256) * 84;
                     const uint8_t scale = block[(c % 256) / 16];
                     const double d = f16_to_f32(uint16_t(block[80] | block[81] << 8)),
                                  dmin = f16_to_f32(uint16_t(block[82] | block[83] << 8));
                     exact += double(values[size_t(c)]) * xv;
-                    magnitude += (std::fabs(d * (scale & 15) * 3) + std::fabs(dmin * (scale >> 4))) * std::fabs(xv);
+                    magnitude +=
+                        (std::fabs(d * (scale & 15) * 3) + std::fabs(dmin * (scale >> 4))) *
+                        std::fabs(xv);
                 }
-                EXPECT_NEAR(exact, got[size_t(j * s.rows + row)], 4e-7 * magnitude * double(s.cols / 32 + 2))
+                EXPECT_NEAR(exact, got[size_t(j * s.rows + row)],
+                            4e-7 * magnitude * double(s.cols / 32 + 2))
                     << "row " << row << " col " << j;
             }
         }

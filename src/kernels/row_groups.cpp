@@ -174,9 +174,11 @@ void store_q3_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
         std::memcpy(group + row_group_super_scales_at(t, sb * 8) + 2 * lane, &d, 2);
         for (int k = 0; k < 8; ++k) {
             const int64_t b = sb * 8 + k;
-            uint8_t low_bits[2][4] = {}, high_bits[4] = {};  // this lane's 4 bytes of each code vector
+            // This lane's 4 bytes of each code vector.
+            uint8_t low_bits[2][4] = {}, high_bits[4] = {};
             pack_two_bit_planes(codes + k * 32, low_bits);
-            for (int e = 0; e < 32; ++e) high_bits[e % 4] |= uint8_t((codes[k * 32 + e] >> 2) << (e / 4));
+            for (int e = 0; e < 32; ++e)
+                high_bits[e % 4] |= uint8_t((codes[k * 32 + e] >> 2) << (e / 4));
             uint8_t* block = group + row_group_codes_at(t, b);
             for (int v = 0; v < 2; ++v) std::memcpy(block + v * 64 + 4 * lane, low_bits[v], 4);
             std::memcpy(block + 128 + 4 * lane, high_bits, 4);
@@ -362,7 +364,9 @@ struct GroupRow {
         return group[row_group_block_scales_at(type, b) + size_t(2 * lane + half)];
     }
     int q2_min(int64_t b, int half) const { return q2_scale_byte(b, half) >> 4; }
-    float q2_dmin(int64_t b) const { return half_at(size_t(row_group_super_scales_at(type, b)) + 32); }
+    float q2_dmin(int64_t b) const {
+        return half_at(size_t(row_group_super_scales_at(type, b)) + 32);
+    }
     int code(int64_t b, int e) const {
         const int64_t at = row_group_codes_at(type, b);
         if (type == WType::Q8_0R) return int(group[at + (e / 4) * 64 + 4 * lane + e % 4]) - 128;
@@ -414,13 +418,16 @@ void row_groups_row_f32(const WeightMatrix& w, int64_t row, float* out) {
         const float d = g.d(b), m = g.m(b);
         if (w.type == WType::Q2_KR) {  // as block_q2_k: (d * sc) * q - dmin * mn
             for (int e = 0; e < 32; ++e)
-                out[b * 32 + e] = d * float(g.sub_scale(b, e / 16)) * float(g.sub_block_code(b, e)) -
-                                  g.q2_dmin(b) * float(g.q2_min(b, e / 16));
+                out[b * 32 + e] =
+                    d * float(g.sub_scale(b, e / 16)) * float(g.sub_block_code(b, e)) -
+                    g.q2_dmin(b) * float(g.q2_min(b, e / 16));
             continue;
         }
         if (row_group_sub_block_scales(
                 w.type)) {  // as block_q6_k (and block_q3_k): (d * sc) * (q - 32)
-            for (int e = 0; e < 32; ++e) out[b * 32 + e] = d * float(g.sub_scale(b, e / 16)) * float(g.sub_block_code(b, e) - 32);
+            for (int e = 0; e < 32; ++e)
+                out[b * 32 + e] =
+                    d * float(g.sub_scale(b, e / 16)) * float(g.sub_block_code(b, e) - 32);
             continue;
         }
         for (int e = 0; e < 32; ++e) {
@@ -444,10 +451,13 @@ void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y,
                 const int8_t* xb = xc + (b / kI8ChunkBlocks) * kI8ChunkValues + 4 * (b % kI8ChunkBlocks);
                 if (row_group_sub_block_sums(w.type)) {
                     int32_t half_sum[2] = {0, 0};
-                    for (int e = 0; e < 32; ++e) half_sum[e / 16] += g.sub_block_code(b, e) * int32_t(xb[(e / 4) * 64 + e % 4]);
+                    for (int e = 0; e < 32; ++e)
+                        half_sum[e / 16] +=
+                            g.sub_block_code(b, e) * int32_t(xb[(e / 4) * 64 + e % 4]);
                     const int32_t xhalf = x.half_sums_of(j)[b], xsum = x.sums_of(j)[b];
                     if (w.type == WType::Q2_KR) {  // the scaled sums, then the mins' term
-                        const int32_t i = g.sub_scale(b, 0) * half_sum[0] + g.sub_scale(b, 1) * half_sum[1];
+                        const int32_t i =
+                            g.sub_scale(b, 0) * half_sum[0] + g.sub_scale(b, 1) * half_sum[1];
                         const int32_t mi = g.q2_min(b, 0) * xhalf + g.q2_min(b, 1) * (xsum - xhalf);
                         acc = std::fma(float(i), g.d(b) * x.scales_of(j)[b], acc);
                         acc = std::fma(float(mi), -g.q2_dmin(b) * x.scales_of(j)[b], acc);

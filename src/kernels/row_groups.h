@@ -198,7 +198,8 @@ constexpr int64_t row_group_super_scales_at(WType t, int64_t b) {
 // dmin): Q4_KR, Q5_KR its sc [16], its mn 16 bytes on; Q6_KR its sc_a [16], its sc_b 16 bytes on;
 // Q2_KR its 16 pairs of bytes.
 constexpr int64_t row_group_block_scales_at(WType t, int64_t b) {
-    return row_group_super_scales_at(t, b) + (row_group_sub_block_scales(t) ? 32 : 64) + (b % 8) * 32;
+    return row_group_super_scales_at(t, b) + (row_group_sub_block_scales(t) ? 32 : 64) +
+           (b % 8) * 32;
 }
 // The additive offset of the stored codes: value = (code - offset) * d (Q4_KR: none, its mins
 // carry the offset; Q6_KR: none here, its sub-block sums start at -32 x their activation sums).

@@ -322,8 +322,8 @@ WeightMatrix build_k_quant_weight(int64_t rows, int64_t cols, WType type, Thread
     size_t block_bytes = 0;
     dtype_block_layout(source, &block_values, &block_bytes);
     if (source == DType::Q3_K || source == DType::Q2_K)
-        fail("build_weight: no ", dtype_name(source), " quantizer (", wtype_name(type), " comes from a checkpoint's ",
-             dtype_name(source), ")");
+        fail("build_weight: no ", dtype_name(source), " quantizer (", wtype_name(type),
+             " comes from a checkpoint's ", dtype_name(source), ")");
     const auto encode = source == DType::Q4_K ? quantize_row_q4_k : source == DType::Q5_K ? quantize_row_q5_k : quantize_row_q6_k;
     const size_t row_blocks = size_t(cols / block_values) * block_bytes;
     const std::string name = std::to_string(rows) + "x" + std::to_string(cols) + " " + dtype_name(source) + " weight";

@@ -78,8 +78,8 @@ enum class WType {
     Native,
 };
 
-// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR / Q3_KR / Q2_KR / IQ4_NLR / MXFP4R / IQ4_XSR: rows stored in groups
-// of kRowGroupRows (kernels/row_groups.h has the layout).
+// Q4_0R / Q8_0R / Q4_KR / Q5_KR / Q6_KR / Q3_KR / Q2_KR / IQ4_NLR / MXFP4R / IQ4_XSR: rows stored
+// in groups of kRowGroupRows (kernels/row_groups.h has the layout).
 inline constexpr int64_t kRowGroupRows = 16;
 constexpr bool is_row_group_type(WType t) {
     return t == WType::Q4_0R || t == WType::Q8_0R || t == WType::Q4_KR || t == WType::Q6_KR ||

@@ -119,9 +119,11 @@ private:
         // MLX 4-bit tries Q4_1 first (f16-exact scales: a layout every kernel reads); the rest
         // repack straight from the file's codes, never through a transient f32 copy.
         const bool mlx4 = t.dtype == DType::MLX_AFFINE && t.bits == 4;
-        if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool)) return w;
+        if (affine && !mlx4 && repack_affine_for_int8_dot(t, rows, cols, w, options_.pool))
+            return w;
         // make_weight lays block types out for the int8 kernels itself (int8_layout).
-        w = make_weight(t, rows, cols, options_.matrix_type, {options_.pool, int8, kernels().row_groups});
+        w = make_weight(t, rows, cols, options_.matrix_type,
+                        {options_.pool, int8, kernels().row_groups});
         if (affine && w.type == WType::F32) repack_affine_for_int8_dot(t, rows, cols, w, options_.pool);
         // BF16D keeps BF16's bytes: only the kernel that multiplies them changes.
         if (w.type == WType::BF16 && bf16_dot_in_use(options_.bf16_activations)) w.type = WType::BF16D;

@@ -1,7 +1,7 @@
 #pragma once
 // The int8-dot matmul for the 16-row-group types (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, Q3_KR, Q2_KR,
-// IQ4_NLR, MXFP4R, IQ4_XSR: kernels/row_groups.h) on NEON: ref::gemm_row_groups' arithmetic with one row per int32
-// lane. Included (through gemm_i8_arm.h) by one translation unit per dot product.
+// IQ4_NLR, MXFP4R, IQ4_XSR: kernels/row_groups.h) on NEON: ref::gemm_row_groups' arithmetic with
+// one row per int32 lane. Included (through gemm_i8_arm.h) by one translation unit per dot product.
 //
 // A block's code vector is 64 bytes, 16 rows x 4 codes: four 16-byte vectors of 4 rows each. The
 // dot product adds, in lane k of vector q, row 4q + k's 4 codes times the step's 4 activation
@@ -165,7 +165,8 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
         }
         // The rows' weight scales (Q4_KR, Q5_KR: d * sc, and their mins' factors -(dmin * mn)).
         float32x4_t dw[4], dm[4];
-        int32x4_t sc_a[4], sc_b[4];  // Q6_KR, Q3_KR, Q2_KR: the block's first and last 16 values' scales
+        // Q6_KR, Q3_KR, Q2_KR: the block's first and last 16 values' scales.
+        int32x4_t sc_a[4], sc_b[4];
         int32x4_t mn_a[4], mn_b[4];  // Q2_KR: their mins
         if constexpr (T == WType::Q2_KR) {
             load_f16_lanes(group + row_group_super_scales_at(T, b), dw);
@@ -210,7 +211,8 @@ void group_times_columns(const uint8_t* group, int64_t blocks, const QuantizedCo
                 if constexpr (T == WType::Q2_KR) {  // mn_a * xhalf + mn_b * (xsum - xhalf)
                     const int32_t xhalf = x.half_sums_of(j0 + c)[b];
                     const int32_t xsecond = x.sums_of(j0 + c)[b] - xhalf;
-                    const int32x4_t mins = vmlaq_n_s32(vmulq_n_s32(mn_a[q], xhalf), mn_b[q], xsecond);
+                    const int32x4_t mins =
+                        vmlaq_n_s32(vmulq_n_s32(mn_a[q], xhalf), mn_b[q], xsecond);
                     acc[c][q] = vfmaq_f32(acc[c][q], vcvtq_f32_s32(mins), vmulq_f32(dm[q], dx));
                 }
                 if constexpr (row_group_affine_k(T)) {

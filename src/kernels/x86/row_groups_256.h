@@ -103,8 +103,10 @@ inline __m256i q6_start_factors_256(const uint8_t* a, const uint8_t* b) {
 // sub-block's at 2r, its second's at 2r + 1) of sub-block `second` (0 or 1) as int16s, each twice,
 // as q6_pair_scales_256's.
 inline __m256i q2_pair_scales_256(const uint8_t* p, int second) {
-    const __m256i pairs = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    const __m256i sc = _mm256_and_si256(second ? _mm256_srli_epi32(pairs, 16) : pairs, _mm256_set1_epi32(15));
+    const __m256i pairs =
+        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i sc =
+        _mm256_and_si256(second ? _mm256_srli_epi32(pairs, 16) : pairs, _mm256_set1_epi32(15));
     return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
 }
 
@@ -119,15 +121,16 @@ template <int C>
     const __m256i pairs = _mm256_cvtepu8_epi16(_mm_loadu_si128(
         reinterpret_cast<const __m128i*>(group + row_group_block_scales_at(T, b) + 16 * half)));
     const __m256i mins = _mm256_srli_epi16(pairs, 4);  // lane r: mn_a | mn_b << 16
-    const __m256 dmin = _mm256_xor_ps(
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
-            group + row_group_super_scales_at(T, b) + 32 + 16 * half))),
-        _mm256_set1_ps(-0.0f));
+    const __m256 dmin =
+        _mm256_xor_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                          group + row_group_super_scales_at(T, b) + 32 + 16 * half))),
+                      _mm256_set1_ps(-0.0f));
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
         const __m256i mi = _mm256_madd_epi16(mins, _mm256_set1_epi32(x.half_pairs_of(j0 + c)[b]));
-        acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mi),
-                                 _mm256_mul_ps(dmin, _mm256_set1_ps(x.scales_of(j0 + c)[b])), acc[c]);
+        acc[c] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(mi),
+                            _mm256_mul_ps(dmin, _mm256_set1_ps(x.scales_of(j0 + c)[b])), acc[c]);
     }
 }
 
@@ -381,8 +384,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                             six_bit_step_256<T>(codes + 32 * i, s + 1));
                     }
                     if constexpr (kScaledSixBit && kTwoBit) {
-                        scales[i] = q2_pair_scales_256(group + row_group_block_scales_at(T, b) +
-                                                       16 * (H == 1 ? h : i), s / 4);
+                        scales[i] = q2_pair_scales_256(
+                            group + row_group_block_scales_at(T, b) + 16 * (H == 1 ? h : i), s / 4);
                     } else if constexpr (kScaledSixBit) {
                         const uint8_t* sc = q6_scales_of(H == 1 ? h : i);
                         scales[i] = q6_pair_scales_256(sc + 16 * (s / 4));
@@ -400,7 +403,8 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                                 _mm256_add_epi16(Dot::pairs(w0[i], x0), Dot::pairs(w1[i], x1)), scales[i]);
                             if (kTwoBit && s == 0) {  // no start
                                 isum[i][0][c] = scaled;
-                            } else if (s == 0) {  // the start: -32 x (first scale x first half sum + second x second)
+                            } else if (s == 0) {
+                                // The start: -32 x (first scale x first half sum + second x second).
                                 const __m256i start = _mm256_madd_epi16(_mm256_set1_epi32(x.half_pairs_of(j0 + c)[b]),
                                                                         start_factors[i]);
                                 isum[i][0][c] = _mm256_add_epi32(start, scaled);
@@ -490,16 +494,20 @@ void row_group_tile_256(const RowGroupGeometry& L, const uint8_t* group, int h,
                 if constexpr (kTwoBit) q2_k_mins_256<C>(group, b, half, x, j0, acc[i]);
             } else if constexpr (kSixBit) {
                 const uint8_t* super = group + row_group_super_scales_at(T, b);
-                const uint8_t* sc = group + row_group_block_scales_at(T, b) + (kTwoBit ? 16 : 8) * half;
+                const uint8_t* sc =
+                    group + row_group_block_scales_at(T, b) + (kTwoBit ? 16 : 8) * half;
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 16 * half)));
                 __m256 sca, scb;
                 if constexpr (kTwoBit) {  // lane r: bytes 2r, 2r + 1 (sc | mn << 4), low nibbles
-                    const __m256i pairs = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+                    const __m256i pairs =
+                        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
                     sca = _mm256_cvtepi32_ps(_mm256_and_si256(pairs, _mm256_set1_epi32(15)));
-                    scb = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(pairs, 16), _mm256_set1_epi32(15)));
+                    scb = _mm256_cvtepi32_ps(
+                        _mm256_and_si256(_mm256_srli_epi32(pairs, 16), _mm256_set1_epi32(15)));
                 } else {
                     auto i8_lanes = [](const uint8_t* p) {
-                        return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+                        return _mm256_cvtepi8_epi32(
+                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
                     };
                     sca = _mm256_cvtepi32_ps(i8_lanes(sc));
                     scb = _mm256_cvtepi32_ps(i8_lanes(sc + 16));

@@ -1,9 +1,9 @@
-// AVX-512 VNNI: Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR (and Q3_KR, Q2_KR, and the table types) weights (16-row groups, one row per int32
-// lane: kernels/row_groups.h) times int8 activations. A tile is RG groups x C columns: each 64-byte
-// code vector of a group is loaded once and meets every column's broadcast activation codes with
-// one vpdpbusd (Q4_0R, Q4_KR, Q5_KR: its low and high nibbles, two; Q5_KR's fifth bits or-ed in
-// first), and a block ends with one convert + fused multiply-add per (group, column) (Q4_KR and
-// Q5_KR: two, the second for their mins; the 16 rows'
+// AVX-512 VNNI: Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR (and Q3_KR, Q2_KR, and the table types) weights
+// (16-row groups, one row per int32 lane: kernels/row_groups.h) times int8 activations. A tile is
+// RG groups x C columns: each 64-byte code vector of a group is loaded once and meets every
+// column's broadcast activation codes with one vpdpbusd (Q4_0R, Q4_KR, Q5_KR: its low and high
+// nibbles, two; Q5_KR's fifth bits or-ed in first), and a block ends with one convert + fused
+// multiply-add per (group, column) (Q4_KR and Q5_KR: two, the second for their mins; the 16 rows'
 // scales built from the super-block's f16 d, dmin and the block's 6-bit sc, mn first). Q6_KR
 // (q6_k_block): each step's 6-bit codes rebuilt from a low-nibble and a high-bit vector, the two
 // sub-blocks summed apart and joined by their int8 scales before the convert.
@@ -72,7 +72,6 @@
 #include "kernels/x86/avx512/isa_avx512.h"
 #include "kernels/x86/int8_dot_tiles.h"
 #include "kernels/x86/x86_kernels.h"
-
 
 namespace nextn::avx512 {
 
@@ -188,7 +187,8 @@ constexpr int64_t ceil_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 // A block's scale bytes in one group: 16 f16 d, or Q4_KR's (and Q2_KR's) 40 and Q6_KR's 36 (a
 // super-block's over its 8 blocks).
 template <WType T>
-constexpr int64_t kBlockScaleBytes = row_group_affine_k(T) || T == WType::Q2_KR ? kQ4KGroupScaleBytes / 8
+constexpr int64_t kBlockScaleBytes = row_group_affine_k(T) || T == WType::Q2_KR
+                                         ? kQ4KGroupScaleBytes / 8
                                      : row_group_sub_block_scales(T) ? kQ6KGroupScaleBytes / 8
                                      : row_group_f32_scales(T)       ? 64
                                                                      : 32;
@@ -356,9 +356,11 @@ template <WType T, bool Gfni, int RG, int C, bool kUnpacked>
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(super)));
         if constexpr (T == WType::Q2_KR) {
             // Lane r: its two scale bytes widened to 16 bits each (sc | mn << 4).
-            const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
+            const __m512i bytes =
+                _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
             const __m512i scales = _mm512_and_si512(bytes, _mm512_set1_epi16(15));
-            const __m512 sca = _mm512_cvtepi32_ps(_mm512_and_si512(scales, _mm512_set1_epi32(0xFFFF)));
+            const __m512 sca =
+                _mm512_cvtepi32_ps(_mm512_and_si512(scales, _mm512_set1_epi32(0xFFFF)));
             const __m512 scb = _mm512_cvtepi32_ps(_mm512_srli_epi32(scales, 16));
             const __m512i mins = _mm512_srli_epi16(bytes, 4);  // lane r: mn_a | mn_b << 16
             const __m512 dmin = _mm512_xor_ps(
@@ -367,9 +369,12 @@ template <WType T, bool Gfni, int RG, int C, bool kUnpacked>
 #pragma GCC unroll 8
             for (int c = 0; c < C; ++c) {
                 const __m512 dx = _mm512_set1_ps(xd[c][b]);
-                acc[g][c] = x86::scale_chunk_q6<Isa>(isum[0][g][c], isum[1][g][c], sca, scb, dw, dx, acc[g][c]);
-                const __m512i mi = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mins, _mm512_set1_epi32(xpairs[c][b]));
-                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mi), _mm512_mul_ps(dmin, dx), acc[g][c]);
+                acc[g][c] = x86::scale_chunk_q6<Isa>(isum[0][g][c], isum[1][g][c], sca, scb, dw, dx,
+                                                     acc[g][c]);
+                const __m512i mi = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mins,
+                                                       _mm512_set1_epi32(xpairs[c][b]));
+                acc[g][c] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(mi), _mm512_mul_ps(dmin, dx), acc[g][c]);
             }
             continue;
         }
