@@ -1,5 +1,5 @@
 // The K-quant encoders (kernels/quant_k.h) against the GGUF decoder (formats/dequant.cpp, checked
-// against the fixture files), for Q4_K, Q5_K and Q6_K: every value decodes to within half its sub-block's step (a scale or
+// against the fixture files), for Q4_K, Q5_K, Q6_K and Q2_K: every value decodes to within half its sub-block's step (a scale or
 // min past its 6 bits would spill into its neighbours' bits and break that), Q6_K's int8 scales are
 // never negative, and the steps are tight enough that normal data keeps its usual 4- and 6-bit
 // error (relative RMS 0.1, 0.05 and 0.025).
@@ -110,6 +110,38 @@ TEST(KernelsQuantK, Q6KValuesWithinHalfAStep) {
     }
     for (int i = 512; i < 768; ++i) EXPECT_EQ(0.0f, v[size_t(i)]) << i;
     EXPECT_LT(std::sqrt(err2 / sum2), 0.025);
+}
+
+// Q2_K: 3 steps per 16 values, a 4-bit scale and min each (q2_k_block_codes reads them back).
+TEST(KernelsQuantK, Q2KValuesWithinHalfAStep) {
+    const int64_t rows = 10, cols = 1024;
+    const std::vector<float> x = test_values(rows, cols, 5);
+    std::vector<uint8_t> blocks(size_t(rows * cols / 256 * kQ2KBlockBytes));
+    for (int64_t r = 0; r < rows; ++r)
+        quantize_row_q2_k(x.data() + r * cols, cols, blocks.data() + size_t(r * cols / 256 * kQ2KBlockBytes));
+    std::vector<float> v(x.size());
+    dequantize_to_f32(test::tensor_over("k", DType::Q2_K, rows, cols, blocks), v.data());
+    double err2 = 0, sum2 = 0;
+    for (size_t b = 0; b < blocks.size() / kQ2KBlockBytes; ++b) {
+        uint8_t codes[256], scales[16];
+        uint16_t d_h, dmin_h;
+        q2_k_block_codes(blocks.data() + b * kQ2KBlockBytes, codes, scales, &d_h, &dmin_h);
+        const float d = f16_to_f32(d_h), dmin = f16_to_f32(dmin_h);
+        for (int j = 0; j < 16; ++j) {
+            const float step = d * float(scales[j] & 15);
+            for (int l = 0; l < 16; ++l) {
+                const size_t i = b * 256 + size_t(16 * j + l);
+                ASSERT_EQ(step * float(codes[16 * j + l]) - dmin * float(scales[j] >> 4), v[i]) << i;  // the decoder's value
+                ASSERT_LE(std::fabs(x[i] - v[i]), 0.5f * step * 1.0001f + 1e-6f * std::fabs(x[i])) << i << " " << x[i];
+                err2 += double(x[i] - v[i]) * double(x[i] - v[i]);
+                sum2 += double(x[i]) * double(x[i]);
+            }
+        }
+    }
+    for (int i = 512; i < 768; ++i) EXPECT_EQ(0.0f, v[size_t(i)]) << i;
+    // Four levels over each 16 values' range (about 3.5 standard deviations of normal data): a step
+    // of about 1.2 of them, and an error of about a third.
+    EXPECT_LT(std::sqrt(err2 / sum2), 0.45);
 }
 
 // The smallest f16 at or above v (0 <= v <= 65504), found by bisecting the positive halves, whose
@@ -236,7 +268,8 @@ TEST(KernelsQuantK, EncodersWriteEveryByteOfTheirBlocks) {
     const std::vector<float> x = test_values(2, 1024, 4);
     const auto encoders = {std::pair{&quantize_row_q4_k, kQ4KBlockBytes},
                            std::pair{&quantize_row_q5_k, kQ5KBlockBytes},
-                           std::pair{&quantize_row_q6_k, kQ6KBlockBytes}};
+                           std::pair{&quantize_row_q6_k, kQ6KBlockBytes},
+                           std::pair{&quantize_row_q2_k, kQ2KBlockBytes}};
     for (auto [encode, block_bytes] : encoders) {
         SCOPED_TRACE(std::to_string(block_bytes) + "-byte blocks");
         const size_t bytes = size_t(int64_t(x.size()) / 256 * block_bytes);

@@ -122,6 +122,9 @@ BenchModel open_bench_model(const Args& a) {
     // Block types are held as the kernels multiply them best here (the int8-dot layouts where
     // the table has int8 kernels).
     so.matrix_type = kernel_storage_type(so.matrix_type, mo.int8_activations, mo.bf16_activations);
+    if (mo.matrix_type == WType::Q2_KR && !int8_kernels_in_use(mo.int8_activations))
+        throw UsageError("--quant q2_k needs the int8 kernels (a CPU with AVX2, or aarch64, without "
+                         "--f32-activations): elsewhere a Q2_K file's matrices are widened to f32");
     if (mo.q4_k_m) {
         // Held as the loader holds a Q4_K_M file's tensors on this table (model/weights.cpp).
         if (!int8_kernels_in_use(mo.int8_activations))
@@ -249,8 +252,9 @@ int cmd_bench(const std::vector<std::string>& argv) {
     // The kind of multiply-add the matmuls run: also the compute peak prefill is held against.
     const PeakKind peak_kind = int8 ? PeakKind::Int8 : bf16_dot ? PeakKind::Bf16 : PeakKind::F32;
     const char* activations = peak_kind_name(peak_kind);
-    const char* values = bm.options.q4_k_m ? "q4_k_m"  // the mix, not its dominant type
-                         : bf16_dot        ? wtype_name(WType::BF16)
+    const char* values = bm.options.q4_k_m    ? "q4_k_m"  // the mix, not its dominant type
+                         : quant == WType::Q2_KR ? "q2_k"
+                         : bf16_dot              ? wtype_name(WType::BF16)
                                            : wtype_name(int8_dot_source_type(quant));
     out["quant"] = values;
     out["activations"] = activations;

@@ -28,7 +28,8 @@ std::vector<FlagSpec> model_flags() {
          "convert every weight matrix at load: native (default: keep the file's values in a "
          "layout a kernel reads, widening to f32 only where none does; `inspect` shows which), "
          "f32, bf16, q8_0, q4; for `bench --synthetic` also q4_k_m (llama.cpp's Q4_K_M mix of Q4_K "
-         "and Q6_K, held as a Q4_K_M file's tensors are)",
+         "and Q6_K, held as a Q4_K_M file's tensors are) and q2_k (every matrix Q2_K, as a Q2_K "
+         "file's are held)",
          "TYPE"},
         {"f32-activations", "", false,
          "multiply quantized weights with f32 activations (the arithmetic of dequantized weights; "
@@ -157,8 +158,15 @@ ModelOptions model_options_from(const Args& a) {
                 "a checkpoint is not requantized to it: a Q4_K_M GGUF file loads as it is "
                 "(--quant native)");
         o.q4_k_m = true;  // the types: SyntheticOptions (synthetic models only)
+    } else if (q == "q2_k") {
+        if (!a.has("synthetic"))
+            throw UsageError(
+                "--quant q2_k builds synthetic models (nextn bench --synthetic NAME); a checkpoint "
+                "is not requantized to it: a Q2_K GGUF file loads as it is (--quant native)");
+        o.matrix_type = WType::Q2_KR;  // its only form (synthetic models only)
     } else {
-        throw UsageError("--quant: unknown type '" + q + "' (supported: native, f32, bf16, q8_0, q4; q4_k_m for synthetic models)");
+        throw UsageError("--quant: unknown type '" + q +
+                         "' (supported: native, f32, bf16, q8_0, q4; q4_k_m and q2_k for synthetic models)");
     }
     try {
         o.mtp_input = parse_mtp_input(a.str("mtp-input", "post-norm"));

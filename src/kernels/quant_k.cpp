@@ -91,6 +91,45 @@ void quantize_row_affine_k(const float* x, int64_t n, uint8_t* out) {
 
 }  // namespace
 
+void quantize_row_q2_k(const float* x, int64_t n, uint8_t* out) {
+    for (int64_t b = 0; b < n / kKQuantValues; ++b, x += kKQuantValues, out += kQ2KBlockBytes) {
+        float low[16], high[16];  // per sub-block: what the offset must cover, the top value
+        float max_low = 0.0f;
+        for (int j = 0; j < 16; ++j) {
+            const float* v = x + 16 * j;
+            low[j] = std::max(0.0f, -*std::min_element(v, v + 16));
+            high[j] = *std::max_element(v, v + 16);
+            max_low = std::max(max_low, low[j]);
+        }
+        const uint16_t dmin_h = f16_at_least(max_low / 15.0f);
+        const float dmin = f16_to_f32(dmin_h);
+        int mn[16], sc[16];
+        float span_max = 0.0f, span[16];
+        for (int j = 0; j < 16; ++j) {
+            mn[j] = steps_covering(low[j], dmin, 15);
+            span[j] = high[j] + dmin * float(mn[j]);  // from the offset's floor to the top value
+            span_max = std::max(span_max, span[j]);
+        }
+        const uint16_t d_h = f16_at_least(span_max / (3.0f * 15.0f));
+        const float d = f16_to_f32(d_h);
+        std::memset(out, 0, size_t(kQ2KBlockBytes));
+        uint8_t* qs = out + 16;
+        for (int j = 0; j < 16; ++j) {
+            sc[j] = steps_covering(span[j], 3.0f * d, 15);
+            out[j] = uint8_t(sc[j] | mn[j] << 4);
+            const float step = d * float(sc[j]), offset = dmin * float(mn[j]);
+            for (int l = 0; l < 16; ++l) {
+                const int e = 16 * j + l;
+                const int q = step > 0.0f ? clamp_round((x[e] + offset) / step, 0, 3) : 0;
+                // As formats/dequant.cpp reads them: value 128h + 32s + l at bits 2s of qs[32h + l].
+                qs[32 * (e / 128) + e % 32] = uint8_t(qs[32 * (e / 128) + e % 32] | q << (2 * ((e / 32) % 4)));
+            }
+        }
+        std::memcpy(out + 80, &d_h, 2);
+        std::memcpy(out + 82, &dmin_h, 2);
+    }
+}
+
 void quantize_row_q4_k(const float* x, int64_t n, uint8_t* out) { quantize_row_affine_k<4>(x, n, out); }
 void quantize_row_q5_k(const float* x, int64_t n, uint8_t* out) { quantize_row_affine_k<5>(x, n, out); }
 

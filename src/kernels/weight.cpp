@@ -313,7 +313,7 @@ WType stored_weight_type(WType type, int64_t cols) {
 
 namespace {
 
-// The matrix of `type` (Q4_KR, Q6_KR, Q5_KR, Q4_1FX, Q6_KX, Q8_1FX) holding a GGUF K-quant tensor: its
+// The matrix of `type` (Q4_KR, Q6_KR, Q5_KR, Q2_KR, Q4_1FX, Q6_KX, Q8_1FX) holding a GGUF K-quant tensor: its
 // rows encoded into GGUF Q4_K / Q6_K / Q5_K blocks (kernels/quant_k.h) on `pool`, the whole matrix first (its
 // repacks read a tensor), then repacked as a checkpoint's tensor of that type is (cols % 256 == 0).
 WeightMatrix build_k_quant_weight(int64_t rows, int64_t cols, WType type, ThreadPool* pool, const RowFill& fill) {
@@ -321,10 +321,11 @@ WeightMatrix build_k_quant_weight(int64_t rows, int64_t cols, WType type, Thread
     int64_t block_values = 0;
     size_t block_bytes = 0;
     dtype_block_layout(source, &block_values, &block_bytes);
-    if (source == DType::Q3_K || source == DType::Q2_K)
-        fail("build_weight: no ", dtype_name(source), " quantizer (", wtype_name(type),
-             " comes from a checkpoint's ", dtype_name(source), ")");
-    const auto encode = source == DType::Q4_K ? quantize_row_q4_k : source == DType::Q5_K ? quantize_row_q5_k : quantize_row_q6_k;
+    if (source == DType::Q3_K) fail("build_weight: no Q3_K quantizer (", wtype_name(type), " comes from a checkpoint's Q3_K)");
+    const auto encode = source == DType::Q4_K   ? quantize_row_q4_k
+                        : source == DType::Q5_K ? quantize_row_q5_k
+                        : source == DType::Q2_K ? quantize_row_q2_k
+                                                : quantize_row_q6_k;
     const size_t row_blocks = size_t(cols / block_values) * block_bytes;
     const std::string name = std::to_string(rows) + "x" + std::to_string(cols) + " " + dtype_name(source) + " weight";
     require_weight_memory(size_t(rows) * row_blocks + wtype_matrix_bytes(type, rows, cols), name);

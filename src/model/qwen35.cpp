@@ -295,6 +295,9 @@ LoadedModel load_model(const std::string& path, const ModelOptions& options) {
     if (options.q4_k_m)
         fail("--quant q4_k_m builds synthetic models (nextn bench --synthetic NAME); a checkpoint is not requantized "
              "to it: a Q4_K_M GGUF file loads as it is (--quant native)");
+    if (options.matrix_type == WType::Q2_KR)
+        fail("--quant q2_k builds synthetic models (nextn bench --synthetic NAME); a checkpoint is not requantized "
+             "to it: a Q2_K GGUF file loads as it is (--quant native)");
     LoadedModel lm;
     LoadOptions lo;
     lo.load_mtp = options.load_mtp;

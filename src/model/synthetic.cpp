@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "kernels/quant.h"
+#include "kernels/quant_k.h"
 
 namespace nextn {
 
@@ -486,7 +487,7 @@ LoadedModel load_synthetic_model(const ModelConfig& config, const std::string& n
         }
         // The weights being built: the Q4_K_M mix ignores matrix_type.
         const std::string weights =
-            o.q4_k_m ? std::string("q4_k_m") : wtype_name(stored_weight_type(o.matrix_type, 64));
+            o.q4_k_m ? std::string("q4_k_m") : wtype_name(stored_weight_type(o.matrix_type, kKQuantValues));
         require_memory(need, available, "synthetic " + name + " with " + weights + " weights",
                        fits.empty() ? "no weight type fits" : "these --quant types fit: " + fits);
     }

@@ -156,6 +156,7 @@ echo '{"weight_map": {}}' > "$TMP/noshards/model.safetensors.index.json"
 expect 1 "model.safetensors.index.json: weight_map is empty" -- "$NEXTN" inspect "$TMP/noshards"
 # Flags that belong elsewhere: q4_k_m is for synthetic models; bench takes one model.
 expect 2 "^nextn run: --quant q4_k_m builds synthetic models" -- "$NEXTN" run "$MODEL" -p hi --quant q4_k_m
+expect 2 "^nextn run: --quant q2_k builds synthetic models" -- "$NEXTN" run "$MODEL" -p hi --quant q2_k
 expect 2 "^nextn bench: give either MODEL or --synthetic NAME" -- "$NEXTN" bench "$MODEL" "$MODEL"
 
 mkdir -p "$TMP/confdir/config.json"
