@@ -1,5 +1,5 @@
 #pragma once
-// Q4_0R, Q8_0R, Q4_KR, Q5_KR and Q6_KR (kernels/row_groups.h) in 256-bit form, shared by the AVX2 and AVX-VNNI units
+// The row-group types (kernels/row_groups.h) in 256-bit form, shared by the AVX2 and AVX-VNNI units
 // through their Dot policy (x86/int8_dot_256.h describes it). A group's 64-byte code vector holds
 // its 16 rows in 4-byte lanes, so its two 32-byte halves are rows 0..7 and 8..15: a tile is one
 // or both halves of a group times up to 4 columns, over all of the group's blocks. Each code
