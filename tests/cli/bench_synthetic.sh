@@ -12,7 +12,7 @@ expect 2 "--draft: unknown draft variant 'great'" -- "$NEXTN" bench --synthetic 
 expect 2 "--draft applies to --synthetic" -- "$NEXTN" bench tests/data/qwen35-dense-tiny --draft perfect
 expect 2 "--draft-model does not apply" -- "$NEXTN" bench --synthetic qwen3.5-0.8b --draft-model x
 expect 2 "--no-mtp and --draft contradict" -- "$NEXTN" bench --synthetic qwen3.5-0.8b --no-mtp --draft perfect
-expect 2 "^nextn bench: --quant: unknown type .q3. \(supported: .*q4_k_m for synthetic models\)" -- "$NEXTN" bench --synthetic qwen3.5-0.8b --quant q3
+expect 2 "^nextn bench: --quant: unknown type .q3. \(supported: .*q4_k_m and q2_k for synthetic models\)" -- "$NEXTN" bench --synthetic qwen3.5-0.8b --quant q3
 
 # 142 GB of f32 weights: refused up front (unless this machine really has that much free).
 avail_kb=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
