@@ -45,34 +45,54 @@ void pack_q4_k_scales(const int* sc, const int* mn, uint8_t* s) {
     }
 }
 
+// The scales and mins of a super-block's Subs sub-blocks (Q4_K, Q5_K: 8 of 32 values, 6-bit
+// scales; Q2_K: 16 of 16, 4-bit), codes 0..top: per sub-block j the offset dmin * mn[j] covers
+// its smallest value below zero and the step d * sc[j] spans the rest in top steps, mn[j] and sc[j]
+// rounded up, dmin and d the largest need / scale_max rounded up to an f16.
+template <int Subs>
+struct AffineScales {
+    uint16_t d_h = 0, dmin_h = 0;
+    float d = 0.0f, dmin = 0.0f;
+    int sc[Subs] = {}, mn[Subs] = {};
+};
+template <int Subs>
+AffineScales<Subs> affine_scales(const float* x, int top, int scale_max) {
+    constexpr int kLen = int(kKQuantValues) / Subs;
+    AffineScales<Subs> a;
+    float low[Subs], high[Subs];  // per sub-block: what the offset must cover, the top value
+    float max_low = 0.0f;
+    for (int j = 0; j < Subs; ++j) {
+        const float* v = x + kLen * j;
+        low[j] = std::max(0.0f, -*std::min_element(v, v + kLen));
+        high[j] = *std::max_element(v, v + kLen);
+        max_low = std::max(max_low, low[j]);
+    }
+    a.dmin_h = f16_at_least(max_low / float(scale_max));
+    a.dmin = f16_to_f32(a.dmin_h);
+    float span_max = 0.0f, span[Subs];
+    for (int j = 0; j < Subs; ++j) {
+        a.mn[j] = steps_covering(low[j], a.dmin, scale_max);
+        span[j] = high[j] + a.dmin * float(a.mn[j]);  // from the offset's floor to the top value
+        span_max = std::max(span_max, span[j]);
+    }
+    a.d_h = f16_at_least(span_max / (float(top) * float(scale_max)));
+    a.d = f16_to_f32(a.d_h);
+    for (int j = 0; j < Subs; ++j) a.sc[j] = steps_covering(span[j], float(top) * a.d, scale_max);
+    return a;
+}
+
 // Q4_K (Bits 4) or Q5_K (Bits 5) blocks: the same scales and mins, codes of Bits bits.
 template <int Bits>
 void quantize_row_affine_k(const float* x, int64_t n, uint8_t* out) {
     constexpr int kTop = (1 << Bits) - 1;  // the largest code: 15 or 31
     constexpr int64_t kBlockBytes = Bits == 4 ? kQ4KBlockBytes : kQ5KBlockBytes;
     for (int64_t b = 0; b < n / kKQuantValues; ++b, x += kKQuantValues, out += kBlockBytes) {
-        float low[8], high[8];  // per sub-block: what the offset must cover, the top value
-        float max_low = 0.0f;
-        for (int j = 0; j < 8; ++j) {
-            const float* v = x + 32 * j;
-            low[j] = std::max(0.0f, -*std::min_element(v, v + 32));
-            high[j] = *std::max_element(v, v + 32);
-            max_low = std::max(max_low, low[j]);
-        }
-        const uint16_t dmin_h = f16_at_least(max_low / 63.0f);
-        const float dmin = f16_to_f32(dmin_h);
-        int mn[8], sc[8];
-        float span_max = 0.0f, span[8];
-        for (int j = 0; j < 8; ++j) {
-            mn[j] = steps_covering(low[j], dmin, 63);
-            span[j] = high[j] + dmin * float(mn[j]);  // from the offset's floor to the top value
-            span_max = std::max(span_max, span[j]);
-        }
-        const uint16_t d_h = f16_at_least(span_max / (float(kTop) * 63.0f));
-        const float d = f16_to_f32(d_h);
-        for (int j = 0; j < 8; ++j) sc[j] = steps_covering(span[j], float(kTop) * d, 63);
-        std::memcpy(out, &d_h, 2);
-        std::memcpy(out + 2, &dmin_h, 2);
+        const AffineScales<8> a = affine_scales<8>(x, kTop, 63);
+        const float d = a.d, dmin = a.dmin;
+        const int* sc = a.sc;
+        const int* mn = a.mn;
+        std::memcpy(out, &a.d_h, 2);
+        std::memcpy(out + 2, &a.dmin_h, 2);
         pack_q4_k_scales(sc, mn, out + 4);
         uint8_t* qh = out + 16;  // Q5_K only
         uint8_t* qs = out + (Bits == 4 ? 16 : 48);
@@ -93,31 +113,12 @@ void quantize_row_affine_k(const float* x, int64_t n, uint8_t* out) {
 
 void quantize_row_q2_k(const float* x, int64_t n, uint8_t* out) {
     for (int64_t b = 0; b < n / kKQuantValues; ++b, x += kKQuantValues, out += kQ2KBlockBytes) {
-        float low[16], high[16];  // per sub-block: what the offset must cover, the top value
-        float max_low = 0.0f;
-        for (int j = 0; j < 16; ++j) {
-            const float* v = x + 16 * j;
-            low[j] = std::max(0.0f, -*std::min_element(v, v + 16));
-            high[j] = *std::max_element(v, v + 16);
-            max_low = std::max(max_low, low[j]);
-        }
-        const uint16_t dmin_h = f16_at_least(max_low / 15.0f);
-        const float dmin = f16_to_f32(dmin_h);
-        int mn[16], sc[16];
-        float span_max = 0.0f, span[16];
-        for (int j = 0; j < 16; ++j) {
-            mn[j] = steps_covering(low[j], dmin, 15);
-            span[j] = high[j] + dmin * float(mn[j]);  // from the offset's floor to the top value
-            span_max = std::max(span_max, span[j]);
-        }
-        const uint16_t d_h = f16_at_least(span_max / (3.0f * 15.0f));
-        const float d = f16_to_f32(d_h);
+        const AffineScales<16> a = affine_scales<16>(x, 3, 15);
         std::memset(out, 0, size_t(kQ2KBlockBytes));
         uint8_t* qs = out + 16;
         for (int j = 0; j < 16; ++j) {
-            sc[j] = steps_covering(span[j], 3.0f * d, 15);
-            out[j] = uint8_t(sc[j] | mn[j] << 4);
-            const float step = d * float(sc[j]), offset = dmin * float(mn[j]);
+            out[j] = uint8_t(a.sc[j] | a.mn[j] << 4);
+            const float step = a.d * float(a.sc[j]), offset = a.dmin * float(a.mn[j]);
             for (int l = 0; l < 16; ++l) {
                 const int e = 16 * j + l;
                 const int q = step > 0.0f ? clamp_round((x[e] + offset) / step, 0, 3) : 0;
@@ -125,8 +126,8 @@ void quantize_row_q2_k(const float* x, int64_t n, uint8_t* out) {
                 qs[32 * (e / 128) + e % 32] = uint8_t(qs[32 * (e / 128) + e % 32] | q << (2 * ((e / 32) % 4)));
             }
         }
-        std::memcpy(out + 80, &d_h, 2);
-        std::memcpy(out + 82, &dmin_h, 2);
+        std::memcpy(out + 80, &a.d_h, 2);
+        std::memcpy(out + 82, &a.dmin_h, 2);
     }
 }
 
