@@ -34,15 +34,11 @@ namespace {
 using test::matmul_on;
 using test::random_normal;
 
-struct Shape {
-    int64_t rows, cols;
-};
-// As kernels_row_groups_test's: partial last groups, odd block counts (3, 5), ragged activation
-// chunks, four-group tiles and long rows. IQ4_XS (256-value super-blocks) takes its own.
-const std::vector<Shape> kShapes = {{37, 96},  {16, 1024}, {5, 32},   {40, 160},
-                                    {19, 544}, {61, 96},   {150, 64}, {100, 2144}};
-const std::vector<Shape> kSuperBlockShapes = {{37, 256}, {16, 1024}, {5, 512},
-                                              {61, 256}, {150, 768}, {100, 2304}};
+// The row-group tests' shapes (row_group_checks.h): IQ4_NL and MXFP4 in whole 32-value blocks,
+// IQ4_XS, Q3_K and Q2_K in 256-value super-blocks.
+using test::Shape;
+using test::kSuperBlockShapes;
+const std::vector<Shape>& kShapes = test::kBlockShapes;
 size_t block_bytes_of(DType type) {
     return type == DType::IQ4_NL  ? 18
            : type == DType::MXFP4 ? 17

@@ -85,15 +85,8 @@ bool repack_chunked(const KQuant& k, const RawTensor& t, int64_t rows, int64_t c
     return repack_k_quant_tensor(t, rows, cols, k.chunked_type, out);
 }
 
-struct Shape {
-    int64_t rows, cols;
-};
-// 37, 5 and 19 rows leave part of a last group; 61 and 150 rows make tiles of four groups (the
-// narrowest widths' tiles), the last partial or followed by a pair; 768 columns 3 super-blocks
-// (24 blocks: a ragged second activation chunk); 2560 five chunks; 100 rows of 2304 columns, rows
-// long enough for four-group tiles at widths 5-8 too (group_stream_tile_groups), and three groups.
-const Shape kShapes[] = {{37, 256}, {16, 1024}, {5, 512},  {19, 768},
-                         {61, 256}, {150, 512}, {3, 2560}, {100, 2304}};
+using test::Shape;
+const std::vector<Shape>& kShapes = test::kSuperBlockShapes;
 
 WeightMatrix rows_of(const KQuant& k, const KTensor& q) {
     WeightMatrix w;

@@ -37,16 +37,8 @@ namespace {
 using test::matmul_on;
 using test::random_normal;
 
-struct Shape {
-    int64_t rows, cols;
-};
-// 37 and 5 rows leave part of a last group; 96 and 160 columns odd block counts (3, 5: scale
-// padding) and ragged activation chunks; 544 a second chunk of one block; 61 and 150 rows tiles
-// of four groups (the narrowest widths' tiles), the last partial, or followed by a pair; 2144
-// columns (67 blocks) rows long enough for four-group tiles at widths 5-8 too
-// (group_stream_tile_groups), 100 rows such a tile and three groups.
-const Shape kShapes[] = {{37, 96},  {16, 1024}, {5, 32},   {40, 160},  {19, 544},
-                         {64, 512}, {61, 96},   {150, 64}, {100, 2144}};
+using test::Shape;
+const std::vector<Shape>& kShapes = test::kBlockShapes;
 
 const WType kRowGroupTypes[] = {WType::Q4_0R, WType::Q8_0R};
 

@@ -1,5 +1,6 @@
 #pragma once
-// Checks shared by the row-group layout tests (kernels_row_groups_test, kernels_k_quant_rows_test):
+// Shapes and checks shared by the row-group layout tests (kernels_row_groups_test,
+// kernels_k_quant_rows_test, kernels_gguf_rows_test):
 // a row-group matrix's int8 product called directly on row ranges that start and end inside
 // 16-row groups (a matmul's row split falls on whole groups, so the width tests never reach
 // them), on every table and, on x86, on the AVX-512 kernel with each way of prefetching and with
@@ -27,6 +28,23 @@
 namespace nextn::test {
 
 using RowRange = std::pair<int64_t, int64_t>;
+
+struct Shape {
+    int64_t rows, cols;
+};
+// Whole 32-value blocks: 37 and 5 rows leave part of a last group; 96 and 160 columns odd block
+// counts (3, 5: scale padding) and ragged activation chunks; 544 a second chunk of one block; 61
+// and 150 rows tiles of four groups (the narrowest widths' tiles), the last partial, or followed
+// by a pair; 2144 columns (67 blocks) rows long enough for four-group tiles at widths 5-8 too
+// (group_stream_tile_groups), 100 rows such a tile and three groups.
+inline const std::vector<Shape> kBlockShapes = {{37, 96},  {16, 1024}, {5, 32},   {40, 160},  {19, 544},
+                                                {64, 512}, {61, 96},   {150, 64}, {100, 2144}};
+// Whole 256-value super-blocks (the K-quants, IQ4_XS): 37, 5 and 19 rows leave part of a last
+// group; 61 and 150 rows make tiles of four groups, the last partial or followed by a pair; 768
+// columns 3 super-blocks (24 blocks: a ragged second activation chunk); 2560 five chunks; 100 rows
+// of 2304 columns, rows long enough for four-group tiles at widths 5-8 too, and three groups.
+inline const std::vector<Shape> kSuperBlockShapes = {{37, 256}, {16, 1024}, {5, 512},  {19, 768},
+                                                     {61, 256}, {150, 512}, {3, 2560}, {100, 2304}};
 
 // Calls product(qx, y, r0, r1) for each width n and range and compares y (prefilled with -1) with
 // the reference's; `what` names the case in a failure. Returns false after the first failure.

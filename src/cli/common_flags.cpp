@@ -151,19 +151,16 @@ ModelOptions model_options_from(const Args& a) {
         o.matrix_type = WType::Q8_0;
     } else if (q == "q4" || q == "q4_0") {
         o.matrix_type = WType::Q4_0;
-    } else if (q == "q4_k_m") {
+    } else if (q == "q4_k_m" || q == "q2_k") {
         if (!a.has("synthetic"))  // the flag is bench's, so every other command lands here
-            throw UsageError(
-                "--quant q4_k_m builds synthetic models (nextn bench --synthetic NAME); "
-                "a checkpoint is not requantized to it: a Q4_K_M GGUF file loads as it is "
-                "(--quant native)");
-        o.q4_k_m = true;  // the types: SyntheticOptions (synthetic models only)
-    } else if (q == "q2_k") {
-        if (!a.has("synthetic"))
-            throw UsageError(
-                "--quant q2_k builds synthetic models (nextn bench --synthetic NAME); a checkpoint "
-                "is not requantized to it: a Q2_K GGUF file loads as it is (--quant native)");
-        o.matrix_type = WType::Q2_KR;  // its only form (synthetic models only)
+            throw UsageError("--quant " + q +
+                             " builds synthetic models (nextn bench --synthetic NAME); a checkpoint "
+                             "is not requantized to it: a GGUF file of that type loads as it is "
+                             "(--quant native)");
+        if (q == "q4_k_m")
+            o.q4_k_m = true;  // the types: SyntheticOptions (synthetic models only)
+        else
+            o.matrix_type = WType::Q2_KR;  // Q2_K's only form
     } else {
         throw UsageError("--quant: unknown type '" + q +
                          "' (supported: native, f32, bf16, q8_0, q4; q4_k_m and q2_k for synthetic models)");

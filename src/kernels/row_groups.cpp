@@ -61,6 +61,22 @@ WeightMatrix repack_as_row_groups(const WeightMatrix& blocks, WType target, Thre
 
 namespace {
 
+// Row `row`'s group in a t matrix of `cols` values at base, and its lane there.
+struct GroupLane {
+    uint8_t* group;
+    int lane;
+};
+GroupLane lane_of(WType t, int64_t cols, int64_t row, uint8_t* base) {
+    return {base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols), int(row % kRowGroupRows)};
+}
+
+// A lane's two scale bytes of block b in a K-quant group (Q4_KR, Q5_KR: its sc and mn; Q6_KR,
+// Q3_KR: its two sub-blocks' sc), 16 bytes apart.
+void store_block_scales(uint8_t* group, WType t, int64_t b, int lane, uint8_t first, uint8_t second) {
+    group[row_group_block_scales_at(t, b) + size_t(lane)] = first;
+    group[row_group_block_scales_at(t, b) + 16 + size_t(lane)] = second;
+}
+
 // Q5_KR: the code of step s's element t (bytes 4s..4s+3 of a lane's step) in a block's 32 codes q:
 // steps 0..3 are elements 4s + t, steps 4..7 elements 16 + 4(s - 4) + t.
 uint8_t q5_k_step_element(int s, int t, const uint8_t* q) {
@@ -79,8 +95,7 @@ int q6_high_shift(int e) { return 2 * (e / 4 % 4); }
 // with `five` Q5_KR (a Q5_K row: its codes' fifth bits in vector 4).
 void store_affine_k_row(bool five, const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
     const WType t = five ? WType::Q5_KR : WType::Q4_KR;
-    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
-    const int lane = int(row % kRowGroupRows);
+    const auto [group, lane] = lane_of(t, cols, row, base);
     uint8_t codes[kKQuantValues], sc[8], mn[8];
     uint16_t d, dmin;
     for (int64_t sb = 0; sb < cols / kKQuantValues; ++sb) {
@@ -103,15 +118,13 @@ void store_affine_k_row(bool five, const uint8_t* blocks, int64_t cols, int64_t 
                     for (int s = 0; s < 8; ++s) bits = uint8_t(bits | (q5_k_step_element(s, t4, q) >> 4) << s);
                     lane_codes[256 + t4] = bits;
                 }
-            group[row_group_block_scales_at(t, b) + size_t(lane)] = sc[k];
-            group[row_group_block_scales_at(t, b) + 16 + size_t(lane)] = mn[k];
+            store_block_scales(group, t, b, lane, sc[k], mn[k]);
         }
     }
 }
 
 void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
-    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(WType::Q6_KR, cols);
-    const int lane = int(row % kRowGroupRows);
+    const auto [group, lane] = lane_of(WType::Q6_KR, cols, row, base);
     uint8_t codes[kKQuantValues];
     int8_t sc[16];
     uint16_t d;
@@ -128,9 +141,7 @@ void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
             }
             uint8_t* block = group + row_group_codes_at(WType::Q6_KR, b);
             for (int v = 0; v < 6; ++v) std::memcpy(block + v * 64 + 4 * lane, lane_codes + v * 64 + 4 * lane, 4);
-            group[row_group_block_scales_at(WType::Q6_KR, b) + size_t(lane)] = uint8_t(sc[2 * k]);
-            group[row_group_block_scales_at(WType::Q6_KR, b) + 16 + size_t(lane)] =
-                uint8_t(sc[2 * k + 1]);
+            store_block_scales(group, WType::Q6_KR, b, lane, uint8_t(sc[2 * k]), uint8_t(sc[2 * k + 1]));
         }
     }
 }
@@ -140,8 +151,7 @@ void store_q6_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
 // and their scale d * (sc - 32) as an f32, exactly block_iq4_xs's dl.
 void store_iq4_xs_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
     constexpr WType t = WType::IQ4_XSR;
-    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
-    const int lane = int(row % kRowGroupRows);
+    const auto [group, lane] = lane_of(t, cols, row, base);
     for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
         float dl;
         const uint8_t* nibbles = iq4_xs_sub_block(blocks + size_t(b / 8) * 136, int(b % 8), &dl);
@@ -164,8 +174,7 @@ void pack_two_bit_planes(const uint8_t* q, uint8_t (&planes)[2][4]) {
 // Q6_KR keeps its high ones, their high bits as Q5_KR keeps its fifth, the scales as Q6_KR's.
 void store_q3_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
     constexpr WType t = WType::Q3_KR;
-    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
-    const int lane = int(row % kRowGroupRows);
+    const auto [group, lane] = lane_of(t, cols, row, base);
     uint8_t codes[kKQuantValues];
     int8_t sc[16];
     uint16_t d;
@@ -182,8 +191,7 @@ void store_q3_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
             uint8_t* block = group + row_group_codes_at(t, b);
             for (int v = 0; v < 2; ++v) std::memcpy(block + v * 64 + 4 * lane, low_bits[v], 4);
             std::memcpy(block + 128 + 4 * lane, high_bits, 4);
-            group[row_group_block_scales_at(t, b) + size_t(lane)] = uint8_t(sc[2 * k]);
-            group[row_group_block_scales_at(t, b) + 16 + size_t(lane)] = uint8_t(sc[2 * k + 1]);
+            store_block_scales(group, t, b, lane, uint8_t(sc[2 * k]), uint8_t(sc[2 * k + 1]));
         }
     }
 }
@@ -192,8 +200,7 @@ void store_q3_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* b
 // bits, d and dmin as Q4_KR's, each block's two scale bytes as the file has them, side by side.
 void store_q2_k_row(const uint8_t* blocks, int64_t cols, int64_t row, uint8_t* base) {
     constexpr WType t = WType::Q2_KR;
-    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
-    const int lane = int(row % kRowGroupRows);
+    const auto [group, lane] = lane_of(t, cols, row, base);
     uint8_t codes[kKQuantValues], scales[16];
     uint16_t d, dmin;
     for (int64_t sb = 0; sb < cols / kKQuantValues; ++sb) {
@@ -240,8 +247,7 @@ void row_groups_store_row(WType t, const uint8_t* block_row, int64_t cols, int64
     if (t == WType::Q6_KR) return store_q6_k_row(block_row, cols, row, base);
     if (t == WType::Q3_KR) return store_q3_k_row(block_row, cols, row, base);
     if (t == WType::Q2_KR) return store_q2_k_row(block_row, cols, row, base);
-    uint8_t* group = base + size_t(row / kRowGroupRows) * row_group_bytes(t, cols);
-    const int lane = int(row % kRowGroupRows);
+    const auto [group, lane] = lane_of(t, cols, row, base);
     for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
         uint8_t* codes = group + row_group_codes_at(t, b) + 4 * lane;
         uint8_t* d = group + row_group_d_at(t, b) + 2 * lane;

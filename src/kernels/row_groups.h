@@ -219,6 +219,26 @@ inline size_t row_group_bytes(WType t, int64_t cols) {
     const int64_t span = row_group_span_blocks(t);
     return size_t((cols / 32 + span - 1) / span * row_group_span_bytes(t));
 }
+// Calls f.template operator()<T>() with T the row-group type `type` (nothing for any other type):
+// the kernels' one list of these types (as visit_int8_dot_type is the chunked types'), so a type
+// added here reaches every table's dispatch.
+template <class F>
+void visit_row_group_type(WType type, F&& f) {
+    switch (type) {
+        case WType::Q4_0R: return f.template operator()<WType::Q4_0R>();
+        case WType::Q8_0R: return f.template operator()<WType::Q8_0R>();
+        case WType::Q4_KR: return f.template operator()<WType::Q4_KR>();
+        case WType::Q5_KR: return f.template operator()<WType::Q5_KR>();
+        case WType::Q6_KR: return f.template operator()<WType::Q6_KR>();
+        case WType::Q3_KR: return f.template operator()<WType::Q3_KR>();
+        case WType::Q2_KR: return f.template operator()<WType::Q2_KR>();
+        case WType::IQ4_NLR: return f.template operator()<WType::IQ4_NLR>();
+        case WType::MXFP4R: return f.template operator()<WType::MXFP4R>();
+        case WType::IQ4_XSR: return f.template operator()<WType::IQ4_XSR>();
+        default: return;  // the callers check is_row_group_type
+    }
+}
+
 // Groups holding `rows` rows.
 inline int64_t row_groups(int64_t rows) { return (rows + kRowGroupRows - 1) / kRowGroupRows; }
 // The lanes of group g that are rows in [r0, r1), as a bit mask (lane i: bit i): the rows a

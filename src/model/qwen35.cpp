@@ -292,12 +292,12 @@ void apply_model_options(Qwen35Model& model, const ModelOptions& options) {
 }
 
 LoadedModel load_model(const std::string& path, const ModelOptions& options) {
-    if (options.q4_k_m)
-        fail("--quant q4_k_m builds synthetic models (nextn bench --synthetic NAME); a checkpoint is not requantized "
-             "to it: a Q4_K_M GGUF file loads as it is (--quant native)");
-    if (options.matrix_type == WType::Q2_KR)
-        fail("--quant q2_k builds synthetic models (nextn bench --synthetic NAME); a checkpoint is not requantized "
-             "to it: a Q2_K GGUF file loads as it is (--quant native)");
+    // The K-quant --quant values (no checkpoint is requantized to them: a file of that type loads
+    // as it is).
+    const char* synthetic_only = options.q4_k_m ? "q4_k_m" : options.matrix_type == WType::Q2_KR ? "q2_k" : nullptr;
+    if (synthetic_only)
+        fail("--quant ", synthetic_only, " builds synthetic models (nextn bench --synthetic NAME); a checkpoint is not "
+             "requantized to it: a GGUF file of that type loads as it is (--quant native)");
     LoadedModel lm;
     LoadOptions lo;
     lo.load_mtp = options.load_mtp;

@@ -250,30 +250,7 @@ void row_groups_of_type(const WeightMatrix& w, const QuantizedColumns& x, float*
 template <class Dot>
 void gemm_row_groups_with(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy,
                           int64_t r0, int64_t r1) {
-    switch (w.type) {
-        case WType::Q4_0R:
-            return row_groups_of_type<Dot, WType::Q4_0R>(w, x, y, ldy, r0, r1);
-        case WType::Q8_0R:
-            return row_groups_of_type<Dot, WType::Q8_0R>(w, x, y, ldy, r0, r1);
-        case WType::Q4_KR:
-            return row_groups_of_type<Dot, WType::Q4_KR>(w, x, y, ldy, r0, r1);
-        case WType::Q5_KR:
-            return row_groups_of_type<Dot, WType::Q5_KR>(w, x, y, ldy, r0, r1);
-        case WType::Q6_KR:
-            return row_groups_of_type<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
-        case WType::Q3_KR:
-            return row_groups_of_type<Dot, WType::Q3_KR>(w, x, y, ldy, r0, r1);
-        case WType::Q2_KR:
-            return row_groups_of_type<Dot, WType::Q2_KR>(w, x, y, ldy, r0, r1);
-        case WType::IQ4_NLR:
-            return row_groups_of_type<Dot, WType::IQ4_NLR>(w, x, y, ldy, r0, r1);
-        case WType::MXFP4R:
-            return row_groups_of_type<Dot, WType::MXFP4R>(w, x, y, ldy, r0, r1);
-        case WType::IQ4_XSR:
-            return row_groups_of_type<Dot, WType::IQ4_XSR>(w, x, y, ldy, r0, r1);
-        default:
-            return ref::gemm_row_groups(w, x, y, ldy, r0, r1);  // not reached: the caller checks
-    }
+    visit_row_group_type(w.type, [&]<WType T>() { row_groups_of_type<Dot, T>(w, x, y, ldy, r0, r1); });
 }
 
 }  // namespace

@@ -676,32 +676,12 @@ void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float
     }
 }
 
-// The row-group product for w's type (Q4_0R, Q8_0R, Q4_KR, Q5_KR, Q6_KR, IQ4_NLR, MXFP4R or
-// IQ4_XSR).
+// The row-group product for w's type (any row-group type).
 template <class Dot>
 void gemm_row_groups_256(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                          int64_t r1) {
     if (r0 >= r1 || x.n <= 0) return;
-    if (w.type == WType::Q8_0R)
-        gemm_row_groups_256<Dot, WType::Q8_0R>(w, x, y, ldy, r0, r1);
-    else if (w.type == WType::Q4_KR)
-        gemm_row_groups_256<Dot, WType::Q4_KR>(w, x, y, ldy, r0, r1);
-    else if (w.type == WType::Q6_KR)
-        gemm_row_groups_256<Dot, WType::Q6_KR>(w, x, y, ldy, r0, r1);
-    else if (w.type == WType::Q3_KR)
-        gemm_row_groups_256<Dot, WType::Q3_KR>(w, x, y, ldy, r0, r1);
-    else if (w.type == WType::Q2_KR)
-        gemm_row_groups_256<Dot, WType::Q2_KR>(w, x, y, ldy, r0, r1);
-    else if (w.type == WType::Q5_KR)
-        gemm_row_groups_256<Dot, WType::Q5_KR>(w, x, y, ldy, r0, r1);
-    else if (w.type == WType::IQ4_NLR)
-        gemm_row_groups_256<Dot, WType::IQ4_NLR>(w, x, y, ldy, r0, r1);
-    else if (w.type == WType::MXFP4R)
-        gemm_row_groups_256<Dot, WType::MXFP4R>(w, x, y, ldy, r0, r1);
-    else if (w.type == WType::IQ4_XSR)
-        gemm_row_groups_256<Dot, WType::IQ4_XSR>(w, x, y, ldy, r0, r1);
-    else
-        gemm_row_groups_256<Dot, WType::Q4_0R>(w, x, y, ldy, r0, r1);
+    visit_row_group_type(w.type, [&]<WType T>() { gemm_row_groups_256<Dot, T>(w, x, y, ldy, r0, r1); });
 }
 
 }  // namespace

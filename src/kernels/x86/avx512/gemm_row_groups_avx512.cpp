@@ -11,7 +11,7 @@
 //
 // Prefetch: on AMD a call first fetches its first kPrefetchAheadBytes into L1 at once; then the
 // column passes over each tile fetch the lines kPrefetchAheadBytes ahead of where it reads, a
-// cursor that moves as fast as the passes consume the tile (kBlockBytes a block a group: 288
+// cursor that moves as fast as the passes consume the tile (a block's codes and scales a group: 288
 // for Q4_0R, shared among a verify's passes: kCursorSpreadUpTo) and stops at the end of the
 // call's rows. A call covers a share of the rows that the pool hands out (shrinking shares, so
 // the next rows in memory usually go to the other thread). Which of the cursor and the group
@@ -184,17 +184,6 @@ Fetch fetch_for(int64_t n, Fetch asked) {
 // n rounded up to a multiple of m.
 constexpr int64_t ceil_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// A block's scale bytes in one group: 16 f16 d, or Q4_KR's (and Q2_KR's) 40 and Q6_KR's 36 (a
-// super-block's over its 8 blocks).
-template <WType T>
-constexpr int64_t kBlockScaleBytes = row_group_affine_k(T) || T == WType::Q2_KR
-                                         ? kQ4KGroupScaleBytes / 8
-                                     : row_group_sub_block_scales(T) ? kQ6KGroupScaleBytes / 8
-                                     : row_group_f32_scales(T)       ? 64
-                                                                     : 32;
-// A block's codes and scales in one group.
-template <WType T>
-constexpr int64_t kBlockBytes = row_group_block_code_bytes(T) + kBlockScaleBytes<T>;
 // Q4_0R, Q4_KR and Q5_KR: 4-bit codes, two nibbles a byte (Q5_KR: and a plane of fifth bits).
 template <WType T>
 constexpr bool kFourBit = T == WType::Q4_0R || T == WType::Q4_KR || T == WType::Q5_KR ||
@@ -893,33 +882,13 @@ void gemm(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ld
 void gemm_row_groups(const WeightMatrix& w, const QuantizedColumns& x, float* y, int64_t ldy, int64_t r0,
                      int64_t r1, bool gfni, RowGroupFetch fetch) {
     if (r0 >= r1 || x.n <= 0) return;
-    if (w.type == WType::Q8_0R)
-        gemm<WType::Q8_0R, false>(w, x, y, ldy, r0, r1, fetch);  // no nibbles to unpack
-    else if (w.type == WType::Q6_KR)
-        gemm<WType::Q6_KR, false>(w, x, y, ldy, r0, r1, fetch);  // its own nibble unpacking
-    else if (w.type == WType::Q3_KR)
-        gfni ? gemm<WType::Q3_KR, true>(w, x, y, ldy, r0, r1, fetch)
-             : gemm<WType::Q3_KR, false>(w, x, y, ldy, r0, r1, fetch);
-    else if (w.type == WType::Q2_KR)
-        gfni ? gemm<WType::Q2_KR, true>(w, x, y, ldy, r0, r1, fetch)
-             : gemm<WType::Q2_KR, false>(w, x, y, ldy, r0, r1, fetch);
-    else if (w.type == WType::Q4_KR)
-        gfni ? gemm<WType::Q4_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q4_KR, false>(w, x, y, ldy, r0, r1, fetch);
-    else if (w.type == WType::Q5_KR)
-        gfni ? gemm<WType::Q5_KR, true>(w, x, y, ldy, r0, r1, fetch) : gemm<WType::Q5_KR, false>(w, x, y, ldy, r0, r1, fetch);
-    else if (w.type == WType::IQ4_NLR)
-        gfni ? gemm<WType::IQ4_NLR, true>(w, x, y, ldy, r0, r1, fetch)
-             : gemm<WType::IQ4_NLR, false>(w, x, y, ldy, r0, r1, fetch);
-    else if (w.type == WType::MXFP4R)
-        gfni ? gemm<WType::MXFP4R, true>(w, x, y, ldy, r0, r1, fetch)
-             : gemm<WType::MXFP4R, false>(w, x, y, ldy, r0, r1, fetch);
-    else if (w.type == WType::IQ4_XSR)
-        gfni ? gemm<WType::IQ4_XSR, true>(w, x, y, ldy, r0, r1, fetch)
-             : gemm<WType::IQ4_XSR, false>(w, x, y, ldy, r0, r1, fetch);
-    else if (gfni)
-        gemm<WType::Q4_0R, true>(w, x, y, ldy, r0, r1, fetch);
-    else
-        gemm<WType::Q4_0R, false>(w, x, y, ldy, r0, r1, fetch);
+    visit_row_group_type(w.type, [&]<WType T>() {
+        // Q8_0R has no codes to unpack, Q6_KR its own unpacking: no GFNI variant.
+        if constexpr (T == WType::Q8_0R || T == WType::Q6_KR)
+            gemm<T, false>(w, x, y, ldy, r0, r1, fetch);
+        else
+            gfni ? gemm<T, true>(w, x, y, ldy, r0, r1, fetch) : gemm<T, false>(w, x, y, ldy, r0, r1, fetch);
+    });
 }
 
 }  // namespace nextn::avx512
